@@ -1,0 +1,22 @@
+// Bundles the gateway into one ESM file for Node 20+. better-sqlite3 stays external: it is the one
+// native module and must be installed for the target architecture next to the bundle.
+import { readFile } from 'node:fs/promises';
+import { build } from 'esbuild';
+
+const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
+
+await build({
+  entryPoints: ['src/main.ts'],
+  outfile: 'dist/gateway.mjs',
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  external: ['better-sqlite3'],
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  define: { __GATEWAY_VERSION__: JSON.stringify(pkg.version) },
+  // Bundled CommonJS dependencies call require(); give the ESM bundle one.
+  banner: { js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
+  logLevel: 'warning',
+});

@@ -1,0 +1,111 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEVELOPMENT_API_KEY, loadConfig } from './config.js';
+import { renderConfigTable } from './config-table.js';
+import { SETTINGS } from './settings.js';
+import { parseByteSize } from './size.js';
+import { readFileSync } from 'node:fs';
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+const secretFile = (content: string): string => {
+  const path = join(mkdtempSync(join(tmpdir(), 'harbor-secret-')), 'secret');
+  writeFileSync(path, content);
+  return path;
+};
+
+describe('loadConfig', () => {
+  it('has documented defaults for every setting', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      environment: 'development',
+      port: 8000,
+      durability: 'power-loss',
+      queueMaxBytes: 1024 ** 3,
+      maxBodyBytes: 1024 ** 2,
+      maxBatchReadings: 10_000,
+      maxIdLength: 100,
+      questdbUrl: 'http://127.0.0.1:9000',
+      table: 'cargo_data',
+      retentionDays: 365,
+      apiKey: DEVELOPMENT_API_KEY,
+      apiKeySource: 'development default',
+    });
+  });
+
+  it('names every invalid variable in one error', () => {
+    const problems = problemsOf({ PORT: 'eighty', DURABILITY: 'maybe', QUEUE_MAX_BYTES: '12 parsecs', RETENTION_DAYS: '-1' });
+    expect(problems).toHaveLength(4);
+    expect(problems[0]).toMatch(/^PORT must be a whole number \(got "eighty"\)/);
+    expect(problems.join('\n')).toMatch(/DURABILITY/);
+    expect(problems.join('\n')).toMatch(/QUEUE_MAX_BYTES must be a size/);
+    expect(problems.join('\n')).toMatch(/RETENTION_DAYS must be at least 0/);
+  });
+
+  it('never repeats a secret in its error', () => {
+    const problems = problemsOf({ API_KEY: 'x'.repeat(5000) });
+    expect(problems.join('\n')).not.toContain('xxxx');
+  });
+
+  it('refuses credentials inside the QuestDB URL', () => {
+    expect(problemsOf({ QUESTDB_URL: 'http://admin:quest@127.0.0.1:9000' })[0]).toMatch(/^QUESTDB_URL/);
+  });
+
+  it('reads the API key from a file, or from the systemd credentials directory', () => {
+    expect(loadConfig({ API_KEY_FILE: secretFile('from-file-key\n') })).toMatchObject({ apiKey: 'from-file-key', apiKeySource: 'file' });
+    const credentials = mkdtempSync(join(tmpdir(), 'harbor-cred-'));
+    writeFileSync(join(credentials, 'api_key'), 'credential-key');
+    expect(loadConfig({ CREDENTIALS_DIRECTORY: credentials })).toMatchObject({ apiKey: 'credential-key', apiKeySource: 'systemd credential' });
+  });
+
+  it('refuses an unreadable or empty key file and two sources at once', () => {
+    expect(problemsOf({ API_KEY_FILE: '/nonexistent/key' })[0]).toMatch(/API_KEY_FILE cannot be read: ENOENT/);
+    expect(problemsOf({ API_KEY_FILE: secretFile('  \n') })[0]).toMatch(/empty file/);
+    expect(problemsOf({ API_KEY: 'a', API_KEY_FILE: secretFile('b') })[0]).toMatch(/only one of API_KEY and API_KEY_FILE/);
+  });
+
+  it('in production refuses a missing, shipped or short key and the QuestDB default password', () => {
+    expect(problemsOf({ GATEWAY_ENV: 'production' })[0]).toMatch(/API_KEY is required in production/);
+    expect(problemsOf({ GATEWAY_ENV: 'production', API_KEY: DEVELOPMENT_API_KEY })[0]).toMatch(/shipped test default/);
+    expect(problemsOf({ GATEWAY_ENV: 'production', API_KEY: 'short' })[0]).toMatch(/at least 16 characters/);
+    expect(
+      problemsOf({ GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key', QUESTDB_USERNAME: 'admin', QUESTDB_PASSWORD: 'quest' })[0],
+    ).toMatch(/QUESTDB_PASSWORD is a shipped test default/);
+    expect(loadConfig({ GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key' }).apiKey).toBe('a-long-enough-production-key');
+  });
+
+  it('wants the QuestDB user and password together', () => {
+    expect(problemsOf({ QUESTDB_USERNAME: 'admin' })[0]).toMatch(/QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together/);
+  });
+});
+
+describe('parseByteSize', () => {
+  it.each([
+    ['1048576', 1048576],
+    ['512KiB', 512 * 1024],
+    ['1 GiB', 1024 ** 3],
+    ['64MB', 64e6],
+    ['10kb', 10_000],
+  ])('reads %s', (text, bytes) => expect(parseByteSize(text)).toBe(bytes));
+
+  it.each(['', 'MiB', '1.5GiB', '-1', '3 parsecs'])('refuses %j', (text) => expect(parseByteSize(text)).toBeNull());
+});
+
+describe('configuration table', () => {
+  it('lists every variable and is the one in the README', () => {
+    const table = renderConfigTable();
+    for (const setting of Object.values(SETTINGS)) expect(table).toContain(`| \`${setting.env}\` |`);
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    expect(readme).toContain(table);
+  });
+});

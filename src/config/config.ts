@@ -1,0 +1,130 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SETTINGS, type SettingValues } from './settings.js';
+
+/** The ingestion key used in development when none is configured. Production refuses it. */
+export const DEVELOPMENT_API_KEY = 'harbor-dev-key';
+/** Credentials that ship in examples and QuestDB's own defaults; production refuses them. */
+const TEST_CREDENTIALS = new Set([DEVELOPMENT_API_KEY, 'quest', 'admin', 'password', 'changeme', 'change-me']);
+const MIN_PRODUCTION_SECRET_LENGTH = 16;
+
+type SecretSource = 'environment' | 'file' | 'systemd credential';
+type Resolved = 'apiKey' | 'apiKeyFile' | 'questdbPassword' | 'questdbPasswordFile';
+
+export interface Config extends Omit<SettingValues, Resolved> {
+  apiKey: string;
+  /** Where the key came from, for the startup log (never the key itself). */
+  apiKeySource: SecretSource | 'development default';
+  questdbPassword: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+type ReadSecret = (path: string) => string;
+
+const readSecretFile: ReadSecret = (path) => readFileSync(path, 'utf8');
+
+/** Reads, validates and resolves the whole configuration; throws ConfigError naming every bad variable. */
+export function loadConfig(env: Env = process.env, readSecret: ReadSecret = readSecretFile): Config {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(SETTINGS)) {
+    const raw = env[setting.env] === '' ? undefined : (env[setting.env] ?? setting.default);
+    if (raw === undefined) continue;
+    const parsed = setting.schema.safeParse(raw);
+    if (parsed.success) {
+      values[key] = parsed.data;
+    } else {
+      const shown = 'secret' in setting && setting.secret ? '' : ` (got "${raw}")`;
+      problems.push(`${setting.env} ${parsed.error.issues[0]?.message ?? 'is invalid'}${shown}`);
+    }
+  }
+  const partial = values as Partial<SettingValues>;
+
+  const apiKey = resolveSecret(env, problems, readSecret, {
+    value: partial.apiKey,
+    valueVar: 'API_KEY',
+    file: partial.apiKeyFile,
+    fileVar: 'API_KEY_FILE',
+    credential: 'api_key',
+  });
+  const questdbPassword = resolveSecret(env, problems, readSecret, {
+    value: partial.questdbPassword,
+    valueVar: 'QUESTDB_PASSWORD',
+    file: partial.questdbPasswordFile,
+    fileVar: 'QUESTDB_PASSWORD_FILE',
+    credential: 'questdb_password',
+  });
+  if ((partial.questdbUsername === undefined) !== (questdbPassword?.secret === undefined)) {
+    problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
+  }
+
+  const production = partial.environment === 'production';
+  if (production) {
+    if (apiKey === undefined) problems.push('API_KEY is required in production (or API_KEY_FILE, or the api_key credential)');
+    checkProductionSecret(problems, 'API_KEY', apiKey?.secret);
+    checkProductionSecret(problems, 'QUESTDB_PASSWORD', questdbPassword?.secret);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const { apiKeyFile: _a, questdbPasswordFile: _q, ...rest } = values as SettingValues;
+  return {
+    ...rest,
+    apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
+    apiKeySource: apiKey?.source ?? 'development default',
+    questdbPassword: questdbPassword?.secret,
+  };
+}
+
+interface SecretSources {
+  value: string | undefined;
+  valueVar: 'API_KEY' | 'QUESTDB_PASSWORD';
+  file: string | undefined;
+  fileVar: 'API_KEY_FILE' | 'QUESTDB_PASSWORD_FILE';
+  credential: string;
+}
+
+function resolveSecret(
+  env: Env,
+  problems: string[],
+  readSecret: ReadSecret,
+  sources: SecretSources,
+): { secret: string; source: SecretSource } | undefined {
+  if (sources.value !== undefined && sources.file !== undefined) {
+    problems.push(`set only one of ${sources.valueVar} and ${sources.fileVar}`);
+    return undefined;
+  }
+  if (sources.value !== undefined) return { secret: sources.value, source: 'environment' };
+  const credentials = env['CREDENTIALS_DIRECTORY'];
+  const path = sources.file ?? (credentials ? join(credentials, sources.credential) : undefined);
+  if (path === undefined) return undefined;
+  let content: string;
+  try {
+    content = readSecret(path).trim();
+  } catch (error) {
+    // A credentials directory need not hold every credential; an explicit file must exist.
+    if (sources.file === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    problems.push(`${sources.fileVar} cannot be read: ${(error as NodeJS.ErrnoException).code ?? 'error'} (${path})`);
+    return undefined;
+  }
+  if (content === '') {
+    problems.push(`${sources.fileVar} points to an empty file (${path})`);
+    return undefined;
+  }
+  return { secret: content, source: sources.file !== undefined ? 'file' : 'systemd credential' };
+}
+
+function checkProductionSecret(problems: string[], name: string, secret: string | undefined): void {
+  if (secret === undefined) return;
+  if (TEST_CREDENTIALS.has(secret.toLowerCase())) {
+    problems.push(`${name} is a shipped test default; set your own before running in production`);
+  } else if (secret.length < MIN_PRODUCTION_SECRET_LENGTH) {
+    problems.push(`${name} must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters in production`);
+  }
+}

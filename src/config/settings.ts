@@ -1,0 +1,243 @@
+import { z } from 'zod';
+import { parseByteSize } from './size.js';
+
+/**
+ * Every setting the gateway reads from its environment: the single source for parsing,
+ * defaults and the configuration table in the README (see `harbor-gateway config-table`).
+ */
+export interface Setting<T> {
+  readonly env: string;
+  /** Text default as it would appear in the environment; undefined = unset. */
+  readonly default: string | undefined;
+  readonly doc: string;
+  readonly schema: z.ZodType<T>;
+  /** Never echo the value back in errors or logs. */
+  readonly secret?: boolean;
+}
+
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const byteSize = (min: number, max: number) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const bytes = parseByteSize(text);
+      if (bytes === null) {
+        ctx.addIssue({ code: 'custom', message: 'must be a size such as 1048576, 512KiB or 1GiB' });
+        return z.NEVER;
+      }
+      return bytes;
+    })
+    .pipe(z.number().min(min, `must be at least ${min} bytes`).max(max, `must be at most ${max} bytes`));
+
+const text = (max = 4096) => z.string().min(1, 'must not be empty').max(max);
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+    } catch {
+      return false;
+    }
+  }, 'must be an http:// or https:// URL without credentials (use QUESTDB_USERNAME and QUESTDB_PASSWORD)')
+  .transform((value) => value.replace(/\/+$/, ''));
+
+const define = <T>(setting: Setting<T>): Setting<T> => setting;
+
+export const SETTINGS = {
+  environment: define({
+    env: 'GATEWAY_ENV',
+    default: 'development',
+    doc: '`development` or `production`. Production refuses to start with a missing, short or shipped test credential.',
+    schema: z.enum(['development', 'production']),
+  }),
+  host: define({
+    env: 'HOST',
+    default: '0.0.0.0',
+    doc: 'Address the HTTP server binds to. Sensors reach the gateway over the LAN, so all interfaces by default.',
+    schema: text(255),
+  }),
+  port: define({
+    env: 'PORT',
+    default: '8000',
+    doc: 'HTTP port of the ingest API, health and status endpoints. 0 picks a free port.',
+    schema: integer(0, 65535),
+  }),
+  apiKey: define({
+    env: 'API_KEY',
+    default: undefined,
+    doc: 'The ingestion key devices send in `X-API-Key`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
+    schema: text(),
+    secret: true,
+  }),
+  apiKeyFile: define({
+    env: 'API_KEY_FILE',
+    default: undefined,
+    doc: 'File holding the ingestion key (container secrets). `$CREDENTIALS_DIRECTORY/api_key` is read automatically under systemd.',
+    schema: text(),
+  }),
+  harborId: define({
+    env: 'HARBOR_ID',
+    default: undefined,
+    doc: 'When set, hosted-form paths must carry this harbor id (others get 404). When unset, any harbor id is accepted.',
+    schema: z.string().regex(/^[A-Za-z0-9_.~-]{1,128}$/, 'must be 1-128 characters of A-Z a-z 0-9 _ . ~ -'),
+  }),
+  dataDir: define({
+    env: 'DATA_DIR',
+    default: './data',
+    doc: 'Directory of the SQLite write-ahead queue (`queue.db`). Give it its own path on the appliance.',
+    schema: text(),
+  }),
+  durability: define({
+    env: 'DURABILITY',
+    default: 'power-loss',
+    doc: '`power-loss`: every commit is fsynced, an answered reading survives a power cut. `process-crash`: commits reach the OS but are not fsynced; survives a gateway crash or kill, not a power cut; faster and fewer writes.',
+    schema: z.enum(['power-loss', 'process-crash']),
+  }),
+  queueMaxBytes: define({
+    env: 'QUEUE_MAX_BYTES',
+    default: '1GiB',
+    doc: 'Bound of queued reading data on disk. Beyond it ingest answers 503 with `Retry-After`; nothing queued is dropped. Keep it well below the free space of the data directory.',
+    schema: byteSize(1024 * 1024, Number.MAX_SAFE_INTEGER),
+  }),
+  maxBodyBytes: define({
+    env: 'MAX_BODY_BYTES',
+    default: '1MiB',
+    doc: 'Largest request body accepted; larger bodies get 413 before they are read.',
+    schema: byteSize(1024, 64 * 1024 * 1024),
+  }),
+  maxBatchReadings: define({
+    env: 'MAX_BATCH_READINGS',
+    default: '10000',
+    doc: 'Most readings in one batch; more gets 400.',
+    schema: integer(1, 1_000_000),
+  }),
+  maxIdLength: define({
+    env: 'MAX_ID_LENGTH',
+    default: '100',
+    doc: 'Longest `ship_id` or `cargo_id`, in Unicode characters.',
+    schema: integer(1, 1000),
+  }),
+  questdbUrl: define({
+    env: 'QUESTDB_URL',
+    default: 'http://127.0.0.1:9000',
+    doc: 'QuestDB HTTP endpoint, used for ILP writes (`/write`) and table setup (`/exec`).',
+    schema: httpUrl,
+  }),
+  questdbUsername: define({
+    env: 'QUESTDB_USERNAME',
+    default: undefined,
+    doc: 'User for QuestDB HTTP basic authentication, when QuestDB requires it.',
+    schema: text(255),
+  }),
+  questdbPassword: define({
+    env: 'QUESTDB_PASSWORD',
+    default: undefined,
+    doc: 'Password for QuestDB HTTP basic authentication. Prefer `QUESTDB_PASSWORD_FILE` or a systemd credential named `questdb_password`.',
+    schema: text(),
+    secret: true,
+  }),
+  questdbPasswordFile: define({
+    env: 'QUESTDB_PASSWORD_FILE',
+    default: undefined,
+    doc: 'File holding the QuestDB password.',
+    schema: text(),
+  }),
+  table: define({
+    env: 'QUESTDB_TABLE',
+    default: 'cargo_data',
+    doc: 'Table the readings go to. Keep `cargo_data` so SQL written for the existing stack keeps working.',
+    schema: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,126}$/, 'must be a plain identifier (letters, digits, underscore)'),
+  }),
+  retentionDays: define({
+    env: 'RETENTION_DAYS',
+    default: '365',
+    doc: 'QuestDB TTL of the table in days, applied at every start (changing it and restarting changes the TTL). 0 keeps data forever.',
+    schema: integer(0, 36500),
+  }),
+  flushIntervalMs: define({
+    env: 'FLUSH_INTERVAL_MS',
+    default: '1000',
+    doc: 'How often the flusher ships queued readings to QuestDB.',
+    schema: integer(10, 3_600_000),
+  }),
+  flushBatchReadings: define({
+    env: 'FLUSH_BATCH_READINGS',
+    default: '20000',
+    doc: 'Most readings sent in one ILP request. A backlog of this many readings triggers a flush before the interval ends.',
+    schema: integer(1, 1_000_000),
+  }),
+  flushTimeoutMs: define({
+    env: 'FLUSH_TIMEOUT_MS',
+    default: '30000',
+    doc: 'How long one ILP request may take before it counts as failed and is retried.',
+    schema: integer(100, 600_000),
+  }),
+  flushBackoffMaxMs: define({
+    env: 'FLUSH_BACKOFF_MAX_MS',
+    default: '30000',
+    doc: 'Longest wait between retries after failed flushes (exponential backoff with jitter, from 250 ms).',
+    schema: integer(250, 3_600_000),
+  }),
+  authFailureLimit: define({
+    env: 'AUTH_FAILURE_LIMIT',
+    default: '10',
+    doc: 'Failed API key attempts one client address may make per `AUTH_FAILURE_WINDOW_S` before it gets 429 for the rest of the window.',
+    schema: integer(1, 1_000_000),
+  }),
+  authFailureWindowS: define({
+    env: 'AUTH_FAILURE_WINDOW_S',
+    default: '60',
+    doc: 'Window of the failed-authentication throttle, in seconds.',
+    schema: integer(1, 86_400),
+  }),
+  maxConnections: define({
+    env: 'MAX_CONNECTIONS',
+    default: '1024',
+    doc: 'Most simultaneous HTTP connections; more are closed at once.',
+    schema: integer(1, 1_000_000),
+  }),
+  headersTimeoutMs: define({
+    env: 'HEADERS_TIMEOUT_MS',
+    default: '10000',
+    doc: 'Time a client has to send its request headers.',
+    schema: integer(100, 600_000),
+  }),
+  requestTimeoutMs: define({
+    env: 'REQUEST_TIMEOUT_MS',
+    default: '30000',
+    doc: 'Time a client has to send its whole request, body included.',
+    schema: integer(100, 3_600_000),
+  }),
+  keepAliveTimeoutMs: define({
+    env: 'KEEP_ALIVE_TIMEOUT_MS',
+    default: '5000',
+    doc: 'How long an idle keep-alive connection stays open.',
+    schema: integer(100, 600_000),
+  }),
+  shutdownTimeoutMs: define({
+    env: 'SHUTDOWN_TIMEOUT_MS',
+    default: '10000',
+    doc: 'On SIGTERM/SIGINT: time for in-flight requests and a last flush before the queue is closed. Unflushed readings stay queued for the next start.',
+    schema: integer(0, 600_000),
+  }),
+  logLevel: define({
+    env: 'LOG_LEVEL',
+    default: 'info',
+    doc: '`fatal`, `error`, `warn`, `info`, `debug` or `trace`. Info logs one line per flush and per error, not per request.',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  }),
+} as const;
+
+export type SettingValues = {
+  -readonly [K in keyof typeof SETTINGS]: (typeof SETTINGS)[K] extends Setting<infer T> ? T : never;
+};

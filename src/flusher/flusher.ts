@@ -1,0 +1,237 @@
+import type { Logger } from 'pino';
+import type { DeadLetterInput, QueueRecord, WriteAheadQueue } from '../queue/queue.js';
+import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../queue/record-codec.js';
+import type { GatewayStats } from '../stats.js';
+import { Backoff } from './backoff.js';
+import { IlpEncoder } from './ilp-encoder.js';
+import type { QuestDbHttp } from './questdb-http.js';
+import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
+
+export interface FlusherOptions {
+  table: string;
+  retentionDays: number;
+  intervalMs: number;
+  batchReadings: number;
+  batchBytes: number;
+  timeoutMs: number;
+  backoffMaxMs: number;
+}
+
+type Outcome = 'empty' | 'flushed' | 'failed';
+
+const MAX_REASON_LENGTH = 1000;
+const BACKOFF_BASE_MS = 250;
+
+/**
+ * Ships the oldest queued readings to QuestDB on a timer, one request in flight at a time, and
+ * removes them from the queue only after QuestDB confirmed them. Failures back off with jitter and
+ * leave the queue intact; rows QuestDB refuses for their content become dead letters.
+ */
+export class Flusher {
+  readonly #queue: WriteAheadQueue;
+  readonly #questdb: QuestDbHttp;
+  readonly #stats: GatewayStats;
+  readonly #log: Logger;
+  readonly #options: FlusherOptions;
+  readonly #encoder: IlpEncoder;
+  readonly #backoff: Backoff;
+  #tableReady = false;
+  #stopping = false;
+  /** Set when shutdown gave up waiting: a late answer must not touch the closed queue. */
+  #abandoned = false;
+  #backingOff = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(deps: {
+    queue: WriteAheadQueue;
+    questdb: QuestDbHttp;
+    stats: GatewayStats;
+    logger: Logger;
+    options: FlusherOptions;
+  }) {
+    this.#queue = deps.queue;
+    this.#questdb = deps.questdb;
+    this.#stats = deps.stats;
+    this.#log = deps.logger;
+    this.#options = deps.options;
+    this.#encoder = new IlpEncoder(deps.options.table);
+    this.#backoff = new Backoff(BACKOFF_BASE_MS, deps.options.backoffMaxMs);
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Called after ingest commits: a large backlog starts a flush before the interval ends. */
+  notifyBacklog(readings: number): void {
+    if (readings >= this.#options.batchReadings && !this.#backingOff) this.#wake?.();
+  }
+
+  /** Stops the timer and flushes what it can until `deadline` (epoch ms); the rest stays queued. */
+  async stop(deadline: number): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    const loop = this.#loop ?? Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'expired'>((resolve) => {
+      timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - Date.now()));
+    });
+    const result = await Promise.race([loop.then(() => 'done' as const), expired]);
+    clearTimeout(timer);
+    if (result === 'expired') {
+      this.#abandoned = true;
+      this.#log.warn({ event: 'flush_abandoned', queued: this.#queue.stats().readings }, 'shutdown deadline reached; unflushed readings stay queued');
+    }
+    await this.#questdb.close().catch(() => undefined);
+  }
+
+  async #run(): Promise<void> {
+    let delay = this.#options.intervalMs;
+    while (!this.#stopping) {
+      await this.#sleep(delay);
+      if (this.#stopping) break;
+      const outcome = await this.#flushOnce();
+      this.#backingOff = outcome === 'failed';
+      if (outcome === 'failed') delay = this.#backoff.next();
+      else if (outcome === 'flushed' && this.#queue.stats().readings >= this.#options.batchReadings) delay = 0;
+      else delay = this.#options.intervalMs;
+    }
+    // Last flush: drain while QuestDB answers, until the queue is empty or stop() gives up.
+    while (!this.#abandoned && (await this.#flushOnce()) === 'flushed') {
+      /* keep draining */
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+    });
+  }
+
+  async #flushOnce(): Promise<Outcome> {
+    const started = performance.now();
+    if (!this.#tableReady) {
+      try {
+        const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
+        this.#tableReady = true;
+        this.#log.info(
+          { event: 'table_ready', table: this.#options.table, created: table.created, retentionDays: this.#options.retentionDays, timestamp: table.timestampType },
+          'QuestDB table ready',
+        );
+      } catch (error) {
+        const schema = error instanceof TableSchemaError;
+        return this.#failed(started, 0, `table setup failed: ${(error as Error).message}`, schema ? 'error' : 'warn');
+      }
+    }
+    if (this.#abandoned) return 'failed';
+    const records = this.#queue.readOldest(this.#options.batchReadings, this.#options.batchBytes);
+    if (records.length === 0) return 'empty';
+
+    const rows: QueuedReading[] = [];
+    const rowRecord: number[] = [];
+    const deadLetters: DeadLetterInput[] = [];
+    records.forEach((record, index) => this.#decode(record, index, rows, rowRecord, deadLetters));
+
+    let start = 0;
+    let chunk = rows.length;
+    let requests = 0;
+    let refused = 0;
+    let tableChecked = false;
+    while (start < rows.length) {
+      const end = Math.min(rows.length, start + chunk);
+      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end), this.#options.timeoutMs);
+      requests += 1;
+      if (this.#abandoned) return 'failed';
+      if (outcome.ok) {
+        start = end;
+        chunk = Math.min(rows.length, chunk * 2);
+      } else if (outcome.kind === 'rejected' && outcome.line >= 1 && outcome.line <= end - start) {
+        if (!tableChecked) {
+          // A changed table refuses every row; that is the table's fault, not the readings'.
+          const problem = await this.#tableProblem();
+          if (problem !== undefined) return this.#failed(started, rows.length, problem, 'error');
+          tableChecked = true;
+        }
+        if (outcome.line === 1) {
+          // The first row of the request is the one QuestDB refuses: set it aside and go on.
+          const record = records[rowRecord[start]!]!;
+          deadLetters.push({ receivedMs: record.receivedMs, reason: truncate(outcome.message), line: formatLine(rows[start]!) });
+          start += 1;
+          refused += 1;
+          chunk = Math.max(1, chunk >> 1);
+        } else {
+          // Rows before the refused one are fine: send exactly those next.
+          chunk = outcome.line - 1;
+        }
+      } else {
+        if (outcome.kind === 'failed' && /table|column/i.test(outcome.message)) this.#tableReady = false;
+        return this.#failed(started, rows.length, outcome.message, 'warn');
+      }
+    }
+
+    this.#queue.complete(records, deadLetters);
+    const flushed = rows.length - refused;
+    this.#backoff.reset();
+    const stats = this.#stats;
+    stats.flushes += 1;
+    stats.flushedReadings += flushed;
+    stats.deadLettered += deadLetters.length;
+    stats.consecutiveFlushFailures = 0;
+    const durationMs = Math.round(performance.now() - started);
+    stats.lastFlush = { at: new Date().toISOString(), ok: true, readings: flushed, durationMs };
+    this.#log.info(
+      { event: 'flush', readings: flushed, records: records.length, requests, deadLettered: deadLetters.length, durationMs, backlog: this.#queue.stats().readings },
+      'flushed readings to QuestDB',
+    );
+    if (deadLetters.length > 0) {
+      this.#log.error({ event: 'dead_letters', count: deadLetters.length, reason: deadLetters[0]!.reason }, 'QuestDB refused readings; kept as dead letters');
+    }
+    return 'flushed';
+  }
+
+  async #tableProblem(): Promise<string | undefined> {
+    try {
+      await checkTable(this.#questdb, this.#options.table);
+      return undefined;
+    } catch (error) {
+      this.#tableReady = false;
+      return `QuestDB refused rows and the table check failed: ${(error as Error).message}`;
+    }
+  }
+
+  #decode(record: QueueRecord, index: number, rows: QueuedReading[], rowRecord: number[], deadLetters: DeadLetterInput[]): void {
+    const before = rows.length;
+    try {
+      decodeRecord(record.payload, rows);
+    } catch (error) {
+      if (!(error instanceof RecordCorruptError)) throw error;
+      rows.length = before;
+      deadLetters.push({ receivedMs: record.receivedMs, reason: truncate(`corrupt queue record: ${error.message}`), line: record.payload });
+      return;
+    }
+    for (let i = before; i < rows.length; i++) rowRecord.push(index);
+  }
+
+  #failed(started: number, readings: number, message: string, level: 'warn' | 'error'): Outcome {
+    const stats = this.#stats;
+    const at = new Date().toISOString();
+    stats.flushFailures += 1;
+    stats.consecutiveFlushFailures += 1;
+    stats.lastFlush = { at, ok: false, readings, durationMs: Math.round(performance.now() - started), error: message };
+    stats.lastFlushError = { at, message };
+    this.#log[level](
+      { event: 'flush_failed', error: message, attempt: stats.consecutiveFlushFailures, backlog: this.#queue.stats().readings },
+      'flush to QuestDB failed; readings stay queued',
+    );
+    return 'failed';
+  }
+}
+
+const truncate = (text: string): string => (text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH)}…` : text);

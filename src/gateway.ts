@@ -1,0 +1,107 @@
+import type { Logger } from 'pino';
+import type { Config } from './config/config.js';
+import { Flusher } from './flusher/flusher.js';
+import { QuestDbHttp } from './flusher/questdb-http.js';
+import { createApp } from './http/app.js';
+import { startHttpServer, type HttpServer } from './http/server.js';
+import { WriteAheadQueue } from './queue/queue.js';
+import { readingSchema } from './reading/reading-schema.js';
+import { ReceiveClock } from './reading/timestamp.js';
+import { GatewayStats } from './stats.js';
+import { VERSION } from './version.js';
+
+export interface Gateway {
+  readonly port: number;
+  readonly url: string;
+  readonly queue: WriteAheadQueue;
+  readonly stats: GatewayStats;
+  /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
+  stop(): Promise<void>;
+}
+
+/** Flush requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
+const FLUSH_BATCH_BYTES = 16 * 1024 * 1024;
+
+export async function startGateway(config: Config, logger: Logger): Promise<Gateway> {
+  const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
+  const stats = new GatewayStats();
+  const questdb = new QuestDbHttp({ url: config.questdbUrl, username: config.questdbUsername, password: config.questdbPassword });
+  const flusher = new Flusher({
+    queue,
+    questdb,
+    stats,
+    logger,
+    options: {
+      table: config.table,
+      retentionDays: config.retentionDays,
+      intervalMs: config.flushIntervalMs,
+      batchReadings: config.flushBatchReadings,
+      batchBytes: FLUSH_BATCH_BYTES,
+      timeoutMs: config.flushTimeoutMs,
+      backoffMaxMs: config.flushBackoffMaxMs,
+    },
+  });
+  let stopping = false;
+  const app = createApp({
+    queue,
+    flusher,
+    clock: new ReceiveClock(),
+    stats,
+    schema: readingSchema({ maxIdLength: config.maxIdLength }),
+    logger,
+    apiKey: config.apiKey,
+    authFailureLimit: config.authFailureLimit,
+    authFailureWindowMs: config.authFailureWindowS * 1000,
+    maxBodyBytes: config.maxBodyBytes,
+    maxBatchReadings: config.maxBatchReadings,
+    harborId: config.harborId,
+    isStopping: () => stopping,
+    version: VERSION,
+  });
+
+  let http: HttpServer;
+  try {
+    http = await startHttpServer(app, config);
+  } catch (error) {
+    queue.close();
+    await questdb.close();
+    throw error;
+  }
+  flusher.start();
+  const depth = queue.stats();
+  logger.info(
+    {
+      event: 'started',
+      version: VERSION,
+      address: `${config.host}:${http.port}`,
+      queue: queue.path,
+      durability: config.durability,
+      queued: depth.readings,
+      questdb: config.questdbUrl,
+      table: config.table,
+      apiKeySource: config.apiKeySource,
+      environment: config.environment,
+    },
+    'harbor gateway listening',
+  );
+
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      stopping = true;
+      const deadline = Date.now() + config.shutdownTimeoutMs;
+      logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
+      await http.close(deadline);
+      await flusher.stop(deadline);
+      queue.close();
+      logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
+    })());
+
+  return {
+    port: http.port,
+    url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
+    queue,
+    stats,
+    stop,
+  };
+}

@@ -1,0 +1,65 @@
+import { Hono, type Context } from 'hono';
+import type { Logger } from 'pino';
+import type { Flusher } from '../flusher/flusher.js';
+import type { WriteAheadQueue } from '../queue/queue.js';
+import type { ReadingSchema } from '../reading/reading-schema.js';
+import type { ReceiveClock } from '../reading/timestamp.js';
+import type { GatewayStats } from '../stats.js';
+import { apiKey } from './middleware/api-key/index.js';
+import { FailureThrottle } from './middleware/api-key/failure-throttle.js';
+import { problem } from './problem.js';
+import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
+import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
+
+export interface AppDeps {
+  queue: WriteAheadQueue;
+  flusher: Pick<Flusher, 'notifyBacklog'>;
+  clock: ReceiveClock;
+  stats: GatewayStats;
+  schema: ReadingSchema;
+  logger: Logger;
+  apiKey: string;
+  authFailureLimit: number;
+  authFailureWindowMs: number;
+  maxBodyBytes: number;
+  maxBatchReadings: number;
+  harborId: string | undefined;
+  isStopping: () => boolean;
+  version: string;
+}
+
+/** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */
+const clientAddress = (c: Context): string =>
+  (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
+
+/** The HTTP API: ingest paths behind the API key, health and status, JSON errors for everything else. */
+export function createApp(deps: AppDeps): Hono {
+  // strict: false matches every path with and without a trailing slash, as existing clients use both.
+  const app = new Hono({ strict: false });
+  const requireApiKey = apiKey({
+    key: deps.apiKey,
+    throttle: new FailureThrottle(deps.authFailureLimit, deps.authFailureWindowMs),
+    clientAddress,
+    logger: deps.logger,
+  });
+
+  app.use(async (c, next) => {
+    await next();
+    if (c.res.status >= 400) deps.stats.refusedRequests += 1;
+  });
+
+  registerIngestRoutes(app, deps, requireApiKey);
+  registerHealthRoutes(app, { ...deps, requireApiKey });
+
+  const allow = (methods: string) => (c: Context) =>
+    problem(c, 405, `Method ${c.req.method} not allowed; use ${methods}`, [{ loc: ['method'], msg: `Allowed: ${methods}`, type: 'method_not_allowed' }], { Allow: methods });
+  for (const { path } of INGEST_ROUTES) app.all(path, allow('POST'));
+  for (const path of HEALTH_ROUTES) app.all(path, allow('GET, HEAD'));
+
+  app.notFound((c) => problem(c, 404, `No endpoint at ${c.req.path.slice(0, 200)}`, [{ loc: ['path'], msg: 'Not found', type: 'not_found' }]));
+  app.onError((error, c) => {
+    deps.logger.error({ event: 'request_failed', err: error, method: c.req.method, path: c.req.path }, 'request failed');
+    return problem(c, 500, 'Internal server error', []);
+  });
+  return app;
+}

@@ -1,0 +1,70 @@
+import { isUtf8 } from 'node:buffer';
+import type { Context } from 'hono';
+import type { ProblemDetail } from '../reading/problems.js';
+
+export type BodyResult =
+  | { ok: true; json: unknown }
+  | { ok: false; status: 400 | 413 | 415; message: string; details: ProblemDetail[] };
+
+const BODY = ['body'];
+
+const tooLarge = (limit: number): BodyResult => ({
+  ok: false,
+  status: 413,
+  message: `Request body is larger than ${limit} bytes`,
+  details: [{ loc: BODY, msg: `Body must be at most ${limit} bytes`, type: 'too_large' }],
+});
+
+/**
+ * Reads and parses a JSON body. The declared length is checked before anything is read and a
+ * chunked body is cut off at the limit, so an oversized body is never buffered whole.
+ * Content-Type is not checked: devices and `curl -d` send all kinds; the body itself must be JSON.
+ */
+export async function readJsonBody(c: Context, limit: number): Promise<BodyResult> {
+  const encoding = c.req.header('content-encoding');
+  if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
+    return {
+      ok: false,
+      status: 415,
+      message: `Content-Encoding ${encoding} is not supported; send the JSON body uncompressed`,
+      details: [{ loc: ['header', 'content-encoding'], msg: 'Only identity is accepted', type: 'unsupported_encoding' }],
+    };
+  }
+  const declared = c.req.header('content-length');
+  let bytes: Buffer;
+  if (declared !== undefined) {
+    if (Number(declared) > limit) return tooLarge(limit);
+    bytes = Buffer.from(await c.req.arrayBuffer());
+  } else {
+    const read = await readLimited(c.req.raw.body, limit);
+    if (read === undefined) return tooLarge(limit);
+    bytes = read;
+  }
+  if (!isUtf8(bytes)) {
+    return { ok: false, status: 400, message: 'Body is not valid UTF-8', details: [{ loc: BODY, msg: 'Body must be UTF-8 encoded JSON', type: 'utf8_invalid' }] };
+  }
+  try {
+    return { ok: true, json: JSON.parse(bytes.toString('utf8')) };
+  } catch (error) {
+    const reason = bytes.length === 0 ? 'Body is empty' : (error as Error).message;
+    return { ok: false, status: 400, message: 'Body is not valid JSON', details: [{ loc: BODY, msg: reason, type: 'json_invalid' }] };
+  }
+}
+
+/** Reads a stream up to `limit` bytes; undefined when it is longer. */
+async function readLimited(stream: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer | undefined> {
+  if (stream === null) return Buffer.alloc(0);
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks, length);
+    length += value.byteLength;
+    if (length > limit) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+}

@@ -1,0 +1,120 @@
+import type { Context, Hono, MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import type { Flusher } from '../../flusher/flusher.js';
+import type { WriteAheadQueue } from '../../queue/queue.js';
+import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
+import { encodeRecord } from '../../queue/record-codec.js';
+import { parseBatch, parseSingle, type ParseResult } from '../../reading/parse-readings.js';
+import { toProblemDetails } from '../../reading/problems.js';
+import type { Reading, ReadingSchema } from '../../reading/reading-schema.js';
+import type { ReceiveClock } from '../../reading/timestamp.js';
+import { uplinkToReadings } from '../../reading/ttn-uplink.js';
+import type { GatewayStats } from '../../stats.js';
+import { readJsonBody } from '../body.js';
+import { problem } from '../problem.js';
+
+export interface IngestDeps {
+  queue: WriteAheadQueue;
+  flusher: Pick<Flusher, 'notifyBacklog'>;
+  clock: ReceiveClock;
+  stats: GatewayStats;
+  schema: ReadingSchema;
+  maxBodyBytes: number;
+  maxBatchReadings: number;
+  harborId: string | undefined;
+  isStopping: () => boolean;
+  logger: Logger;
+}
+
+type Kind = 'single' | 'batch' | 'ttn';
+
+/** Path segments that name an endpoint and so can never be a harbor id. */
+const RESERVED = new Set(['batch', 'ingest', 'ttn']);
+
+/** Every ingest path: the self-hosted ones, then the hosted forms that carry a harbor id. */
+export const INGEST_ROUTES: readonly { path: string; kind: Kind }[] = [
+  { path: '/api/v2/ingest', kind: 'single' },
+  { path: '/api/v2/ingest/batch', kind: 'batch' },
+  { path: '/api/v2/ingest/ttn', kind: 'ttn' },
+  { path: '/api/v2/ingest/ingest/:harbor', kind: 'single' },
+  { path: '/api/v2/ingest/ingest/:harbor/batch', kind: 'batch' },
+  { path: '/api/v2/ingest/:harbor', kind: 'single' },
+  { path: '/api/v2/ingest/:harbor/batch', kind: 'batch' },
+  { path: '/api/v1/ingest/ingest/:harbor', kind: 'single' },
+  { path: '/api/v1/ingest/ingest/:harbor/batch', kind: 'batch' },
+];
+
+const RETRY_AFTER_S: Record<QueueRefusal, number> = { full: 30, disk_full: 60, io_error: 10, closed: 5 };
+
+export function registerIngestRoutes(app: Hono, deps: IngestDeps, requireApiKey: MiddlewareHandler): void {
+  for (const route of INGEST_ROUTES) app.post(route.path, requireApiKey, (c) => ingest(c, route.kind, deps));
+}
+
+async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Response> {
+  const harbor = c.req.param('harbor');
+  if (harbor !== undefined && (RESERVED.has(harbor) || (deps.harborId !== undefined && harbor !== deps.harborId))) {
+    return problem(c, 404, 'Unknown harbor', [{ loc: ['path', 'harbor_id'], msg: `No harbor ${JSON.stringify(harbor)} on this gateway`, type: 'not_found' }]);
+  }
+  // Refuse before reading the body when the answer cannot be yes.
+  if (deps.isStopping()) return unavailable(c, new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
+  if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
+
+  const body = await readJsonBody(c, deps.maxBodyBytes);
+  if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : undefined);
+
+  const parsed = parse(body.json, kind, deps);
+  if (!parsed.ok) return problem(c, parsed.status, parsed.message, parsed.details);
+
+  const stored = await store(c, parsed.readings, deps);
+  if (stored !== undefined) return stored;
+  if (kind === 'single') {
+    const reading = parsed.readings[0]!;
+    return c.json({ status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId });
+  }
+  const status = kind === 'batch' ? 'Batch data received and queued' : 'Uplink received and queued';
+  return c.json({ status, count: parsed.readings.length });
+}
+
+function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
+  if (kind === 'single') return parseSingle(json, deps.schema);
+  if (kind === 'batch') return parseBatch(json, deps.schema, deps.maxBatchReadings);
+  const uplink = uplinkToReadings(json);
+  if (!uplink.ok) {
+    return { ok: false, status: 422, message: 'Body is not a The Things Network uplink message', details: toProblemDetails(uplink.issues, ['body']) };
+  }
+  if (uplink.readings.length === 0) {
+    return {
+      ok: false,
+      status: 422,
+      message: 'Uplink carries no numeric values',
+      details: [{ loc: ['body', 'uplink_message', 'decoded_payload'], msg: 'No finite numbers to store', type: 'missing' }],
+    };
+  }
+  return parseBatch(uplink.readings, deps.schema, deps.maxBatchReadings);
+}
+
+/** Commits the readings as one queue record; undefined on success, else the refusal to send. */
+async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise<Response | undefined> {
+  try {
+    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, Date.now());
+  } catch (error) {
+    if (error instanceof QueueRefusedError) {
+      if (error.refusal !== 'full' && error.refusal !== 'closed') {
+        deps.logger.error({ event: 'queue_write_failed', refusal: error.refusal, err: error.cause }, error.message);
+      }
+      return unavailable(c, error);
+    }
+    throw error;
+  }
+  deps.stats.acceptedRequests += 1;
+  deps.stats.acceptedReadings += readings.length;
+  deps.flusher.notifyBacklog(deps.queue.stats().readings);
+  return undefined;
+}
+
+function unavailable(c: Context, error: QueueRefusedError): Response {
+  const seconds = RETRY_AFTER_S[error.refusal];
+  return problem(c, 503, error.message, [{ loc: ['queue'], msg: error.message, type: `queue_${error.refusal}` }], {
+    'Retry-After': String(seconds),
+  });
+}

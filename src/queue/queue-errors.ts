@@ -1,0 +1,21 @@
+/** Why the queue could not take a request; every kind maps to 503 with Retry-After. */
+export type QueueRefusal = 'full' | 'disk_full' | 'io_error' | 'closed';
+
+export class QueueRefusedError extends Error {
+  override name = 'QueueRefusedError';
+  constructor(
+    readonly refusal: QueueRefusal,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Maps a SQLite failure during a write to a refusal the client can act on. */
+export function classifyWriteError(error: unknown): QueueRefusedError {
+  if (error instanceof QueueRefusedError) return error;
+  const code = (error as { code?: unknown }).code;
+  if (code === 'SQLITE_FULL') return new QueueRefusedError('disk_full', 'The gateway disk is full; retry later', { cause: error });
+  return new QueueRefusedError('io_error', 'The gateway could not write its queue; retry later', { cause: error });
+}

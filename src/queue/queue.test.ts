@@ -1,0 +1,85 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { QueueRefusedError } from './queue-errors.js';
+import { WriteAheadQueue, type QueueOptions } from './queue.js';
+
+const open: WriteAheadQueue[] = [];
+const openQueue = (options: Partial<QueueOptions> = {}): WriteAheadQueue => {
+  const queue = WriteAheadQueue.open({
+    dataDir: mkdtempSync(join(tmpdir(), 'harbor-queue-')),
+    durability: 'process-crash',
+    maxBytes: 1024 * 1024,
+    ...options,
+  });
+  open.push(queue);
+  return queue;
+};
+afterEach(() => {
+  for (const queue of open.splice(0)) queue.close();
+});
+
+describe('WriteAheadQueue', () => {
+  it('commits appends made in the same turn of the event loop together (group commit)', async () => {
+    const queue = openQueue();
+    await Promise.all(Array.from({ length: 200 }, (_, i) => queue.append(`${i}\tship\tcargo\t${i}`, 1, 1000 + i)));
+    expect(queue.stats()).toMatchObject({ commits: 1, records: 200, readings: 200 });
+    await queue.append('1\ts\tc\t1', 1, 5000);
+    expect(queue.stats().commits).toBe(2);
+  });
+
+  it('settles an append only after its commit is on disk', async () => {
+    const queue = openQueue();
+    const appended = queue.append('1\ts\tc\t1', 1, 1);
+    const reader = new Database(queue.path, { readonly: true });
+    const count = () => (reader.prepare('SELECT COUNT(*) AS n FROM queue').get() as { n: number }).n;
+    expect(count()).toBe(0);
+    await appended;
+    expect(count()).toBe(1);
+    reader.close();
+  });
+
+  it('refuses appends beyond its bound without touching what is queued', async () => {
+    const queue = openQueue({ maxBytes: 1024 * 1024 });
+    const big = 'x'.repeat(400 * 1024);
+    await queue.append(big, 1, 1);
+    await queue.append(big, 1, 2);
+    const refusal = await queue.append(big, 1, 3).catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(QueueRefusedError);
+    expect((refusal as QueueRefusedError).refusal).toBe('full');
+    expect(queue.stats()).toMatchObject({ records: 2, bytes: 800 * 1024 });
+    queue.complete(queue.readOldest(1, Number.MAX_SAFE_INTEGER));
+    await expect(queue.append(big, 1, 4)).resolves.toBeUndefined();
+  });
+
+  it('hands out the oldest records first, bounded by readings, and removes them on completion', async () => {
+    const queue = openQueue();
+    for (let i = 0; i < 5; i++) await queue.append(`${i}\ts\tc\t1\n${i}\ts\td\t2`, 2, 100 + i);
+    const batch = queue.readOldest(3, Number.MAX_SAFE_INTEGER);
+    expect(batch.map((r) => r.receivedMs)).toEqual([100, 101]);
+    expect(queue.oldestReceivedMs()).toBe(100);
+    queue.complete(batch, [{ receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }]);
+    expect(queue.stats()).toMatchObject({ records: 3, readings: 6 });
+    expect(queue.oldestReceivedMs()).toBe(102);
+    expect(queue.deadLetterCount()).toBe(1);
+  });
+
+  it('keeps its records and counters across a restart', async () => {
+    const first = WriteAheadQueue.open({ dataDir: mkdtempSync(join(tmpdir(), 'harbor-queue-')), durability: 'power-loss', maxBytes: 1 << 20 });
+    await first.append('1\ts\tc\t1\n2\ts\tc\t2', 2, 7);
+    const pending = first.append('3\ts\tc\t3', 1, 8);
+    first.close();
+    await pending;
+    const second = openQueue({ dataDir: join(first.path, '..') });
+    expect(second.stats()).toMatchObject({ records: 2, readings: 3 });
+    expect(second.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
+  });
+
+  it('refuses appends once closed', async () => {
+    const queue = openQueue();
+    queue.close();
+    await expect(queue.append('1\ts\tc\t1', 1, 1)).rejects.toMatchObject({ refusal: 'closed' });
+  });
+});

@@ -1,0 +1,44 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ReceiveClock } from '../reading/timestamp.js';
+import { RecordCorruptError, decodeRecord, encodeRecord } from './record-codec.js';
+
+describe('record codec', () => {
+  it('round-trips readings exactly, resolving missing times once', () => {
+    const clock = new ReceiveClock(() => 1_767_225_600_000);
+    const payload = encodeRecord(
+      [
+        { timeNs: '1767225600123456789', shipId: 'ship 1,a=b"\\é', cargoId: 'lat', value: -0 },
+        { timeNs: undefined, shipId: '😀', cargoId: 'lon', value: 5e-324 },
+        { timeNs: undefined, shipId: '😀', cargoId: 'lon', value: 1.7976931348623157e308 },
+      ],
+      clock,
+    );
+    const decoded = decodeRecord(payload);
+    expect(decoded).toEqual([
+      { timeNs: '1767225600123456789', shipId: 'ship 1,a=b"\\é', cargoId: 'lat', value: -0 },
+      { timeNs: '1767225600000000000', shipId: '😀', cargoId: 'lon', value: 5e-324 },
+      { timeNs: '1767225600000000001', shipId: '😀', cargoId: 'lon', value: 1.7976931348623157e308 },
+    ]);
+    expect(Object.is(decoded[0]!.value, -0)).toBe(true);
+  });
+
+  it('round-trips any finite double and any id without control characters', () => {
+    const id = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }).filter((s) => !/\p{Cc}/u.test(s));
+    const reading = fc.record({
+      timeNs: fc.bigInt({ min: 0n, max: 9_183_110_399_999_999_999n }).map(String),
+      shipId: id,
+      cargoId: id,
+      value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+    });
+    fc.assert(
+      fc.property(fc.array(reading, { minLength: 1, maxLength: 20 }), (readings) => {
+        expect(decodeRecord(encodeRecord(readings, new ReceiveClock()))).toEqual(readings);
+      }),
+    );
+  });
+
+  it.each(['', 'only\tthree\tfields', 'x\ts\tc\t1', '1\t\tc\t1', '1\ts\tc\tNaN', '1\ts\tc\t'])('refuses the corrupt line %j', (line) => {
+    expect(() => decodeRecord(line)).toThrow(RecordCorruptError);
+  });
+});

@@ -1,0 +1,243 @@
+import { request as httpRequest } from 'node:http';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { freePort } from '../scripts/questdb.mjs';
+
+const reading = { time: '2026-01-31T12:00:00.000Z', ship_id: 'ship-1', cargo_id: 'temperature', value: 21.5 };
+
+let gw: TestGateway;
+beforeAll(async () => {
+  gw = await startTestGateway({ MAX_BATCH_READINGS: '10', MAX_BODY_BYTES: '4096' });
+});
+afterAll(() => gw.stop());
+
+const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
+
+describe('ingest paths', () => {
+  it.each(['/api/v2/ingest', '/api/v2/ingest/', '/api/v2/ingest/ingest/harbor-1', '/api/v2/ingest/harbor-1', '/api/v2/ingest/harbor-1/', '/api/v1/ingest/ingest/harbor-1'])(
+    'single push to %s answers 200 with the ids',
+    async (path) => {
+      expect(await json(await gw.post(path, reading))).toEqual({
+        status: 200,
+        body: { status: 'Data received and queued', ship_id: 'ship-1', cargo_id: 'temperature' },
+      });
+    },
+  );
+
+  it.each([
+    '/api/v2/ingest/batch',
+    '/api/v2/ingest/batch/',
+    '/api/v2/ingest/ingest/harbor-1/batch',
+    '/api/v2/ingest/harbor-1/batch',
+    '/api/v1/ingest/ingest/harbor-1/batch',
+    '/api/v1/ingest/ingest/harbor-1/batch/',
+  ])('batch push to %s answers 200 with the count', async (path) => {
+    expect(await json(await gw.post(path, [reading, { ...reading, cargo_id: 'humidity' }]))).toEqual({
+      status: 200,
+      body: { status: 'Batch data received and queued', count: 2 },
+    });
+  });
+
+  it('never takes batch, ingest or ttn as a harbor id', async () => {
+    expect((await gw.post('/api/v2/ingest/ingest', reading)).status).toBe(404);
+    expect((await gw.post('/api/v2/ingest/ingest/ingest', reading)).status).toBe(404);
+    expect((await gw.post('/api/v2/ingest/ttn/batch', [reading])).status).toBe(404);
+  });
+
+  it('accepts The Things Network uplinks at /api/v2/ingest/ttn', async () => {
+    const uplink = {
+      end_device_ids: { device_id: 'lora-7' },
+      uplink_message: {
+        received_at: '2026-01-31T12:00:00.123456789Z',
+        decoded_payload: { temperature: 21.5, label: 'x', battery: 3.3 },
+        rx_metadata: [{ rssi: -42, channel_rssi: -43, snr: 9.5 }],
+        settings: { data_rate: { lora: { bandwidth: 125000, spreading_factor: 7 } }, frequency: '868100000' },
+      },
+    };
+    expect(await json(await gw.post('/api/v2/ingest/ttn', uplink))).toEqual({ status: 200, body: { status: 'Uplink received and queued', count: 8 } });
+    const empty = await json(await gw.post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'd' }, uplink_message: {} }));
+    expect(empty.status).toBe(422);
+    expect((await json(await gw.post('/api/v2/ingest/ttn', { hello: 1 }))).status).toBe(422);
+  });
+});
+
+describe('harbor id', () => {
+  it('when configured, only that id is accepted', async () => {
+    const only = await startTestGateway({ HARBOR_ID: 'harbor-1' });
+    try {
+      expect((await only.post('/api/v2/ingest/ingest/harbor-1', reading)).status).toBe(200);
+      const other = await json(await only.post('/api/v2/ingest/ingest/harbor-2/batch', [reading]));
+      expect(other.status).toBe(404);
+      expect(other.body).toMatchObject({ message: 'Unknown harbor', details: [{ loc: ['path', 'harbor_id'] }] });
+      expect((await only.post('/api/v2/ingest/batch', [reading])).status).toBe(200);
+    } finally {
+      await only.stop();
+    }
+  });
+});
+
+describe('authentication', () => {
+  it('answers 401 saying whether the key is missing or wrong', async () => {
+    const missing = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': '' }));
+    expect(missing).toMatchObject({ status: 401, body: { message: 'Missing X-API-Key header', details: [{ loc: ['header', 'x-api-key'], type: 'missing' }] } });
+    const wrong = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': 'nope' }));
+    expect(wrong).toMatchObject({ status: 401, body: { message: 'Invalid API key' } });
+    expect(JSON.stringify(wrong.body)).not.toContain(TEST_KEY);
+  });
+
+  it('throttles an address after repeated failures without slowing other addresses', async () => {
+    const throttled = await startTestGateway({ AUTH_FAILURE_LIMIT: '3' });
+    const other = new Agent({ localAddress: '127.0.0.2' });
+    try {
+      for (let i = 0; i < 3; i++) expect((await throttled.post('/api/v2/ingest', reading, { 'x-api-key': 'guess' })).status).toBe(401);
+      const blocked = await throttled.post('/api/v2/ingest', reading);
+      expect(blocked.status).toBe(429);
+      expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+      const fromElsewhere = await request(`${throttled.url}/api/v2/ingest`, {
+        method: 'POST',
+        headers: { 'x-api-key': TEST_KEY },
+        body: JSON.stringify(reading),
+        dispatcher: other,
+      });
+      await fromElsewhere.body.dump();
+      expect(fromElsewhere.statusCode).toBe(200);
+    } finally {
+      await other.close();
+      await throttled.stop();
+    }
+  });
+});
+
+describe('refusals', () => {
+  it.each([
+    ['{"ship_id": ', 'json_invalid'],
+    ['', 'json_invalid'],
+    ['\ufeff{}', 'json_invalid'],
+  ])('answers 400 for the unparseable body %j', async (body, type) => {
+    const response = await json(await gw.post('/api/v2/ingest', body));
+    expect(response).toMatchObject({ status: 400, body: { message: 'Body is not valid JSON', details: [{ loc: ['body'], type }] } });
+  });
+
+  it('answers 400 for invalid UTF-8', async () => {
+    const response = await fetch(`${gw.url}/api/v2/ingest`, {
+      method: 'POST',
+      headers: { 'x-api-key': TEST_KEY },
+      body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+    });
+    expect(await json(response)).toMatchObject({ status: 400, body: { details: [{ type: 'utf8_invalid' }] } });
+  });
+
+  it('answers 400 for the wrong top-level shape, an empty batch and too many readings', async () => {
+    expect((await json(await gw.post('/api/v2/ingest', [reading]))).status).toBe(400);
+    expect((await json(await gw.post('/api/v2/ingest/batch', reading))).status).toBe(400);
+    expect(await json(await gw.post('/api/v2/ingest/batch', []))).toMatchObject({ status: 400, body: { message: 'Batch is empty' } });
+    const many = await json(await gw.post('/api/v2/ingest/batch', new Array(11).fill(reading)));
+    expect(many).toMatchObject({ status: 400, body: { details: [{ type: 'too_long' }] } });
+  });
+
+  it('answers 422 with one detail per problem, naming batch index and field', async () => {
+    const response = await json(await gw.post('/api/v2/ingest/batch', [reading, { ...reading, value: 'hot' }, { ...reading, ship_id: '', time: 'noon' }]));
+    expect(response.status).toBe(422);
+    expect(response.body['details']).toEqual([
+      { loc: ['body', 1, 'value'], msg: 'Input should be a number, not string', type: 'number_type' },
+      { loc: ['body', 2, 'time'], msg: expect.stringContaining('RFC 3339'), type: 'datetime_format' },
+      { loc: ['body', 2, 'ship_id'], msg: 'String should have at least 1 character', type: 'string_too_short' },
+    ]);
+  });
+
+  it('answers 413 for a body over the limit, declared or chunked, before reading it whole', async () => {
+    const large = JSON.stringify(new Array(100).fill(reading));
+    expect(large.length).toBeGreaterThan(4096);
+    expect(await json(await gw.post('/api/v2/ingest/batch', large))).toMatchObject({ status: 413, body: { details: [{ type: 'too_large' }] } });
+    const chunked = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${gw.url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY, 'transfer-encoding': 'chunked' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.write(large.slice(0, 3000));
+      req.write(large.slice(3000));
+      req.end();
+    });
+    expect(chunked).toBe(413);
+  });
+
+  it('answers 415 for compressed bodies', async () => {
+    const response = await gw.post('/api/v2/ingest', reading, { 'content-encoding': 'gzip' });
+    expect(response.status).toBe(415);
+  });
+
+  it('is lenient about Content-Type but not about the body', async () => {
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'application/octet-stream']) {
+      expect((await gw.post('/api/v2/ingest/', reading, { 'content-type': type })).status).toBe(200);
+    }
+    expect((await gw.post('/api/v2/ingest/', 'ship_id=a&value=1', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(400);
+  });
+
+  it('answers 404 for unknown paths and 405 with Allow for wrong methods', async () => {
+    expect(await json(await gw.post('/api/v3/ingest', reading))).toMatchObject({ status: 404, body: { details: [{ type: 'not_found' }] } });
+    const get = await fetch(`${gw.url}/api/v2/ingest/batch`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    const post = await fetch(`${gw.url}/healthz`, { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
+  });
+});
+
+describe('queue bound', () => {
+  it('answers 503 with Retry-After when the queue is full and keeps what it queued', async () => {
+    const unreachable = `http://127.0.0.1:${await freePort()}`;
+    const full = await startTestGateway({ QUESTDB_URL: unreachable, QUEUE_MAX_BYTES: '1MiB', MAX_BODY_BYTES: '1MiB' });
+    try {
+      const batch = Array.from({ length: 1000 }, (_, i) => ({ ...reading, cargo_id: `c${i}`.padEnd(90, 'x') }));
+      let accepted = 0;
+      let refused: Response | undefined;
+      while (refused === undefined) {
+        const response = await full.post('/api/v2/ingest/batch', batch);
+        if (response.status === 200) accepted += 1000;
+        else refused = response;
+      }
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('30');
+      expect(await refused.json()).toMatchObject({ details: [{ loc: ['queue'], type: 'queue_full' }] });
+      expect(full.gateway.queue.stats().readings).toBe(accepted);
+      expect((await fetch(`${full.url}/readyz`)).status).toBe(503);
+    } finally {
+      await full.stop();
+    }
+  });
+});
+
+describe('health and status', () => {
+  it('reports alive and ready, and status only with the key', async () => {
+    expect(await json(await fetch(`${gw.url}/healthz`))).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await json(await fetch(`${gw.url}/readyz`))).toEqual({ status: 200, body: { status: 'ready' } });
+    expect((await fetch(`${gw.url}/status`)).status).toBe(401);
+    const status = await json(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+    expect(status.status).toBe(200);
+    expect(status.body).toMatchObject({
+      durability: 'process-crash',
+      queue: { readings: expect.any(Number), maxBytes: expect.any(Number) },
+      deadLetters: 0,
+      totals: { acceptedRequests: expect.any(Number) },
+    });
+    expect(JSON.stringify(status.body)).not.toContain(TEST_KEY);
+  });
+
+  it('stays ready while QuestDB is unreachable: it buffers', async () => {
+    const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
+    try {
+      expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
+      const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+      expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });
+      expect((status.body['flush'] as { lastError: unknown }).lastError).not.toBeNull();
+      expect((status.body['queue'] as { oldestAgeSeconds: number }).oldestAgeSeconds).toBeGreaterThanOrEqual(0);
+    } finally {
+      await buffering.stop();
+    }
+  });
+});

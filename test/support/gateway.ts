@@ -1,0 +1,55 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import { loadConfig } from '../../src/config/config.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { createLogger } from '../../src/log/logger.js';
+import { uniqueTable } from './questdb-sql.js';
+
+export const TEST_KEY = 'test-key-0123456789';
+
+export interface TestGateway {
+  gateway: Gateway;
+  url: string;
+  table: string;
+  dataDir: string;
+  env: Record<string, string>;
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+/** Starts an in-process gateway on a free port with its own queue directory and QuestDB table. */
+export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
+  const dataDir = env['DATA_DIR'] ?? mkdtempSync(join(tmpdir(), 'harbor-gw-'));
+  const table = env['QUESTDB_TABLE'] ?? uniqueTable('gw');
+  const fullEnv = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    API_KEY: TEST_KEY,
+    DATA_DIR: dataDir,
+    QUESTDB_URL: inject('questdbUrl'),
+    QUESTDB_TABLE: table,
+    FLUSH_INTERVAL_MS: '50',
+    FLUSH_BACKOFF_MAX_MS: '500',
+    DURABILITY: 'process-crash',
+    LOG_LEVEL: 'silent',
+    ...env,
+  };
+  const config = loadConfig(fullEnv);
+  const gateway = await startGateway(config, createLogger(config.logLevel));
+  return {
+    gateway,
+    url: gateway.url,
+    table,
+    dataDir,
+    env: fullEnv,
+    post: (path, body, headers = {}) =>
+      fetch(`${gateway.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': TEST_KEY, ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    stop: () => gateway.stop(),
+  };
+}
