@@ -1,3 +1,4 @@
+import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { Flusher } from './flusher/flusher.js';
@@ -7,6 +8,9 @@ import { startHttpServer, type HttpServer } from './http/server.js';
 import { WriteAheadQueue } from './queue/queue.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/timestamp.js';
+import { HealthReporter } from './health/health-reporter.js';
+import { takeSnapshot } from './health/snapshot.js';
+import { SystemdNotifier } from './health/systemd-notify.js';
 import { GatewayStats } from './stats.js';
 import { VERSION } from './version.js';
 
@@ -42,6 +46,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     },
   });
   let stopping = false;
+  const isStopping = (): boolean => stopping;
   const app = createApp({
     queue,
     flusher,
@@ -55,7 +60,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     maxBodyBytes: config.maxBodyBytes,
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
-    isStopping: () => stopping,
+    isStopping,
     version: VERSION,
   });
 
@@ -68,6 +73,19 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     throw error;
   }
   flusher.start();
+  const reporter = config.healthReport ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
+  const housekeeping = cron.schedule(
+    config.housekeepingCron,
+    async () => {
+      if (queue.syncExternalChanges()) logger.info({ event: 'queue_changed_externally', queued: queue.stats().readings }, 'queue changed by another process; recounted');
+      if (queue.stats().records === 0) queue.compact();
+      await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION }));
+    },
+    { name: 'housekeeping', noOverlap: true },
+  );
+  const systemd = SystemdNotifier.fromEnvironment(process.env, logger);
+  await systemd?.ready(`listening on ${config.host}:${http.port}`);
+  systemd?.startWatchdog(() => queue.isHealthy());
   const depth = queue.stats();
   logger.info(
     {
@@ -90,6 +108,8 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     (stopped ??= (async () => {
       stopping = true;
       const deadline = Date.now() + config.shutdownTimeoutMs;
+      await systemd?.stopping();
+      await housekeeping.destroy();
       logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
       await http.close(deadline);
       await flusher.stop(deadline);

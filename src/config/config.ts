@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SETTINGS, type SettingValues } from './settings.js';
 
@@ -9,13 +10,21 @@ const TEST_CREDENTIALS = new Set([DEVELOPMENT_API_KEY, 'quest', 'admin', 'passwo
 const MIN_PRODUCTION_SECRET_LENGTH = 16;
 
 type SecretSource = 'environment' | 'file' | 'systemd credential';
-type Resolved = 'apiKey' | 'apiKeyFile' | 'questdbPassword' | 'questdbPasswordFile';
+type Resolved =
+  | 'apiKey'
+  | 'apiKeyFile'
+  | 'questdbPassword'
+  | 'questdbPasswordFile'
+  | 'grafanaAdminPassword'
+  | 'grafanaAdminPasswordFile'
+  | 'gatewayName';
 
 export interface Config extends Omit<SettingValues, Resolved> {
   apiKey: string;
   /** Where the key came from, for the startup log (never the key itself). */
   apiKeySource: SecretSource | 'development default';
   questdbPassword: string | undefined;
+  gatewayName: string;
 }
 
 export class ConfigError extends Error {
@@ -61,6 +70,13 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     fileVar: 'QUESTDB_PASSWORD_FILE',
     credential: 'questdb_password',
   });
+  const grafanaPassword = resolveSecret(env, problems, readSecret, {
+    value: partial.grafanaAdminPassword,
+    valueVar: 'GRAFANA_ADMIN_PASSWORD',
+    file: partial.grafanaAdminPasswordFile,
+    fileVar: 'GRAFANA_ADMIN_PASSWORD_FILE',
+    credential: 'grafana_admin_password',
+  });
   if ((partial.questdbUsername === undefined) !== (questdbPassword?.secret === undefined)) {
     problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
   }
@@ -70,12 +86,20 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     if (apiKey === undefined) problems.push('API_KEY is required in production (or API_KEY_FILE, or the api_key credential)');
     checkProductionSecret(problems, 'API_KEY', apiKey?.secret);
     checkProductionSecret(problems, 'QUESTDB_PASSWORD', questdbPassword?.secret);
+    checkProductionSecret(problems, 'GRAFANA_ADMIN_PASSWORD', grafanaPassword?.secret);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
-  const { apiKeyFile: _a, questdbPasswordFile: _q, ...rest } = values as SettingValues;
+  const {
+    apiKeyFile: _apiKeyFile,
+    questdbPasswordFile: _questdbPasswordFile,
+    grafanaAdminPassword: _grafanaAdminPassword,
+    grafanaAdminPasswordFile: _grafanaAdminPasswordFile,
+    ...rest
+  } = values as SettingValues;
   return {
     ...rest,
+    gatewayName: rest.gatewayName ?? hostname(),
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
@@ -84,9 +108,9 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
 
 interface SecretSources {
   value: string | undefined;
-  valueVar: 'API_KEY' | 'QUESTDB_PASSWORD';
+  valueVar: string;
   file: string | undefined;
-  fileVar: 'API_KEY_FILE' | 'QUESTDB_PASSWORD_FILE';
+  fileVar: string;
   credential: string;
 }
 

@@ -1,3 +1,4 @@
+import cron from 'node-cron';
 import { z } from 'zod';
 import { parseByteSize } from './size.js';
 
@@ -50,6 +51,18 @@ const httpUrl = z
     }
   }, 'must be an http:// or https:// URL without credentials (use QUESTDB_USERNAME and QUESTDB_PASSWORD)')
   .transform((value) => value.replace(/\/+$/, ''));
+
+const boolean = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], 'must be true or false'))
+  .transform((value) => ['true', '1', 'yes', 'on'].includes(value));
+
+const cronExpression = z
+  .string()
+  .trim()
+  .refine((value) => cron.validate(value), 'must be a cron expression, e.g. */10 * * * * * (seconds first, optional)');
 
 const define = <T>(setting: Setting<T>): Setting<T> => setting;
 
@@ -229,6 +242,37 @@ export const SETTINGS = {
     default: '10000',
     doc: 'On SIGTERM/SIGINT: time for in-flight requests and a last flush before the queue is closed. Unflushed readings stay queued for the next start.',
     schema: integer(0, 600_000),
+  }),
+  grafanaAdminPassword: define({
+    env: 'GRAFANA_ADMIN_PASSWORD',
+    default: undefined,
+    doc: "The stack's Grafana admin password, given to the gateway only so production refuses to start while it is a shipped default. Prefer `GRAFANA_ADMIN_PASSWORD_FILE`.",
+    schema: text(),
+    secret: true,
+  }),
+  grafanaAdminPasswordFile: define({
+    env: 'GRAFANA_ADMIN_PASSWORD_FILE',
+    default: undefined,
+    doc: 'File holding the Grafana admin password (checked, never used).',
+    schema: text(),
+  }),
+  gatewayName: define({
+    env: 'GATEWAY_NAME',
+    default: undefined,
+    doc: 'Name of this gateway in its health rows; the host name when unset.',
+    schema: text(128),
+  }),
+  healthReport: define({
+    env: 'HEALTH_REPORT',
+    default: 'true',
+    doc: 'Write the gateway\'s own health (queue depth, oldest queued age, flush errors) to the QuestDB table `gateway_health` at each housekeeping run, for the dashboard.',
+    schema: boolean,
+  }),
+  housekeepingCron: define({
+    env: 'HOUSEKEEPING_CRON',
+    default: '*/10 * * * * *',
+    doc: 'When housekeeping runs (node-cron syntax, seconds first): health row, pick-up of dead letters re-queued from the CLI, hand-back of free queue pages once a backlog has drained.',
+    schema: cronExpression,
   }),
   logLevel: define({
     env: 'LOG_LEVEL',

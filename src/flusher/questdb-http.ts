@@ -82,8 +82,9 @@ export class QuestDbHttp {
     return JSON.parse(text) as T;
   }
 
+  /** Drops the connections; requests still running fail (used at shutdown, after the last flush). */
   close(): Promise<void> {
-    return this.#pool.close();
+    return this.#pool.destroy();
   }
 
   #headers(headers: Record<string, string>): Record<string, string> {

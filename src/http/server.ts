@@ -45,8 +45,11 @@ export function startHttpServer(app: Hono, options: HttpServerOptions): Promise<
 function closeServer(server: Server, deadline: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
+    // Keep-alive connections become idle only after their in-flight request; close them as they do.
+    const sweep = setInterval(() => server.closeIdleConnections(), 25);
     server.close(() => {
       clearTimeout(timer);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections();

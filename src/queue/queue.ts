@@ -91,6 +91,8 @@ export class WriteAheadQueue {
   readonly #oldestReceived: Database.Statement<[], { receivedMs: number }>;
   readonly #complete: (lastId: number, deadLetters: readonly DeadLetterInput[], failedMs: number) => void;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
+  readonly #dataVersion: Database.Statement<[], number>;
+  #lastDataVersion: number;
 
   private constructor(options: QueueOptions) {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o750 });
@@ -104,6 +106,8 @@ export class WriteAheadQueue {
     db.pragma(`synchronous = ${options.durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
     db.pragma('busy_timeout = 5000');
     db.pragma('journal_size_limit = 67108864');
+    // Lets compact() hand space back after a long outage; takes effect on new queue files.
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.exec(SCHEMA);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
 
@@ -124,6 +128,8 @@ export class WriteAheadQueue {
       deleteUpTo.run(lastId);
     });
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
+    this.#dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck() as Database.Statement<[], number>;
+    this.#lastDataVersion = this.#dataVersion.get() as number;
     this.recount();
   }
 
@@ -223,6 +229,35 @@ export class WriteAheadQueue {
 
   deadLetterCount(): number {
     return this.#deadLetterCount.get()?.count ?? 0;
+  }
+
+  /** The database answers queries: for the systemd watchdog. */
+  isHealthy(): boolean {
+    if (this.#closed) return false;
+    try {
+      return this.#dataVersion.get() !== undefined;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Recounts when another process (the dead-letter CLI) changed the file since the last call. */
+  syncExternalChanges(): boolean {
+    if (this.#closed) return false;
+    const version = this.#dataVersion.get() as number;
+    if (version === this.#lastDataVersion) return false;
+    this.#lastDataVersion = version;
+    this.recount();
+    return true;
+  }
+
+  /** Returns free pages to the file system once a backlog has drained; bounded work per call. */
+  compact(maxPages = 16_384): number {
+    if (this.#closed) return 0;
+    const free = this.#db.pragma('freelist_count', { simple: true }) as number;
+    if (free === 0) return 0;
+    this.#db.pragma(`incremental_vacuum(${Math.min(free, maxPages)})`);
+    return Math.min(free, maxPages);
   }
 
   /** Re-reads the counters from disk, e.g. after an operator re-queued dead letters from the CLI. */

@@ -34,6 +34,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     FLUSH_BACKOFF_MAX_MS: '500',
     DURABILITY: 'process-crash',
     LOG_LEVEL: 'silent',
+    HEALTH_REPORT: 'false',
     ...env,
   };
   const config = loadConfig(fullEnv);

@@ -1,0 +1,71 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startQuestDb, type QuestDbServer } from '../scripts/questdb.mjs';
+import { TEST_KEY, startTestGateway } from './support/gateway.js';
+import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'harbor-outage-qdb-'));
+let questdb: QuestDbServer | undefined;
+afterAll(async () => {
+  await questdb?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('QuestDB outage during ingestion', () => {
+  it('keeps accepting while QuestDB is down and delivers everything once when it is back', async () => {
+    questdb = await startQuestDb({ dataDir });
+    const { httpPort, pgPort } = questdb;
+    const gw = await startTestGateway({ QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: 'outage', FLUSH_BACKOFF_MAX_MS: '300' });
+    let accepted = 0;
+    let refused = 0;
+    let sequence = 0;
+    let running = true;
+    // Four concurrent devices posting batches with unique timestamps until told to stop.
+    const device = async (id: number): Promise<void> => {
+      while (running) {
+        const batch = Array.from({ length: 20 }, () => {
+          const n = sequence++;
+          return { time: `2026-05-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: `device-${id}`, cargo_id: 'seq', value: n };
+        });
+        const response = await gw.post('/api/v2/ingest/batch', batch);
+        if (response.status === 200) accepted += batch.length;
+        else refused += 1;
+        await response.arrayBuffer();
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    };
+    const load = Promise.all([0, 1, 2, 3].map(device));
+    const status = async () =>
+      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+        queue: { readings: number };
+        flush: { consecutiveFailures: number };
+      };
+
+    try {
+      await new Promise((r) => setTimeout(r, 700));
+      await questdb.stop();
+      const acceptedWhenDown = accepted;
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(accepted).toBeGreaterThan(acceptedWhenDown);
+      expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
+      const during = await status();
+      expect(during.queue.readings).toBeGreaterThan(0);
+      expect(during.flush.consecutiveFailures).toBeGreaterThan(0);
+
+      questdb = await startQuestDb({ dataDir, httpPort, pgPort });
+      await new Promise((r) => setTimeout(r, 700));
+    } finally {
+      running = false;
+      await load;
+    }
+    expect(refused).toBe(0);
+    await waitForDrained(gw, 30_000);
+    await gw.stop();
+    await waitForWalApplied('outage', 20_000, questdb.httpUrl);
+    const [[rows, min, max]] = (await sql<[number, number, number]>('SELECT count(), min(value), max(value) FROM outage', questdb.httpUrl)).dataset as [[number, number, number]];
+    const distinct = (await sql<[number]>('SELECT count() FROM (SELECT DISTINCT value FROM outage)', questdb.httpUrl)).dataset[0]![0];
+    expect({ rows, distinct, min, max }).toEqual({ rows: accepted, distinct: accepted, min: 0, max: sequence - 1 });
+  });
+});

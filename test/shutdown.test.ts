@@ -1,0 +1,64 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { freePort } from '../scripts/questdb.mjs';
+import { TEST_KEY } from './support/gateway.js';
+import { spawnGateway } from './support/process.js';
+import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
+import { WriteAheadQueue } from '../src/queue/queue.js';
+
+const post = (url: string, body: unknown) =>
+  fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(body) });
+
+describe('graceful shutdown', () => {
+  it('on SIGTERM finishes in-flight requests, flushes and exits 0', async () => {
+    const table = uniqueTable('shutdown');
+    const gw = await spawnGateway({
+      API_KEY: TEST_KEY,
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-shutdown-')),
+      QUESTDB_URL: inject('questdbUrl'),
+      QUESTDB_TABLE: table,
+      FLUSH_INTERVAL_MS: '60000',
+    });
+    let accepted = 0;
+    const outcomes: string[] = [];
+    const requests = Array.from({ length: 40 }, async (_, i) => {
+      try {
+        const response = await post(gw.url, [{ time: `2026-06-01T00:00:00.${String(i).padStart(3, '0')}Z`, ship_id: 's', cargo_id: 'c', value: i }]);
+        outcomes.push(String(response.status));
+        if (response.status === 200) accepted += 1;
+      } catch {
+        outcomes.push('refused connection');
+      }
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    gw.child.kill('SIGTERM');
+    await Promise.all(requests);
+    expect(await gw.exited).toEqual({ code: 0, signal: null });
+    expect(accepted).toBeGreaterThan(0);
+    expect(outcomes.every((o) => o === '200' || o === '503' || o === 'refused connection')).toBe(true);
+    const events = gw.logs().map((l) => l['event']);
+    expect(events).toEqual(expect.arrayContaining(['signal', 'stopping', 'flush', 'stopped']));
+    await waitForWalApplied(table);
+    expect((await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0]).toBe(accepted);
+  });
+
+  it('gives up the last flush at the deadline when QuestDB is away, keeping the queue', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-shutdown-'));
+    const gw = await spawnGateway({
+      API_KEY: TEST_KEY,
+      DATA_DIR: dataDir,
+      QUESTDB_URL: `http://127.0.0.1:${await freePort()}`,
+      SHUTDOWN_TIMEOUT_MS: '1000',
+    });
+    expect((await post(gw.url, [{ ship_id: 's', cargo_id: 'c', value: 1 }])).status).toBe(200);
+    const started = Date.now();
+    gw.child.kill('SIGTERM');
+    expect((await gw.exited).code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const queue = WriteAheadQueue.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
+    expect(queue.stats().readings).toBe(1);
+    queue.close();
+  });
+});
