@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { GATEWAY_NODE_OPTIONS } from './node-options.mjs';
 import { QUESTDB_VERSION, freePort, projectRoot, startQuestDb } from './questdb.mjs';
 
 /** The preferred port when it is free, otherwise any free one. */
@@ -24,7 +25,7 @@ process.stdout.write(`QuestDB: ${questdb.httpUrl} (PostgreSQL wire on 127.0.0.1:
 
 const gateway = spawn(process.execPath, [join(projectRoot, 'dist', 'gateway.mjs')], {
   stdio: 'inherit',
-  env: { DATA_DIR: join(dataDir, 'gateway'), QUESTDB_URL: questdb.httpUrl, ...process.env },
+  env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS, DATA_DIR: join(dataDir, 'gateway'), QUESTDB_URL: questdb.httpUrl, ...process.env },
 });
 
 let stopping = false;

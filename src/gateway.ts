@@ -29,7 +29,12 @@ const FLUSH_BATCH_BYTES = 16 * 1024 * 1024;
 export async function startGateway(config: Config, logger: Logger): Promise<Gateway> {
   const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
   const stats = new GatewayStats();
-  const questdb = new QuestDbHttp({ url: config.questdbUrl, username: config.questdbUsername, password: config.questdbPassword });
+  const questdb = new QuestDbHttp({
+    url: config.questdbUrl,
+    username: config.questdbUsername,
+    password: config.questdbPassword,
+    timeoutMs: config.flushTimeoutMs,
+  });
   const flusher = new Flusher({
     queue,
     questdb,
@@ -41,7 +46,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
       intervalMs: config.flushIntervalMs,
       batchReadings: config.flushBatchReadings,
       batchBytes: FLUSH_BATCH_BYTES,
-      timeoutMs: config.flushTimeoutMs,
       backoffMaxMs: config.flushBackoffMaxMs,
     },
   });
@@ -58,6 +62,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     authFailureLimit: config.authFailureLimit,
     authFailureWindowMs: config.authFailureWindowS * 1000,
     maxBodyBytes: config.maxBodyBytes,
+    maxInflightBytes: config.maxInflightBytes,
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
     isStopping,
@@ -113,7 +118,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
       logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
       await http.close(deadline);
       await flusher.stop(deadline);
-      queue.close();
+      if (!queue.close()) logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
       logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
     })());
 

@@ -1,3 +1,4 @@
+import { deadLettersCommand } from './cli/dead-letters-command.js';
 import { ConfigError, loadConfig } from './config/config.js';
 import { renderConfigTable } from './config/config-table.js';
 import { startGateway } from './gateway.js';
@@ -12,6 +13,7 @@ const USAGE = `harbor-gateway ${VERSION}
 Usage: harbor-gateway [command]
 
   serve          run the gateway (default); configured by environment variables
+  dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   config-table   print the configuration variables as a Markdown table
   version        print the version
 `;
@@ -65,6 +67,12 @@ const command = process.argv[2] ?? 'serve';
 switch (command) {
   case 'serve':
     await serve();
+    break;
+  case 'dead-letters':
+    process.exitCode = deadLettersCommand(process.argv.slice(3), process.env, {
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+    });
     break;
   case 'config-table':
     process.stdout.write(`${renderConfigTable()}\n`);

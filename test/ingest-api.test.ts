@@ -2,7 +2,10 @@ import { request as httpRequest } from 'node:http';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { inject } from 'vitest';
 import { freePort } from '../scripts/questdb.mjs';
+import { FaultProxy } from './support/fault-proxy.js';
+import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 
 const reading = { time: '2026-01-31T12:00:00.000Z', ship_id: 'ship-1', cargo_id: 'temperature', value: 21.5 };
 
@@ -187,15 +190,17 @@ describe('refusals', () => {
 });
 
 describe('queue bound', () => {
-  it('answers 503 with Retry-After when the queue is full and keeps what it queued', async () => {
-    const unreachable = `http://127.0.0.1:${await freePort()}`;
-    const full = await startTestGateway({ QUESTDB_URL: unreachable, QUEUE_MAX_BYTES: '1MiB', MAX_BODY_BYTES: '1MiB' });
+  it('answers 503 with Retry-After when the queue is full, keeps what it queued and recovers by itself', async () => {
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    proxy.set('refuse');
+    const full = await startTestGateway({ QUESTDB_URL: proxy.url, QUEUE_MAX_BYTES: '1MiB', MAX_BODY_BYTES: '1MiB' });
     try {
-      const batch = Array.from({ length: 1000 }, (_, i) => ({ ...reading, cargo_id: `c${i}`.padEnd(90, 'x') }));
+      const batch = (round: number) =>
+        Array.from({ length: 1000 }, (_, i) => ({ ...reading, time: `2026-02-01T00:${String(round).padStart(2, '0')}:00.${String(i).padStart(3, '0')}Z`, cargo_id: `c${i % 10}`.padEnd(90, 'x') }));
       let accepted = 0;
       let refused: Response | undefined;
-      while (refused === undefined) {
-        const response = await full.post('/api/v2/ingest/batch', batch);
+      for (let round = 0; refused === undefined; round++) {
+        const response = await full.post('/api/v2/ingest/batch', batch(round));
         if (response.status === 200) accepted += 1000;
         else refused = response;
       }
@@ -204,9 +209,41 @@ describe('queue bound', () => {
       expect(await refused.json()).toMatchObject({ details: [{ loc: ['queue'], type: 'queue_full' }] });
       expect(full.gateway.queue.stats().readings).toBe(accepted);
       expect((await fetch(`${full.url}/readyz`)).status).toBe(503);
+
+      proxy.set('pass');
+      await waitForDrained(full);
+      expect((await fetch(`${full.url}/readyz`)).status).toBe(200);
+      expect((await full.post('/api/v2/ingest/batch', batch(59))).status).toBe(200);
+      await waitForDrained(full);
+      await waitForWalApplied(full.table);
+      expect((await sql<[number]>(`SELECT count() FROM "${full.table}"`)).dataset[0]![0]).toBe(accepted + 1000);
     } finally {
       await full.stop();
+      await proxy.close();
     }
+  });
+});
+
+describe('in-flight budget', () => {
+  it('answers 503 busy to a request that would exceed the bytes held in memory, before reading it', async () => {
+    const small = await startTestGateway({ MAX_INFLIGHT_BYTES: '64KiB', MAX_BODY_BYTES: '64KiB' });
+    const { connect } = await import('node:net');
+    const port = Number(new URL(small.url).port);
+    const slow = connect(port, '127.0.0.1');
+    try {
+      await new Promise<void>((resolve) => slow.once('connect', () => resolve()));
+      slow.write(`POST /api/v2/ingest/batch HTTP/1.1\r\nHost: x\r\nX-API-Key: ${TEST_KEY}\r\nContent-Length: 60000\r\n\r\n[`);
+      await new Promise((r) => setTimeout(r, 100));
+      const busy = await small.post('/api/v2/ingest/batch', JSON.stringify(new Array(100).fill(reading)));
+      expect(busy.status).toBe(503);
+      expect(busy.headers.get('retry-after')).toBe('1');
+      expect(await busy.json()).toMatchObject({ details: [{ type: 'busy' }] });
+    } finally {
+      slow.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await small.post('/api/v2/ingest/batch', [reading])).status).toBe(200);
+    await small.stop();
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
-import { sql, waitForCount, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { sql, uniqueTable, waitForCount, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -89,10 +89,22 @@ describe('readings land in QuestDB exactly', () => {
     expect(await rowsOf(ship, 1)).toHaveLength(1);
   });
 
-  it('creates the table as documented', async () => {
-    const ddl = (await sql<[string]>(`SHOW CREATE TABLE "${gw.table}"`)).dataset[0]![0];
-    expect(ddl).toMatch(/time TIMESTAMP_NS,\s*ship_id SYMBOL,\s*cargo_id SYMBOL,\s*value DOUBLE/);
-    expect(ddl).toMatch(/timestamp\(time\) PARTITION BY DAY TTL 365 DAYS/);
-    expect(ddl).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+  it('creates the table as documented, and applies a changed retention at the next start', async () => {
+    const table = uniqueTable('ddl');
+    const first = await startTestGateway({ QUESTDB_TABLE: table, RETENTION_DAYS: '365' });
+    expect((await first.post('/api/v2/ingest/', { ship_id: 's', cargo_id: 'c', value: 1 })).status).toBe(200);
+    await waitForDrained(first);
+    await first.stop();
+    const ddl = async () => (await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0];
+    expect(await ddl()).toMatch(/time TIMESTAMP_NS,\s*ship_id SYMBOL,\s*cargo_id SYMBOL,\s*value DOUBLE/);
+    expect(await ddl()).toMatch(/timestamp\(time\) PARTITION BY DAY TTL 365 DAYS/);
+    expect(await ddl()).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+
+    const second = await startTestGateway({ QUESTDB_TABLE: table, RETENTION_DAYS: '30' });
+    expect((await second.post('/api/v2/ingest/', { ship_id: 's', cargo_id: 'c', value: 2 })).status).toBe(200);
+    await waitForDrained(second);
+    await second.stop();
+    await waitForWalApplied(table);
+    expect(await ddl()).toMatch(/PARTITION BY DAY TTL 30 DAYS/);
   });
 });

@@ -68,6 +68,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ CREDENTIALS_DIRECTORY: credentials })).toMatchObject({ apiKey: 'credential-key', apiKeySource: 'systemd credential' });
   });
 
+  it('wants a key that survives an HTTP header: printable ASCII without spaces', () => {
+    expect(problemsOf({ API_KEY: 'has space' })[0]).toMatch(/^API_KEY must be printable ASCII without spaces$/);
+    expect(problemsOf({ API_KEY_FILE: secretFile('ключ-key') })[0]).toMatch(/API_KEY_FILE: the key in .* must be printable ASCII/);
+  });
+
   it('refuses an unreadable or empty key file and two sources at once', () => {
     expect(problemsOf({ API_KEY_FILE: '/nonexistent/key' })[0]).toMatch(/API_KEY_FILE cannot be read: ENOENT/);
     expect(problemsOf({ API_KEY_FILE: secretFile('  \n') })[0]).toMatch(/empty file/);

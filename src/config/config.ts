@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { SETTINGS, type SettingValues } from './settings.js';
+import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
 export const DEVELOPMENT_API_KEY = 'harbor-dev-key';
@@ -62,6 +62,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     file: partial.apiKeyFile,
     fileVar: 'API_KEY_FILE',
     credential: 'api_key',
+    pattern: API_KEY_PATTERN,
   });
   const questdbPassword = resolveSecret(env, problems, readSecret, {
     value: partial.questdbPassword,
@@ -112,6 +113,8 @@ interface SecretSources {
   file: string | undefined;
   fileVar: string;
   credential: string;
+  /** Rule the file's content must follow, as the variable's schema does for its value. */
+  pattern?: RegExp;
 }
 
 function resolveSecret(
@@ -139,6 +142,10 @@ function resolveSecret(
   }
   if (content === '') {
     problems.push(`${sources.fileVar} points to an empty file (${path})`);
+    return undefined;
+  }
+  if (sources.pattern !== undefined && !sources.pattern.test(content)) {
+    problems.push(`${sources.fileVar}: the key in ${path} must be printable ASCII without spaces`);
     return undefined;
   }
   return { secret: content, source: sources.file !== undefined ? 'file' : 'systemd credential' };

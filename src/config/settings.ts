@@ -39,6 +39,10 @@ const byteSize = (min: number, max: number) =>
 
 const text = (max = 4096) => z.string().min(1, 'must not be empty').max(max);
 
+/** The API key travels in an HTTP header, where only visible ASCII survives every client and proxy. */
+export const API_KEY_PATTERN = /^[\x21-\x7e]+$/;
+const apiKeyText = text().regex(API_KEY_PATTERN, 'must be printable ASCII without spaces');
+
 const httpUrl = z
   .string()
   .trim()
@@ -88,8 +92,8 @@ export const SETTINGS = {
   apiKey: define({
     env: 'API_KEY',
     default: undefined,
-    doc: 'The ingestion key devices send in `X-API-Key`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
-    schema: text(),
+    doc: 'The ingestion key devices send in `X-API-Key`: printable ASCII without spaces. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
+    schema: apiKeyText,
     secret: true,
   }),
   apiKeyFile: define({
@@ -127,6 +131,12 @@ export const SETTINGS = {
     default: '1MiB',
     doc: 'Largest request body accepted; larger bodies get 413 before they are read.',
     schema: byteSize(1024, 64 * 1024 * 1024),
+  }),
+  maxInflightBytes: define({
+    env: 'MAX_INFLIGHT_BYTES',
+    default: '8MiB',
+    doc: 'Request bytes held in memory at once, all requests together (a chunked body counts as `MAX_BODY_BYTES`). Requests beyond it get 503 with `Retry-After` before they are read, which bounds memory under any load.',
+    schema: byteSize(64 * 1024, 1024 * 1024 * 1024),
   }),
   maxBatchReadings: define({
     env: 'MAX_BATCH_READINGS',
@@ -222,7 +232,7 @@ export const SETTINGS = {
   headersTimeoutMs: define({
     env: 'HEADERS_TIMEOUT_MS',
     default: '10000',
-    doc: 'Time a client has to send its request headers.',
+    doc: 'Time a client has to send its request headers, counted from the connection for a new one (then 408 and close).',
     schema: integer(100, 600_000),
   }),
   requestTimeoutMs: define({

@@ -13,7 +13,6 @@ export interface FlusherOptions {
   intervalMs: number;
   batchReadings: number;
   batchBytes: number;
-  timeoutMs: number;
   backoffMaxMs: number;
 }
 
@@ -146,7 +145,7 @@ export class Flusher {
     let tableChecked = false;
     while (start < rows.length) {
       const end = Math.min(rows.length, start + chunk);
-      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end), this.#options.timeoutMs);
+      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end));
       requests += 1;
       if (this.#abandoned) return 'failed';
       if (outcome.ok) {
@@ -234,4 +233,8 @@ export class Flusher {
   }
 }
 
-const truncate = (text: string): string => (text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH)}…` : text);
+/** QuestDB's reasons span lines; dead letters keep them on one line, bounded. */
+const truncate = (text: string): string => {
+  const line = text.replace(/\s*\n\s*/g, ' ');
+  return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
+};

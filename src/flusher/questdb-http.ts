@@ -2,6 +2,8 @@ import { Pool } from 'undici';
 
 export interface QuestDbOptions {
   url: string;
+  /** Longest wait for one answer, writes and SQL alike. */
+  timeoutMs: number;
   username: string | undefined;
   password: string | undefined;
 }
@@ -25,8 +27,10 @@ const TABLE_LEVEL = /table does not exist|column does not exist|table is dropped
 export class QuestDbHttp {
   readonly #pool: Pool;
   readonly #authorization: string | undefined;
+  readonly #timeoutMs: number;
 
   constructor(options: QuestDbOptions) {
+    this.#timeoutMs = options.timeoutMs;
     this.#pool = new Pool(options.url, { connections: 2, pipelining: 1, keepAliveTimeout: 10_000 });
     this.#authorization =
       options.username === undefined
@@ -34,7 +38,7 @@ export class QuestDbHttp {
         : `Basic ${Buffer.from(`${options.username}:${options.password ?? ''}`).toString('base64')}`;
   }
 
-  async write(body: Buffer, timeoutMs: number): Promise<WriteOutcome> {
+  async write(body: Buffer, timeoutMs = this.#timeoutMs): Promise<WriteOutcome> {
     let statusCode: number;
     let text: string;
     try {
@@ -61,7 +65,7 @@ export class QuestDbHttp {
   }
 
   /** Runs one SQL statement and returns QuestDB's JSON answer; throws QuestDbError on failure. */
-  async exec<T = unknown>(sql: string, timeoutMs = 30_000): Promise<T> {
+  async exec<T = unknown>(sql: string, timeoutMs = this.#timeoutMs): Promise<T> {
     let statusCode: number;
     let text: string;
     try {

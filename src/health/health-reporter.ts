@@ -32,7 +32,7 @@ export class HealthReporter {
         await this.questdb.exec(CREATE);
         this.#tableReady = true;
       }
-      const outcome = await this.questdb.write(encode(this.gateway, snapshot, now), 10_000);
+      const outcome = await this.questdb.write(encode(this.gateway, snapshot, now));
       if (!outcome.ok) throw new Error(outcome.message);
       this.#failing = false;
       return true;

@@ -7,6 +7,7 @@ import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
 import { apiKey } from './middleware/api-key/index.js';
 import { FailureThrottle } from './middleware/api-key/failure-throttle.js';
+import { InflightBudget } from './inflight-budget.js';
 import { problem } from './problem.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
@@ -22,6 +23,7 @@ export interface AppDeps {
   authFailureLimit: number;
   authFailureWindowMs: number;
   maxBodyBytes: number;
+  maxInflightBytes: number;
   maxBatchReadings: number;
   harborId: string | undefined;
   isStopping: () => boolean;
@@ -48,7 +50,7 @@ export function createApp(deps: AppDeps): Hono {
     if (c.res.status >= 400) deps.stats.refusedRequests += 1;
   });
 
-  registerIngestRoutes(app, deps, requireApiKey);
+  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes) }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
 
   const allow = (methods: string) => (c: Context) =>

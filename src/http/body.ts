@@ -31,14 +31,15 @@ export async function readJsonBody(c: Context, limit: number): Promise<BodyResul
     };
   }
   const declared = c.req.header('content-length');
+  if (declared !== undefined && Number(declared) > limit) return tooLarge(limit);
   let bytes: Buffer;
-  if (declared !== undefined) {
-    if (Number(declared) > limit) return tooLarge(limit);
-    bytes = Buffer.from(await c.req.arrayBuffer());
-  } else {
-    const read = await readLimited(c.req.raw.body, limit);
+  try {
+    const read = declared !== undefined ? Buffer.from(await c.req.arrayBuffer()) : await readLimited(c.req.raw.body, limit);
     if (read === undefined) return tooLarge(limit);
     bytes = read;
+  } catch {
+    // The client went away mid-body; nobody reads this answer, but it is not a server error.
+    return { ok: false, status: 400, message: 'Body could not be read', details: [{ loc: BODY, msg: 'Connection closed before the body was complete', type: 'body_incomplete' }] };
   }
   if (!isUtf8(bytes)) {
     return { ok: false, status: 400, message: 'Body is not valid UTF-8', details: [{ loc: BODY, msg: 'Body must be UTF-8 encoded JSON', type: 'utf8_invalid' }] };

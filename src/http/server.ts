@@ -1,5 +1,5 @@
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 
@@ -29,6 +29,8 @@ export function startHttpServer(app: Hono, options: HttpServerOptions): Promise<
         headersTimeout: options.headersTimeoutMs,
         requestTimeout: options.requestTimeoutMs,
         keepAliveTimeout: options.keepAliveTimeoutMs,
+        // Node checks the header and request timeouts only this often (30 s by default).
+        connectionsCheckingInterval: Math.max(100, Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4),
         maxHeaderSize: 16 * 1024,
       },
     }) as Server;

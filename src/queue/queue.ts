@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS queue (
   payload     TEXT    NOT NULL
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
-  id          INTEGER PRIMARY KEY,
+  -- AUTOINCREMENT: ids are never reused, so an operator's purge of #7 cannot hit a newer letter.
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
   received_ms INTEGER NOT NULL,
   failed_ms   INTEGER NOT NULL,
   reason      TEXT    NOT NULL,
@@ -191,6 +192,8 @@ export class WriteAheadQueue {
 
   /** The oldest records, in order, until `maxReadings` or `maxBytes` is reached (at least one record). */
   readOldest(maxReadings: number, maxBytes: number): QueueRecord[] {
+    // Records another process added must be counted before they can be completed.
+    this.syncExternalChanges();
     const records: QueueRecord[] = [];
     let readings = 0;
     let bytes = 0;
@@ -272,13 +275,19 @@ export class WriteAheadQueue {
     this.#full = false;
   }
 
-  /** Commits what is pending, checkpoints the WAL into the database file and closes it. */
-  close(): void {
-    if (this.#closed) return;
+  /**
+   * Commits what is pending, checkpoints the WAL into the database file and closes it. Returns
+   * false when the checkpoint failed (a full disk): the WAL stays and is replayed at the next open.
+   */
+  close(): boolean {
+    if (this.#closed) return true;
     this.#commitPending();
     this.#closed = true;
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)');
+      return true;
+    } catch {
+      return false;
     } finally {
       this.#db.close();
     }

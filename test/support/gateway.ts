@@ -35,6 +35,8 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     DURABILITY: 'process-crash',
     LOG_LEVEL: 'silent',
     HEALTH_REPORT: 'false',
+    // Tests write fixed dates; a TTL would drop them once they are a year old.
+    RETENTION_DAYS: '0',
     ...env,
   };
   const config = loadConfig(fullEnv);

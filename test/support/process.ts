@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { inject } from 'vitest';
+import { GATEWAY_NODE_OPTIONS } from '../../scripts/node-options.mjs';
 
 export interface GatewayProcess {
   child: ChildProcess;
@@ -12,7 +13,7 @@ export interface GatewayProcess {
 /** Runs the built bundle as its own process (for signals and kill -9) and waits until it listens. */
 export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [inject('bundlePath')], {
-    env: { PATH: process.env['PATH'] ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env['PATH'] ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', RETENTION_DAYS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];

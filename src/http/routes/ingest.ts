@@ -11,6 +11,7 @@ import type { ReceiveClock } from '../../reading/timestamp.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
+import type { InflightBudget } from '../inflight-budget.js';
 import { problem } from '../problem.js';
 
 export interface IngestDeps {
@@ -21,6 +22,7 @@ export interface IngestDeps {
   schema: ReadingSchema;
   maxBodyBytes: number;
   maxBatchReadings: number;
+  inflight: InflightBudget;
   harborId: string | undefined;
   isStopping: () => boolean;
   logger: Logger;
@@ -59,10 +61,23 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   if (deps.isStopping()) return unavailable(c, new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
   if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
 
-  const body = await readJsonBody(c, deps.maxBodyBytes);
-  if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : undefined);
-
-  const parsed = parse(body.json, kind, deps);
+  // Declared lengths over the limit are refused by readJsonBody; reserve what will be read.
+  const declared = Number(c.req.header('content-length') ?? deps.maxBodyBytes);
+  const reserved = Math.min(Number.isFinite(declared) ? declared : deps.maxBodyBytes, deps.maxBodyBytes);
+  if (!deps.inflight.tryReserve(reserved)) {
+    return problem(c, 503, 'The gateway is busy with other requests; retry shortly', [{ loc: ['body'], msg: 'Too many request bytes in flight', type: 'busy' }], {
+      'Retry-After': '1',
+      Connection: 'close',
+    });
+  }
+  let parsed: ParseResult;
+  try {
+    const body = await readJsonBody(c, deps.maxBodyBytes);
+    if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : undefined);
+    parsed = parse(body.json, kind, deps);
+  } finally {
+    deps.inflight.release(reserved);
+  }
   if (!parsed.ok) return problem(c, parsed.status, parsed.message, parsed.details);
 
   const stored = await store(c, parsed.readings, deps);

@@ -1,0 +1,183 @@
+// Crash consistency: sustained single and batch load against the gateway, killed with SIGKILL at
+// random moments and restarted, many rounds. Afterwards every reading answered 2xx is in QuestDB
+// exactly once, and no reading answered with an error is there.
+//
+// Used by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GATEWAY_NODE_OPTIONS } from '../node-options.mjs';
+
+const KEY = 'crash-test-key-0123456789';
+const BASE_NS = 1_780_000_000_000_000_000n;
+
+/**
+ * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
+ *             clients?: number, seed?: number, log?: (line: string) => void }} CrashOptions
+ * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
+ *             missing: string[], forbidden: string[], strangers: string[], duplicates: number }} CrashReport
+ */
+
+/** A small deterministic PRNG so a failing run can be repeated with its seed. @param {number} seed */
+function prng(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** @param {string} bundlePath @param {Record<string, string>} env */
+async function startGateway(bundlePath, env) {
+  const child = spawn(process.execPath, [bundlePath], {
+    env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', API_KEY: KEY, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  child.stderr.on('data', (chunk) => (out += chunk));
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const match = /"event":"started"[^\n]*"address":"[^"]*:(\d+)"/.exec(out);
+    if (match) return { child, exited, url: `http://127.0.0.1:${match[1]}` };
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`gateway did not start:\n${out.slice(-2000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** @param {string} url @param {string} query */
+async function sql(url, query) {
+  const response = await fetch(`${url}/exec?query=${encodeURIComponent(query)}`);
+  if (!response.ok) throw new Error(`QuestDB ${response.status}: ${await response.text()}`);
+  return /** @type {{ dataset: unknown[][] }} */ (await response.json());
+}
+
+/** @param {CrashOptions} options @returns {Promise<CrashReport>} */
+export async function runCrashConsistency(options) {
+  const { rounds, durability, questdbUrl, bundlePath, clients = 6, seed = Date.now(), log = () => undefined } = options;
+  const random = prng(seed);
+  const dataDir = mkdtempSync(join(tmpdir(), 'harbor-crash-'));
+  const table = `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
+  const env = { DATA_DIR: dataDir, DURABILITY: durability, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, FLUSH_INTERVAL_MS: '20', FLUSH_BATCH_READINGS: '500', HEALTH_REPORT: 'false', RETENTION_DAYS: '0' };
+  /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
+  const ledger = new Map();
+  let sequence = 0n;
+  log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
+
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      const gateway = await startGateway(bundlePath, env);
+      let alive = true;
+      const client = async (/** @type {number} */ id) => {
+        while (alive) {
+          const size = random() < 0.4 ? 1 : 1 + Math.floor(random() * 60);
+          const poisoned = random() < 0.08;
+          const readings = Array.from({ length: size }, () => {
+            sequence += 1n;
+            return { time: `${sequence}`, ship_id: `device-${id}`, cargo_id: 'seq', value: Number(sequence) };
+          });
+          const keys = readings.map((r) => `${r.ship_id}|${r.time}`);
+          const body = readings.map((r) => ({ ...r, time: isoOf(BASE_NS + BigInt(r.time)) }));
+          const victim = body[Math.floor(random() * body.length)];
+          if (poisoned && victim) victim.value = /** @type {any} */ ('not a number');
+          const single = size === 1 && random() < 0.5;
+          let outcome;
+          try {
+            const response = await fetch(`${gateway.url}/api/v2/ingest${single ? '/' : '/batch'}`, {
+              method: 'POST',
+              headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+              body: JSON.stringify(single ? body[0] : body),
+            });
+            await response.arrayBuffer();
+            outcome = response.status >= 200 && response.status < 300 ? 'ok' : 'error';
+          } catch {
+            outcome = 'unknown';
+          }
+          for (const key of keys) ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
+        }
+      };
+      const load = Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
+      await new Promise((r) => setTimeout(r, 100 + random() * 700));
+      gateway.child.kill('SIGKILL');
+      await gateway.exited;
+      alive = false;
+      await load;
+      log(`round ${round}: ${ledger.size} readings sent so far`);
+    }
+
+    const final = await startGateway(bundlePath, env);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json());
+      if (status.queue.readings === 0) break;
+      if (Date.now() > deadline) throw new Error(`queue did not drain: ${status.queue.readings} readings left`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    final.child.kill('SIGTERM');
+    await final.exited;
+    await waitForWal(questdbUrl, table);
+
+    const rows = (await sql(questdbUrl, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
+    const stored = new Map();
+    for (const [ship, offset] of rows) {
+      const key = `${ship}|${offset}`;
+      stored.set(key, (stored.get(key) ?? 0) + 1);
+    }
+    const report = {
+      rounds,
+      ok: 0,
+      refused: 0,
+      unknown: 0,
+      stored: rows.length,
+      missing: /** @type {string[]} */ ([]),
+      forbidden: /** @type {string[]} */ ([]),
+      strangers: /** @type {string[]} */ ([]),
+      duplicates: 0,
+    };
+    for (const [key, outcome] of ledger) {
+      if (outcome === 'ok') {
+        report.ok += 1;
+        if (!stored.has(key)) report.missing.push(key);
+      } else if (outcome === 'error') {
+        report.refused += 1;
+        if (stored.has(key)) report.forbidden.push(key);
+      } else {
+        report.unknown += 1;
+      }
+    }
+    for (const [key, count] of stored) {
+      if (!ledger.has(key)) report.strangers.push(key);
+      if (count > 1) report.duplicates += count - 1;
+    }
+    log(`stored ${report.stored}: ${report.ok} answered 2xx, ${report.refused} refused, ${report.unknown} unanswered (killed mid-request)`);
+    return report;
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */
+function isoOf(ns) {
+  const seconds = ns / 1_000_000_000n;
+  const fraction = String(ns % 1_000_000_000n).padStart(9, '0');
+  return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
+}
+
+/** @param {string} url @param {string} table */
+async function waitForWal(url, table) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const [row] = (await sql(url, `SELECT writerTxn, sequencerTxn FROM wal_tables() WHERE name = '${table}'`)).dataset;
+    if (row && row[0] === row[1]) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`WAL of ${table} not applied`);
+}

@@ -1,0 +1,43 @@
+// The longer fault runs: `npm run test:faults [-- --rounds N]`. Builds the bundle, starts its own
+// QuestDB, runs crash consistency in both durability modes and a QuestDB outage under load, and
+// exits non-zero on any violation.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot, startQuestDb } from '../questdb.mjs';
+import { runCrashConsistency } from './crash-consistency.mjs';
+import { runOutage } from './outage.mjs';
+
+const roundsArg = process.argv.indexOf('--rounds');
+const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
+/** The memory bound the gateway must keep during an outage under load. */
+const MAX_PEAK_RSS_MB = 150;
+const log = (/** @type {string} */ line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+
+execFileSync(process.execPath, [join(projectRoot, 'build.mjs')], { stdio: 'inherit' });
+const dataDir = mkdtempSync(join(tmpdir(), 'harbor-faults-qdb-'));
+const questdb = await startQuestDb({ dataDir });
+let failed = false;
+try {
+  for (const durability of /** @type {const} */ (['process-crash', 'power-loss'])) {
+    const report = await runCrashConsistency({ rounds, durability, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log });
+    const violations = report.missing.length + report.forbidden.length + report.strangers.length + report.duplicates;
+    log(`${durability}: ${violations === 0 ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...report, missing: report.missing.slice(0, 10), forbidden: report.forbidden.slice(0, 10), strangers: report.strangers.slice(0, 10) })}`);
+    if (violations > 0) failed = true;
+  }
+  const outage = await runOutage({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), outageMs: 20_000, log });
+  const outageOk =
+    outage.refused === 0 &&
+    outage.readyDuringOutage &&
+    outage.backlogDuringOutage > 0 &&
+    outage.stored === outage.accepted &&
+    outage.distinct === outage.accepted &&
+    outage.peakRssMb < MAX_PEAK_RSS_MB;
+  log(`QuestDB outage: ${outageOk ? 'PASS' : 'FAIL'} ${JSON.stringify(outage)} (peak RSS bound ${MAX_PEAK_RSS_MB} MB)`);
+  if (!outageOk) failed = true;
+} finally {
+  await questdb.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,77 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+
+export interface DeadLetter {
+  id: number;
+  receivedMs: number;
+  failedMs: number;
+  reason: string;
+  /** The reading(s) as record lines: `time_ns \t ship_id \t cargo_id \t value`. */
+  line: string;
+}
+
+/** Which dead letters an operation applies to: all of them, or these ids. */
+export type Selection = 'all' | readonly number[];
+
+/**
+ * Dead letters as an operator sees them, from a second connection to the queue file (the gateway
+ * may be running: SQLite serialises the writers, and the gateway recounts its queue after a change).
+ */
+export class DeadLetterStore {
+  readonly #db: Database.Database;
+
+  constructor(dataDir: string) {
+    const path = join(dataDir, 'queue.db');
+    if (!existsSync(path)) throw new Error(`no queue at ${path}`);
+    this.#db = new Database(path, { fileMustExist: true });
+    this.#db.pragma('busy_timeout = 10000');
+  }
+
+  count(): number {
+    return (this.#db.prepare('SELECT COUNT(*) AS n FROM dead_letters').get() as { n: number }).n;
+  }
+
+  list(limit: number, afterId = 0): DeadLetter[] {
+    return this.#db
+      .prepare('SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, reason, line FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?')
+      .all(afterId, limit) as DeadLetter[];
+  }
+
+  /** Puts the selected dead letters back at the end of the queue; returns how many. */
+  requeue(selection: Selection): number {
+    const insert = this.#db.prepare('INSERT INTO queue (received_ms, readings, bytes, payload) VALUES (?, ?, ?, ?)');
+    const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
+    return this.#db.transaction(() => {
+      const letters = this.#select(selection);
+      for (const letter of letters) {
+        insert.run(letter.receivedMs, letter.line.split('\n').length, Buffer.byteLength(letter.line), letter.line);
+        remove.run(letter.id);
+      }
+      return letters.length;
+    })();
+  }
+
+  /** Deletes the selected dead letters for good; returns how many. */
+  purge(selection: Selection): number {
+    const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
+    return this.#db.transaction(() => {
+      const letters = this.#select(selection);
+      for (const letter of letters) remove.run(letter.id);
+      return letters.length;
+    })();
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+
+  #select(selection: Selection): DeadLetter[] {
+    const all = this.#db
+      .prepare('SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, reason, line FROM dead_letters ORDER BY id')
+      .all() as DeadLetter[];
+    if (selection === 'all') return all;
+    const wanted = new Set(selection);
+    return all.filter((letter) => wanted.has(letter.id));
+  }
+}

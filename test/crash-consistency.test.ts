@@ -1,0 +1,23 @@
+import { describe, expect, inject, it } from 'vitest';
+import { runCrashConsistency } from '../scripts/faults/crash-consistency.mjs';
+
+// A few rounds here; `npm run test:faults` runs many.
+describe.each(['process-crash', 'power-loss'] as const)('kill -9 under load (%s)', (durability) => {
+  it('keeps every 2xx reading exactly once and no refused reading', async () => {
+    const report = await runCrashConsistency({
+      rounds: 3,
+      durability,
+      questdbUrl: inject('questdbUrl'),
+      bundlePath: inject('bundlePath'),
+      clients: 4,
+    });
+    expect(report.ok).toBeGreaterThan(100);
+    expect(report.refused).toBeGreaterThan(0);
+    expect({ missing: report.missing, forbidden: report.forbidden, strangers: report.strangers, duplicates: report.duplicates }).toEqual({
+      missing: [],
+      forbidden: [],
+      strangers: [],
+      duplicates: 0,
+    });
+  }, 60_000);
+});

@@ -1,0 +1,126 @@
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, inject, it } from 'vitest';
+import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
+import { FaultProxy } from './support/fault-proxy.js';
+import { TEST_KEY } from './support/gateway.js';
+import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
+
+/**
+ * The data directory is a 4 MiB tmpfs in a private mount namespace (unshare, no privileges needed
+ * beyond user namespaces), part of it taken by a ballast file, so the disk fills long before the
+ * queue bound. Removing the ballast is "space returns".
+ */
+describe('full disk (ENOSPC on the data directory)', () => {
+  it('answers 503 with a clear error, corrupts nothing and recovers by itself when space returns', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-enospc-'));
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    proxy.set('refuse');
+    const table = uniqueTable('enospc');
+    const child = spawn(
+      'unshare',
+      ['--map-root-user', '--mount', 'sh', '-c', 'mount -t tmpfs -o size=4m tmpfs "$DATA_DIR" && exec "$@"', 'sh', process.execPath, inject('bundlePath')],
+      {
+        env: {
+          PATH: process.env['PATH'] ?? '',
+          NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
+          HOST: '127.0.0.1',
+          PORT: '0',
+          API_KEY: TEST_KEY,
+          DATA_DIR: dataDir,
+          QUESTDB_URL: proxy.url,
+          QUESTDB_TABLE: table,
+          QUEUE_MAX_BYTES: '1GiB',
+          FLUSH_INTERVAL_MS: '50',
+          FLUSH_BACKOFF_MAX_MS: '250',
+          HEALTH_REPORT: 'false',
+          RETENTION_DAYS: '0',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 10_000;
+    let url = '';
+    while (url === '') {
+      const match = /"event":"started".*"address":"[^"]*:(\d+)"/.exec(output);
+      if (match) url = `http://127.0.0.1:${match[1]}`;
+      else if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway did not start: ${output}`);
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+    // The tmpfs is visible only inside the gateway's mount namespace, reachable through /proc.
+    const inside = `/proc/${child.pid}/root${dataDir}`;
+    const ballast = join(inside, 'ballast');
+    writeFileSync(ballast, Buffer.alloc(2 * 1024 * 1024, 1));
+    // SQLite resolves the /proc link to this namespace's empty directory, so check a copy; nothing
+    // writes the queue between requests while QuestDB is refused.
+    const integrity = () => {
+      const copy = mkdtempSync(join(tmpdir(), 'harbor-enospc-copy-'));
+      for (const file of ['queue.db', 'queue.db-wal']) {
+        if (existsSync(join(inside, file))) copyFileSync(join(inside, file), join(copy, file));
+      }
+      const db = new Database(join(copy, 'queue.db'), { fileMustExist: true });
+      try {
+        return db.pragma('integrity_check', { simple: true });
+      } finally {
+        db.close();
+      }
+    };
+
+    let accepted = 0;
+    let sequence = 0;
+    const postBatch = async () => {
+      const batch = Array.from({ length: 100 }, () => {
+        const n = sequence++;
+        return { time: `2026-09-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: 'disk', cargo_id: `metric-with-a-long-name-${n % 50}`, value: n };
+      });
+      const response = await fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(batch) });
+      const body = (await response.json()) as { details?: { type: string }[] };
+      if (response.status === 200) accepted += batch.length;
+      return { status: response.status, type: body.details?.[0]?.type, retryAfter: response.headers.get('retry-after') };
+    };
+
+    try {
+      let refusal: Awaited<ReturnType<typeof postBatch>> | undefined;
+      for (let i = 0; i < 2000 && refusal === undefined; i++) {
+        const result = await postBatch();
+        if (result.status !== 200) refusal = result;
+      }
+      expect(refusal).toEqual({ status: 503, type: 'queue_disk_full', retryAfter: '60' });
+      expect(accepted).toBeGreaterThan(1000);
+      expect(await postBatch()).toMatchObject({ status: 503, type: 'queue_disk_full' });
+      expect((await fetch(`${url}/readyz`)).status).toBe(503);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect(integrity()).toBe('ok');
+      expect(output).toMatch(/"event":"queue_write_failed","refusal":"disk_full"/);
+
+      unlinkSync(ballast);
+      expect((await postBatch()).status).toBe(200);
+
+      proxy.set('pass');
+      const drainedBy = Date.now() + 30_000;
+      for (;;) {
+        const status = (await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } };
+        if (status.queue.readings === 0) break;
+        if (Date.now() > drainedBy) throw new Error(`queue did not drain: ${status.queue.readings}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      child.kill('SIGTERM');
+      const code = await exited;
+      if (code !== 0) console.log(output.slice(-3000));
+      expect(code).toBe(0);
+      await proxy.close();
+    }
+    await waitForWalApplied(table);
+    const rows = (await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0];
+    const distinct = (await sql<[number]>(`SELECT count() FROM (SELECT DISTINCT value FROM "${table}")`)).dataset[0]![0];
+    expect({ rows, distinct }).toEqual({ rows: accepted, distinct: accepted });
+  }, 60_000);
+});

@@ -1,0 +1,75 @@
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { FaultProxy } from './support/fault-proxy.js';
+import { TEST_KEY } from './support/gateway.js';
+import { spawnGateway } from './support/process.js';
+import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
+
+const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+describe('QuestDB that does not answer, or answers slowly', () => {
+  it('keeps accepting with bounded memory and one flush in flight, then delivers everything once', async () => {
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    const table = uniqueTable('slow');
+    const gw = await spawnGateway({
+      API_KEY: TEST_KEY,
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-slow-')),
+      QUESTDB_URL: proxy.url,
+      QUESTDB_TABLE: table,
+      FLUSH_INTERVAL_MS: '50',
+      FLUSH_TIMEOUT_MS: '500',
+      FLUSH_BACKOFF_MAX_MS: '300',
+      FLUSH_BATCH_READINGS: '2000',
+      HEALTH_REPORT: 'false',
+    });
+    const status = async () =>
+      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number }; flush: { consecutiveFailures: number } };
+    let accepted = 0;
+    let refused = 0;
+    let sequence = 0;
+    let running = true;
+    const device = async (id: number) => {
+      while (running) {
+        const batch = Array.from({ length: 100 }, () => {
+          const n = sequence++;
+          return { time: `2026-08-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: `d${id}`, cargo_id: 'seq', value: n };
+        });
+        const response = await fetch(`${gw.url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(batch) });
+        await response.arrayBuffer();
+        if (response.status === 200) accepted += batch.length;
+        else refused += 1;
+      }
+    };
+    const load = Promise.all([0, 1, 2, 3].map(device));
+    try {
+      proxy.set('stall');
+      await new Promise((r) => setTimeout(r, 3000));
+      const stalled = await status();
+      expect(stalled.queue.readings).toBeGreaterThan(10_000);
+      expect(stalled.flush.consecutiveFailures).toBeGreaterThan(1);
+      expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
+
+      proxy.set('pass', 300);
+      await new Promise((r) => setTimeout(r, 2000));
+      proxy.set('pass');
+    } finally {
+      running = false;
+      await load;
+    }
+    expect(refused).toBe(0);
+    expect(proxy.maxOpen).toBeLessThanOrEqual(2);
+    expect(peakRssMb(gw.child.pid!)).toBeLessThan(150);
+
+    const deadline = Date.now() + 30_000;
+    while ((await status()).queue.readings > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    gw.child.kill('SIGTERM');
+    await gw.exited;
+    await proxy.close();
+    await waitForWalApplied(table);
+    const rows = (await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0];
+    const distinct = (await sql<[number]>(`SELECT count() FROM (SELECT DISTINCT value FROM "${table}")`)).dataset[0]![0];
+    expect({ rows, distinct }).toEqual({ rows: accepted, distinct: accepted });
+  }, 60_000);
+});
