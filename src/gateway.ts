@@ -56,7 +56,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     flusher,
     clock: new ReceiveClock(),
     stats,
-    schema: readingSchema({ maxIdLength: config.maxIdLength }),
+    validator: { schema: readingSchema({ maxIdLength: config.maxIdLength }), limits: { maxIdLength: config.maxIdLength } },
     logger,
     apiKey: config.apiKey,
     authFailureLimit: config.authFailureLimit,

@@ -11,6 +11,7 @@ import { GATEWAY_NODE_OPTIONS } from '../node-options.mjs';
 
 const KEY = 'crash-test-key-0123456789';
 const BASE_NS = 1_780_000_000_000_000_000n;
+const MIN_ANSWERS_PER_ROUND = 30;
 
 /**
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
@@ -70,16 +71,19 @@ export async function runCrashConsistency(options) {
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
   let sequence = 0n;
+  let requests = 0;
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
 
   try {
     for (let round = 1; round <= rounds; round++) {
       const gateway = await startGateway(bundlePath, env);
       let alive = true;
+      let answered = 0;
       const client = async (/** @type {number} */ id) => {
         while (alive) {
           const size = random() < 0.4 ? 1 : 1 + Math.floor(random() * 60);
-          const poisoned = random() < 0.08;
+          // Every 12th request carries one bad reading: the whole batch must be refused.
+          const poisoned = ++requests % 12 === 0;
           const readings = Array.from({ length: size }, () => {
             sequence += 1n;
             return { time: `${sequence}`, ship_id: `device-${id}`, cargo_id: 'seq', value: Number(sequence) };
@@ -101,11 +105,14 @@ export async function runCrashConsistency(options) {
           } catch {
             outcome = 'unknown';
           }
+          if (outcome !== 'unknown') answered += 1;
           for (const key of keys) ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
         }
       };
       const load = Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
-      await new Promise((r) => setTimeout(r, 100 + random() * 700));
+      // A random moment, but not before the round carried real load, however slow the machine.
+      const killAt = Date.now() + 100 + random() * 700;
+      while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
       gateway.child.kill('SIGKILL');
       await gateway.exited;
       alive = false;

@@ -1,23 +1,67 @@
-import { SenderBufferV2 } from '@questdb/nodejs-client';
 import type { QueuedReading } from '../queue/record-codec.js';
 
+// ILP protocol version 2: a column's '=' is followed by '=' and a type byte for a binary double.
+const BINARY_DOUBLE = '==\u0010';
+const NEEDS_ESCAPE = /[ ,=\n\r\\]/;
+const ESCAPE = /[ ,=\n\r\\]/g;
+const ESCAPED_CACHE_LIMIT = 4096;
+
 /**
- * Encodes readings as ILP protocol version 2 lines: symbols ship_id and cargo_id, the double
- * `value` in binary form (exact, -0 and subnormals included) and the designated timestamp in ns.
+ * Encodes readings as ILP protocol version 2 lines, byte for byte what @questdb/nodejs-client's
+ * SenderBufferV2 writes (a property test holds it to that): symbols ship_id and cargo_id, the
+ * double `value` in binary form (exact, -0 and subnormals included), the designated timestamp in
+ * nanoseconds. The client builds each line from many small Buffer writes and BigInt conversions;
+ * this writes three pieces per line and reuses its buffer, which makes the flusher several times
+ * faster on the same core.
  */
 export class IlpEncoder {
-  readonly #buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1 << 20, max_buf_size: 1 << 28 });
+  readonly #prefix: string;
+  readonly #escaped = new Map<string, string>();
+  #buffer: Buffer = Buffer.allocUnsafe(1 << 20);
 
-  constructor(readonly table: string) {}
+  constructor(table: string) {
+    this.#prefix = `${escapeName(table)},ship_id=`;
+  }
 
+  /** Encodes rows [start, end). The result is valid until the next call, which reuses its memory. */
   encode(rows: readonly QueuedReading[], start = 0, end = rows.length): Buffer {
-    const buffer = this.#buffer;
-    buffer.reset();
+    let buffer = this.#buffer;
+    let position = 0;
     for (let i = start; i < end; i++) {
       const row = rows[i]!;
-      buffer.table(this.table).symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
-      buffer.at(BigInt(row.timeNs), 'ns');
+      const head = `${this.#prefix}${this.#escape(row.shipId)},cargo_id=${this.#escape(row.cargoId)} value${BINARY_DOUBLE}`;
+      const tail = ` ${row.timeNs}n\n`;
+      // Worst case of UTF-8 is 3 bytes per UTF-16 unit; 8 for the double.
+      const needed = position + 3 * (head.length + tail.length) + 8;
+      if (needed > buffer.length) buffer = this.#grow(needed, position);
+      position += buffer.write(head, position, 'utf8');
+      position = buffer.writeDoubleLE(row.value, position);
+      position += buffer.write(tail, position, 'latin1');
     }
-    return buffer.toBufferNew() ?? Buffer.alloc(0);
+    return buffer.subarray(0, position);
   }
+
+  #escape(id: string): string {
+    if (!NEEDS_ESCAPE.test(id)) return id;
+    let escaped = this.#escaped.get(id);
+    if (escaped === undefined) {
+      escaped = id.replace(ESCAPE, escapeChar);
+      if (this.#escaped.size >= ESCAPED_CACHE_LIMIT) this.#escaped.clear();
+      this.#escaped.set(id, escaped);
+    }
+    return escaped;
+  }
+
+  #grow(needed: number, used: number): Buffer {
+    const grown = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
+    this.#buffer.copy(grown, 0, 0, used);
+    this.#buffer = grown;
+    return grown;
+  }
+}
+
+const escapeChar = (char: string): string => (char === '\\' ? '\\\\' : `\\${char}`);
+
+function escapeName(name: string): string {
+  return name.replace(ESCAPE, escapeChar);
 }

@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import type { Flusher } from '../flusher/flusher.js';
 import type { WriteAheadQueue } from '../queue/queue.js';
-import type { ReadingSchema } from '../reading/reading-schema.js';
+import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
 import { apiKey } from './middleware/api-key/index.js';
@@ -17,7 +17,7 @@ export interface AppDeps {
   flusher: Pick<Flusher, 'notifyBacklog'>;
   clock: ReceiveClock;
   stats: GatewayStats;
-  schema: ReadingSchema;
+  validator: Validator;
   logger: Logger;
   apiKey: string;
   authFailureLimit: number;

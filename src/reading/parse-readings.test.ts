@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_REPORTED_PROBLEMS, parseBatch, parseSingle } from './parse-readings.js';
 import { readingSchema } from './reading-schema.js';
 
-const schema = readingSchema({ maxIdLength: 100 });
+const schema = { schema: readingSchema({ maxIdLength: 100 }), limits: { maxIdLength: 100 } };
 const valid = { time: '2026-01-31T12:00:00.000Z', ship_id: 'ship-1', cargo_id: 'temperature', value: 21.5 };
 
 const problems = (result: ReturnType<typeof parseSingle>) => {

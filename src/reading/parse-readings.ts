@@ -1,6 +1,13 @@
+import { fastValidate } from './fast-validate.js';
 import type { ProblemDetail } from './problems.js';
 import { toProblemDetails } from './problems.js';
-import type { Reading, ReadingSchema } from './reading-schema.js';
+import type { Reading, ReadingLimits, ReadingSchema } from './reading-schema.js';
+
+/** The schema of record and the limits its fast twin needs. */
+export interface Validator {
+  schema: ReadingSchema;
+  limits: ReadingLimits;
+}
 
 /** Details are capped so one huge bad batch cannot produce a huge answer. */
 export const MAX_REPORTED_PROBLEMS = 100;
@@ -28,7 +35,7 @@ function schemaError(problems: ProblemDetail[], total: number, what: string): Pa
 }
 
 /** A single push: exactly one reading object. */
-export function parseSingle(body: unknown, schema: ReadingSchema): ParseResult {
+export function parseSingle(body: unknown, { schema, limits }: Validator): ParseResult {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return shapeError(
       'Body must be one reading (a JSON object); send arrays to the batch endpoint',
@@ -36,13 +43,14 @@ export function parseSingle(body: unknown, schema: ReadingSchema): ParseResult {
       'object_type',
     );
   }
-  const result = schema.safeParse(body, { reportInput: true });
-  if (result.success) return { ok: true, readings: [result.data] };
-  return schemaError(toProblemDetails(result.error.issues, ['body']), result.error.issues.length, 'Reading');
+  const reading = fastValidate(body, limits);
+  if (reading !== undefined) return { ok: true, readings: [reading] };
+  const issues = explain(body, schema);
+  return schemaError(toProblemDetails(issues, ['body']), issues.length, 'Reading');
 }
 
 /** A batch push: a non-empty array of at most `maxReadings` readings, valid as a whole or refused as a whole. */
-export function parseBatch(body: unknown, schema: ReadingSchema, maxReadings: number): ParseResult {
+export function parseBatch(body: unknown, { schema, limits }: Validator, maxReadings: number): ParseResult {
   if (!Array.isArray(body)) {
     return shapeError('Body must be a JSON array of readings', `Expected a JSON array, got ${kind(body)}`, 'array_type');
   }
@@ -58,15 +66,21 @@ export function parseBatch(body: unknown, schema: ReadingSchema, maxReadings: nu
   let problems: ProblemDetail[] | undefined;
   let total = 0;
   for (let i = 0; i < body.length; i++) {
-    const result = schema.safeParse(body[i], { reportInput: true });
-    if (result.success) {
-      readings[i] = result.data;
+    const reading = fastValidate(body[i], limits);
+    if (reading !== undefined) {
+      readings[i] = reading;
     } else {
-      total += result.error.issues.length;
-      if ((problems ??= []).length < MAX_REPORTED_PROBLEMS) {
-        problems.push(...toProblemDetails(result.error.issues, ['body', i]));
-      }
+      const issues = explain(body[i], schema);
+      total += issues.length;
+      if ((problems ??= []).length < MAX_REPORTED_PROBLEMS) problems.push(...toProblemDetails(issues, ['body', i]));
     }
   }
   return problems === undefined ? { ok: true, readings } : schemaError(problems, total, 'Batch');
+}
+
+/** Why the schema of record refuses a reading; only called once the fast check said no. */
+function explain(input: unknown, schema: ReadingSchema) {
+  const result = schema.safeParse(input, { reportInput: true });
+  if (result.success) throw new Error('fast validation refused a reading the schema accepts');
+  return result.error.issues;
 }

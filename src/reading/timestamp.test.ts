@@ -1,6 +1,28 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ReceiveClock, parseTimestampNs } from './timestamp.js';
+import { MAX_EPOCH_SECONDS, ReceiveClock, parseTimestampNs } from './timestamp.js';
+
+/**
+ * A plain regular-expression reading of the accepted format, kept here as the oracle of the
+ * hand-written parser.
+ */
+function referenceParse(text: string): string | { type: string } {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)$/.exec(text);
+  if (m === null) return { type: 'datetime_format' };
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const days = [31, year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  if (month < 1 || month > 12 || day < 1 || day > days[month - 1]!) return { type: 'datetime_value' };
+  if (hour > 23 || minute > 59 || second > 59) return { type: 'datetime_value' };
+  const fraction = m[7] ?? '';
+  if (fraction.length > 9) return { type: 'datetime_precision' };
+  const offsetHours = m[9] === undefined ? 0 : Number(m[9]);
+  const offsetMinutes = m[10] === undefined ? 0 : Number(m[10]);
+  if (offsetHours > 23 || offsetMinutes > 59) return { type: 'datetime_value' };
+  const offset = (offsetHours * 3600 + offsetMinutes * 60) * (m[8] === '-' ? -1 : 1);
+  const seconds = Date.UTC(year, month - 1, day, hour, minute, second) / 1000 - offset;
+  if (seconds < 0 || seconds >= MAX_EPOCH_SECONDS) return { type: 'datetime_range' };
+  return String(BigInt(seconds) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0')));
+}
 
 const seconds = (iso: string): number => Date.parse(iso) / 1000;
 
@@ -62,6 +84,31 @@ describe('parseTimestampNs', () => {
     const result = parseTimestampNs(input);
     expect(typeof result).toBe('object');
     expect(result).toMatchObject({ type });
+  });
+
+  it('agrees with the regular-expression reading of the format on generated text', () => {
+    const digit = fc.constantFrom(...'0123456789');
+    const digits = (n: number) => fc.array(digit, { minLength: n, maxLength: n }).map((d) => d.join(''));
+    const part = fc.oneof(
+      fc.tuple(digits(4), digits(2), digits(2), fc.constantFrom('T', 't', ' ', 'x'), digits(2), digits(2), digits(2)).map(
+        ([y, mo, d, sep, h, mi, se]) => `${y}-${mo}-${d}${sep}${h}:${mi}:${se}`,
+      ),
+      fc.date({ min: new Date(0), max: new Date(Date.UTC(2262, 0, 2)), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19)),
+    );
+    const fraction = fc.oneof(fc.constant(''), fc.tuple(fc.constantFrom('.', ',', ':'), fc.array(digit, { maxLength: 11 })).map(([m, d]) => m + d.join('')));
+    const zone = fc.oneof(
+      fc.constantFrom('Z', 'z', '', 'UTC', '+', '+1', '-05:', '+05:3', '+05:30:00'),
+      fc.tuple(fc.constantFrom('+', '-'), digits(2), fc.constantFrom('', ':'), fc.oneof(fc.constant(''), digits(2))).map(([s, h, c, m]) => s + h + c + m),
+    );
+    fc.assert(
+      fc.property(fc.tuple(part, fraction, zone, fc.oneof(fc.constant(''), fc.string({ maxLength: 2 }))), ([p, f, z, tail]) => {
+        const text = p + f + z + tail;
+        const expected = referenceParse(text);
+        const actual = parseTimestampNs(text);
+        expect(typeof actual === 'string' ? actual : { type: actual.type }).toEqual(expected);
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it('agrees with Date for every millisecond timestamp JavaScript itself prints', () => {

@@ -4,9 +4,9 @@ import type { Flusher } from '../../flusher/flusher.js';
 import type { WriteAheadQueue } from '../../queue/queue.js';
 import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
 import { encodeRecord } from '../../queue/record-codec.js';
-import { parseBatch, parseSingle, type ParseResult } from '../../reading/parse-readings.js';
+import { parseBatch, parseSingle, type ParseResult, type Validator } from '../../reading/parse-readings.js';
 import { toProblemDetails } from '../../reading/problems.js';
-import type { Reading, ReadingSchema } from '../../reading/reading-schema.js';
+import type { Reading } from '../../reading/reading-schema.js';
 import type { ReceiveClock } from '../../reading/timestamp.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import type { GatewayStats } from '../../stats.js';
@@ -19,7 +19,7 @@ export interface IngestDeps {
   flusher: Pick<Flusher, 'notifyBacklog'>;
   clock: ReceiveClock;
   stats: GatewayStats;
-  schema: ReadingSchema;
+  validator: Validator;
   maxBodyBytes: number;
   maxBatchReadings: number;
   inflight: InflightBudget;
@@ -91,8 +91,8 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
 }
 
 function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
-  if (kind === 'single') return parseSingle(json, deps.schema);
-  if (kind === 'batch') return parseBatch(json, deps.schema, deps.maxBatchReadings);
+  if (kind === 'single') return parseSingle(json, deps.validator);
+  if (kind === 'batch') return parseBatch(json, deps.validator, deps.maxBatchReadings);
   const uplink = uplinkToReadings(json);
   if (!uplink.ok) {
     return { ok: false, status: 422, message: 'Body is not a The Things Network uplink message', details: toProblemDetails(uplink.issues, ['body']) };
@@ -105,7 +105,7 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
       details: [{ loc: ['body', 'uplink_message', 'decoded_payload'], msg: 'No finite numbers to store', type: 'missing' }],
     };
   }
-  return parseBatch(uplink.readings, deps.schema, deps.maxBatchReadings);
+  return parseBatch(uplink.readings, deps.validator, deps.maxBatchReadings);
 }
 
 /** Commits the readings as one queue record; undefined on success, else the refusal to send. */

@@ -1,0 +1,46 @@
+import { SenderBufferV2 } from '@questdb/nodejs-client';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { QueuedReading } from '../queue/record-codec.js';
+import { IlpEncoder } from './ilp-encoder.js';
+
+/** What QuestDB's own Node.js client writes for the same rows: the oracle. */
+function clientEncode(table: string, rows: readonly QueuedReading[]): Buffer {
+  const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1024, max_buf_size: 1 << 28 });
+  for (const row of rows) {
+    buffer.table(table).symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
+    buffer.at(BigInt(row.timeNs), 'ns');
+  }
+  return buffer.toBufferNew() ?? Buffer.alloc(0);
+}
+
+const special = fc.constantFrom(' ', ',', '=', '\\', '"', '\n', '\r', '\t', 'é', '😀', '港', '\u0000', '#');
+const id = fc.oneof(
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 30 }),
+  fc.array(fc.oneof(special, fc.string({ minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 12 }).map((parts) => parts.join('')),
+);
+const row = fc.record({
+  timeNs: fc.bigInt({ min: 0n, max: 9_223_372_036_854_775_807n }).map(String),
+  shipId: id,
+  cargoId: id,
+  value: fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(-0, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 2.2250738585072014e-308)),
+});
+
+describe('IlpEncoder', () => {
+  it('writes byte for byte what the QuestDB client writes', () => {
+    const encoder = new IlpEncoder('cargo_data');
+    fc.assert(
+      fc.property(fc.array(row, { minLength: 1, maxLength: 30 }), (rows) => {
+        expect(encoder.encode(rows).equals(clientEncode('cargo_data', rows))).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('encodes a sub-range and grows its buffer for large batches', () => {
+    const encoder = new IlpEncoder('t');
+    const rows = Array.from({ length: 30_000 }, (_, i) => ({ timeNs: String(1_700_000_000_000_000_000n + BigInt(i)), shipId: `ship ${i % 7}`, cargoId: 'c=1', value: i / 3 }));
+    expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
+    expect(encoder.encode(rows, 10, 20).equals(clientEncode('t', rows.slice(10, 20)))).toBe(true);
+  });
+});
