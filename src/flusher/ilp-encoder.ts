@@ -20,7 +20,7 @@ export class IlpEncoder {
   #buffer: Buffer = Buffer.allocUnsafe(1 << 20);
 
   constructor(table: string) {
-    this.#prefix = `${escapeName(table)},ship_id=`;
+    this.#prefix = `${escapeIlp(table)},ship_id=`;
   }
 
   /** Encodes rows [start, end). The result is valid until the next call, which reuses its memory. */
@@ -62,6 +62,7 @@ export class IlpEncoder {
 
 const escapeChar = (char: string): string => (char === '\\' ? '\\\\' : `\\${char}`);
 
-function escapeName(name: string): string {
+/** Escapes a table name, tag value or column name as ILP writes them outside quotes. */
+export function escapeIlp(name: string): string {
   return name.replace(ESCAPE, escapeChar);
 }

@@ -1,5 +1,5 @@
-import { SenderBufferV2 } from '@questdb/nodejs-client';
 import type { Logger } from 'pino';
+import { escapeIlp } from '../flusher/ilp-encoder.js';
 import type { QuestDbHttp } from '../flusher/questdb-http.js';
 import type { GatewaySnapshot } from './snapshot.js';
 
@@ -45,20 +45,19 @@ export class HealthReporter {
   }
 }
 
+/** One ILP line; integers carry ILP's `i` suffix, the row time is in nanoseconds. */
 function encode(gateway: string, s: GatewaySnapshot, now: number): Buffer {
-  const row = new SenderBufferV2({ protocol: 'http', init_buf_size: 1024 })
-    .table(HEALTH_TABLE)
-    .symbol('gateway', gateway)
-    .booleanColumn('ready', s.ready)
-    .intColumn('queue_readings', s.queue.readings)
-    .intColumn('queue_bytes', s.queue.bytes)
-    .intColumn('dead_letters', s.deadLetters)
-    .intColumn('flush_failures', s.totals.flushFailures)
-    .intColumn('consecutive_flush_failures', s.flush.consecutiveFailures)
-    .intColumn('accepted_readings', s.totals.acceptedReadings)
-    .intColumn('flushed_readings', s.totals.flushedReadings)
-    .intColumn('refused_requests', s.totals.refusedRequests);
-  if (s.queue.oldestAgeSeconds !== null) row.floatColumn('oldest_age_s', s.queue.oldestAgeSeconds);
-  row.at(now, 'ms');
-  return row.toBufferNew() ?? Buffer.alloc(0);
+  const columns = [
+    `ready=${s.ready ? 't' : 'f'}`,
+    `queue_readings=${s.queue.readings}i`,
+    `queue_bytes=${s.queue.bytes}i`,
+    `dead_letters=${s.deadLetters}i`,
+    `flush_failures=${s.totals.flushFailures}i`,
+    `consecutive_flush_failures=${s.flush.consecutiveFailures}i`,
+    `accepted_readings=${s.totals.acceptedReadings}i`,
+    `flushed_readings=${s.totals.flushedReadings}i`,
+    `refused_requests=${s.totals.refusedRequests}i`,
+  ];
+  if (s.queue.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${s.queue.oldestAgeSeconds}`);
+  return Buffer.from(`${HEALTH_TABLE},gateway=${escapeIlp(gateway)} ${columns.join(',')} ${now}000000n\n`);
 }
