@@ -1,7 +1,7 @@
 import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
-import { Flusher } from './flusher/flusher.js';
+import { FlusherThread } from './flusher/flusher-thread.js';
 import { QuestDbHttp } from './flusher/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
@@ -26,29 +26,45 @@ export interface Gateway {
 /** Flush requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
 const FLUSH_BATCH_BYTES = 16 * 1024 * 1024;
 
-export async function startGateway(config: Config, logger: Logger): Promise<Gateway> {
+export interface GatewayOptions {
+  /**
+   * The script the flusher thread runs: the gateway bundle itself, which starts the flusher when it
+   * finds itself in a worker thread. Tests that run the sources pass the built bundle.
+   */
+  flusherScript?: URL | string;
+}
+
+export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
   const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
   const stats = new GatewayStats();
-  const questdb = new QuestDbHttp({
+  const questdbOptions = {
     url: config.questdbUrl,
     username: config.questdbUsername,
     password: config.questdbPassword,
     timeoutMs: config.flushTimeoutMs,
-  });
-  const flusher = new Flusher({
+  };
+  const flusher = new FlusherThread(
+    options.flusherScript ?? new URL(import.meta.url),
+    {
+      dataDir: config.dataDir,
+      durability: config.durability,
+      logLevel: config.logLevel,
+      questdb: questdbOptions,
+      options: {
+        table: config.table,
+        retentionDays: config.retentionDays,
+        intervalMs: config.flushIntervalMs,
+        batchReadings: config.flushBatchReadings,
+        batchBytes: FLUSH_BATCH_BYTES,
+        backoffMaxMs: config.flushBackoffMaxMs,
+      },
+    },
     queue,
-    questdb,
     stats,
     logger,
-    options: {
-      table: config.table,
-      retentionDays: config.retentionDays,
-      intervalMs: config.flushIntervalMs,
-      batchReadings: config.flushBatchReadings,
-      batchBytes: FLUSH_BATCH_BYTES,
-      backoffMaxMs: config.flushBackoffMaxMs,
-    },
-  });
+  );
+  // The health rows use their own small client: the flusher's lives in the flusher thread.
+  const questdb = new QuestDbHttp(questdbOptions);
   let stopping = false;
   const isStopping = (): boolean => stopping;
   const app = createApp({
@@ -74,7 +90,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
     http = await startHttpServer(app, config);
   } catch (error) {
     queue.close();
-    await questdb.close();
     throw error;
   }
   flusher.start();
@@ -82,7 +97,8 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
   const housekeeping = cron.schedule(
     config.housekeepingCron,
     async () => {
-      if (queue.syncExternalChanges()) logger.info({ event: 'queue_changed_externally', queued: queue.stats().readings }, 'queue changed by another process; recounted');
+      // Picks up records the operator re-queued from the CLI, for the bound and /status.
+      queue.refresh();
       if (queue.stats().records === 0) queue.compact();
       await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION }));
     },
@@ -118,6 +134,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Gate
       logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
       await http.close(deadline);
       await flusher.stop(deadline);
+      await questdb.close();
       if (!queue.close()) logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
       logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
     })());

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import type { DeadLetterInput, QueueRecord, WriteAheadQueue } from '../queue/queue.js';
+import type { Completion, DeadLetterInput, QueueConsumer, QueueRecord } from '../queue/queue-consumer.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../queue/record-codec.js';
-import type { GatewayStats } from '../stats.js';
 import { Backoff } from './backoff.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import type { QuestDbHttp } from './questdb-http.js';
@@ -16,6 +15,12 @@ export interface FlusherOptions {
   backoffMaxMs: number;
 }
 
+/** What the flusher tells the rest of the gateway. */
+export interface FlushEvents {
+  flushed(result: Completion & { flushed: number; durationMs: number }): void;
+  failed(result: { message: string; readings: number; durationMs: number }): void;
+}
+
 type Outcome = 'empty' | 'flushed' | 'failed';
 
 const MAX_REASON_LENGTH = 1000;
@@ -27,31 +32,25 @@ const BACKOFF_BASE_MS = 250;
  * leave the queue intact; rows QuestDB refuses for their content become dead letters.
  */
 export class Flusher {
-  readonly #queue: WriteAheadQueue;
+  readonly #consumer: QueueConsumer;
   readonly #questdb: QuestDbHttp;
-  readonly #stats: GatewayStats;
+  readonly #events: FlushEvents;
   readonly #log: Logger;
   readonly #options: FlusherOptions;
   readonly #encoder: IlpEncoder;
   readonly #backoff: Backoff;
   #tableReady = false;
   #stopping = false;
-  /** Set when shutdown gave up waiting: a late answer must not touch the closed queue. */
+  /** Set when shutdown gave up waiting: a late answer must not touch the queue any more. */
   #abandoned = false;
   #backingOff = false;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
 
-  constructor(deps: {
-    queue: WriteAheadQueue;
-    questdb: QuestDbHttp;
-    stats: GatewayStats;
-    logger: Logger;
-    options: FlusherOptions;
-  }) {
-    this.#queue = deps.queue;
+  constructor(deps: { consumer: QueueConsumer; questdb: QuestDbHttp; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
+    this.#consumer = deps.consumer;
     this.#questdb = deps.questdb;
-    this.#stats = deps.stats;
+    this.#events = deps.events;
     this.#log = deps.logger;
     this.#options = deps.options;
     this.#encoder = new IlpEncoder(deps.options.table);
@@ -62,9 +61,9 @@ export class Flusher {
     this.#loop ??= this.#run();
   }
 
-  /** Called after ingest commits: a large backlog starts a flush before the interval ends. */
-  notifyBacklog(readings: number): void {
-    if (readings >= this.#options.batchReadings && !this.#backingOff) this.#wake?.();
+  /** A large backlog starts a flush before the interval ends (but never cuts a backoff short). */
+  wake(): void {
+    if (!this.#backingOff) this.#wake?.();
   }
 
   /** Stops the timer and flushes what it can until `deadline` (epoch ms); the rest stays queued. */
@@ -80,7 +79,7 @@ export class Flusher {
     clearTimeout(timer);
     if (result === 'expired') {
       this.#abandoned = true;
-      this.#log.warn({ event: 'flush_abandoned', queued: this.#queue.stats().readings }, 'shutdown deadline reached; unflushed readings stay queued');
+      this.#log.warn({ event: 'flush_abandoned', queued: this.#consumer.backlog() }, 'shutdown deadline reached; unflushed readings stay queued');
     }
     await this.#questdb.close().catch(() => undefined);
   }
@@ -93,7 +92,7 @@ export class Flusher {
       const outcome = await this.#flushOnce();
       this.#backingOff = outcome === 'failed';
       if (outcome === 'failed') delay = this.#backoff.next();
-      else if (outcome === 'flushed' && this.#queue.stats().readings >= this.#options.batchReadings) delay = 0;
+      else if (outcome === 'flushed' && this.#consumer.backlog() >= this.#options.batchReadings) delay = 0;
       else delay = this.#options.intervalMs;
     }
     // Last flush: drain while QuestDB answers, until the queue is empty or stop() gives up.
@@ -130,13 +129,13 @@ export class Flusher {
       }
     }
     if (this.#abandoned) return 'failed';
-    const records = this.#queue.readOldest(this.#options.batchReadings, this.#options.batchBytes);
+    const records = this.#consumer.readOldest(this.#options.batchReadings, this.#options.batchBytes);
     if (records.length === 0) return 'empty';
 
     const rows: QueuedReading[] = [];
-    const rowRecord: number[] = [];
+    const rowRecord: QueueRecord[] = [];
     const deadLetters: DeadLetterInput[] = [];
-    records.forEach((record, index) => this.#decode(record, index, rows, rowRecord, deadLetters));
+    for (const record of records) decode(record, rows, rowRecord, deadLetters);
 
     let start = 0;
     let chunk = rows.length;
@@ -160,8 +159,8 @@ export class Flusher {
         }
         if (outcome.line === 1) {
           // The first row of the request is the one QuestDB refuses: set it aside and go on.
-          const record = records[rowRecord[start]!]!;
-          deadLetters.push({ receivedMs: record.receivedMs, reason: truncate(outcome.message), line: formatLine(rows[start]!) });
+          const record = rowRecord[start]!;
+          deadLetters.push({ recordId: record.id, receivedMs: record.receivedMs, reason: reasonText(outcome.message), line: formatLine(rows[start]!) });
           start += 1;
           refused += 1;
           chunk = Math.max(1, chunk >> 1);
@@ -175,18 +174,13 @@ export class Flusher {
       }
     }
 
-    this.#queue.complete(records, deadLetters);
-    const flushed = rows.length - refused;
+    const completion = this.#consumer.complete(records, deadLetters);
     this.#backoff.reset();
-    const stats = this.#stats;
-    stats.flushes += 1;
-    stats.flushedReadings += flushed;
-    stats.deadLettered += deadLetters.length;
-    stats.consecutiveFlushFailures = 0;
+    const flushed = rows.length - refused;
     const durationMs = Math.round(performance.now() - started);
-    stats.lastFlush = { at: new Date().toISOString(), ok: true, readings: flushed, durationMs };
+    this.#events.flushed({ ...completion, flushed, durationMs });
     this.#log.info(
-      { event: 'flush', readings: flushed, records: records.length, requests, deadLettered: deadLetters.length, durationMs, backlog: this.#queue.stats().readings },
+      { event: 'flush', readings: flushed, records: records.length, requests, deadLettered: deadLetters.length, durationMs, backlog: this.#consumer.backlog() },
       'flushed readings to QuestDB',
     );
     if (deadLetters.length > 0) {
@@ -205,36 +199,30 @@ export class Flusher {
     }
   }
 
-  #decode(record: QueueRecord, index: number, rows: QueuedReading[], rowRecord: number[], deadLetters: DeadLetterInput[]): void {
-    const before = rows.length;
-    try {
-      decodeRecord(record.payload, rows);
-    } catch (error) {
-      if (!(error instanceof RecordCorruptError)) throw error;
-      rows.length = before;
-      deadLetters.push({ receivedMs: record.receivedMs, reason: truncate(`corrupt queue record: ${error.message}`), line: record.payload });
-      return;
-    }
-    for (let i = before; i < rows.length; i++) rowRecord.push(index);
-  }
-
   #failed(started: number, readings: number, message: string, level: 'warn' | 'error'): Outcome {
-    const stats = this.#stats;
-    const at = new Date().toISOString();
-    stats.flushFailures += 1;
-    stats.consecutiveFlushFailures += 1;
-    stats.lastFlush = { at, ok: false, readings, durationMs: Math.round(performance.now() - started), error: message };
-    stats.lastFlushError = { at, message };
-    this.#log[level](
-      { event: 'flush_failed', error: message, attempt: stats.consecutiveFlushFailures, backlog: this.#queue.stats().readings },
-      'flush to QuestDB failed; readings stay queued',
-    );
+    const durationMs = Math.round(performance.now() - started);
+    this.#events.failed({ message, readings, durationMs });
+    this.#log[level]({ event: 'flush_failed', error: message, attempt: this.#backoff.attempts + 1, backlog: this.#consumer.backlog() }, 'flush to QuestDB failed; readings stay queued');
     return 'failed';
   }
 }
 
+/** Decodes a record into rows; a record that cannot be decoded becomes one dead letter as a whole. */
+function decode(record: QueueRecord, rows: QueuedReading[], rowRecord: QueueRecord[], deadLetters: DeadLetterInput[]): void {
+  const before = rows.length;
+  try {
+    decodeRecord(record.payload, rows);
+  } catch (error) {
+    if (!(error instanceof RecordCorruptError)) throw error;
+    rows.length = before;
+    deadLetters.push({ recordId: record.id, receivedMs: record.receivedMs, reason: reasonText(`corrupt queue record: ${error.message}`), line: record.payload });
+    return;
+  }
+  for (let i = before; i < rows.length; i++) rowRecord.push(record);
+}
+
 /** QuestDB's reasons span lines; dead letters keep them on one line, bounded. */
-const truncate = (text: string): string => {
+function reasonText(text: string): string {
   const line = text.replace(/\s*\n\s*/g, ' ');
   return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
-};
+}

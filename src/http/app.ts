@@ -1,6 +1,5 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
-import type { Flusher } from '../flusher/flusher.js';
 import type { WriteAheadQueue } from '../queue/queue.js';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
@@ -14,7 +13,7 @@ import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
 
 export interface AppDeps {
   queue: WriteAheadQueue;
-  flusher: Pick<Flusher, 'notifyBacklog'>;
+  flusher: { notifyBacklog(readings: number): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   validator: Validator;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openQueueFile, queuePath } from './queue-file.js';
 
 export interface DeadLetter {
   id: number;
@@ -15,17 +15,17 @@ export interface DeadLetter {
 export type Selection = 'all' | readonly number[];
 
 /**
- * Dead letters as an operator sees them, from a second connection to the queue file (the gateway
- * may be running: SQLite serialises the writers, and the gateway recounts its queue after a change).
+ * Dead letters as an operator sees them, from another connection to the queue file (the gateway
+ * may be running: SQLite serialises the writers, and triggers keep the queue totals right).
  */
 export class DeadLetterStore {
   readonly #db: Database.Database;
 
   constructor(dataDir: string) {
-    const path = join(dataDir, 'queue.db');
+    const path = queuePath(dataDir);
     if (!existsSync(path)) throw new Error(`no queue at ${path}`);
-    this.#db = new Database(path, { fileMustExist: true });
-    this.#db.pragma('busy_timeout = 10000');
+    // The operator's changes are rare and precious: fsynced whatever the gateway's mode.
+    this.#db = openQueueFile(dataDir, 'power-loss', { create: false });
   }
 
   count(): number {

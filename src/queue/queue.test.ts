@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QueueRefusedError } from './queue-errors.js';
+import { QueueConsumer } from './queue-consumer.js';
 import { WriteAheadQueue, type QueueOptions } from './queue.js';
 
 const open: WriteAheadQueue[] = [];
@@ -50,20 +51,48 @@ describe('WriteAheadQueue', () => {
     expect(refusal).toBeInstanceOf(QueueRefusedError);
     expect((refusal as QueueRefusedError).refusal).toBe('full');
     expect(queue.stats()).toMatchObject({ records: 2, bytes: 800 * 1024 });
-    queue.complete(queue.readOldest(1, Number.MAX_SAFE_INTEGER));
+    expect(queue.isFull()).toBe(true);
+    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
+    consumer.complete(consumer.readOldest(1, Number.MAX_SAFE_INTEGER));
+    consumer.close();
+    queue.refresh();
+    expect(queue.isFull()).toBe(false);
     await expect(queue.append(big, 1, 4)).resolves.toBeUndefined();
   });
 
-  it('hands out the oldest records first, bounded by readings, and removes them on completion', async () => {
+  it('hands the consumer the oldest records first, bounded by readings, and removes them on completion', async () => {
     const queue = openQueue();
     for (let i = 0; i < 5; i++) await queue.append(`${i}\ts\tc\t1\n${i}\ts\td\t2`, 2, 100 + i);
-    const batch = queue.readOldest(3, Number.MAX_SAFE_INTEGER);
+    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
+    const batch = consumer.readOldest(3, Number.MAX_SAFE_INTEGER);
     expect(batch.map((r) => r.receivedMs)).toEqual([100, 101]);
     expect(queue.oldestReceivedMs()).toBe(100);
-    queue.complete(batch, [{ receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }]);
+    expect(consumer.complete(batch, [{ recordId: batch[0]!.id, receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }])).toEqual({
+      records: 2,
+      readings: 4,
+      deadLettered: 1,
+    });
+    expect(consumer.backlog()).toBe(6);
+    consumer.close();
+    queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 3, readings: 6 });
     expect(queue.oldestReceivedMs()).toBe(102);
     expect(queue.deadLetterCount()).toBe(1);
+  });
+
+  it('keeps its totals exact whoever changes the file, deletes in chunks included', async () => {
+    const queue = openQueue();
+    await Promise.all(Array.from({ length: 4500 }, (_, i) => queue.append(`${i}\ts\tc\t1`, 1, i)));
+    const outsider = new Database(queue.path);
+    outsider.prepare("INSERT INTO queue (received_ms, readings, bytes, payload) VALUES (1, 3, 10, '1\ts\tc\t1')").run();
+    outsider.close();
+    queue.refresh();
+    expect(queue.stats()).toMatchObject({ records: 4501, readings: 4503 });
+    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
+    consumer.complete(consumer.readOldest(4200, Number.MAX_SAFE_INTEGER));
+    consumer.close();
+    queue.refresh();
+    expect(queue.stats()).toMatchObject({ records: 301, readings: 303 });
   });
 
   it('keeps its records and counters across a restart', async () => {
@@ -74,7 +103,9 @@ describe('WriteAheadQueue', () => {
     await pending;
     const second = openQueue({ dataDir: join(first.path, '..') });
     expect(second.stats()).toMatchObject({ records: 2, readings: 3 });
-    expect(second.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
+    const consumer = new QueueConsumer(second.dataDir, 'power-loss');
+    expect(consumer.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
+    consumer.close();
   });
 
   it('refuses appends once closed', async () => {

@@ -1,6 +1,5 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
-import type { Flusher } from '../../flusher/flusher.js';
 import type { WriteAheadQueue } from '../../queue/queue.js';
 import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
 import { encodeRecord } from '../../queue/record-codec.js';
@@ -16,7 +15,7 @@ import { problem } from '../problem.js';
 
 export interface IngestDeps {
   queue: WriteAheadQueue;
-  flusher: Pick<Flusher, 'notifyBacklog'>;
+  flusher: { notifyBacklog(readings: number): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   validator: Validator;

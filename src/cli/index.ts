@@ -1,0 +1,94 @@
+import { ConfigError, loadConfig } from '../config/config.js';
+import { renderConfigTable } from '../config/config-table.js';
+import { startGateway } from '../gateway.js';
+import { createLogger } from '../log/logger.js';
+import { VERSION } from '../version.js';
+import { deadLettersCommand } from './dead-letters-command.js';
+
+/** Exit status for configuration errors (EX_CONFIG); systemd is told not to restart on it. */
+const EXIT_CONFIG = 78;
+
+const USAGE = `harbor-gateway ${VERSION}
+
+Usage: harbor-gateway [command]
+
+  serve          run the gateway (default); configured by environment variables
+  dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
+  config-table   print the configuration variables as a Markdown table
+  version        print the version
+`;
+
+async function serve(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`harbor-gateway: ${error.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  const logger = createLogger(config.logLevel);
+  process.on('uncaughtException', (error) => {
+    logger.fatal({ event: 'crash', err: error }, 'uncaught exception; exiting (queued readings are safe on disk)');
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (reason) => {
+    logger.fatal({ event: 'crash', err: reason }, 'unhandled rejection; exiting (queued readings are safe on disk)');
+    process.exit(1);
+  });
+
+  let gateway;
+  try {
+    gateway = await startGateway(config, logger);
+  } catch (error) {
+    logger.fatal({ event: 'start_failed', err: error }, 'could not start the gateway');
+    process.exit(1);
+  }
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (++signals > 1) {
+      logger.warn({ event: 'forced_exit', signal }, 'second signal: exiting now; committed readings stay queued');
+      process.exit(1);
+    }
+    logger.info({ event: 'signal', signal }, 'shutting down');
+    gateway.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ event: 'stop_failed', err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** Runs one command line; `args` are the arguments after the program name. */
+export async function runCli(args: string[]): Promise<void> {
+  const command = args[0] ?? 'serve';
+  switch (command) {
+    case 'serve':
+      await serve();
+      break;
+    case 'dead-letters':
+      process.exitCode = deadLettersCommand(args.slice(1), process.env, {
+        out: (text) => process.stdout.write(text),
+        err: (text) => process.stderr.write(text),
+      });
+      break;
+    case 'config-table':
+      process.stdout.write(`${renderConfigTable()}\n`);
+      break;
+    case 'version':
+    case '--version':
+      process.stdout.write(`${VERSION}\n`);
+      break;
+    case 'help':
+    case '--help':
+      process.stdout.write(USAGE);
+      break;
+    default:
+      process.stderr.write(`unknown command: ${command}\n\n${USAGE}`);
+      process.exit(64);
+  }
+}
