@@ -19,6 +19,7 @@ const { values: args } = parseArgs({
     ships: { type: 'string', default: '200' },
     'data-dir': { type: 'string', default: '/tmp/harbor-bench-questdb' },
     runs: { type: 'string', default: '3' },
+    reseed: { type: 'boolean', default: false },
   },
 });
 const rows = Number(args.rows);
@@ -26,9 +27,10 @@ const days = Number(args.days);
 const ships = Number(args.ships);
 const runs = Number(args.runs);
 
-const CARGO = ['temperature', 'humidity', 'pressure', 'voltage', 'current', 'rpm', 'fuel_level', 'oil_temp', 'speed',
-  'heading', 'co2', 'door_open', 'vibration', 'load', 'battery', 'rssi', 'snr', 'water_temp', 'wind_speed', 'wind_dir',
-  'latitude', 'longitude', 'gps_lat', 'gps_lon', 'depth'];
+// Readings come in pairs of the same ship and time: 2 of every 25 pairs are GPS fixes (latitude and
+// longitude, or gps_lat and gps_lon), the others two readings of other sensors.
+const SENSORS = ['temperature', 'humidity', 'pressure', 'voltage', 'current', 'rpm', 'fuel_level', 'oil_temp', 'speed',
+  'heading', 'co2', 'door_open', 'vibration', 'load', 'battery', 'rssi', 'snr', 'water_temp', 'wind_speed', 'wind_dir', 'depth'];
 
 const questdb = await startQuestDb({ dataDir: args['data-dir'], heap: '4g' });
 const client = new pg.Client({ host: '127.0.0.1', port: questdb.pgPort, user: 'admin', password: 'quest', database: 'qdb' });
@@ -42,20 +44,27 @@ try {
   const seeded = Number(existing.rows[0].n) > 0 ? Number((await query('SELECT count() AS n FROM cargo_data')).rows[0].n) : 0;
   const now = Date.now();
   const start = now - days * 86_400_000;
-  if (seeded < rows) {
+  if (seeded < rows || args.reseed) {
     await query('DROP TABLE IF EXISTS cargo_data');
     await query(
       'CREATE TABLE cargo_data (time TIMESTAMP_NS, ship_id SYMBOL CAPACITY 1024, cargo_id SYMBOL, value DOUBLE) ' +
         'TIMESTAMP(time) PARTITION BY DAY BYPASS WAL',
     );
-    const stepMicros = Math.floor((days * 86_400_000_000) / rows);
-    const cargoList = CARGO.map((c) => `'${c}'`).join(',');
+    const stepMicros = Math.floor((days * 86_400_000_000) / rows) * 2;
+    const sensors = SENSORS.map((c) => `'${c}'`).join(',');
     const began = performance.now();
-    // One ship stops reporting after the first week: it shows what a recent-window variable leaves out.
+    // pair = (x - 1) / 2 numbers the pairs; one ship stops reporting after the first week, which shows
+    // what a recent-window variable leaves out.
+    const pair = '((x - 1) / 2)';
     await query(
-      `INSERT INTO cargo_data SELECT timestamp_sequence(${start * 1000}, ${stepMicros}), ` +
-        `CASE WHEN x < ${Math.floor(rows / days) * 7} AND x % 1000 = 0 THEN 'ship-retired' ELSE concat('ship-', lpad(cast(rnd_int(0, ${ships - 1}, 0) AS string), 3, '0')) END, ` +
-        `rnd_symbol(${cargoList}), rnd_double() * 100 FROM long_sequence(${rows})`,
+      `INSERT INTO cargo_data SELECT cast(${start * 1000} + ${pair} * ${stepMicros} AS timestamp), ` +
+        `CASE WHEN x < ${Math.floor(rows / days) * 7} AND ${pair} % 500 = 0 THEN 'ship-retired' ` +
+        `ELSE concat('ship-', lpad(cast((${pair} / 25 * 7919 + ${pair} % 25) % ${ships} AS string), 3, '0')) END, ` +
+        `CASE WHEN ${pair} % 25 = 0 THEN (CASE WHEN x % 2 = 1 THEN 'latitude' ELSE 'longitude' END) ` +
+        `WHEN ${pair} % 25 = 1 THEN (CASE WHEN x % 2 = 1 THEN 'gps_lat' ELSE 'gps_lon' END) ` +
+        `ELSE rnd_symbol(${sensors}) END, ` +
+        `CASE WHEN ${pair} % 25 < 2 THEN (CASE WHEN x % 2 = 1 THEN 50 + ${pair} % 1000 / 1000.0 ELSE 8 + ${pair} % 997 / 1000.0 END) ELSE rnd_double() * 100 END ` +
+        `FROM long_sequence(${rows})`,
     );
     process.stdout.write(`seeded ${rows} rows over ${days} days in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
   }
@@ -84,9 +93,11 @@ try {
   const alternatives = {
     'ship: DISTINCT over the whole table': 'SELECT DISTINCT ship_id FROM cargo_data',
     'ship: DISTINCT over the last 30 days': "SELECT DISTINCT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now())",
-    'ship: LATEST ON, whole table': 'SELECT ship_id FROM cargo_data LATEST ON time PARTITION BY ship_id',
-    'ship: LATEST ON, last 30 days': "SELECT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now()) LATEST ON time PARTITION BY ship_id",
+    'ship: LATEST ON ship, whole table': 'SELECT ship_id FROM cargo_data LATEST ON time PARTITION BY ship_id',
+    'ship: LATEST ON ship, last 30 days': "SELECT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now()) LATEST ON time PARTITION BY ship_id",
     'cargo: DISTINCT for the selected ships, whole table': 'SELECT DISTINCT cargo_id FROM cargo_data WHERE ship_id IN ($ship)',
+    'cargo: DISTINCT for the selected ships, last 30 days':
+      "SELECT DISTINCT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ($ship)",
     'cargo: LATEST ON ship and cargo, last 30 days':
       "SELECT DISTINCT cargo_id FROM (SELECT ship_id, cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ($ship) LATEST ON time PARTITION BY ship_id, cargo_id)",
     'cargo: LATEST ON cargo, last 30 days, all ships selected':
@@ -114,7 +125,7 @@ try {
     const panelVariables = repeat ? { ...variables, [repeat]: { ...variables.cargo, value: ['temperature'] } } : variables;
     for (const [label, span] of Object.entries(spans)) {
       const range = { from: end - (span || 30 * 86_400_000), to: end };
-      const { ms, rowCount } = await time(expandSql(q.rawSql, { range, variables: panelVariables }));
+      const { ms, rowCount } = await time(expandSql(q.rawSql, { range, variables: panelVariables, maxDataPoints: q.maxDataPoints }));
       process.stdout.write(`| ${q.kind} ${q.title} ${q.kind === 'panel' ? q.refId : ''} | ${label} | ${rowCount} | ${ms.toFixed(0)} |\n`);
     }
   }

@@ -219,11 +219,12 @@ describe('dashboard queries on QuestDB', () => {
     return client.query(text);
   };
   const queries = dashboardQueries(loadDashboard());
-  const query = (title: string, refId = 'A') => {
+  const find = (title: string, refId = 'A') => {
     const found = queries.find((q) => q.title === title && (q.kind === 'variable' || q.refId === refId));
     if (found === undefined) throw new Error(`no query ${title} ${refId}`);
-    return found.rawSql;
+    return found;
   };
+  const query = (title: string, refId = 'A') => find(title, refId).rawSql;
 
   beforeAll(async () => {
     gw = await startTestGateway();
@@ -255,7 +256,7 @@ describe('dashboard queries on QuestDB', () => {
     expect(Object.keys(EXPECTED).sort()).toEqual(queries.map((q) => `${q.title} ${q.refId === 'variable' ? 'variable' : q.refId}`).sort());
     for (const q of queries) {
       const key = `${q.title} ${q.refId === 'variable' ? 'variable' : q.refId}`;
-      const result = await run(q.rawSql);
+      const result = await run(q.rawSql, { maxDataPoints: q.maxDataPoints });
       const columns = result.fields.map((f) => [f.name, f.dataTypeID]);
       expect(columns.map(([name]) => name), key).toEqual(EXPECTED[key]!.map(([name]) => name));
       for (const [i, [name, kind]] of EXPECTED[key]!.entries()) {
@@ -276,7 +277,9 @@ describe('dashboard queries on QuestDB', () => {
   });
 
   it('pairs latitude and longitude of the same ship, time and device prefix into positions', async () => {
-    const tracks = await run(query('Positions and tracks', 'A'), { range: { from: base, to: base + 5 * minute } });
+    const map = find('Positions and tracks');
+    expect(map.maxDataPoints).toBe(200);
+    const tracks = await run(map.rawSql, { range: { from: base, to: base + 5 * minute }, maxDataPoints: map.maxDataPoints });
     const points = tracks.rows.map((r) => [r.device, (r.time as Date).toISOString(), r.latitude, r.longitude]);
     expect(points).toEqual([
       ["o'brien", at(0), 1.5, 2.5],
@@ -289,16 +292,30 @@ describe('dashboard queries on QuestDB', () => {
       ['ship-c', at(0), -33.9, 151.2],
       ['ship-d', at(0), 10, 12],
     ]);
-    const latest = await run(query('Positions and tracks', 'B'));
-    expect(latest.rows.map((r) => [r.device, (r.time as Date).toISOString()])).toContainEqual(['ship-a', at(2)]);
-    expect(latest.rows).toHaveLength(7);
+    const latest = await run(query('Positions and tracks', 'B'), { maxDataPoints: map.maxDataPoints });
+    expect(latest.rows.map((r) => [r.device, (r.time as Date).toISOString(), r.latitude])).toEqual([
+      ["o'brien", at(0), 1.5],
+      ['ship-a', at(2), 53.52],
+      ['ship-b', at(0), 50.1],
+      ['ship-b / engine', at(2), 50.3],
+      ['ship-b / gps', at(1), 50.2],
+      ['ship-c', at(0), -33.9],
+      ['ship-d', at(0), 10],
+    ]);
   });
 
-  it('buckets the values over time by the range: a track of 3 minutes becomes one point over a week', async () => {
+  it('buckets by the range: over a week a track of 3 minutes is one point, its last fix', async () => {
     const week = { from: base - 7 * 86_400_000, to: base + 60 * minute };
+    const map = find('Positions and tracks');
+    expect(intervalFor(week, map.maxDataPoints)).toBe(3_600_000);
+    const tracks = await run(map.rawSql, { range: week, ship: ['ship-a', 'ship-b'], maxDataPoints: map.maxDataPoints });
+    expect(tracks.rows.map((r) => [r.device, (r.time as Date).toISOString(), r.latitude])).toEqual([
+      ['ship-a', at(2), 53.52],
+      ['ship-b', at(0), 50.1],
+      ['ship-b / engine', at(2), 50.3],
+      // The last gps_lat of the hour (minute 3) has no gps_lon: no position for that hour, rather than a mixed one.
+    ]);
     expect(intervalFor(week)).toBe(600_000);
-    const tracks = await run(query('Positions and tracks', 'A'), { range: week, ship: ['ship-a'] });
-    expect(tracks.rows.map((r) => [r.device, r.latitude])).toEqual([['ship-a', 53.52]]);
     const values = await run(query('Values over time: $cargo'), { range: week, ship: ['ship-a'], cargo: ['temperature'] });
     expect(values.rows.map((r) => [r.metric, r.value])).toEqual([['ship-a / temperature', 21]]);
     // A 20-second range gives 20 ms buckets, which QuestDB's SAMPLE BY takes as 20T.

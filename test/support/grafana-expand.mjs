@@ -96,12 +96,17 @@ export function expandSql(rawSql, options) {
 }
 
 /**
- * Every SQL query of the dashboard: its variables' and its panels' targets (rows' panels included).
+ * @typedef {{ kind: 'variable' | 'panel', title: string, refId: string, format: string, rawSql: string, maxDataPoints?: number, panel?: any }} DashboardQuery
+ */
+
+/**
+ * Every SQL query of the dashboard: its variables' and its panels' targets (rows' panels included),
+ * with the panel's own number of data points where it sets one.
  * @param {any} dashboard
- * @returns {{ kind: 'variable' | 'panel', title: string, refId: string, format: string, rawSql: string, panel?: any }[]}
+ * @returns {DashboardQuery[]}
  */
 export function dashboardQueries(dashboard) {
-  /** @type {{ kind: 'variable' | 'panel', title: string, refId: string, format: string, rawSql: string, panel?: any }[]} */
+  /** @type {DashboardQuery[]} */
   const queries = [];
   for (const variable of dashboard.templating?.list ?? []) {
     if (variable.type !== 'query') continue;
@@ -111,7 +116,7 @@ export function dashboardQueries(dashboard) {
   const panels = (dashboard.panels ?? []).flatMap((/** @type {any} */ p) => (p.type === 'row' ? [p, ...(p.panels ?? [])] : [p]));
   for (const panel of panels) {
     for (const target of panel.targets ?? []) {
-      queries.push({ kind: 'panel', title: panel.title, refId: target.refId, format: target.format, rawSql: target.rawSql, panel });
+      queries.push({ kind: 'panel', title: panel.title, refId: target.refId, format: target.format, rawSql: target.rawSql, maxDataPoints: panel.maxDataPoints, panel });
     }
   }
   return queries;
