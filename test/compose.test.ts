@@ -1,7 +1,7 @@
 // compose.yaml, checked by a real Docker Compose client (`config` resolves and validates the file
 // against the Compose specification), .env.example kept in step with it, and the Dockerfile's shape.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -111,7 +111,8 @@ describe('compose stack', () => {
 
   it('gives QuestDB settings under which the gateway writes and Grafana only reads', async () => {
     const { services } = config(envExample);
-    const questdb = await startQuestDb({ dataDir: mkdtempSync(join(tmpdir(), 'harbor-compose-questdb-')), heap: '512m', env: services.questdb.environment });
+    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-compose-questdb-'));
+    const questdb = await startQuestDb({ dataDir, heap: '512m', env: services.questdb.environment });
     try {
       const gateway = services.gateway.environment;
       const basic = `Basic ${Buffer.from(`${gateway.QUESTDB_USERNAME}:${gateway.QUESTDB_PASSWORD}`).toString('base64')}`;
@@ -140,6 +141,7 @@ describe('compose stack', () => {
       }
     } finally {
       await questdb.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
