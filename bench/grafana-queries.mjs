@@ -1,0 +1,135 @@
+// Times the dashboard's queries on a large table, the way Grafana sends them (over the PostgreSQL
+// wire protocol, macros and variables expanded), next to the alternatives considered for the
+// ship and cargo variables. Not part of `npm test`: seeding takes minutes and gigabytes.
+//
+//   node bench/grafana-queries.mjs [--rows 300000000] [--days 60] [--data-dir DIR] [--runs 3]
+//
+// The data directory is kept, so a second run skips seeding. The table has the gateway's columns and
+// partitioning; it is seeded without WAL (INSERT ... SELECT is much faster that way), which does not
+// change how queries read the partitions.
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { startQuestDb } from '../scripts/questdb.mjs';
+import { dashboardQueries, expandSql, loadDashboard } from '../test/support/grafana-expand.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '300000000' },
+    days: { type: 'string', default: '60' },
+    ships: { type: 'string', default: '200' },
+    'data-dir': { type: 'string', default: '/tmp/harbor-bench-questdb' },
+    runs: { type: 'string', default: '3' },
+    reseed: { type: 'boolean', default: false },
+  },
+});
+const rows = Number(args.rows);
+const days = Number(args.days);
+const ships = Number(args.ships);
+const runs = Number(args.runs);
+
+// Readings come in pairs of the same ship and time: 2 of every 25 pairs are GPS fixes (latitude and
+// longitude, or gps_lat and gps_lon), the others two readings of other sensors.
+const SENSORS = ['temperature', 'humidity', 'pressure', 'voltage', 'current', 'rpm', 'fuel_level', 'oil_temp', 'speed',
+  'heading', 'co2', 'door_open', 'vibration', 'load', 'battery', 'rssi', 'snr', 'water_temp', 'wind_speed', 'wind_dir', 'depth'];
+
+const questdb = await startQuestDb({ dataDir: args['data-dir'], heap: '4g' });
+const client = new pg.Client({ host: '127.0.0.1', port: questdb.pgPort, user: 'admin', password: 'quest', database: 'qdb' });
+await client.connect();
+
+/** @param {string} sql */
+const query = (sql) => client.query(sql);
+
+try {
+  const existing = await query(`SELECT count() AS n FROM tables() WHERE table_name = 'cargo_data'`);
+  const seeded = Number(existing.rows[0].n) > 0 ? Number((await query('SELECT count() AS n FROM cargo_data')).rows[0].n) : 0;
+  const now = Date.now();
+  const start = now - days * 86_400_000;
+  if (seeded < rows || args.reseed) {
+    await query('DROP TABLE IF EXISTS cargo_data');
+    await query(
+      'CREATE TABLE cargo_data (time TIMESTAMP_NS, ship_id SYMBOL CAPACITY 1024, cargo_id SYMBOL, value DOUBLE) ' +
+        'TIMESTAMP(time) PARTITION BY DAY BYPASS WAL',
+    );
+    const stepMicros = Math.floor((days * 86_400_000_000) / rows) * 2;
+    const sensors = SENSORS.map((c) => `'${c}'`).join(',');
+    const began = performance.now();
+    // pair = (x - 1) / 2 numbers the pairs; one ship stops reporting after the first week, which shows
+    // what a recent-window variable leaves out.
+    const pair = '((x - 1) / 2)';
+    await query(
+      `INSERT INTO cargo_data SELECT cast(${start * 1000} + ${pair} * ${stepMicros} AS timestamp), ` +
+        `CASE WHEN x < ${Math.floor(rows / days) * 7} AND ${pair} % 500 = 0 THEN 'ship-retired' ` +
+        `ELSE concat('ship-', lpad(cast((${pair} / 25 * 7919 + ${pair} % 25) % ${ships} AS string), 3, '0')) END, ` +
+        `CASE WHEN ${pair} % 25 = 0 THEN (CASE WHEN x % 2 = 1 THEN 'latitude' ELSE 'longitude' END) ` +
+        `WHEN ${pair} % 25 = 1 THEN (CASE WHEN x % 2 = 1 THEN 'gps_lat' ELSE 'gps_lon' END) ` +
+        `ELSE rnd_symbol(${sensors}) END, ` +
+        `CASE WHEN ${pair} % 25 < 2 THEN (CASE WHEN x % 2 = 1 THEN 50 + ${pair} % 1000 / 1000.0 ELSE 8 + ${pair} % 997 / 1000.0 END) ELSE rnd_double() * 100 END ` +
+        `FROM long_sequence(${rows})`,
+    );
+    process.stdout.write(`seeded ${rows} rows over ${days} days in ${((performance.now() - began) / 1000).toFixed(0)} s\n`);
+  }
+
+  /** Median wall time of `runs` runs, after one warm-up run. */
+  const time = async (/** @type {string} */ sql) => {
+    const first = await query(sql);
+    const samples = [];
+    for (let i = 0; i < runs; i++) {
+      const began = performance.now();
+      await query(sql);
+      samples.push(performance.now() - began);
+    }
+    samples.sort((a, b) => a - b);
+    return { ms: samples[Math.floor(samples.length / 2)] ?? 0, rowCount: first.rowCount ?? 0 };
+  };
+
+  const allShips = (await query('SELECT DISTINCT ship_id FROM cargo_data ORDER BY ship_id')).rows.map((r) => String(r.ship_id));
+  const allCargo = (await query('SELECT DISTINCT cargo_id FROM cargo_data ORDER BY cargo_id')).rows.map((r) => String(r.cargo_id));
+  const end = Date.parse((await query('SELECT max(time) AS t FROM cargo_data')).rows[0].t);
+  const variables = {
+    ship: { model: { multi: true, includeAll: true }, value: allShips },
+    cargo: { model: { multi: true, includeAll: true }, value: allCargo },
+  };
+
+  const alternatives = {
+    'ship: DISTINCT over the whole table': 'SELECT DISTINCT ship_id FROM cargo_data',
+    'ship: DISTINCT over the last 30 days': "SELECT DISTINCT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now())",
+    'ship: LATEST ON ship, whole table': 'SELECT ship_id FROM cargo_data LATEST ON time PARTITION BY ship_id',
+    'ship: LATEST ON ship, last 30 days': "SELECT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now()) LATEST ON time PARTITION BY ship_id",
+    'cargo: DISTINCT for the selected ships, whole table': 'SELECT DISTINCT cargo_id FROM cargo_data WHERE ship_id IN ($ship)',
+    'cargo: DISTINCT for the selected ships, last 30 days':
+      "SELECT DISTINCT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ($ship)",
+    'cargo: LATEST ON ship and cargo, last 30 days':
+      "SELECT DISTINCT cargo_id FROM (SELECT ship_id, cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ($ship) LATEST ON time PARTITION BY ship_id, cargo_id)",
+    'cargo: LATEST ON cargo, last 30 days, all ships selected':
+      "SELECT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ($ship) LATEST ON time PARTITION BY cargo_id",
+    'cargo: LATEST ON cargo, last 30 days, one ship selected':
+      "SELECT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ('ship-007') LATEST ON time PARTITION BY cargo_id",
+    'cargo: LATEST ON cargo, last 30 days, a ship without recent readings':
+      "SELECT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ('ship-retired') LATEST ON time PARTITION BY cargo_id",
+  };
+
+  const table = (await query('SELECT count() AS n FROM cargo_data')).rows[0].n;
+  process.stdout.write(`\ncargo_data: ${table} rows, ${allShips.length} ships, ${allCargo.length} cargo ids; median of ${runs} runs after a warm-up\n\n`);
+  process.stdout.write('| query | range | rows | ms |\n|---|---|---|---|\n');
+  const range30 = { from: end - 30 * 86_400_000, to: end };
+  for (const [name, sql] of Object.entries(alternatives)) {
+    const { ms, rowCount } = await time(expandSql(sql, { range: range30, variables }));
+    process.stdout.write(`| ${name} | | ${rowCount} | ${ms.toFixed(0)} |\n`);
+  }
+  const ranges = { '6 h': 6 * 3_600_000, '7 d': 7 * 86_400_000, '30 d': 30 * 86_400_000 };
+  for (const q of dashboardQueries(loadDashboard())) {
+    if (q.rawSql.includes('gateway_health')) continue;
+    const spans = q.kind === 'variable' ? { '': 0 } : ranges;
+    // A repeated panel runs once per value of its variable, with that value alone.
+    const repeat = q.panel?.repeat;
+    const panelVariables = repeat ? { ...variables, [repeat]: { ...variables.cargo, value: ['temperature'] } } : variables;
+    for (const [label, span] of Object.entries(spans)) {
+      const range = { from: end - (span || 30 * 86_400_000), to: end };
+      const { ms, rowCount } = await time(expandSql(q.rawSql, { range, variables: panelVariables, maxDataPoints: q.maxDataPoints }));
+      process.stdout.write(`| ${q.kind} ${q.title} ${q.kind === 'panel' ? q.refId : ''} | ${label} | ${rowCount} | ${ms.toFixed(0)} |\n`);
+    }
+  }
+} finally {
+  await client.end();
+  await questdb.stop();
+}
