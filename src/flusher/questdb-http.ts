@@ -45,6 +45,9 @@ export class QuestDbHttp {
       const response = await this.#pool.request({
         path: '/write?precision=n',
         method: 'POST',
+        // A fresh connection per write: QuestDB acknowledges a write to a table dropped meanwhile
+        // when it arrives on a connection that had the table open, and the rows are lost with it.
+        reset: true,
         headers: this.#headers({ 'content-type': 'text/plain; charset=utf-8' }),
         body,
         headersTimeout: timeoutMs,

@@ -1,0 +1,14 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
+
+const root = join(import.meta.dirname, '..');
+
+describe('V8 heap settings', () => {
+  it('are the same wherever the gateway runs: systemd unit, container image, local run', () => {
+    expect(readFileSync(join(root, 'systemd', 'harbor-gateway.service'), 'utf8')).toContain(`"NODE_OPTIONS=${GATEWAY_NODE_OPTIONS}"`);
+    expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toContain(`NODE_OPTIONS="${GATEWAY_NODE_OPTIONS}"`);
+    expect(readFileSync(join(root, 'scripts', 'run-local.mjs'), 'utf8')).toContain('NODE_OPTIONS: GATEWAY_NODE_OPTIONS');
+  });
+});

@@ -1,0 +1,37 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startQuestDb, type QuestDbServer } from '../scripts/questdb.mjs';
+import { startTestGateway } from './support/gateway.js';
+import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'harbor-recreate-qdb-'));
+let questdb: QuestDbServer | undefined;
+afterAll(async () => {
+  await questdb?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('a table dropped by hand while the gateway runs', () => {
+  it('is created again by the flusher, with deduplication, and nothing is dead-lettered', async () => {
+    // As the appliance and the compose stack run QuestDB: ILP may not create tables by itself.
+    questdb = await startQuestDb({ dataDir, env: { QDB_LINE_AUTO_CREATE_NEW_TABLES: 'false' } });
+    const gw = await startTestGateway({ QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: 'dropped', FLUSH_BACKOFF_MAX_MS: '300' });
+    try {
+      const post = (n: number) => gw.post('/api/v2/ingest/', { time: `2026-03-05T00:00:0${n}Z`, ship_id: 's', cargo_id: 'c', value: n });
+      expect((await post(1)).status).toBe(200);
+      await waitForDrained(gw);
+      await sql('DROP TABLE dropped', questdb.httpUrl);
+      expect((await post(2)).status).toBe(200);
+      expect((await post(3)).status).toBe(200);
+      await waitForDrained(gw);
+      await waitForWalApplied('dropped', 20_000, questdb.httpUrl);
+      expect((await sql<[number]>('SELECT count() FROM dropped', questdb.httpUrl)).dataset[0]![0]).toBe(2);
+      expect((await sql<[string]>('SHOW CREATE TABLE dropped', questdb.httpUrl)).dataset[0]![0]).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+      expect(gw.gateway.queue.deadLetterCount()).toBe(0);
+    } finally {
+      await gw.stop();
+    }
+  });
+});
