@@ -7,6 +7,7 @@ import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
 
+const MAX_PEAK_RSS_MB = 200;
 const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 describe('QuestDB that does not answer, or answers slowly', () => {
@@ -60,7 +61,9 @@ describe('QuestDB that does not answer, or answers slowly', () => {
     }
     expect(refused).toBe(0);
     expect(proxy.maxOpen).toBeLessThanOrEqual(2);
-    expect(peakRssMb(gw.child.pid!)).toBeLessThan(150);
+    // Bounded: the heaps are capped (scripts/node-options.mjs, the flusher thread's limits), far
+    // below the systemd unit's MemoryMax of 256 MB however long QuestDB stalls.
+    expect(peakRssMb(gw.child.pid!)).toBeLessThan(MAX_PEAK_RSS_MB);
 
     const deadline = Date.now() + 30_000;
     while ((await status()).queue.readings > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -27,7 +27,8 @@ export class FlusherThread {
   start(): void {
     const worker = new Worker(this.script, {
       workerData: { ...this.data, role: 'flusher' } satisfies FlusherWorkerData,
-      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48 },
+      // The flusher holds one batch at a time (a few MB); a small heap keeps the thread small.
+      resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
     });
     this.#worker = worker;
     worker.on('message', (message: FromFlusher) => this.#receive(message));
