@@ -26,8 +26,14 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
     for (const line of parts) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
   });
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // A test that fails before it stops its gateway must not leave the process behind.
+  const killOnExit = (): void => void child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('exit', (code, signal) => {
+      process.off('exit', killOnExit);
+      resolve({ code, signal });
+    }),
   );
   const deadline = Date.now() + 15_000;
   for (;;) {
