@@ -5,18 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/questdb.mjs';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
-import { sql, uniqueTable, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { storedCounts, uniqueTable, waitForDrained } from './support/questdb-sql.js';
 import { inject } from 'vitest';
 
 const batchOf = (round: number, size: number) =>
   Array.from({ length: size }, (_, i) => ({ time: `2026-04-01T00:00:${String(round).padStart(2, '0')}.${String(i).padStart(6, '0')}Z`, ship_id: 'restart-ship', cargo_id: `c${i % 7}`, value: round * 1000 + i }));
-
-async function countIn(table: string): Promise<{ rows: number; distinct: number }> {
-  await waitForWalApplied(table);
-  const rows = (await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0];
-  const distinct = (await sql<[number]>(`SELECT count() FROM (SELECT DISTINCT value FROM "${table}")`)).dataset[0]![0];
-  return { rows, distinct };
-}
 
 describe('restart with a non-empty queue', () => {
   it('delivers what was queued before a graceful stop, exactly once', async () => {
@@ -31,7 +24,7 @@ describe('restart with a non-empty queue', () => {
     try {
       expect(online.gateway.queue.stats().readings).toBe(1000);
       await waitForDrained(online);
-      expect(await countIn(table)).toEqual({ rows: 1000, distinct: 1000 });
+      expect(await storedCounts(table)).toEqual({ rows: 1000, distinct: 1000 });
     } finally {
       await online.stop();
     }
@@ -57,7 +50,7 @@ describe('restart with a non-empty queue', () => {
         if (status.queue.readings === 0) break;
         await new Promise((r) => setTimeout(r, 50));
       }
-      expect(await countIn(table)).toEqual({ rows: 300, distinct: 300 });
+      expect(await storedCounts(table)).toEqual({ rows: 300, distinct: 300 });
     } finally {
       revived.child.kill('SIGTERM');
       await revived.exited;

@@ -55,3 +55,14 @@ export async function waitForDrained(gw: { gateway: { queue: { stats(): { readin
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/**
+ * Rows of a table and distinct values among them, once QuestDB applied its WAL. Tests give every
+ * reading a distinct value, so rows = distinct = readings answered 2xx means none lost or doubled.
+ */
+export async function storedCounts(table: string, url?: string): Promise<{ rows: number; distinct: number }> {
+  await waitForWalApplied(table, 20_000, url);
+  const rows = (await sql<[number]>(`SELECT count() FROM "${table}"`, url)).dataset[0]![0];
+  const distinct = (await sql<[number]>(`SELECT count() FROM (SELECT DISTINCT value FROM "${table}")`, url)).dataset[0]![0];
+  return { rows, distinct };
+}
