@@ -1,0 +1,92 @@
+// Micro-benchmarks of the hot path's pieces, one core, no I/O: `npm run bench:hot-path`.
+// Compares each piece the gateway does itself with the library it stands in for (zod for the
+// reading check, @questdb/nodejs-client for ILP encoding). Medians of 5 runs.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { projectRoot } from '../scripts/questdb.mjs';
+
+const work = join(projectRoot, 'bench', '.work');
+mkdirSync(work, { recursive: true });
+const entry = join(work, 'hot-path-entry.ts');
+const bundle = join(work, 'hot-path.mjs');
+await build({
+  stdin: {
+    contents: `
+      export { parseBatch } from '../../src/reading/parse-readings.ts';
+      export { readingSchema } from '../../src/reading/reading-schema.ts';
+      export { encodeRecord, decodeRecord } from '../../src/queue/record-codec.ts';
+      export { ReceiveClock } from '../../src/reading/timestamp.ts';
+      export { IlpEncoder } from '../../src/flusher/ilp-encoder.ts';
+    `,
+    resolveDir: work,
+    sourcefile: entry,
+    loader: 'ts',
+  },
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  outfile: bundle,
+  logLevel: 'warning',
+});
+const hot = await import(pathToFileURL(bundle).href);
+const { SenderBufferV2 } = await import('@questdb/nodejs-client');
+
+const READINGS = 1000;
+const limits = { maxIdLength: 100 };
+const schema = hot.readingSchema(limits);
+const body = JSON.stringify(
+  Array.from({ length: READINGS }, (_, i) => ({
+    time: `2026-11-21T10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}.${String(i).padStart(3, '0')}Z`,
+    ship_id: `ship-${String(i % 50).padStart(3, '0')}`,
+    cargo_id: ['temperature', 'humidity', 'latitude', 'longitude'][i % 4],
+    value: Math.fround(20 + i / 7),
+  })),
+);
+const parsed = JSON.parse(body);
+const readings = hot.parseBatch(parsed, { schema, limits }, 10_000).readings;
+const clock = new hot.ReceiveClock();
+const payload = hot.encodeRecord(readings, clock);
+const rows = hot.decodeRecord(payload);
+const encoder = new hot.IlpEncoder('cargo_data');
+
+/** Runs `fn` until `ms` elapsed, returns microseconds per call. @param {() => unknown} fn */
+function measure(fn, ms = 400) {
+  for (let i = 0; i < 20; i++) fn();
+  let calls = 0;
+  const started = performance.now();
+  while (performance.now() - started < ms) {
+    fn();
+    calls += 1;
+  }
+  return ((performance.now() - started) * 1000) / calls;
+}
+const median = (/** @type {number[]} */ values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** @type {[string, () => unknown][]} */
+const cases = [
+  ['JSON.parse of the body', () => JSON.parse(body)],
+  ['zod schema, every reading (reportInput)', () => { for (const r of parsed) schema.safeParse(r, { reportInput: true }); }],
+  ['zod schema, every reading', () => { for (const r of parsed) schema.safeParse(r); }],
+  ['fastValidate (the gateway), whole batch', () => hot.parseBatch(parsed, { schema, limits }, 10_000)],
+  ['queue record encoding', () => hot.encodeRecord(readings, clock)],
+  ['queue record decoding', () => hot.decodeRecord(payload)],
+  ['ILP, @questdb/nodejs-client SenderBufferV2', () => {
+    const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1 << 20, max_buf_size: 1 << 28 });
+    for (const row of rows) {
+      buffer.table('cargo_data').symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
+      buffer.at(BigInt(row.timeNs), 'ns');
+    }
+    buffer.toBufferNew();
+  }],
+  ['ILP, the gateway\'s IlpEncoder', () => encoder.encode(rows)],
+];
+
+console.log(`per ${READINGS} readings (body ${body.length} bytes), median of 5 runs, Node ${process.version}`);
+console.log('| Piece | µs per 1,000 readings | readings/s on one core |');
+console.log('|---|---|---|');
+for (const [name, fn] of cases) {
+  const us = median(Array.from({ length: 5 }, () => measure(fn)));
+  console.log(`| ${name} | ${us.toFixed(0)} | ${Math.round((READINGS / us) * 1e6).toLocaleString('en-US')} |`);
+}
