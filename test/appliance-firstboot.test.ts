@@ -16,7 +16,7 @@ import {
   firstBoot,
   type System,
 } from '../appliance/firstboot/firstboot.mjs';
-import { SECRETS, parseConfigText, queueBound, setRootReadOnly, validateSettings } from '../appliance/firstboot/settings.mjs';
+import { SECRETS, parseConfigText, parseEnvText, queueBound, setRootReadOnly, validateSettings } from '../appliance/firstboot/settings.mjs';
 import { spawnGateway, type GatewayProcess } from './support/process.js';
 
 const MiB = 1024 * 1024;
@@ -346,18 +346,8 @@ describe('first boot on a root tree', () => {
       const credentials = join(board.root, 'run/credentials/harbor-gateway.service');
       mkdirSync(credentials, { recursive: true });
       for (const { file, credential } of SECRETS) copyFileSync(join(board.root, CREDSTORE, file), join(credentials, credential));
-      const env = Object.fromEntries(
-        board
-          .read(GATEWAY_ENV)
-          .split('\n')
-          .filter((line) => /^[A-Z_]+=/.test(line))
-          .map((line) => {
-            const [key, ...rest] = line.split('=');
-            const value = rest.join('=');
-            return [key, value.startsWith('"') ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value];
-          }),
-      ) as Record<string, string>;
-      expect(env['GATEWAY_ENV']).toBe('production');
+      const env = parseEnvText(board.read(GATEWAY_ENV));
+      expect(env).toMatchObject({ GATEWAY_ENV: 'production', GATEWAY_NAME: 'Pier 7', HARBOR_ID: 'pier7' });
       gateway = await spawnGateway({
         ...env,
         DATA_DIR: join(board.root, 'var/lib/harbor-gateway'),

@@ -256,6 +256,19 @@ export const defaultHostname = (/** @type {string} */ machineId) => `harbor-${ma
 /** systemd EnvironmentFile value: double-quoted, with the characters systemd expands escaped. */
 export const envValue = (/** @type {string} */ value) => `"${value.replace(/[\\"$`]/g, (c) => `\\${c}`)}"`;
 
+/** Reads an environment file as written by renderGatewayEnv, the way systemd's EnvironmentFile= does. */
+export function parseEnvText(/** @type {string} */ text) {
+  /** @type {Record<string, string>} */
+  const env = {};
+  for (const line of text.split('\n')) {
+    const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (!match) continue;
+    const value = String(match[2]);
+    env[String(match[1])] = value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value;
+  }
+  return env;
+}
+
 /**
  * The gateway's settings on the appliance (EnvironmentFile of its drop-in). No secrets: those are
  * systemd credentials.
