@@ -32,6 +32,12 @@ describe('harbor.conf parsing', () => {
     expect(Object.fromEntries(values)).toEqual({ SITE_NAME: 'Pier 4, Hamburg', API_KEY: 'abc#def ghi', TIMEZONE: 'Europe/Berlin', HARBOR_ID: 'h-1' });
   });
 
+  it('reads the template shipped on the boot partition as all defaults', () => {
+    const template = readFileSync(join(import.meta.dirname, '..', 'appliance', 'boot', 'harbor.conf'), 'utf8');
+    expect(parseConfigText(template).problems).toEqual([]);
+    expect(validate(template)).toEqual(validate(''));
+  });
+
   it('names the line of each mistake', () => {
     const { problems } = parseConfigText('TIMEZONE=UTC\nnot a setting\nTIMEZONE=UTC\nAPI-KEY=x\nPASSWORD=x\n');
     expect(problems).toEqual([
