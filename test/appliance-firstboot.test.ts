@@ -208,11 +208,23 @@ describe('first boot on a root tree', () => {
 
   it('configures a board that boots without harbor.conf: generated secrets, shown once', () => {
     const board = makeBoard();
-    const result = board.boot1();
+    // systemd may start it with a strict umask; modes must not depend on it.
+    const umask = process.umask(0o077);
+    const result = (() => {
+      try {
+        return board.boot1();
+      } finally {
+        process.umask(umask);
+      }
+    })();
     expect(result).toEqual({ status: 'applied', problems: [], generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'] });
     expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c']);
     expect(board.read('etc/hostname')).toBe('harbor-3f9a0c\n');
     expect(board.read('etc/hosts')).toContain('127.0.1.1\tharbor-3f9a0c');
+    // Services read these as their own users.
+    for (const path of ['etc/hosts', 'etc/hostname', 'etc/systemd/network/10-harbor.network', GATEWAY_ENV]) {
+      expect(statSync(join(board.root, path)).mode & 0o777).toBe(0o644);
+    }
     expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
     expect(board.read('etc/systemd/network/10-harbor.network')).toContain('DHCP=yes');
     expect(existsSync(join(board.root, 'etc/systemd/timesyncd.conf.d/10-harbor.conf'))).toBe(false);

@@ -7,8 +7,10 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
+  chmodSync,
   closeSync,
   existsSync,
+  fchmodSync,
   fsyncSync,
   lstatSync,
   mkdirSync,
@@ -127,7 +129,8 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     else writeAtomic(timesyncdPath, timesyncd);
     writeAtomic(at('etc/systemd/network/10-harbor.network'), renderNetwork(settings.network));
 
-    mkdirSync(at(CREDSTORE), { recursive: true, mode: 0o700 });
+    mkdirSync(at(CREDSTORE), { recursive: true });
+    chmodSync(at(CREDSTORE), 0o700);
     for (const { key, field, file } of SECRETS) {
       const path = at(join(CREDSTORE, file));
       const current = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
@@ -185,6 +188,7 @@ export function writeAtomic(/** @type {string} */ path, /** @type {string} */ da
   const temporary = `${path}.${process.pid}.tmp`;
   const fd = openSync(temporary, 'w', mode);
   try {
+    fchmodSync(fd, mode);
     writeSync(fd, data);
     fsyncSync(fd);
   } finally {
@@ -315,6 +319,9 @@ function main() {
     const index = args.indexOf(name);
     return index >= 0 && args[index + 1] !== undefined ? String(args[index + 1]) : fallback;
   };
+  // Files first boot writes are read by unprivileged services (networkd, timesyncd): 0644 and 0755
+  // unless a mode is given, whatever umask the caller had. Secrets get 0600 explicitly.
+  process.umask(0o022);
   const root = resolve(flag('--root', '/'));
   const boot = resolve(flag('--boot', join(root, 'boot/firmware')));
   try {
