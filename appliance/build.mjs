@@ -158,14 +158,12 @@ try {
       '--mode=root',
       '--format=directory',
       '--aptopt=APT::Install-Recommends "false"',
-      '--dpkgopt=path-exclude=/usr/share/man/*',
-      '--dpkgopt=path-exclude=/usr/share/locale/*',
-      '--dpkgopt=path-include=/usr/share/locale/locale.alias',
+      // Our /etc/default/raspi-firmware is a conffile of raspi-firmware: keep it, do not ask.
+      '--dpkgopt=force-confdef',
+      '--dpkgopt=force-confold',
       `--include=${packages.join(',')}`,
       `--setup-hook=sync-in ${keys} /`,
-      // raspi-firmware's hooks write only to a mounted /boot/firmware.
       `--essential-hook=sync-in ${early} /`,
-      '--essential-hook=mkdir -p "$1/boot/firmware" && mount --bind "$1/boot/firmware" "$1/boot/firmware"',
       `--customize-hook=sync-in ${overlay} /`,
       `--customize-hook=chroot "$1" systemctl enable ${enabled.join(' ')}`,
       `--customize-hook=chroot "$1" systemctl mask ${MASKED_UNITS.join(' ')}`,
@@ -173,7 +171,6 @@ try {
       '--customize-hook=truncate -s 0 "$1/etc/machine-id" && rm -f "$1/var/lib/dbus/machine-id" && echo harbor > "$1/etc/hostname"',
       '--customize-hook=ln -sf ../run/systemd/resolve/stub-resolv.conf "$1/etc/resolv.conf"',
       `--customize-hook=chroot "$1" dpkg-query -W -f '\${Package}\\t\${Version}\\n' > ${join(work, 'packages.tsv')}`,
-      '--customize-hook=umount "$1/boot/firmware"',
       SUITE,
       rootfs,
       ...sources,
@@ -197,6 +194,9 @@ try {
   writeFileSync(`${artefact}.sha256`, `${output('sha256sum', [artefact]).split(' ')[0]}  ${basename(artefact)}\n`);
   say(`image written: ${artefact} (${(statSync(artefact).size / MIB).toFixed(0)} MiB)`);
 } finally {
+  // A failed bootstrap can leave /proc, /sys or /dev mounted in the root; never delete through them.
+  const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((line) => line.split(' ')[1] ?? '');
+  for (const mount of mounts.filter((path) => path.startsWith(`${work}/`)).reverse()) run('umount', ['--lazy', mount]);
   rmSync(work, { recursive: true, force: true });
 }
 
