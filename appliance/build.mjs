@@ -13,6 +13,7 @@
 // Maven Central (QuestDB), apt.grafana.com (Grafana) and, for --kernel raspberrypi,
 // archive.raspberrypi.com. The image is assembled from file system images made with mkfs -d and
 // mtools, without loop devices. Third-party archive keys are pinned by fingerprint.
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/questdb.mjs';
@@ -181,6 +182,11 @@ try {
 
   smokeTest(rootfs);
   checkUnitPaths(rootfs, enabled);
+  for (const unit of enabled) {
+    // A unit without an [Install] section is accepted by `systemctl enable` but would never start.
+    const state = spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
+    if (state !== 'enabled') throw new Error(`${unit} is ${state} in the image, not enabled: does it have an [Install] section?`);
+  }
   say('the image runs its gateway, Java and Node under emulation; unit paths resolve');
 
   mkdirSync(outDir, { recursive: true });
