@@ -15,7 +15,7 @@
 // mtools, without loop devices. Third-party archive keys are pinned by fingerprint.
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/questdb.mjs';
 import { DEBIAN_SOURCES, SUITE, digest } from './lib/debian.mjs';
 import { applianceCache, ensureHostPackages, output, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
@@ -70,7 +70,7 @@ const option = (/** @type {string} */ name, /** @type {string} */ fallback) => {
 const kernel = option('--kernel', 'debian');
 if (kernel !== 'debian' && kernel !== 'raspberrypi') throw new Error('--kernel is debian or raspberrypi');
 const withGrafana = !args.includes('--without-grafana');
-const outDir = join(repoRoot, option('--out', 'dist/appliance'));
+const outDir = resolve(repoRoot, option('--out', 'dist/appliance'));
 const elapsed = stopwatch();
 const say = (/** @type {string} */ message) => process.stdout.write(`[appliance:build ${elapsed().toFixed(0)} s] ${message}\n`);
 
@@ -247,7 +247,9 @@ function smokeTest(/** @type {string} */ rootfs) {
   const inRoot = (/** @type {string[]} */ command) => output('chroot', [rootfs, ...command]);
   inRoot(['/usr/bin/node', '-e', "new (require('/opt/harbor-gateway/node_modules/better-sqlite3'))(':memory:').close()"]);
   say(`gateway ${inRoot(['/usr/bin/node', '/opt/harbor-gateway/gateway.mjs', 'version'])} on Node ${inRoot(['/usr/bin/node', '--version'])}`);
-  say(run('chroot', [rootfs, '/usr/bin/java', '-version'], { quiet: true }).split('\n')[0] || 'java runs');
+  const java = spawnSync('chroot', [rootfs, '/usr/bin/java', '-version'], { encoding: 'utf8' });
+  if (java.status !== 0) throw new Error(`java does not start in the image: ${java.stderr}`);
+  say(java.stderr.split('\n')[0] ?? 'java runs');
 }
 
 /**
@@ -295,6 +297,10 @@ function assemble(rootfs, image) {
   renameSync(join(rootfs, 'var'), varTree);
   mkdirSync(join(rootfs, 'var'), { mode: 0o755 });
 
+  // Maintainer scripts and kernel hooks stamp files with the build's time; clamp them to the commit's.
+  for (const tree of [rootfs, varTree, bootTree]) {
+    run('find', [tree, '-newermt', `@${sourceDateEpoch}`, '-exec', 'touch', '--no-dereference', `--date=@${sourceDateEpoch}`, '{}', '+']);
+  }
   const usedMiB = (/** @type {string} */ dir) => Math.ceil(Number(output('du', ['-sb', dir]).split('\t')[0]) / MIB);
   // Room for security updates of the root; /var is grown to the card on first boot.
   const rootMiB = Math.ceil((usedMiB(rootfs) * 1.3 + 768) / 64) * 64;
@@ -307,14 +313,15 @@ function assemble(rootfs, image) {
   const fakeTime = { ...process.env, E2FSPROGS_FAKE_TIME: sourceDateEpoch, SOURCE_DATE_EPOCH: sourceDateEpoch };
   const ext4 = (/** @type {string} */ label, /** @type {string} */ tree, /** @type {number} */ mib) => {
     const file = join(parts, `${label}.ext4`);
-    run('mkfs.ext4', ['-q', '-F', '-L', label, '-U', uuid(label), '-E', `hash_seed=${uuid(`${label}-hash`)},root_owner=0:0`, '-d', tree, file, `${mib}M`], { env: fakeTime });
+    // 4 KiB blocks although the file system starts small: /var grows to the whole card.
+    run('mkfs.ext4', ['-q', '-F', '-b', '4096', '-L', label, '-U', uuid(label), '-E', `hash_seed=${uuid(`${label}-hash`)},root_owner=0:0`, '-d', tree, file, `${mib}M`], { env: fakeTime });
     return file;
   };
   const rootImage = ext4('harbor-root', rootfs, rootMiB);
   const varImage = ext4('harbor-var', varTree, varMiB);
 
   const bootImage = join(parts, 'boot.vfat');
-  run('mkfs.vfat', ['-F', '32', '-n', 'HARBOR-BOOT', '-i', ids.slice(0, 8), '--invariant', '-C', bootImage, String(BOOT_MIB * 1024)], { quiet: true });
+  run('mkfs.vfat', ['-F', '32', '-n', 'HARBOR-BOOT', '--invariant', '-C', bootImage, String(BOOT_MIB * 1024)], { quiet: true });
   const entries = readdirSync(bootTree).map((entry) => join(bootTree, entry));
   if (!entries.some((entry) => /\.(dtb|img)$|^vmlinuz/.test(basename(entry)))) throw new Error('no kernel or device tree in /boot/firmware: the card would not boot');
   run('mcopy', ['-s', '-p', '-m', '-i', bootImage, ...entries, '::/'], { env: fakeTime });
