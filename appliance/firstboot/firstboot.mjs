@@ -25,7 +25,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   SECRETS,
@@ -268,7 +268,8 @@ export function boardSystem() {
       }
       const partition = source.slice('/dev/'.length);
       const number = readFileSync(`/sys/class/block/${partition}/partition`, 'utf8').trim();
-      const disk = realpathSync(`/sys/class/block/${partition}/..`).split('/').at(-1);
+      // /sys/class/block/vda3 links into its disk's folder (.../block/vda/vda3).
+      const disk = basename(dirname(realpathSync(`/sys/class/block/${partition}`)));
       const grown = run('growpart', [`/dev/${disk}`, number]);
       if (!grown.ok && !grown.output.includes('NOCHANGE')) {
         log(`growpart failed: ${grown.output}`);

@@ -349,7 +349,7 @@ export function renderApplied({ settings, hostname, queueMaxBytes, appliedAt }) 
   const quote = (/** @type {string} */ value) => (value === '' ? '' : `"${value}"`);
   return [
     `# Settings applied on ${appliedAt.toISOString()}. To change them, copy this file to harbor.conf,`,
-    '# edit it and restart the gateway. Empty passwords and keys keep the current ones.',
+    '# edit it and boot the board with it. Empty passwords and keys keep the current ones.',
     `SITE_NAME=${quote(settings.siteName)}`,
     `HOSTNAME=${hostname}`,
     'API_KEY=',
