@@ -1,0 +1,189 @@
+// npm run appliance:check — the part of the appliance that can be built from Debian's packages and
+// the npm registry, built and run for arm64 under qemu-user emulation:
+//   1. an arm64 root from Debian trixie packages (nodejs, libnode-dev), cached;
+//   2. the gateway bundle and better-sqlite3 cross-compiled for arm64, staged as /opt/harbor-gateway;
+//   3. first boot applied by the board's Node to a harbor.conf, generating the secrets;
+//   4. the gateway started in production with that configuration, a reading and a batch accepted
+//      over HTTP, /status read, SIGTERM, and the readings found in queue.db afterwards.
+// QuestDB is not started: the gateway must queue while it is away, which is what is checked.
+// Runs as root (chroot; apt-get for missing host tools). Flags: --refresh (fetch the arm64 packages
+// again), --keep (leave the work folder for a look).
+import { spawn } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { freePort } from '../scripts/questdb.mjs';
+import { CREDSTORE, GATEWAY_ENV } from './firstboot/firstboot.mjs';
+import { SECRETS, parseEnvText } from './firstboot/settings.mjs';
+import { applianceCache, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { CROSS_TOOLS, stageGateway } from './lib/stage-gateway.mjs';
+import { targetNode, unpackSysroot } from './lib/sysroot.mjs';
+
+const flags = new Set(process.argv.slice(2));
+const elapsed = stopwatch();
+/** @type {string[]} */
+const timings = [];
+const step = (/** @type {string} */ name) => {
+  timings.push(`${elapsed().toFixed(1).padStart(6)} s  ${name}`);
+  process.stdout.write(`[appliance:check ${elapsed().toFixed(1)} s] ${name}\n`);
+};
+
+requireRoot('chroot into the arm64 root');
+ensureHostPackages({ 'qemu-aarch64-static': 'qemu-user-static', mmdebstrap: 'mmdebstrap', ...CROSS_TOOLS });
+
+mkdirSync(applianceCache(), { recursive: true });
+// A work folder kept by an earlier run (failed, or --keep) has had its look.
+for (const name of readdirSync(applianceCache())) if (name.startsWith('check-')) rmSync(join(applianceCache(), name), { recursive: true, force: true });
+const work = mkdtempSync(join(applianceCache(), 'check-'));
+const root = join(work, 'root');
+let failed = true;
+try {
+  unpackSysroot(root, { refresh: flags.has('--refresh') });
+  const node = targetNode(root);
+  step(`arm64 root from Debian ${node.version} packages unpacked`);
+
+  stageGateway({ sysroot: root, destination: join(root, 'opt/harbor-gateway') });
+  cpSync(join(repoRoot, 'appliance/firstboot'), join(root, 'usr/lib/harbor-appliance'), { recursive: true });
+  copyFileSync('/usr/bin/qemu-aarch64-static', join(root, 'usr/bin/qemu-aarch64-static'));
+  step('gateway bundle and arm64 better-sqlite3 staged in /opt/harbor-gateway');
+
+  const emulated = (/** @type {string[]} */ args, /** @type {Record<string, string>} */ env = {}) =>
+    run('chroot', [root, '/usr/bin/qemu-aarch64-static', ...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env }, quiet: true });
+
+  const facts = JSON.parse(
+    emulated([
+      '/usr/bin/node',
+      '-e',
+      "const D=require('/opt/harbor-gateway/node_modules/better-sqlite3');" +
+        "console.log(JSON.stringify({arch:process.arch,version:process.version,modules:process.versions.modules,sqlite:new D(':memory:').prepare('select sqlite_version() v').get().v}))",
+    ]),
+  );
+  expect(facts.arch === 'arm64', `node reports arch ${facts.arch}`);
+  expect(Number(facts.modules) === node.modules, `node ABI ${facts.modules}, module built for ${node.modules}`);
+  step(`node ${facts.version} runs as ${facts.arch} (ABI ${facts.modules}) and loads better-sqlite3 (SQLite ${facts.sqlite})`);
+
+  // First boot, by the board's Node, on a board tree inside the root.
+  const board = join(root, 'board');
+  mkdirSync(join(board, 'boot/firmware'), { recursive: true });
+  mkdirSync(join(board, 'usr/share/zoneinfo'), { recursive: true });
+  copyFileSync('/usr/share/zoneinfo/UTC', join(board, 'usr/share/zoneinfo/UTC'));
+  mkdirSync(join(board, 'etc'), { recursive: true });
+  writeFileSync(join(board, 'etc/machine-id'), 'a1b2c3d4e5f60718293a4b5c6d7e8f90\n');
+  writeFileSync(join(board, 'boot/firmware/harbor.conf'), 'SITE_NAME=Emulated board\r\nHARBOR_ID=check\r\nTIMEZONE=UTC\r\n');
+  emulated(['/usr/bin/node', '/usr/lib/harbor-appliance/firstboot.mjs', '--root', '/board']);
+  expect(!existsSync(join(board, 'boot/firmware/harbor.conf')), 'harbor.conf is still on the boot partition');
+  expect(existsSync(join(board, 'boot/firmware/harbor-credentials.txt')), 'no one-time credentials file');
+  step('first boot applied harbor.conf and generated the secrets');
+
+  // What LoadCredential= in the appliance's drop-in hands the gateway.
+  const credentials = join(board, 'run/credentials/harbor-gateway.service');
+  mkdirSync(credentials, { recursive: true });
+  for (const { file, credential } of SECRETS) copyFileSync(join(board, CREDSTORE, file), join(credentials, credential));
+  const apiKey = readFileSync(join(credentials, 'api_key'), 'utf8').trim();
+  const env = parseEnvText(readFileSync(join(board, GATEWAY_ENV), 'utf8'));
+  const port = await freePort();
+  const questdbPort = await freePort();
+  const logPath = join(work, 'gateway.log');
+  const log = openSync(logPath, 'w');
+  const gateway = spawn('chroot', [root, '/usr/bin/qemu-aarch64-static', '/usr/bin/node', '/opt/harbor-gateway/gateway.mjs'], {
+    env: {
+      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      ...env,
+      CREDENTIALS_DIRECTORY: '/board/run/credentials/harbor-gateway.service',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      QUESTDB_URL: `http://127.0.0.1:${questdbPort}`,
+    },
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  const exited = new Promise((resolve) => gateway.once('exit', (code, signal) => resolve({ code, signal })));
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    await waitUntilReady(url, gateway, logPath);
+    step(`gateway listening under emulation, production settings from first boot (${env['DATA_DIR']})`);
+
+    const headers = { 'X-API-Key': apiKey, 'Content-Type': 'application/json' };
+    const single = await fetch(`${url}/api/v2/ingest/`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ time: '2026-11-21T10:00:00.000Z', ship_id: 'ship-arm64', cargo_id: 'temperature', value: 23.5 }),
+    });
+    expect(single.status === 200, `single push answered ${single.status}: ${await single.text()}`);
+    const batch = await fetch(`${url}/api/v2/ingest/batch`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify([
+        { time: '2026-11-21T10:00:00.000Z', ship_id: 'ship-arm64', cargo_id: 'latitude', value: 53.5461 },
+        { time: '2026-11-21T10:00:00.000Z', ship_id: 'ship-arm64', cargo_id: 'longitude', value: 9.9661 },
+      ]),
+    });
+    expect(batch.status === 200, `batch push answered ${batch.status}: ${await batch.text()}`);
+    const refused = await fetch(`${url}/api/v2/ingest/`, { method: 'POST', headers: { 'X-API-Key': 'harbor-dev-key' }, body: '{}' });
+    expect(refused.status === 401, `the shipped test key got ${refused.status}, expected 401`);
+    const status = /** @type {{ queue: { readings: number, maxBytes: number }, flush: { consecutiveFailures: number } }} */ (
+      await (await fetch(`${url}/status`, { headers })).json()
+    );
+    expect(status.queue.readings === 3, `/status shows ${status.queue.readings} queued readings, expected 3`);
+    expect(status.queue.maxBytes === Number(env['QUEUE_MAX_BYTES']), `queue bound ${status.queue.maxBytes} is not first boot's ${env['QUEUE_MAX_BYTES']}`);
+    step(`3 readings accepted and queued while QuestDB is away (${status.flush.consecutiveFailures} flush attempts failed, as they must)`);
+  } finally {
+    gateway.kill('SIGTERM');
+  }
+  const { code, signal } = /** @type {{ code: number | null, signal: string | null }} */ (await withTimeout(exited, 60_000, 'gateway did not stop on SIGTERM'));
+  expect(code === 0, `gateway exited with ${code ?? signal} on SIGTERM:\n${tail(logPath)}`);
+  step('gateway stopped on SIGTERM with exit status 0');
+
+  const queue = new Database(join(root, 'var/lib/harbor-gateway/queue.db'), { readonly: true });
+  try {
+    const row = /** @type {{ records: number, readings: number, ours: number }} */ (
+      queue.prepare("SELECT count(*) AS records, sum(readings) AS readings, sum(payload LIKE '%ship-arm64%') AS ours FROM queue").get()
+    );
+    expect(row.records === 2 && row.readings === 3 && row.ours === 2, `queue.db holds ${JSON.stringify(row)}, expected 2 records with 3 readings`);
+  } finally {
+    queue.close();
+  }
+  step('queue.db written on arm64 holds both records (3 readings) after the stop');
+  failed = false;
+} finally {
+  process.stdout.write(`\nappliance:check ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(1)} s\n${timings.join('\n')}\n`);
+  if (flags.has('--keep') || failed) process.stdout.write(`work folder kept: ${work}\n`);
+  else rmSync(work, { recursive: true, force: true });
+}
+
+function expect(/** @type {boolean} */ condition, /** @type {string} */ message) {
+  if (!condition) throw new Error(message);
+}
+
+function tail(/** @type {string} */ path) {
+  return existsSync(path) ? readFileSync(path, 'utf8').slice(-3000) : '';
+}
+
+/**
+ * @template T
+ * @param {Promise<T>} promise
+ * @param {number} ms
+ * @param {string} message
+ * @returns {Promise<T>}
+ */
+function withTimeout(promise, ms, message) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
+  return /** @type {Promise<T>} */ (Promise.race([promise, timeout]).finally(() => clearTimeout(timer)));
+}
+
+/** Polls /readyz: the first start under emulation takes seconds (V8 on qemu). */
+async function waitUntilReady(/** @type {string} */ url, /** @type {import('node:child_process').ChildProcess} */ child, /** @type {string} */ logPath) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`gateway exited during start:\n${tail(logPath)}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`gateway not ready within 120 s:\n${tail(logPath)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}

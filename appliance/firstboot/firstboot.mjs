@@ -1,0 +1,337 @@
+#!/usr/bin/node
+// harbor-firstboot: applies harbor.conf from the boot partition to the appliance, moves its secrets
+// into root-only systemd credential files and removes it from the boot partition. Runs early at
+// every boot (harbor-firstboot.service) but only acts on the first boot, when a new harbor.conf is
+// present, or to delete the one-time credentials file. Never writes a secret to stdout or stderr:
+// they end in the journal.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  SECRETS,
+  defaultHostname,
+  envValue,
+  parseConfigText,
+  queueBound,
+  queueBytesFromEnv,
+  renderApplied,
+  renderGatewayEnv,
+  renderHosts,
+  renderNetwork,
+  renderTimesyncd,
+  setRootReadOnly,
+  validateSettings,
+} from './settings.mjs';
+
+export const CONFIG_FILE = 'harbor.conf';
+export const CREDENTIALS_FILE = 'harbor-credentials.txt';
+export const APPLIED_FILE = 'harbor-applied.txt';
+export const ERROR_FILE = 'harbor-config-error.txt';
+export const CREDSTORE = 'etc/credstore';
+export const GATEWAY_ENV = 'etc/harbor-gateway/appliance.env';
+export const MARKER = 'var/lib/harbor-appliance/configured';
+export const ISSUE = 'run/issue.d/50-harbor.issue';
+
+/**
+ * What first boot needs from the running system; a fake stands in for it in tests and when the
+ * program is pointed at a root other than /.
+ * @typedef {object} System
+ * @property {() => string} machineId
+ * @property {(path: string) => number} freeBytes     bytes available to unprivileged writers
+ * @property {() => void} growVar                     grows the /var partition and file system to the card
+ * @property {(name: string) => void} setLiveHostname
+ * @property {() => boolean} rootIsReadOnly
+ * @property {(mode: 'ro' | 'rw') => void} remountRoot
+ * @property {(password: string) => void} resetGrafanaPassword  only when Grafana already has its database
+ * @property {(message: string) => void} log
+ */
+
+/**
+ * @param {{ root: string, boot: string, system: System, now?: Date, newSecret?: () => string }} options
+ * @returns {{ status: 'applied' | 'unchanged' | 'invalid', problems: string[], generated: string[] }}
+ */
+export function firstBoot({ root, boot, system, now = new Date(), newSecret = () => randomBytes(24).toString('base64url') }) {
+  const at = (/** @type {string} */ path) => join(root, path);
+  const configPath = join(boot, CONFIG_FILE);
+  const configured = existsSync(at(MARKER));
+
+  // The generated secrets are shown for one boot: whoever could read them has had the chance.
+  if (existsSync(join(boot, CREDENTIALS_FILE))) {
+    wipe(join(boot, CREDENTIALS_FILE));
+    system.log(`removed ${CREDENTIALS_FILE} from the boot partition`);
+  }
+  const hasConfig = existsSync(configPath);
+  if (configured && !hasConfig) return { status: 'unchanged', problems: [], generated: [] };
+
+  const parsed = parseConfigText(hasConfig ? readFileSync(configPath, 'utf8') : '');
+  const { settings, problems } = validateSettings(parsed.values, {
+    zoneExists: (zone) => isFile(at(join('usr/share/zoneinfo', zone))),
+  });
+  problems.unshift(...parsed.problems);
+
+  if (!configured) system.growVar();
+  const envPath = at(GATEWAY_ENV);
+  const bound = queueBound({
+    requested: settings.queueMaxBytes,
+    current: existsSync(envPath) ? queueBytesFromEnv(readFileSync(envPath, 'utf8')) : undefined,
+    freeBytes: system.freeBytes(at('var/lib')),
+  });
+  if ('problem' in bound) problems.push(bound.problem);
+
+  if (problems.length > 0 || !('bytes' in bound)) {
+    writeAtomic(
+      join(boot, ERROR_FILE),
+      [`harbor.conf was not applied (${now.toISOString()}). Fix these lines and boot again:`, ...problems.map((p) => `- ${p}`), ''].join('\r\n'),
+    );
+    writeAtomic(at(ISSUE), `Harbor Gateway: harbor.conf was not applied; see ${ERROR_FILE} on the boot partition.\n\n`, 0o600);
+    system.log(`harbor.conf not applied: ${problems.length} problem(s), listed in ${ERROR_FILE} on the boot partition`);
+    return { status: 'invalid', problems, generated: [] };
+  }
+
+  const wasReadOnly = system.rootIsReadOnly();
+  if (wasReadOnly) system.remountRoot('rw');
+  /** @type {string[]} */
+  const generated = [];
+  /** @type {string[]} */
+  const shown = [];
+  try {
+    const hostname = settings.hostname ?? defaultHostname(system.machineId());
+    writeAtomic(at('etc/hostname'), `${hostname}\n`);
+    writeAtomic(at('etc/hosts'), renderHosts(hostname));
+    writeAtomic(at('etc/machine-info'), settings.siteName ? `PRETTY_HOSTNAME=${envValue(settings.siteName)}\n` : '');
+    system.setLiveHostname(hostname);
+
+    replaceSymlink(at('etc/localtime'), `/usr/share/zoneinfo/${settings.timezone}`);
+    writeAtomic(at('etc/timezone'), `${settings.timezone}\n`);
+    const timesyncd = renderTimesyncd(settings.ntpServers);
+    const timesyncdPath = at('etc/systemd/timesyncd.conf.d/10-harbor.conf');
+    if (timesyncd === undefined) rmSync(timesyncdPath, { force: true });
+    else writeAtomic(timesyncdPath, timesyncd);
+    writeAtomic(at('etc/systemd/network/10-harbor.network'), renderNetwork(settings.network));
+
+    mkdirSync(at(CREDSTORE), { recursive: true });
+    chmodSync(at(CREDSTORE), 0o700);
+    for (const { key, field, file } of SECRETS) {
+      const path = at(join(CREDSTORE, file));
+      const current = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
+      let secret = settings[field];
+      if (secret === undefined && current === undefined) {
+        secret = newSecret();
+        generated.push(key);
+        shown.push(`${key}=${secret}`);
+      }
+      if (secret === undefined || secret === current) continue;
+      writeAtomic(path, `${secret}\n`, 0o600);
+      if (key === 'GRAFANA_ADMIN_PASSWORD' && current !== undefined) system.resetGrafanaPassword(secret);
+      system.log(`${key} ${generated.includes(key) ? 'generated' : 'set from harbor.conf'}`);
+    }
+
+    writeAtomic(at(GATEWAY_ENV), renderGatewayEnv({ settings, hostname, queueMaxBytes: bound.bytes }));
+    const fstab = at('etc/fstab');
+    if (existsSync(fstab)) writeAtomic(fstab, setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot));
+    writeAtomic(at(MARKER), `${now.toISOString()}\n`);
+
+    if (hasConfig) wipe(configPath);
+    rmSync(join(boot, ERROR_FILE), { force: true });
+    writeAtomic(join(boot, APPLIED_FILE), renderApplied({ settings, hostname, queueMaxBytes: bound.bytes, appliedAt: now }));
+    if (shown.length > 0) {
+      writeAtomic(
+        join(boot, CREDENTIALS_FILE),
+        [
+          `Generated on ${now.toISOString()} by ${hostname}. This file is deleted at the next boot:`,
+          'note these values now. Sensors send API_KEY in the X-API-Key header; Grafana user is admin.',
+          ...shown,
+          '',
+        ].join('\r\n'),
+      );
+    }
+    // agetty expands backslash escapes in issue files: \4 is the board's IPv4 address.
+    const site = settings.siteName.replace(/\\/g, '\\\\');
+    const issue = [
+      `Harbor Gateway ${site ? `"${site}" ` : ''}on ${hostname} (\\4)`,
+      `Ingest: http://${hostname}.local:8000/api/v2/ingest/   Dashboard: http://${hostname}.local:3000/`,
+      ...(shown.length > 0 ? ['Generated on this first boot, shown until the next reboot:', ...shown] : []),
+      '',
+      '',
+    ];
+    writeAtomic(at(ISSUE), issue.join('\n'), 0o600);
+    system.log(`harbor.conf applied: hostname ${hostname}, queue bound ${bound.bytes} bytes, network ${settings.network.mode}`);
+  } finally {
+    if (settings.readOnlyRoot) system.remountRoot('ro');
+  }
+  return { status: 'applied', problems: [], generated };
+}
+
+/** Writes a file so that a power cut leaves the old or the new content, never a torn one. */
+export function writeAtomic(/** @type {string} */ path, /** @type {string} */ data, mode = 0o644) {
+  mkdirSync(dirname(path), { recursive: true });
+  const temporary = `${path}.${process.pid}.tmp`;
+  const fd = openSync(temporary, 'w', mode);
+  try {
+    fchmodSync(fd, mode);
+    writeSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, path);
+  syncDirectory(dirname(path));
+}
+
+/** Overwrites a file's bytes with zeros before deleting it, so its secrets do not linger in free clusters. */
+function wipe(/** @type {string} */ path) {
+  const size = statSync(path).size;
+  const fd = openSync(path, 'r+');
+  try {
+    if (size > 0) writeSync(fd, Buffer.alloc(size), 0, size, 0);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  rmSync(path);
+  syncDirectory(dirname(path));
+}
+
+function syncDirectory(/** @type {string} */ path) {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } catch (error) {
+    // FAT (the boot partition) cannot fsync a directory; the file's own fsync has run.
+    if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EINVAL') throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function replaceSymlink(/** @type {string} */ path, /** @type {string} */ target) {
+  rmSync(path, { force: true });
+  mkdirSync(dirname(path), { recursive: true });
+  symlinkSync(target, path);
+}
+
+const isFile = (/** @type {string} */ path) => {
+  try {
+    return lstatSync(path).isFile() || statSync(path).isFile();
+  } catch {
+    return false;
+  }
+};
+
+const log = (/** @type {string} */ message) => process.stdout.write(`${message}\n`);
+
+/** @returns {System} the running board, for root "/" */
+export function boardSystem() {
+  const run = (/** @type {string} */ command, /** @type {string[]} */ args, input = '') => {
+    const result = spawnSync(command, args, { input, encoding: 'utf8' });
+    return { ok: result.status === 0, output: `${result.stdout ?? ''}${result.stderr ?? ''}`.trim() };
+  };
+  const mountOf = (/** @type {string} */ mountPoint) =>
+    readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((line) => line.split(' '))
+      .filter((fields) => fields[4] === mountPoint)
+      .at(-1);
+  return {
+    machineId: () => readFileSync('/etc/machine-id', 'utf8'),
+    freeBytes: (path) => {
+      const stats = statfsSync(path);
+      return stats.bavail * stats.bsize;
+    },
+    growVar: () => {
+      // /var is the last partition of the card: grow it, then its ext4 online, to fill the card.
+      const fields = mountOf('/var');
+      const source = fields?.[fields.indexOf('-') + 2];
+      if (source === undefined || !source.startsWith('/dev/')) {
+        log('/var is not a partition; nothing to grow');
+        return;
+      }
+      const partition = source.slice('/dev/'.length);
+      const number = readFileSync(`/sys/class/block/${partition}/partition`, 'utf8').trim();
+      // /sys/class/block/vda3 links into its disk's folder (.../block/vda/vda3).
+      const disk = basename(dirname(realpathSync(`/sys/class/block/${partition}`)));
+      const grown = run('growpart', [`/dev/${disk}`, number]);
+      if (!grown.ok && !grown.output.includes('NOCHANGE')) {
+        log(`growpart failed: ${grown.output}`);
+        return;
+      }
+      const resized = run('resize2fs', [source]);
+      log(resized.ok ? `grew ${source} to the size of the card` : `resize2fs failed: ${resized.output}`);
+    },
+    setLiveHostname: (name) => writeFileSync('/proc/sys/kernel/hostname', name),
+    rootIsReadOnly: () => String(mountOf('/')?.[5]).split(',').includes('ro'),
+    remountRoot: (mode) => {
+      const result = run('mount', ['-o', `remount,${mode}`, '/']);
+      if (!result.ok) throw new Error(`cannot remount / ${mode}: ${result.output}`);
+    },
+    resetGrafanaPassword: (password) => {
+      if (!existsSync('/var/lib/grafana/grafana.db')) return;
+      const result = run(
+        'runuser',
+        ['-u', 'grafana', '--', 'grafana', 'cli', '--homepath', '/usr/share/grafana', '--config', '/etc/grafana/grafana.ini', 'admin', 'reset-admin-password', '--password-from-stdin'],
+        `${password}\n`,
+      );
+      log(result.ok ? 'Grafana admin password changed' : 'changing the Grafana admin password failed; see `grafana cli admin reset-admin-password`');
+    },
+    log,
+  };
+}
+
+/** @returns {System} a root tree other than the running system: nothing outside the tree is touched */
+export function treeSystem(/** @type {string} */ root) {
+  return {
+    machineId: () => (existsSync(join(root, 'etc/machine-id')) ? readFileSync(join(root, 'etc/machine-id'), 'utf8') : ''),
+    freeBytes: (path) => {
+      const stats = statfsSync(existsSync(path) ? path : root);
+      return stats.bavail * stats.bsize;
+    },
+    growVar: () => {},
+    setLiveHostname: () => {},
+    rootIsReadOnly: () => false,
+    remountRoot: () => {},
+    resetGrafanaPassword: () => {},
+    log,
+  };
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  const flag = (/** @type {string} */ name, /** @type {string} */ fallback) => {
+    const index = args.indexOf(name);
+    return index >= 0 && args[index + 1] !== undefined ? String(args[index + 1]) : fallback;
+  };
+  // Files first boot writes are read by unprivileged services (networkd, timesyncd): 0644 and 0755
+  // unless a mode is given, whatever umask the caller had. Secrets get 0600 explicitly.
+  process.umask(0o022);
+  const root = resolve(flag('--root', '/'));
+  const boot = resolve(flag('--boot', join(root, 'boot/firmware')));
+  try {
+    const result = firstBoot({ root, boot, system: root === '/' ? boardSystem() : treeSystem(root) });
+    process.exitCode = result.status === 'invalid' ? 1 : 0;
+  } catch (error) {
+    log(`harbor-firstboot failed: ${/** @type {Error} */ (error).message}`);
+    process.exitCode = 2;
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

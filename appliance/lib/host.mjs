@@ -1,0 +1,64 @@
+// Host side of the appliance build and check: Debian packages they need, run as root, and small
+// process helpers. Tools come from Debian's archive through apt-get, never by hand.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { cacheDir } from '../../scripts/questdb.mjs';
+
+/** The repository root. */
+export const repoRoot = join(import.meta.dirname, '..', '..');
+
+/** ~/.cache/harbor-gateway/appliance: the arm64 sysroot and cross-built native module live here. */
+export const applianceCache = () => join(cacheDir(), 'appliance');
+
+/**
+ * Runs a command, streaming its output; throws with the command line when it fails.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, quiet?: boolean }} [options]
+ */
+export function run(command, args, options = {}) {
+  const result = spawnSync(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: options.quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    encoding: 'utf8',
+  });
+  if (result.error) throw new Error(`${command}: ${result.error.message}`);
+  if (result.status !== 0) {
+    const output = options.quiet ? `\n${result.stdout ?? ''}${result.stderr ?? ''}`.slice(-4000) : '';
+    throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}${output}`);
+  }
+  return result.stdout ?? '';
+}
+
+/** Output of a command that must succeed, trimmed. */
+export const output = (/** @type {string} */ command, /** @type {string[]} */ args) => run(command, args, { quiet: true }).trim();
+
+const onPath = (/** @type {string} */ command) =>
+  (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, command)));
+
+/**
+ * Installs the Debian packages whose commands are missing. Needs root, like the chroot and the
+ * loop-free image assembly after it.
+ * @param {Record<string, string>} commands  command -> Debian package that provides it
+ */
+export function ensureHostPackages(commands) {
+  const missing = [...new Set(Object.entries(commands).filter(([command]) => !onPath(command)).map(([, pkg]) => pkg))];
+  if (missing.length === 0) return;
+  requireRoot(`install ${missing.join(' ')}`);
+  process.stdout.write(`installing host packages: ${missing.join(' ')}\n`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-qq'], { env });
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+}
+
+export function requireRoot(/** @type {string} */ why) {
+  if (process.getuid?.() !== 0) throw new Error(`must run as root to ${why} (sudo)`);
+}
+
+/** Seconds since start, for the timing lines of the build and the check. */
+export function stopwatch() {
+  const started = process.hrtime.bigint();
+  return () => Number((process.hrtime.bigint() - started) / 1_000_000n) / 1000;
+}

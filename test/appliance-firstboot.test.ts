@@ -1,0 +1,395 @@
+// The appliance's first boot: harbor.conf parsing and validation, and what applying it leaves on a
+// root tree and the boot partition. The last test starts the real gateway bundle in production mode
+// with exactly the environment file and credentials first boot wrote.
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import {
+  APPLIED_FILE,
+  CONFIG_FILE,
+  CREDENTIALS_FILE,
+  CREDSTORE,
+  ERROR_FILE,
+  GATEWAY_ENV,
+  ISSUE,
+  firstBoot,
+  type System,
+} from '../appliance/firstboot/firstboot.mjs';
+import { SECRETS, parseConfigText, parseEnvText, queueBound, setRootReadOnly, validateSettings } from '../appliance/firstboot/settings.mjs';
+import { spawnGateway, type GatewayProcess } from './support/process.js';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+const zones = new Set(['UTC', 'Europe/Berlin']);
+const validate = (text: string) => validateSettings(parseConfigText(text).values, { zoneExists: (zone) => zones.has(zone) });
+
+describe('harbor.conf parsing', () => {
+  it('reads keys and values the way a laptop editor writes them', () => {
+    const text = '\uFEFF# site\r\nsite_name = "Pier 4, Hamburg"\r\nAPI_KEY=abc#def ghi\r\n\r\n  TIMEZONE=Europe/Berlin  \r\nHARBOR_ID=\'h-1\'';
+    const { values, problems } = parseConfigText(text);
+    expect(problems).toEqual([]);
+    expect(Object.fromEntries(values)).toEqual({ SITE_NAME: 'Pier 4, Hamburg', API_KEY: 'abc#def ghi', TIMEZONE: 'Europe/Berlin', HARBOR_ID: 'h-1' });
+  });
+
+  it('reads the template shipped on the boot partition as all defaults', () => {
+    const template = readFileSync(join(import.meta.dirname, '..', 'appliance', 'boot', 'harbor.conf'), 'utf8');
+    expect(parseConfigText(template).problems).toEqual([]);
+    expect(validate(template)).toEqual(validate(''));
+  });
+
+  it('names the line of each mistake', () => {
+    const { problems } = parseConfigText('TIMEZONE=UTC\nnot a setting\nTIMEZONE=UTC\nAPI-KEY=x\nPASSWORD=x\n');
+    expect(problems).toEqual([
+      'line 2: expected KEY=value',
+      'line 3: TIMEZONE is set twice',
+      'line 4: "API-KEY" is not a setting name',
+      'line 5: unknown setting PASSWORD',
+    ]);
+  });
+});
+
+describe('harbor.conf validation', () => {
+  it('fills in defaults for an empty file', () => {
+    const { settings, problems } = validate('');
+    expect(problems).toEqual([]);
+    expect(settings).toEqual({
+      siteName: '',
+      hostname: undefined,
+      apiKey: undefined,
+      questdbPassword: undefined,
+      grafanaAdminPassword: undefined,
+      harborId: undefined,
+      timezone: 'UTC',
+      ntpServers: [],
+      network: { mode: 'dhcp' },
+      readOnlyRoot: false,
+      queueMaxBytes: undefined,
+    });
+  });
+
+  it('takes a full static configuration', () => {
+    const { settings, problems } = validate(
+      [
+        'HOSTNAME=Gw-Pier4',
+        'NETWORK=Static',
+        'ADDRESS=192.168.10.20/24',
+        'GATEWAY=192.168.10.1',
+        'DNS=192.168.10.1, 2001:db8::53',
+        'NTP_SERVERS=ntp.pier4.example 192.168.10.1',
+        'READ_ONLY_ROOT=yes',
+        'QUEUE_MAX_BYTES=2GiB',
+      ].join('\n'),
+    );
+    expect(problems).toEqual([]);
+    expect(settings.hostname).toBe('gw-pier4');
+    expect(settings.network).toEqual({ mode: 'static', address: '192.168.10.20/24', gateway: '192.168.10.1', dns: ['192.168.10.1', '2001:db8::53'] });
+    expect(settings.ntpServers).toEqual(['ntp.pier4.example', '192.168.10.1']);
+    expect(settings.readOnlyRoot).toBe(true);
+    expect(settings.queueMaxBytes).toBe(2 * GiB);
+  });
+
+  it('refuses bad values, naming the setting but never echoing a secret', () => {
+    const text = [
+      'HOSTNAME=-bad-',
+      'API_KEY=short-secret-1',
+      'QUESTDB_PASSWORD=quest',
+      'GRAFANA_ADMIN_PASSWORD=has spaces in it but long',
+      'HARBOR_ID=a/b',
+      'TIMEZONE=Mars/Olympus',
+      'NTP_SERVERS=ntp..example',
+      'NETWORK=static',
+      'READ_ONLY_ROOT=maybe',
+      'QUEUE_MAX_BYTES=1MiB',
+    ].join('\n');
+    const { problems } = validate(text);
+    expect(problems).toEqual([
+      'HOSTNAME must be 1-63 letters, digits or inner hyphens (one DNS label)',
+      'API_KEY must be 16-256 characters, or empty to have one generated',
+      'QUESTDB_PASSWORD is a shipped test default; choose your own or leave it empty to have one generated',
+      'GRAFANA_ADMIN_PASSWORD may hold printable ASCII characters only, no spaces',
+      'HARBOR_ID must be 1-128 characters of A-Z a-z 0-9 _ . ~ -',
+      'TIMEZONE "Mars/Olympus" is not a known time zone (for example Europe/Berlin or UTC)',
+      'NTP_SERVERS: "ntp..example" is not a host name or IP address',
+      'NETWORK=static needs ADDRESS (for example 192.168.10.20/24)',
+      'READ_ONLY_ROOT must be yes or no',
+      'QUEUE_MAX_BYTES must be at least 16MiB',
+    ]);
+    for (const secret of ['short-secret-1', 'has spaces in it but long']) expect(problems.join('\n')).not.toContain(secret);
+  });
+
+  it('keeps static-only settings out of a DHCP configuration', () => {
+    expect(validate('ADDRESS=10.0.0.2/8\nDNS=10.0.0.1').problems).toEqual([
+      'ADDRESS applies only with NETWORK=static',
+      'DNS applies only with NETWORK=static',
+    ]);
+    expect(validate('NETWORK=wifi').problems).toEqual(['NETWORK must be dhcp or static']);
+    expect(validate('NETWORK=static\nADDRESS=10.0.0.300/8').problems).toEqual([
+      'ADDRESS must be an address with its prefix length, for example 192.168.10.20/24',
+    ]);
+  });
+});
+
+describe('queue bound', () => {
+  it('is a quarter of the free space at first boot, in whole MiB', () => {
+    expect(queueBound({ requested: undefined, current: undefined, freeBytes: 28 * GiB + 3 })).toEqual({ bytes: 7 * GiB });
+  });
+  it('keeps the current bound when none is asked for', () => {
+    expect(queueBound({ requested: undefined, current: 5 * GiB, freeBytes: GiB })).toEqual({ bytes: 5 * GiB });
+  });
+  it('takes a requested bound up to half of the free space', () => {
+    expect(queueBound({ requested: 4 * GiB, current: undefined, freeBytes: 8 * GiB })).toEqual({ bytes: 4 * GiB });
+    expect(queueBound({ requested: 4 * GiB + 1, current: undefined, freeBytes: 8 * GiB })).toEqual({
+      problem: 'QUEUE_MAX_BYTES is more than half of the 8192MiB free on the card; at most 4096MiB',
+    });
+  });
+  it('refuses a card without room for a useful queue', () => {
+    expect(queueBound({ requested: undefined, current: undefined, freeBytes: 60 * MiB })).toEqual({
+      problem: 'only 60MiB free on the card; the queue needs at least 64MiB free',
+    });
+  });
+});
+
+describe('read-only root in fstab', () => {
+  const fstab = [
+    '# <file system> <mount point> <type> <options> <dump> <pass>',
+    'LABEL=harbor-root\t/\text4\tdefaults,noatime,errors=remount-ro\t0\t1',
+    'LABEL=harbor-var\t/var\text4\tdefaults,noatime\t0\t2',
+    '',
+  ].join('\n');
+  it('sets ro on the root line only, and takes it away again', () => {
+    const readOnly = setRootReadOnly(fstab, true);
+    expect(readOnly.split('\n')[1]).toBe('LABEL=harbor-root\t/\text4\tro,noatime,errors=remount-ro\t0\t1');
+    expect(readOnly.split('\n')[2]).toBe('LABEL=harbor-var\t/var\text4\tdefaults,noatime\t0\t2');
+    expect(setRootReadOnly(readOnly, false).split('\n')[1]).toBe('LABEL=harbor-root\t/\text4\trw,noatime,errors=remount-ro\t0\t1');
+  });
+});
+
+describe('first boot on a root tree', () => {
+  const roots: string[] = [];
+  afterEach(() => {
+    for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+  });
+
+  function makeBoard(freeBytes = 28 * GiB) {
+    const root = mkdtempSync(join(tmpdir(), 'harbor-firstboot-'));
+    roots.push(root);
+    const boot = join(root, 'boot/firmware');
+    mkdirSync(boot, { recursive: true });
+    for (const zone of zones) {
+      mkdirSync(join(root, 'usr/share/zoneinfo', zone, '..'), { recursive: true });
+      writeFileSync(join(root, 'usr/share/zoneinfo', zone), 'TZif');
+    }
+    mkdirSync(join(root, 'etc'), { recursive: true });
+    writeFileSync(join(root, 'etc/machine-id'), '3f9a0c1d2e4b4a6c8d0e1f2a3b4c5d6e\n');
+    writeFileSync(join(root, 'etc/fstab'), 'LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
+    const calls: string[] = [];
+    const logs: string[] = [];
+    let readOnly = false;
+    const system: System = {
+      machineId: () => readFileSync(join(root, 'etc/machine-id'), 'utf8'),
+      freeBytes: () => freeBytes,
+      growVar: () => calls.push('growVar'),
+      setLiveHostname: (name) => calls.push(`hostname ${name}`),
+      rootIsReadOnly: () => readOnly,
+      remountRoot: (mode) => {
+        calls.push(`remount ${mode}`);
+        readOnly = mode === 'ro';
+      },
+      resetGrafanaPassword: (password) => calls.push(`grafana ${password}`),
+      log: (message) => logs.push(message),
+    };
+    let counter = 0;
+    const newSecret = () => `generated-secret-${++counter}-0123456789abcdef`;
+    const boot1 = (now = new Date('2026-11-21T10:00:00Z')) => firstBoot({ root, boot, system, now, newSecret });
+    const read = (path: string) => readFileSync(join(root, path), 'utf8');
+    return { root, boot, calls, logs, boot1, read, setReadOnly: (value: boolean) => (readOnly = value) };
+  }
+
+  it('configures a board that boots without harbor.conf: generated secrets, shown once', () => {
+    const board = makeBoard();
+    // systemd may start it with a strict umask; modes must not depend on it.
+    const umask = process.umask(0o077);
+    const result = (() => {
+      try {
+        return board.boot1();
+      } finally {
+        process.umask(umask);
+      }
+    })();
+    expect(result).toEqual({ status: 'applied', problems: [], generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'] });
+    expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c']);
+    expect(board.read('etc/hostname')).toBe('harbor-3f9a0c\n');
+    expect(board.read('etc/hosts')).toContain('127.0.1.1\tharbor-3f9a0c');
+    // Services read these as their own users.
+    for (const path of ['etc/hosts', 'etc/hostname', 'etc/systemd/network/10-harbor.network', GATEWAY_ENV]) {
+      expect(statSync(join(board.root, path)).mode & 0o777).toBe(0o644);
+    }
+    expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
+    expect(board.read('etc/systemd/network/10-harbor.network')).toContain('DHCP=yes');
+    expect(existsSync(join(board.root, 'etc/systemd/timesyncd.conf.d/10-harbor.conf'))).toBe(false);
+    expect(board.read(GATEWAY_ENV)).toBe(
+      [
+        '# Written by harbor-firstboot from harbor.conf; change harbor.conf on the boot partition instead.',
+        'GATEWAY_ENV=production',
+        'DATA_DIR=/var/lib/harbor-gateway',
+        `QUEUE_MAX_BYTES=${7 * GiB}`,
+        'GATEWAY_NAME="harbor-3f9a0c"',
+        'QUESTDB_USERNAME=admin',
+        '',
+      ].join('\n'),
+    );
+    expect(statSync(join(board.root, CREDSTORE)).mode & 0o777).toBe(0o700);
+    SECRETS.forEach(({ file }, index) => {
+      const path = join(board.root, CREDSTORE, file);
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(readFileSync(path, 'utf8')).toBe(`generated-secret-${index + 1}-0123456789abcdef\n`);
+    });
+    const shown = readFileSync(join(board.boot, CREDENTIALS_FILE), 'utf8');
+    expect(shown).toContain('API_KEY=generated-secret-1-0123456789abcdef');
+    expect(shown).toContain('GRAFANA_ADMIN_PASSWORD=generated-secret-3-0123456789abcdef');
+    expect(board.read(ISSUE)).toContain('QUESTDB_PASSWORD=generated-secret-2-0123456789abcdef');
+    expect(board.read(ISSUE)).toContain('Dashboard: http://harbor-3f9a0c.local:3000/');
+    expect(board.logs.join('\n')).not.toMatch(/generated-secret/);
+
+    // The next boot deletes the one-time file and changes nothing else.
+    const before = board.read(GATEWAY_ENV);
+    expect(board.boot1()).toEqual({ status: 'unchanged', problems: [], generated: [] });
+    expect(existsSync(join(board.boot, CREDENTIALS_FILE))).toBe(false);
+    expect(board.read(GATEWAY_ENV)).toBe(before);
+    expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c']);
+  });
+
+  it('applies a technician’s harbor.conf, removes it and leaves an editable copy without secrets', () => {
+    const board = makeBoard();
+    const conf = [
+      'SITE_NAME=Pier 4 "north"',
+      'HOSTNAME=gw-pier4',
+      'API_KEY=pier4-sensor-key-0123456789',
+      'QUESTDB_PASSWORD=pier4-questdb-0123456789',
+      'GRAFANA_ADMIN_PASSWORD=pier4-grafana-0123456789',
+      'HARBOR_ID=pier4',
+      'TIMEZONE=Europe/Berlin',
+      'NTP_SERVERS=192.168.10.1',
+      'NETWORK=static',
+      'ADDRESS=192.168.10.20/24',
+      'GATEWAY=192.168.10.1',
+      'DNS=192.168.10.1',
+      'QUEUE_MAX_BYTES=3GiB',
+    ].join('\r\n');
+    writeFileSync(join(board.boot, CONFIG_FILE), conf);
+    expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
+    expect(existsSync(join(board.boot, CONFIG_FILE))).toBe(false);
+    expect(existsSync(join(board.boot, CREDENTIALS_FILE))).toBe(false);
+    expect(board.read(join(CREDSTORE, 'harbor.api_key'))).toBe('pier4-sensor-key-0123456789\n');
+    expect(board.read('etc/systemd/network/10-harbor.network')).toBe(
+      '# Written by harbor-firstboot from harbor.conf.\n[Match]\nType=ether\n\n[Network]\nAddress=192.168.10.20/24\nGateway=192.168.10.1\nDNS=192.168.10.1\nMulticastDNS=yes\n',
+    );
+    expect(board.read('etc/systemd/timesyncd.conf.d/10-harbor.conf')).toContain('NTP=192.168.10.1');
+    expect(board.read('etc/machine-info')).toBe('PRETTY_HOSTNAME="Pier 4 \\"north\\""\n');
+    expect(board.read(GATEWAY_ENV)).toContain(`QUEUE_MAX_BYTES=${3 * GiB}\nGATEWAY_NAME="Pier 4 \\"north\\""\nQUESTDB_USERNAME=admin\nHARBOR_ID=pier4\n`);
+
+    const applied = readFileSync(join(board.boot, APPLIED_FILE), 'utf8');
+    for (const secret of ['pier4-sensor-key', 'pier4-questdb', 'pier4-grafana']) expect(applied).not.toContain(secret);
+    // The copy is itself a valid harbor.conf that changes nothing when applied again.
+    expect(validate(applied).problems).toEqual([]);
+    writeFileSync(join(board.boot, CONFIG_FILE), applied.replace('TIMEZONE=Europe/Berlin', 'TIMEZONE=UTC'));
+    expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
+    expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
+    expect(board.read(join(CREDSTORE, 'harbor.api_key'))).toBe('pier4-sensor-key-0123456789\n');
+    expect(board.read(GATEWAY_ENV)).toContain(`QUEUE_MAX_BYTES=${3 * GiB}\n`);
+    expect(board.calls.filter((call) => call.startsWith('grafana'))).toEqual([]);
+  });
+
+  it('changes Grafana’s stored password when a new one is given later', () => {
+    const board = makeBoard();
+    board.boot1();
+    writeFileSync(join(board.boot, CONFIG_FILE), 'GRAFANA_ADMIN_PASSWORD=a-new-grafana-password-42');
+    board.boot1();
+    expect(board.calls).toContain('grafana a-new-grafana-password-42');
+    expect(board.logs.join('\n')).not.toContain('a-new-grafana-password-42');
+  });
+
+  it('leaves an invalid harbor.conf in place and says why, without touching the system', () => {
+    const board = makeBoard();
+    writeFileSync(join(board.boot, CONFIG_FILE), 'API_KEY=too-short\nTIMEZONE=Nowhere\n');
+    const result = board.boot1();
+    expect(result.status).toBe('invalid');
+    expect(existsSync(join(board.boot, CONFIG_FILE))).toBe(true);
+    expect(existsSync(join(board.root, GATEWAY_ENV))).toBe(false);
+    expect(existsSync(join(board.root, CREDSTORE))).toBe(false);
+    const error = readFileSync(join(board.boot, ERROR_FILE), 'utf8');
+    expect(error).toContain('- API_KEY must be 16-256 characters');
+    expect(error).toContain('- TIMEZONE "Nowhere" is not a known time zone');
+    expect(error).not.toContain('too-short');
+    expect(board.read(ISSUE)).toContain(ERROR_FILE);
+
+    writeFileSync(join(board.boot, CONFIG_FILE), 'API_KEY=now-long-enough-0123456789\n');
+    expect(board.boot1().status).toBe('applied');
+    expect(existsSync(join(board.boot, ERROR_FILE))).toBe(false);
+  });
+
+  it('refuses a card too small for the queue', () => {
+    const board = makeBoard(40 * MiB);
+    expect(board.boot1().problems).toEqual(['only 40MiB free on the card; the queue needs at least 64MiB free']);
+  });
+
+  it('makes the root read-only when asked, remounting it writable to apply later changes', () => {
+    const board = makeBoard();
+    writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=yes\n');
+    board.boot1();
+    expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\tro,noatime\t0\t1\n');
+    expect(board.calls.at(-1)).toBe('remount ro');
+
+    board.setReadOnly(true);
+    writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=no\n');
+    board.boot1();
+    expect(board.calls.slice(-2)).toEqual(['remount rw', 'hostname harbor-3f9a0c']);
+    expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
+  });
+
+  describe('with the gateway', () => {
+    let gateway: GatewayProcess | undefined;
+    afterEach(async () => {
+      gateway?.child.kill('SIGTERM');
+      await gateway?.exited;
+      gateway = undefined;
+    });
+
+    it('writes settings and credentials the gateway accepts in production', async () => {
+      const board = makeBoard();
+      writeFileSync(join(board.boot, CONFIG_FILE), 'SITE_NAME=Pier 7\nHARBOR_ID=pier7\n');
+      board.boot1();
+      // What systemd's LoadCredential= in the appliance drop-in hands the gateway.
+      const credentials = join(board.root, 'run/credentials/harbor-gateway.service');
+      mkdirSync(credentials, { recursive: true });
+      for (const { file, credential } of SECRETS) copyFileSync(join(board.root, CREDSTORE, file), join(credentials, credential));
+      const env = parseEnvText(board.read(GATEWAY_ENV));
+      expect(env).toMatchObject({ GATEWAY_ENV: 'production', GATEWAY_NAME: 'Pier 7', HARBOR_ID: 'pier7' });
+      gateway = await spawnGateway({
+        ...env,
+        DATA_DIR: join(board.root, 'var/lib/harbor-gateway'),
+        CREDENTIALS_DIRECTORY: credentials,
+        QUESTDB_URL: inject('questdbUrl'),
+        QUESTDB_TABLE: `appliance_firstboot_${process.pid}`,
+        HEALTH_REPORT: 'false',
+      });
+      const apiKey = board.read(join(CREDSTORE, 'harbor.api_key')).trim();
+      const sent = await fetch(`${gateway.url}/api/v2/ingest/ingest/pier7`, {
+        method: 'POST',
+        headers: { 'X-API-Key': apiKey },
+        body: JSON.stringify({ ship_id: 'ship-7', cargo_id: 'temperature', value: 4.5 }),
+      });
+      expect(sent.status).toBe(200);
+      const status = (await (await fetch(`${gateway.url}/status`, { headers: { 'X-API-Key': apiKey } })).json()) as {
+        totals: { acceptedReadings: number };
+        queue: { maxBytes: number };
+      };
+      expect(status.totals.acceptedReadings).toBe(1);
+      expect(status.queue.maxBytes).toBe(7 * GiB);
+      const started = gateway.logs().find((line) => line['event'] === 'started');
+      expect(started?.['apiKeySource']).toBe('systemd credential');
+      expect(lstatSync(join(board.root, 'var/lib/harbor-gateway/queue.db')).isFile()).toBe(true);
+    });
+  });
+});
