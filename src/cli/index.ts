@@ -13,6 +13,7 @@ const USAGE = `harbor-gateway ${VERSION}
 Usage: harbor-gateway [command]
 
   serve          run the gateway (default); configured by environment variables
+  check-config   validate the configuration as serve would, print the problems, exit 78 if any
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   config-table   print the configuration variables as a Markdown table
   version        print the version
@@ -75,6 +76,16 @@ export async function runCli(args: string[]): Promise<void> {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });
+      break;
+    case 'check-config':
+      try {
+        const config = loadConfig();
+        process.stdout.write(`configuration valid (${config.environment}, API key from ${config.apiKeySource})\n`);
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(`harbor-gateway: ${error.message}\n`);
+        process.exitCode = EXIT_CONFIG;
+      }
       break;
     case 'config-table':
       process.stdout.write(`${renderConfigTable()}\n`);

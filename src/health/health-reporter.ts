@@ -8,7 +8,7 @@ export const HEALTH_TABLE = 'gateway_health';
 const CREATE = `CREATE TABLE IF NOT EXISTS ${HEALTH_TABLE} (
   time TIMESTAMP, gateway SYMBOL, ready BOOLEAN, queue_readings LONG, queue_bytes LONG, oldest_age_s DOUBLE,
   dead_letters LONG, flush_failures LONG, consecutive_flush_failures LONG, accepted_readings LONG,
-  flushed_readings LONG, refused_requests LONG
+  flushed_readings LONG, refused_requests LONG, clock_synced BOOLEAN
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
 
 /**
@@ -59,5 +59,6 @@ function encode(gateway: string, s: GatewaySnapshot, now: number): Buffer {
     `refused_requests=${s.totals.refusedRequests}i`,
   ];
   if (s.queue.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${s.queue.oldestAgeSeconds}`);
+  if (s.clockSynchronized !== null) columns.push(`clock_synced=${s.clockSynchronized ? 't' : 'f'}`);
   return Buffer.from(`${HEALTH_TABLE},gateway=${escapeIlp(gateway)} ${columns.join(',')} ${now}000000n\n`);
 }

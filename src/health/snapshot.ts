@@ -1,5 +1,6 @@
 import type { FlushReport, GatewayStats } from '../stats.js';
 import type { WriteAheadQueue } from '../queue/queue.js';
+import { clockSynchronized } from './clock.js';
 
 /** What the gateway knows about itself: the body of `/status` and the source of health reports. */
 export interface GatewaySnapshot {
@@ -7,6 +8,8 @@ export interface GatewaySnapshot {
   uptimeSeconds: number;
   durability: string;
   ready: boolean;
+  /** Synchronised since boot (systemd-timesyncd); null where unknown. Readings without a time get this clock's time. */
+  clockSynchronized: boolean | null;
   queue: {
     records: number;
     readings: number;
@@ -47,6 +50,7 @@ export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSour
     uptimeSeconds: Math.round((now - stats.startedMs) / 1000),
     durability: queue.durability,
     ready: !isStopping() && queue.isWritable(now),
+    clockSynchronized: clockSynchronized(),
     queue: {
       records: depth.records,
       readings: depth.readings,
