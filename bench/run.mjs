@@ -183,6 +183,8 @@ const result = {
   gatewayDefaults: 'shipped defaults except HOST, PORT, API_KEY, DATA_DIR, DURABILITY, QUESTDB_URL, QUESTDB_TABLE, GATEWAY_NAME',
   /** @type {{ idle: any[], single: any[], batch: any[], e2e: any[], drain: any[] }} */
   runs: { idle: [], single: [], batch: [], e2e: [], drain: [] },
+  /** @type {{ label: string, error: string }[]} */
+  failedRuns: [],
 };
 say(`machine: ${result.machine.cpuModel}, ${result.machine.cores} cores, ${result.machine.ramGiB} GiB, load average ${result.machine.loadAverageAtStart.join(' ')}`);
 if ((result.machine.loadAverageAtStart[0] ?? 0) > 0.5) say('note: the machine is not idle (load average above 0.5); figures will be lower and noisier');
@@ -474,6 +476,8 @@ async function e2eRun(mode, rate, windowS, what) {
       cpus: options.pinning?.load,
       env: { BENCH_KIND: 'batch', BENCH_FILE: file.path, BENCH_API_KEY: apiKey, BENCH_RATE: String(rate / options.e2eBatch) },
     });
+    // Awaited below; until then a failure elsewhere must not leave its rejection unhandled.
+    wrkDone.catch(() => undefined);
     await sleep(options.e2eWarmupS * 1000);
     const status0 = await gw.gateway.status();
     const before = snapshot(gw.gateway.pid);
@@ -498,7 +502,7 @@ async function e2eRun(mode, rate, windowS, what) {
     const errors = wrk.errors.connect + wrk.errors.read + wrk.errors.write + wrk.errors.timeout + wrk.errors.status;
     const reasons = [];
     if (errors > 0) reasons.push(`${errors} failed requests`);
-    if (acceptedRate < 0.95 * rate) reasons.push(`accepted ${Math.round(acceptedRate)}/s of ${rate}/s offered`);
+    if (acceptedRate < 0.95 * rate) reasons.push(`accepted ${Math.round(acceptedRate)}/s of ${rate}/s offered (wrk sent ${wrk.requests} requests)`);
     if (flushedRate < 0.95 * acceptedRate) reasons.push(`flushed ${Math.round(flushedRate)}/s of ${Math.round(acceptedRate)}/s accepted`);
     if (!queue.bounded) reasons.push(`queue grew ${Math.round(queue.growthPerSecond)}/s to ${queue.lastDepth}`);
     const probe = prober ? await prober.finish(30_000) : undefined;
@@ -548,10 +552,12 @@ async function e2eScenario(mode) {
   let good = 0;
   let bad = Infinity;
   for (let i = 0; i < options.e2eMaxSteps; i++) {
-    const step = await e2eRun(mode, rate, options.e2eStepS, { probe: false, verify: false });
-    steps.push(step);
-    say(`e2e ${mode} step ${fmtRate(rate)}: ${step.sustained ? 'sustained' : `not sustained (${step.reasons.join('; ')})`}`);
-    if (step.sustained) good = Math.max(good, rate);
+    const step = await attempt(`e2e ${mode} step ${fmtRate(rate)}`, () => e2eRun(mode, rate, options.e2eStepS, { probe: false, verify: false }));
+    if (step) {
+      steps.push(step);
+      say(`e2e ${mode} step ${fmtRate(rate)}: ${step.sustained ? 'sustained' : `not sustained (${step.reasons.join('; ')})`}`);
+    }
+    if (step?.sustained) good = Math.max(good, rate);
     else bad = Math.min(bad, rate);
     if (good > 0 && bad / good <= 1.1) break;
     const next = round(bad === Infinity ? rate * 2 : good === 0 ? rate / 2 : (good + bad) / 2);
@@ -563,7 +569,11 @@ async function e2eScenario(mode) {
   for (let reductions = 0; confirmedRate > 0 && reductions <= 2; reductions++) {
     let failed = false;
     for (let run = 1; run <= options.runs; run++) {
-      const r = await e2eRun(mode, confirmedRate, options.e2eDurationS, { probe: true, verify: true });
+      const r = await attempt(`e2e ${mode} run ${run} at ${fmtRate(confirmedRate)}`, () => e2eRun(mode, confirmedRate, options.e2eDurationS, { probe: true, verify: true }));
+      if (!r) {
+        failed = true;
+        break;
+      }
       confirmations.push(r);
       say(
         `e2e ${mode} run ${run} at ${fmtRate(confirmedRate)}: ${r.sustained ? 'sustained' : `not sustained (${r.reasons.join('; ')})`}, ` +
@@ -672,24 +682,47 @@ async function drainRun(mode, run) {
 /** @param {number} r */
 const fmtRate = (r) => `${Math.round(r).toLocaleString('en-US')}/s`;
 
+/**
+ * Runs one measurement; a run that fails (a process died, a timeout) is recorded and reported, and
+ * the others go on. A failed run gives no figure, so its scenario shows fewer runs.
+ * @template T
+ * @param {string} label
+ * @param {() => Promise<T>} measure
+ * @returns {Promise<T | undefined>}
+ */
+async function attempt(label, measure) {
+  try {
+    return await measure();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    result.failedRuns.push({ label, error: message });
+    say(`${label} FAILED: ${message}`);
+    return undefined;
+  }
+}
+
 try {
   for (let run = 1; run <= options.runs; run++) {
     for (const mode of options.modes) {
       if (has('idle')) {
-        const r = await idleRun(mode, run);
-        result.runs.idle.push(r);
-        say(`idle ${mode} run ${run}: RSS ${(r.rssKb / 1024).toFixed(1)} MB`);
+        const r = await attempt(`idle ${mode} run ${run}`, () => idleRun(mode, run));
+        if (r) {
+          result.runs.idle.push(r);
+          say(`idle ${mode} run ${run}: RSS ${(r.rssKb / 1024).toFixed(1)} MB`);
+        }
       }
       if (has('single')) {
         for (const connections of options.connections) {
-          const r = await ingestRun(mode, 'single', 1, connections, run);
+          const r = await attempt(`single ${mode} c=${connections} run ${run}`, () => ingestRun(mode, 'single', 1, connections, run));
+          if (!r) continue;
           result.runs.single.push(r);
           say(`single ${mode} c=${connections} run ${run}: ${fmtRate(r.requestsPerSec)}, p50 ${r.latencyMs.p50.toFixed(2)} ms, p99 ${r.latencyMs.p99.toFixed(2)} ms`);
         }
       }
       if (has('batch')) {
         for (const size of options.batches) {
-          const r = await ingestRun(mode, 'batch', size, options.batchConnections, run);
+          const r = await attempt(`batch ${mode} ${size} run ${run}`, () => ingestRun(mode, 'batch', size, options.batchConnections, run));
+          if (!r) continue;
           result.runs.batch.push(r);
           say(`batch ${mode} ${size} run ${run}: ${fmtRate(r.readingsPerSec)} readings, p99 ${r.latencyMs.p99.toFixed(2)} ms`);
         }
@@ -700,7 +733,8 @@ try {
   if (has('drain')) {
     for (let run = 1; run <= options.runs; run++) {
       for (const mode of options.modes) {
-        const r = await drainRun(mode, run);
+        const r = await attempt(`drain ${mode} run ${run}`, () => drainRun(mode, run));
+        if (!r) continue;
         result.runs.drain.push(r);
         say(`drain ${mode} run ${run}: ${fmtRate(r.flushedReadingsPerSec)} flushed, ${fmtRate(r.queryableReadingsPerSec)} queryable`);
       }

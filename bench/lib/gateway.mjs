@@ -75,13 +75,24 @@ export async function startGateway(options) {
     await new Promise((r) => setTimeout(r, 20));
   }
   const url = `http://127.0.0.1:${port}`;
+  /** The process's state and its last words, for errors. */
+  const describe = () => {
+    const state = child.exitCode !== null || child.signalCode !== null ? `exited with ${child.exitCode ?? child.signalCode}` : 'running';
+    const last = logs.slice(-3).map((l) => JSON.stringify(l)).join(' ');
+    return `pid ${child.pid} ${state}; last log lines: ${last}${stderr ? `; stderr: ${stderr.slice(-500)}` : ''}`;
+  };
   return {
     pid: /** @type {number} */ (child.pid),
     url,
     logs,
     async status() {
-      const response = await fetch(`${url}/status`, { headers: { 'X-API-Key': options.apiKey } });
-      if (!response.ok) throw new Error(`/status answered ${response.status}`);
+      let response;
+      try {
+        response = await fetch(`${url}/status`, { headers: { 'X-API-Key': options.apiKey } });
+      } catch (error) {
+        throw new Error(`gateway /status unreachable (${describe()}): ${/** @type {Error} */ (error).message}`);
+      }
+      if (!response.ok) throw new Error(`gateway /status answered ${response.status} (${describe()})`);
       return /** @type {Promise<GatewayStatus>} */ (response.json());
     },
     async stop(signal = 'SIGKILL') {

@@ -294,6 +294,9 @@ export function renderMarkdown(result, summary) {
       lines.push(`| ${mode} | ${label} | ${cell(s.cpuSecondsPerMillion, 2)} | ${cell(s.writeBytesPerReading, 1)} | ${json === null ? '–' : fmt(json, 1)} | ${target} |`);
     }
   }
+  if (result.failedRuns?.length > 0) {
+    lines.push('', `Failed runs (no figure): ${result.failedRuns.map((/** @type {{ label: string, error: string }} */ f) => `${f.label}: ${f.error.split('\n')[0]}`).join('; ')}.`);
+  }
   lines.push('');
   return lines.join('\n');
 }
