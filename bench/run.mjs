@@ -372,14 +372,15 @@ async function ingestRun(mode, kind, size, connections, run) {
       requests: wrk.requests,
       requestsPerSec: accepted / seconds,
       readingsPerSec: (accepted * size) / seconds,
-      latencyMs: { p50: wrk.latencyUs.p50 / 1000, p90: wrk.latencyUs.p90 / 1000, p99: wrk.latencyUs.p99 / 1000, max: wrk.latencyUs.max / 1000 },
+      // A run in which no request completed has no latency; its rate (0) stands.
+      latencyMs: accepted === 0 ? { p50: null, p90: null, p99: null, max: null } : { p50: wrk.latencyUs.p50 / 1000, p90: wrk.latencyUs.p90 / 1000, p99: wrk.latencyUs.p99 / 1000, max: wrk.latencyUs.max / 1000 },
       errors: wrk.errors,
       gatewayAcceptedReadings: gatewayAccepted,
       queueAtEnd: status1.queue.readings,
       jsonBytesPerReading: file.jsonBytesPerReading,
       verified,
       wrkCpuShare: wrk.cpuSeconds === undefined ? null : wrk.cpuSeconds / seconds,
-      ...footprint(before, after, gatewayAccepted),
+      ...footprint(before, after, accepted === 0 ? 0 : gatewayAccepted),
     };
   } finally {
     await gw.dispose();
@@ -716,7 +717,7 @@ try {
           const r = await attempt(`single ${mode} c=${connections} run ${run}`, () => ingestRun(mode, 'single', 1, connections, run));
           if (!r) continue;
           result.runs.single.push(r);
-          say(`single ${mode} c=${connections} run ${run}: ${fmtRate(r.requestsPerSec)}, p50 ${r.latencyMs.p50.toFixed(2)} ms, p99 ${r.latencyMs.p99.toFixed(2)} ms`);
+          say(`single ${mode} c=${connections} run ${run}: ${fmtRate(r.requestsPerSec)}, p50 ${r.latencyMs.p50?.toFixed(2)} ms, p99 ${r.latencyMs.p99?.toFixed(2)} ms`);
         }
       }
       if (has('batch')) {
@@ -724,7 +725,7 @@ try {
           const r = await attempt(`batch ${mode} ${size} run ${run}`, () => ingestRun(mode, 'batch', size, options.batchConnections, run));
           if (!r) continue;
           result.runs.batch.push(r);
-          say(`batch ${mode} ${size} run ${run}: ${fmtRate(r.readingsPerSec)} readings, p99 ${r.latencyMs.p99.toFixed(2)} ms`);
+          say(`batch ${mode} ${size} run ${run}: ${fmtRate(r.readingsPerSec)} readings, p99 ${r.latencyMs.p99?.toFixed(2)} ms`);
         }
       }
     }

@@ -217,6 +217,16 @@ export function renderMarkdown(result, summary) {
   lines.push(
     `| CPUs | ${m.pinning ? `gateway on ${m.pinning.gateway}; wrk and harness on ${m.pinning.load}; QuestDB on ${m.pinning.questdb}` : 'not pinned: gateway, wrk and QuestDB share all CPUs'} |`,
   );
+  const others = [...summary.single, ...summary.batch, ...summary.e2e, ...summary.drain]
+    .map((s) => s.othersOnGatewayCpus.median)
+    .filter((x) => x !== null);
+  const worst = Math.max(0, ...others);
+  if (worst > 0.1) {
+    lines.push('');
+    lines.push(
+      `**The machine was busy:** other processes took up to ${pct(worst)} of the gateway's CPU (median of a scenario's runs), so these figures understate the gateway. Measure on a quiet machine before comparing.`,
+    );
+  }
   lines.push('');
   lines.push(`Targets apply to \`${TARGET_MODE}\`; \`power-loss\` rows are compared with them for reference.`);
 
