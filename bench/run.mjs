@@ -180,7 +180,7 @@ const result = {
   failure: undefined,
   machine: describeMachine({ root: projectRoot, workDir, wrk: wrkVersion, questdb: questdbVersion, pinning: options.pinning }),
   options,
-  gatewayDefaults: 'shipped defaults except HOST, PORT, API_KEY, DATA_DIR, DURABILITY, QUESTDB_URL, QUESTDB_TABLE, GATEWAY_NAME',
+  gatewayDefaults: 'shipped defaults except HOST, PORT, API_KEY, DATA_DIR, DURABILITY, QUESTDB_URL, QUESTDB_TABLE, GATEWAY_NAME, and QUEUE_MAX_BYTES=8GiB in batch runs',
   /** @type {{ idle: any[], single: any[], batch: any[], e2e: any[], drain: any[] }} */
   runs: { idle: [], single: [], batch: [], e2e: [], drain: [] },
   /** @type {{ label: string, error: string }[]} */
@@ -340,7 +340,9 @@ async function idleRun(mode, run) {
  * @param {number} run
  */
 async function ingestRun(mode, kind, size, connections, run) {
-  const gw = await freshGateway(mode, kind === 'single' ? `single_c${connections}` : `batch${size}`);
+  // Batch runs outpace the flusher and queue millions of readings: a larger bound than the shipped
+  // 1 GiB keeps a fast gateway from answering 503 before the run ends.
+  const gw = await freshGateway(mode, kind === 'single' ? `single_c${connections}` : `batch${size}`, kind === 'batch' ? { QUEUE_MAX_BYTES: '8GiB' } : {});
   try {
     const file = kind === 'single' ? loadFiles.single : batchFile(size);
     const load = {
