@@ -36,6 +36,11 @@ describe('benchmark statistics', () => {
     const verdict = queueBounded(growing, rate);
     expect(verdict.bounded).toBe(false);
     expect(verdict.growthPerSecond).toBeCloseTo(10_000, -2);
+    expect(verdict.allowedGrowthPerSecond).toBe(2_000);
+    // Over a short series one saw of the timer is allowed: 8 s may not show more than 1 s of readings.
+    const short = (growth: number) => Array.from({ length: 33 }, (_, i) => ({ t: i / 4, depth: (i / 4) * growth + (i % 4) * 25_000 }));
+    expect(queueBounded(short(5_000), rate).bounded).toBe(true);
+    expect(queueBounded(short(20_000), rate).bounded).toBe(false);
     // A queue that ends deep (a stall near the end) is not bounded either.
     expect(queueBounded([{ t: 0, depth: 0 }, { t: 1, depth: 0 }, { t: 2, depth: 900_000 }], rate, { maxGrowthShare: 10 }).bounded).toBe(false);
     expect(queueBounded([], rate).bounded).toBe(false);

@@ -71,21 +71,28 @@ export function slope(points) {
 }
 
 /**
- * Whether a queue depth series stayed bounded while readings arrived at `rate` per second: its
- * trend (least-squares slope over the samples) grows by less than `maxGrowthShare` of the rate,
- * and its last sample is below `maxDepthSeconds` worth of readings (the flusher runs on a timer,
- * so the depth saws between flushes; a growing queue shows in both the trend and the end).
+ * Whether a queue depth series stayed bounded while readings arrived at `rate` per second. The
+ * flusher runs on a timer, so the depth saws by up to `sawSeconds` of readings between flushes; the
+ * queue counts as bounded when its trend (least-squares slope) grows by less than
+ * `maxGrowthShare` of the rate per second, or by less than one saw over the whole series when that
+ * is more (a short series cannot tell a saw from growth), and its last sample is below
+ * `maxDepthSeconds` worth of readings.
  * @param {readonly { t: number, depth: number }[]} samples  t in seconds
  * @param {number} rate  readings per second offered
- * @param {{ maxGrowthShare?: number, maxDepthSeconds?: number }} [limits]
- * @returns {{ bounded: boolean, growthPerSecond: number, lastDepth: number, maxDepth: number }}
+ * @param {{ maxGrowthShare?: number, maxDepthSeconds?: number, sawSeconds?: number }} [limits]
+ * @returns {{ bounded: boolean, growthPerSecond: number, allowedGrowthPerSecond: number, lastDepth: number, maxDepth: number }}
  */
 export function queueBounded(samples, rate, limits = {}) {
   const maxGrowthShare = limits.maxGrowthShare ?? 0.02;
   const maxDepthSeconds = limits.maxDepthSeconds ?? 5;
+  const sawSeconds = limits.sawSeconds ?? 1;
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  const span = first !== undefined && last !== undefined ? last.t - first.t : 0;
   const growthPerSecond = slope(samples.map((s) => ({ x: s.t, y: s.depth })));
-  const lastDepth = samples.length === 0 ? 0 : /** @type {{ depth: number }} */ (samples[samples.length - 1]).depth;
+  const allowedGrowthPerSecond = Math.max(maxGrowthShare * rate, span > 0 ? (sawSeconds * rate) / span : 0);
+  const lastDepth = last?.depth ?? 0;
   const maxDepth = samples.reduce((m, s) => Math.max(m, s.depth), 0);
-  const bounded = samples.length >= 2 && growthPerSecond <= maxGrowthShare * rate && lastDepth <= maxDepthSeconds * rate;
-  return { bounded, growthPerSecond, lastDepth, maxDepth };
+  const bounded = samples.length >= 2 && growthPerSecond <= allowedGrowthPerSecond && lastDepth <= maxDepthSeconds * rate;
+  return { bounded, growthPerSecond, allowedGrowthPerSecond, lastDepth, maxDepth };
 }
