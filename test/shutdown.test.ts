@@ -23,6 +23,8 @@ describe('graceful shutdown', () => {
     });
     let accepted = 0;
     const outcomes: string[] = [];
+    let firstAnswer: () => void = () => undefined;
+    const answered = new Promise<void>((resolve) => (firstAnswer = resolve));
     const requests = Array.from({ length: 40 }, async (_, i) => {
       try {
         const response = await post(gw.url, [{ time: `2026-06-01T00:00:00.${String(i).padStart(3, '0')}Z`, ship_id: 's', cargo_id: 'c', value: i }]);
@@ -31,8 +33,10 @@ describe('graceful shutdown', () => {
       } catch {
         outcomes.push('refused connection');
       }
+      firstAnswer();
     });
-    await new Promise((r) => setTimeout(r, 5));
+    // SIGTERM while the rest are in flight, however slow the machine is.
+    await answered;
     gw.child.kill('SIGTERM');
     await Promise.all(requests);
     expect(await gw.exited).toEqual({ code: 0, signal: null });

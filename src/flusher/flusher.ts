@@ -21,7 +21,8 @@ export interface FlushEvents {
   failed(result: { message: string; readings: number; durationMs: number }): void;
 }
 
-type Outcome = 'empty' | 'flushed' | 'failed';
+/** `full`: a whole batch was flushed, so more is probably waiting. */
+type Outcome = 'empty' | 'flushed' | 'full' | 'failed';
 
 const MAX_REASON_LENGTH = 1000;
 const BACKOFF_BASE_MS = 250;
@@ -79,7 +80,7 @@ export class Flusher {
     clearTimeout(timer);
     if (result === 'expired') {
       this.#abandoned = true;
-      this.#log.warn({ event: 'flush_abandoned', queued: this.#consumer.backlog() }, 'shutdown deadline reached; unflushed readings stay queued');
+      this.#log.warn({ event: 'flush_abandoned' }, 'shutdown deadline reached; unflushed readings stay queued');
     }
     await this.#questdb.close().catch(() => undefined);
   }
@@ -92,11 +93,11 @@ export class Flusher {
       const outcome = await this.#flushOnce();
       this.#backingOff = outcome === 'failed';
       if (outcome === 'failed') delay = this.#backoff.next();
-      else if (outcome === 'flushed' && this.#consumer.backlog() >= this.#options.batchReadings) delay = 0;
+      else if (outcome === 'full') delay = 0;
       else delay = this.#options.intervalMs;
     }
     // Last flush: drain while QuestDB answers, until the queue is empty or stop() gives up.
-    while (!this.#abandoned && (await this.#flushOnce()) === 'flushed') {
+    for (let outcome = await this.#flushOnce(); !this.#abandoned && (outcome === 'flushed' || outcome === 'full'); outcome = await this.#flushOnce()) {
       /* keep draining */
     }
   }
@@ -160,7 +161,7 @@ export class Flusher {
         if (outcome.line === 1) {
           // The first row of the request is the one QuestDB refuses: set it aside and go on.
           const record = rowRecord[start]!;
-          deadLetters.push({ recordId: record.id, receivedMs: record.receivedMs, reason: reasonText(outcome.message), line: formatLine(rows[start]!) });
+          deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(outcome.message), line: formatLine(rows[start]!) });
           start += 1;
           refused += 1;
           chunk = Math.max(1, chunk >> 1);
@@ -180,13 +181,14 @@ export class Flusher {
     const durationMs = Math.round(performance.now() - started);
     this.#events.flushed({ ...completion, flushed, durationMs });
     this.#log.info(
-      { event: 'flush', readings: flushed, records: records.length, requests, deadLettered: deadLetters.length, durationMs, backlog: this.#consumer.backlog() },
+      { event: 'flush', readings: flushed, records: records.length, requests, deadLettered: deadLetters.length, durationMs },
       'flushed readings to QuestDB',
     );
     if (deadLetters.length > 0) {
       this.#log.error({ event: 'dead_letters', count: deadLetters.length, reason: deadLetters[0]!.reason }, 'QuestDB refused readings; kept as dead letters');
     }
-    return 'flushed';
+    const batchFull = completion.readings >= this.#options.batchReadings || records.reduce((bytes, r) => bytes + r.payload.length, 0) >= this.#options.batchBytes;
+    return batchFull ? 'full' : 'flushed';
   }
 
   async #tableProblem(): Promise<string | undefined> {
@@ -202,7 +204,7 @@ export class Flusher {
   #failed(started: number, readings: number, message: string, level: 'warn' | 'error'): Outcome {
     const durationMs = Math.round(performance.now() - started);
     this.#events.failed({ message, readings, durationMs });
-    this.#log[level]({ event: 'flush_failed', error: message, attempt: this.#backoff.attempts + 1, backlog: this.#consumer.backlog() }, 'flush to QuestDB failed; readings stay queued');
+    this.#log[level]({ event: 'flush_failed', error: message, attempt: this.#backoff.attempts + 1 }, 'flush to QuestDB failed; readings stay queued');
     return 'failed';
   }
 }
@@ -215,7 +217,7 @@ function decode(record: QueueRecord, rows: QueuedReading[], rowRecord: QueueReco
   } catch (error) {
     if (!(error instanceof RecordCorruptError)) throw error;
     rows.length = before;
-    deadLetters.push({ recordId: record.id, receivedMs: record.receivedMs, reason: reasonText(`corrupt queue record: ${error.message}`), line: record.payload });
+    deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(`corrupt queue record: ${error.message}`), line: record.payload });
     return;
   }
   for (let i = before; i < rows.length; i++) rowRecord.push(record);

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { openQueueFile, queuePath } from './queue-file.js';
+import { countAdded, listSegments, openQueueFile, queuePath, segmentInsert } from './queue-file.js';
 
 export interface DeadLetter {
   id: number;
@@ -40,12 +40,17 @@ export class DeadLetterStore {
 
   /** Puts the selected dead letters back at the end of the queue; returns how many. */
   requeue(selection: Selection): number {
-    const insert = this.#db.prepare('INSERT INTO queue (received_ms, readings, bytes, payload) VALUES (?, ?, ?, ?)');
     const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
     return this.#db.transaction(() => {
+      // At the end of the queue: the newest segment, the one the ingest thread appends to.
+      const insert = segmentInsert(this.#db, listSegments(this.#db).at(-1)!);
       const letters = this.#select(selection);
       for (const letter of letters) {
-        insert.run(letter.receivedMs, letter.line.split('\n').length, Buffer.byteLength(letter.line), letter.line);
+        const readings = letter.line.split('\n').length;
+        const bytes = Buffer.byteLength(letter.line);
+        insert.run(letter.receivedMs, readings, bytes, letter.line);
+        // The ingest thread counts its own appends; what others add goes into the ledger.
+        countAdded(this.#db, { records: 1, readings, bytes });
         remove.run(letter.id);
       }
       return letters.length;

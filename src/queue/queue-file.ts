@@ -7,18 +7,17 @@ export type Durability = 'power-loss' | 'process-crash';
 const SCHEMA_VERSION = 1;
 
 /**
- * One table of records (one per request), the dead letters, and a one-row `totals` table that
- * triggers keep equal to the sums over `queue` in the same transaction as every change, whoever
- * makes it: the ingest thread, the flusher thread or the operator's CLI.
+ * The queue file. Records (one per request) go into numbered segment tables: the ingest thread
+ * appends to the newest one and starts a new one when it is full; the flusher reads from the
+ * `progress` mark onwards, moves the mark past what QuestDB confirmed and drops whole segments
+ * behind it. Dropping a table frees its pages without rewriting them, which deleting rows one by
+ * one does not: a third of the bytes an SD card would otherwise write per reading.
+ *
+ * The `ledger` row counts what others than the ingest thread add to and take from the queue (the
+ * flusher moving the mark, the operator re-queueing dead letters), in the transaction of the
+ * change; the ingest thread counts its own appends in memory, so a commit rewrites no counter page.
  */
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS queue (
-  id          INTEGER PRIMARY KEY,
-  received_ms INTEGER NOT NULL,
-  readings    INTEGER NOT NULL,
-  bytes       INTEGER NOT NULL,
-  payload     TEXT    NOT NULL
-);
 CREATE TABLE IF NOT EXISTS dead_letters (
   -- AUTOINCREMENT: ids are never reused, so an operator's purge of #7 cannot hit a newer letter.
   id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -27,21 +26,63 @@ CREATE TABLE IF NOT EXISTS dead_letters (
   reason      TEXT    NOT NULL,
   line        TEXT    NOT NULL
 );
-CREATE TABLE IF NOT EXISTS totals (
-  id       INTEGER PRIMARY KEY CHECK (id = 1),
-  records  INTEGER NOT NULL,
-  readings INTEGER NOT NULL,
-  bytes    INTEGER NOT NULL
+CREATE TABLE IF NOT EXISTS ledger (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  added_records    INTEGER NOT NULL DEFAULT 0,
+  added_readings   INTEGER NOT NULL DEFAULT 0,
+  added_bytes      INTEGER NOT NULL DEFAULT 0,
+  removed_records  INTEGER NOT NULL DEFAULT 0,
+  removed_readings INTEGER NOT NULL DEFAULT 0,
+  removed_bytes    INTEGER NOT NULL DEFAULT 0
 );
-INSERT OR IGNORE INTO totals
-  SELECT 1, COUNT(*), COALESCE(SUM(readings), 0), COALESCE(SUM(bytes), 0) FROM queue;
-CREATE TRIGGER IF NOT EXISTS queue_added AFTER INSERT ON queue BEGIN
-  UPDATE totals SET records = records + 1, readings = readings + NEW.readings, bytes = bytes + NEW.bytes WHERE id = 1;
-END;
-CREATE TRIGGER IF NOT EXISTS queue_removed AFTER DELETE ON queue BEGIN
-  UPDATE totals SET records = records - 1, readings = readings - OLD.readings, bytes = bytes - OLD.bytes WHERE id = 1;
-END;
+INSERT OR IGNORE INTO ledger (id) VALUES (1);
+-- Everything up to record last_id of segment \`segment\` is in QuestDB.
+CREATE TABLE IF NOT EXISTS progress (
+  id      INTEGER PRIMARY KEY CHECK (id = 1),
+  segment INTEGER NOT NULL,
+  last_id INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO progress VALUES (1, 1, 0);
 `;
+
+const segmentTable = (segment: number): string => `segment_${segment}`;
+
+/** Creates segment `n` (no-op when it exists). */
+export function createSegment(db: Database.Database, segment: number): void {
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${segmentTable(segment)} (
+      id          INTEGER PRIMARY KEY,
+      received_ms INTEGER NOT NULL,
+      readings    INTEGER NOT NULL,
+      bytes       INTEGER NOT NULL,
+      payload     TEXT    NOT NULL
+    )`,
+  );
+}
+
+export function dropSegment(db: Database.Database, segment: number): void {
+  db.exec(`DROP TABLE IF EXISTS ${segmentTable(segment)}`);
+}
+
+/** The segments in the file, oldest first. */
+export function listSegments(db: Database.Database): number[] {
+  const names = db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'").pluck().all();
+  return names.map((name) => Number(name.slice('segment_'.length))).sort((a, b) => a - b);
+}
+
+/** Appends to segment `n`. */
+export function segmentInsert(db: Database.Database, segment: number): Database.Statement<[number, number, number, string]> {
+  return db.prepare(`INSERT INTO ${segmentTable(segment)} (received_ms, readings, bytes, payload) VALUES (?, ?, ?, ?)`);
+}
+
+/** Records of segment `n` after an id, oldest first: [id, received_ms, readings, bytes, payload]. */
+export function segmentRecordsAfter(db: Database.Database, segment: number): Database.Statement<[number], [number, number, number, number, string]> {
+  return db
+    .prepare<[number], [number, number, number, number, string]>(
+      `SELECT id, received_ms, readings, bytes, payload FROM ${segmentTable(segment)} WHERE id > ? ORDER BY id`,
+    )
+    .raw(true);
+}
 
 export const queuePath = (dataDir: string): string => join(dataDir, 'queue.db');
 
@@ -51,27 +92,81 @@ export interface Totals {
   bytes: number;
 }
 
+export interface Ledger {
+  added: Totals;
+  removed: Totals;
+}
+
+export interface Progress {
+  segment: number;
+  lastId: number;
+}
+
 /** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
 export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
   if (options.create) mkdirSync(dataDir, { recursive: true, mode: 0o750 });
   const db = new Database(queuePath(dataDir), { fileMustExist: !options.create });
+  // 1 KiB pages: a commit of a few dozen single readings rewrites a few small pages instead of a
+  // few large ones, about a third fewer bytes written per reading. Takes effect on new files.
+  if (options.create) db.pragma('page_size = 1024');
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
   db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
-  // Two threads write the file (ingest appends, flusher deletes); a writer waits for the other.
+  // Two threads write the file (ingest appends, the flusher's mark); a writer waits for the other.
   db.pragma('busy_timeout = 10000');
   db.pragma('journal_size_limit = 67108864');
+  // 2 MiB of page cache per connection; the build's default is 16 MiB.
+  db.pragma('cache_size = -2048');
   if (options.create) {
     // Lets free pages go back to the file system after a long outage; takes effect on new files.
     db.pragma('auto_vacuum = INCREMENTAL');
     db.exec(SCHEMA);
+    if (listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }
   return db;
 }
 
-/** A cheap way to read the totals row. */
-export function totalsReader(db: Database.Database): () => Totals {
-  const statement = db.prepare<[], Totals>('SELECT records, readings, bytes FROM totals WHERE id = 1');
-  return () => statement.get() ?? { records: 0, readings: 0, bytes: 0 };
+export function readProgress(db: Database.Database): Progress {
+  const row = db.prepare<[], [number, number]>('SELECT segment, last_id FROM progress WHERE id = 1').raw(true).get();
+  return { segment: row?.[0] ?? 1, lastId: row?.[1] ?? 0 };
+}
+
+/** The sums over the records not yet in QuestDB: a scan, for opening. */
+export function countQueued(db: Database.Database): Totals {
+  const progress = readProgress(db);
+  const totals = { records: 0, readings: 0, bytes: 0 };
+  for (const segment of listSegments(db)) {
+    if (segment < progress.segment) continue;
+    const row = db
+      .prepare<[number], [number, number, number]>(
+        `SELECT COUNT(*), COALESCE(SUM(readings), 0), COALESCE(SUM(bytes), 0) FROM ${segmentTable(segment)} WHERE id > ?`,
+      )
+      .raw(true)
+      .get(segment === progress.segment ? progress.lastId : 0)!;
+    totals.records += row[0];
+    totals.readings += row[1];
+    totals.bytes += row[2];
+  }
+  return totals;
+}
+
+/** A cheap way to read the ledger row. */
+export function ledgerReader(db: Database.Database): () => Ledger {
+  const statement = db
+    .prepare<[], [number, number, number, number, number, number]>(
+      'SELECT added_records, added_readings, added_bytes, removed_records, removed_readings, removed_bytes FROM ledger WHERE id = 1',
+    )
+    .raw(true);
+  return () => {
+    const [ar, an, ab, rr, rn, rb] = statement.get() ?? [0, 0, 0, 0, 0, 0];
+    return { added: { records: ar, readings: an, bytes: ab }, removed: { records: rr, readings: rn, bytes: rb } };
+  };
+}
+
+/** Records the operator (or anyone but the ingest thread) added, in the caller's transaction. */
+export function countAdded(db: Database.Database, added: Totals): void {
+  db.prepare<[number, number, number]>(
+    'UPDATE ledger SET added_records = added_records + ?, added_readings = added_readings + ?, added_bytes = added_bytes + ? WHERE id = 1',
+  ).run(added.records, added.readings, added.bytes);
 }

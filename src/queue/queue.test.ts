@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QueueRefusedError } from './queue-errors.js';
 import { QueueConsumer } from './queue-consumer.js';
+import { countAdded, listSegments, segmentInsert } from './queue-file.js';
 import { WriteAheadQueue, type QueueOptions } from './queue.js';
 
 const open: WriteAheadQueue[] = [];
@@ -35,7 +36,7 @@ describe('WriteAheadQueue', () => {
     const queue = openQueue();
     const appended = queue.append('1\ts\tc\t1', 1, 1);
     const reader = new Database(queue.path, { readonly: true });
-    const count = () => (reader.prepare('SELECT COUNT(*) AS n FROM queue').get() as { n: number }).n;
+    const count = () => (reader.prepare('SELECT COUNT(*) AS n FROM segment_1').get() as { n: number }).n;
     expect(count()).toBe(0);
     await appended;
     expect(count()).toBe(1);
@@ -67,12 +68,11 @@ describe('WriteAheadQueue', () => {
     const batch = consumer.readOldest(3, Number.MAX_SAFE_INTEGER);
     expect(batch.map((r) => r.receivedMs)).toEqual([100, 101]);
     expect(queue.oldestReceivedMs()).toBe(100);
-    expect(consumer.complete(batch, [{ recordId: batch[0]!.id, receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }])).toEqual({
+    expect(consumer.complete(batch, [{ receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }])).toEqual({
       records: 2,
       readings: 4,
       deadLettered: 1,
     });
-    expect(consumer.backlog()).toBe(6);
     consumer.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 3, readings: 6 });
@@ -80,11 +80,15 @@ describe('WriteAheadQueue', () => {
     expect(queue.deadLetterCount()).toBe(1);
   });
 
-  it('keeps its totals exact whoever changes the file, deletes in chunks included', async () => {
+  it('keeps its totals exact whoever changes the file, deletes in chunks and a reopen included', async () => {
     const queue = openQueue();
     await Promise.all(Array.from({ length: 4500 }, (_, i) => queue.append(`${i}\ts\tc\t1`, 1, i)));
+    // What the operator's CLI does: insert and record it in the ledger, in one transaction.
     const outsider = new Database(queue.path);
-    outsider.prepare("INSERT INTO queue (received_ms, readings, bytes, payload) VALUES (1, 3, 10, '1\ts\tc\t1')").run();
+    outsider.transaction(() => {
+      segmentInsert(outsider, listSegments(outsider).at(-1)!).run(1, 3, 10, '1\ts\tc\t1');
+      countAdded(outsider, { records: 1, readings: 3, bytes: 10 });
+    })();
     outsider.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 4501, readings: 4503 });
@@ -93,6 +97,9 @@ describe('WriteAheadQueue', () => {
     consumer.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 301, readings: 303 });
+    queue.close();
+    const reopened = openQueue({ dataDir: queue.dataDir });
+    expect(reopened.stats()).toMatchObject({ records: 301, readings: 303 });
   });
 
   it('keeps its records and counters across a restart', async () => {
@@ -106,6 +113,35 @@ describe('WriteAheadQueue', () => {
     const consumer = new QueueConsumer(second.dataDir, 'power-loss');
     expect(consumer.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
     consumer.close();
+  });
+
+  it('starts new segments as they fill and drops the ones the flusher has finished', async () => {
+    const queue = openQueue({ maxBytes: 64 * 1024 * 1024 });
+    const segments = () => {
+      const db = new Database(queue.path, { readonly: true });
+      try {
+        return listSegments(db);
+      } finally {
+        db.close();
+      }
+    };
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(Array.from({ length: 10_000 }, (_, i) => queue.append(`${round * 10_000 + i}\ts\tc\t1`, 1, i)));
+    }
+    expect(segments()).toEqual([1, 2]);
+    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
+    // Segment 1 took the first two commits (20,000 records), segment 2 the third.
+    const first = consumer.readOldest(25_000, Number.MAX_SAFE_INTEGER);
+    expect(first.map((r) => r.segment).filter((s, i, all) => all.indexOf(s) === i)).toEqual([1, 2]);
+    consumer.complete(first);
+    expect(segments()).toEqual([2]);
+    const rest = consumer.readOldest(20_000, Number.MAX_SAFE_INTEGER);
+    expect(rest.map((r) => r.payload.split('\t')[0])).toEqual(Array.from({ length: 5_000 }, (_, i) => String(25_000 + i)));
+    consumer.complete(rest);
+    consumer.close();
+    queue.refresh();
+    expect(queue.stats()).toMatchObject({ records: 0, readings: 0 });
+    expect(queue.oldestReceivedMs()).toBeUndefined();
   });
 
   it('refuses appends once closed', async () => {

@@ -1,6 +1,19 @@
 import type Database from 'better-sqlite3';
 import { QueueRefusedError, classifyWriteError } from './queue-errors.js';
-import { openQueueFile, queuePath, totalsReader, type Durability, type Totals } from './queue-file.js';
+import {
+  countQueued,
+  createSegment,
+  ledgerReader,
+  listSegments,
+  openQueueFile,
+  queuePath,
+  readProgress,
+  segmentInsert,
+  segmentRecordsAfter,
+  type Durability,
+  type Ledger,
+  type Totals,
+} from './queue-file.js';
 
 export type { Durability } from './queue-file.js';
 
@@ -16,6 +29,10 @@ export interface QueueStats extends Totals {
   commits: number;
   maxBytes: number;
 }
+
+/** A new segment starts after this many records or bytes, so a finished one can be dropped soon. */
+const SEGMENT_MAX_RECORDS = 16_384;
+const SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
 
 interface PendingAppend {
   payload: string;
@@ -37,12 +54,21 @@ export class WriteAheadQueue {
   readonly durability: Durability;
   readonly maxBytes: number;
   readonly #db: Database.Database;
-  readonly #readTotals: () => Totals;
+  readonly #readLedger: () => Ledger;
+  /** The sums over the queue when it was opened, and the ledger then. */
+  readonly #base: Totals;
+  readonly #ledgerAtOpen: Ledger;
+  /** What this thread appended since opening. */
+  readonly #appended: Totals = { records: 0, readings: 0, bytes: 0 };
   readonly #insertMany: (batch: PendingAppend[]) => void;
-  readonly #oldestReceived: Database.Statement<[], { receivedMs: number }>;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
-  /** Totals on disk as last read; the flusher only ever lowers them, so they err on the full side. */
+  /** The segment appends go to, its insert statement, and how full it is. */
+  #segment: number;
+  #insert: Database.Statement<[number, number, number, string]>;
+  #segmentRecords = 0;
+  #segmentBytes = 0;
+  /** Totals as last computed; the flusher only ever lowers them, so they err on the full side. */
   #totals: Totals;
   /** Bytes of appends waiting for their commit. */
   #reserved = 0;
@@ -59,14 +85,21 @@ export class WriteAheadQueue {
     this.maxBytes = options.maxBytes;
     this.#db = openQueueFile(options.dataDir, options.durability, { create: true });
     const db = this.#db;
-    this.#readTotals = totalsReader(db);
-    const insert = db.prepare<[number, number, number, string]>('INSERT INTO queue (received_ms, readings, bytes, payload) VALUES (?, ?, ?, ?)');
+    this.#readLedger = ledgerReader(db);
+    this.#segment = listSegments(db).at(-1)!;
+    this.#insert = segmentInsert(db, this.#segment);
+    for (const [, , , bytes] of segmentRecordsAfter(db, this.#segment).iterate(0)) {
+      this.#segmentRecords += 1;
+      this.#segmentBytes += bytes;
+    }
     this.#insertMany = db.transaction((batch: PendingAppend[]) => {
+      const insert = this.#insert;
       for (const item of batch) insert.run(item.receivedMs, item.readings, item.bytes, item.payload);
     });
-    this.#oldestReceived = db.prepare('SELECT received_ms AS receivedMs FROM queue ORDER BY id LIMIT 1');
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
-    this.#totals = this.#readTotals();
+    this.#ledgerAtOpen = this.#readLedger();
+    this.#base = countQueued(db);
+    this.#totals = { ...this.#base };
   }
 
   static open(options: QueueOptions): WriteAheadQueue {
@@ -104,14 +137,44 @@ export class WriteAheadQueue {
     }
     this.#lastWriteFailureMs = undefined;
     this.#commits += 1;
-    this.#totals = this.#readTotals();
-    for (const item of batch) item.resolve();
+    for (const item of batch) {
+      this.#segmentRecords += 1;
+      this.#segmentBytes += item.bytes;
+      this.#appended.records += 1;
+      this.#appended.readings += item.readings;
+      this.#appended.bytes += item.bytes;
+      this.#totals.records += 1;
+      this.#totals.readings += item.readings;
+      this.#totals.bytes += item.bytes;
+      item.resolve();
+    }
+    if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
   };
 
-  /** Re-reads the totals after the flusher removed records. */
+  /** Seals the current segment (the flusher drops it once flushed) and appends to a new one. */
+  #startSegment(): void {
+    try {
+      createSegment(this.#db, this.#segment + 1);
+    } catch {
+      // A full disk: keep appending to the current segment; the next commit tries again.
+      return;
+    }
+    this.#segment += 1;
+    this.#insert = segmentInsert(this.#db, this.#segment);
+    this.#segmentRecords = 0;
+    this.#segmentBytes = 0;
+  }
+
+  /** Takes in what the flusher removed and the operator re-queued since the last call. */
   refresh(): void {
     if (this.#closed) return;
-    this.#totals = this.#readTotals();
+    const ledger = this.#readLedger();
+    const total = (key: keyof Totals): number =>
+      this.#base[key] +
+      this.#appended[key] +
+      (ledger.added[key] - this.#ledgerAtOpen.added[key]) -
+      (ledger.removed[key] - this.#ledgerAtOpen.removed[key]);
+    this.#totals = { records: total('records'), readings: total('readings'), bytes: total('bytes') };
     if (this.#totals.bytes + this.#reserved < this.maxBytes) this.#full = false;
   }
 
@@ -129,7 +192,7 @@ export class WriteAheadQueue {
   isHealthy(): boolean {
     if (this.#closed) return false;
     try {
-      this.#readTotals();
+      this.#readLedger();
       return true;
     } catch {
       return false;
@@ -140,8 +203,16 @@ export class WriteAheadQueue {
     return { ...this.#totals, commits: this.#commits, maxBytes: this.maxBytes };
   }
 
+  /** When the oldest reading QuestDB does not hold yet was received. */
   oldestReceivedMs(): number | undefined {
-    return this.#oldestReceived.get()?.receivedMs;
+    if (this.#closed) return undefined;
+    const progress = readProgress(this.#db);
+    for (const segment of listSegments(this.#db)) {
+      if (segment < progress.segment) continue;
+      const first = segmentRecordsAfter(this.#db, segment).get(segment === progress.segment ? progress.lastId : 0);
+      if (first !== undefined) return first[1];
+    }
+    return undefined;
   }
 
   deadLetterCount(): number {
