@@ -32,16 +32,41 @@ export function encodeRecord(readings: readonly Reading[], clock: ReceiveClock):
   return payload;
 }
 
-const TIME_NS = /^\d{1,19}$/;
-
-export function decodeRecord(payload: string, into: QueuedReading[] = []): QueuedReading[] {
-  for (const line of payload.split('\n')) {
-    const fields = line.split('\t');
-    const value = Number(fields[3]);
-    if (fields.length !== 4 || !TIME_NS.test(fields[0]!) || !fields[1] || !fields[2] || fields[3] === '' || !Number.isFinite(value)) {
-      throw new RecordCorruptError(`queue record line is malformed: ${JSON.stringify(line.slice(0, 200))}`);
-    }
-    into.push({ timeNs: fields[0]!, shipId: fields[1], cargoId: fields[2], value });
+/** 1 to 19 ASCII digits: an epoch in nanoseconds as written by encodeRecord. */
+function isTimeNs(text: string, start: number, end: number): boolean {
+  if (end <= start || end - start > 19) return false;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
   }
-  return into;
+  return true;
+}
+
+/** Reads a record back into readings; the flusher's hot path, hence indexOf rather than split. */
+export function decodeRecord(payload: string, into: QueuedReading[] = []): QueuedReading[] {
+  const length = payload.length;
+  let start = 0;
+  for (;;) {
+    let end = payload.indexOf('\n', start);
+    if (end === -1) end = length;
+    const tab1 = payload.indexOf('\t', start);
+    const tab2 = tab1 === -1 ? -1 : payload.indexOf('\t', tab1 + 1);
+    const tab3 = tab2 === -1 ? -1 : payload.indexOf('\t', tab2 + 1);
+    const extra = tab3 === -1 ? -1 : payload.indexOf('\t', tab3 + 1);
+    const value = tab3 === -1 || tab3 >= end || tab3 + 1 === end ? NaN : Number(payload.slice(tab3 + 1, end));
+    if (
+      tab3 === -1 ||
+      tab3 >= end ||
+      (extra !== -1 && extra < end) ||
+      !isTimeNs(payload, start, tab1) ||
+      tab2 === tab1 + 1 ||
+      tab3 === tab2 + 1 ||
+      !Number.isFinite(value)
+    ) {
+      throw new RecordCorruptError(`queue record line is malformed: ${JSON.stringify(payload.slice(start, Math.min(end, start + 200)))}`);
+    }
+    into.push({ timeNs: payload.slice(start, tab1), shipId: payload.slice(tab1 + 1, tab2), cargoId: payload.slice(tab2 + 1, tab3), value });
+    if (end === length) return into;
+    start = end + 1;
+  }
 }
