@@ -23,7 +23,7 @@ export class IlpEncoder {
   readonly #doubleBytes = new Uint8Array(this.#double.buffer);
 
   constructor(table: string) {
-    if (this.#doubleBytes[7] === undefined || new Uint8Array(new Float64Array([1]).buffer)[7] !== 0x3f) {
+    if (new Uint8Array(new Float64Array([1]).buffer)[7] !== 0x3f) {
       throw new Error('ILP wants little-endian doubles; this host is big-endian');
     }
     this.#prefix = `${escapeIlp(table)},ship_id=`;
