@@ -80,7 +80,8 @@ const cases = [
     }
     buffer.toBufferNew();
   }],
-  ['ILP, the gateway\'s IlpEncoder', () => encoder.encode(rows)],
+  ['ILP, the gateway\'s IlpEncoder, from readings', () => encoder.encode(rows)],
+  ['ILP, the gateway\'s IlpEncoder, from queue records (the flusher)', () => encoder.encodeRecords([payload])],
 ];
 
 console.log(`per ${READINGS} readings (body ${body.length} bytes), median of 5 runs, Node ${process.version}`);

@@ -27,8 +27,9 @@ export class FlusherThread {
   start(): void {
     const worker = new Worker(this.script, {
       workerData: { ...this.data, role: 'flusher' } satisfies FlusherWorkerData,
-      // The flusher holds one batch at a time (a few MB); a small heap keeps the thread small.
-      resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
+      // The flusher holds one batch at a time (a few MB) and lets go of it at once: a young
+      // generation that holds a batch's garbage, a small old one.
+      resourceLimits: { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 32 },
     });
     this.#worker = worker;
     worker.on('message', (message: FromFlusher) => this.#receive(message));

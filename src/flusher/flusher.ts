@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Completion, DeadLetterInput, QueueConsumer, QueueRecord } from '../queue/queue-consumer.js';
+import type { Progress } from '../queue/queue-file.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../queue/record-codec.js';
 import { Backoff } from './backoff.js';
 import { IlpEncoder } from './ilp-encoder.js';
@@ -24,6 +25,13 @@ export interface FlushEvents {
 /** `full`: a whole batch was flushed, so more is probably waiting. */
 type Outcome = 'empty' | 'flushed' | 'full' | 'failed';
 
+/** Records read for one request, and their ILP unless one of them cannot be decoded. */
+interface Batch {
+  records: QueueRecord[];
+  full: boolean;
+  body: Buffer | undefined;
+}
+
 const MAX_REASON_LENGTH = 1000;
 const BACKOFF_BASE_MS = 250;
 
@@ -47,6 +55,8 @@ export class Flusher {
   #backingOff = false;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
+  /** The next batch, read and encoded while the previous one was on its way to QuestDB. */
+  #readAhead: Batch | undefined;
 
   constructor(deps: { consumer: QueueConsumer; questdb: QuestDbHttp; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
     this.#consumer = deps.consumer;
@@ -130,9 +140,49 @@ export class Flusher {
       }
     }
     if (this.#abandoned) return 'failed';
-    const records = this.#consumer.readOldest(this.#options.batchReadings, this.#options.batchBytes);
-    if (records.length === 0) return 'empty';
+    const batch = this.#readAhead ?? this.#read();
+    this.#readAhead = undefined;
+    if (batch.records.length === 0) return 'empty';
 
+    // The usual case: the records' text straight into one ILP request, accepted whole.
+    if (batch.body !== undefined) {
+      const sending = this.#questdb.write(batch.body);
+      // While QuestDB works on it, read and encode the batch after this one.
+      const last = batch.records.at(-1)!;
+      if (batch.full) this.#readAhead = this.#read({ segment: last.segment, lastId: last.id });
+      const outcome = await sending;
+      if (this.#abandoned) return 'failed';
+      if (outcome.ok) return this.#completed(started, batch.records, [], 1, batch.records.reduce((sum, r) => sum + r.readings, 0));
+      this.#readAhead = undefined;
+      if (outcome.kind === 'failed') return this.#writeFailed(started, batch.records, outcome.message);
+    }
+    return this.#flushRowByRow(started, batch.records);
+  }
+
+  /** A batch of records after `from` (the mark by default), encoded unless a record is corrupt. */
+  #read(from?: Progress): Batch {
+    const records = this.#consumer.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    let readings = 0;
+    let bytes = 0;
+    for (const r of records) {
+      readings += r.readings;
+      bytes += r.bytes;
+    }
+    const full = readings >= this.#options.batchReadings || bytes >= this.#options.batchBytes;
+    try {
+      // A copy: the encoder's buffer is reused for the next batch while this one is on the wire.
+      return { records, full, body: Buffer.from(this.#encoder.encodeRecords(records.map((r) => r.payload))) };
+    } catch (error) {
+      if (!(error instanceof RecordCorruptError)) throw error;
+      return { records, full, body: undefined };
+    }
+  }
+
+  /**
+   * A record that cannot be decoded, or a row QuestDB refused: decode every reading, set aside
+   * what cannot go, and send the rest in chunks.
+   */
+  async #flushRowByRow(started: number, records: QueueRecord[]): Promise<Outcome> {
     const rows: QueuedReading[] = [];
     const rowRecord: QueueRecord[] = [];
     const deadLetters: DeadLetterInput[] = [];
@@ -170,14 +220,20 @@ export class Flusher {
           chunk = outcome.line - 1;
         }
       } else {
-        if (outcome.kind === 'failed' && /table|column/i.test(outcome.message)) this.#tableReady = false;
-        return this.#failed(started, rows.length, outcome.message, 'warn');
+        return this.#writeFailed(started, records, outcome.message);
       }
     }
+    return this.#completed(started, records, deadLetters, requests, rows.length - refused);
+  }
 
+  #writeFailed(started: number, records: readonly QueueRecord[], message: string): Outcome {
+    if (/table|column/i.test(message)) this.#tableReady = false;
+    return this.#failed(started, records.reduce((sum, r) => sum + r.readings, 0), message, 'warn');
+  }
+
+  #completed(started: number, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], requests: number, flushed: number): Outcome {
     const completion = this.#consumer.complete(records, deadLetters);
     this.#backoff.reset();
-    const flushed = rows.length - refused;
     const durationMs = Math.round(performance.now() - started);
     this.#events.flushed({ ...completion, flushed, durationMs });
     this.#log.info(
@@ -187,8 +243,8 @@ export class Flusher {
     if (deadLetters.length > 0) {
       this.#log.error({ event: 'dead_letters', count: deadLetters.length, reason: deadLetters[0]!.reason }, 'QuestDB refused readings; kept as dead letters');
     }
-    const batchFull = completion.readings >= this.#options.batchReadings || records.reduce((bytes, r) => bytes + r.payload.length, 0) >= this.#options.batchBytes;
-    return batchFull ? 'full' : 'flushed';
+    const full = completion.readings >= this.#options.batchReadings || records.reduce((bytes, r) => bytes + r.bytes, 0) >= this.#options.batchBytes;
+    return full ? 'full' : 'flushed';
   }
 
   async #tableProblem(): Promise<string | undefined> {

@@ -2,6 +2,8 @@ import { SenderBufferV2 } from '@questdb/nodejs-client';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { QueuedReading } from '../queue/record-codec.js';
+import { RecordCorruptError, encodeRecord } from '../queue/record-codec.js';
+import { ReceiveClock } from '../reading/timestamp.js';
 import { IlpEncoder } from './ilp-encoder.js';
 
 /** What QuestDB's own Node.js client writes for the same rows: the oracle. */
@@ -35,6 +37,24 @@ describe('IlpEncoder', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+
+  it('encodes queue records straight from their text to the same bytes', () => {
+    const encoder = new IlpEncoder('cargo_data');
+    const recordRow = fc.record({
+      timeNs: fc.bigInt({ min: 0n, max: 9_183_110_399_999_999_999n }).map(String),
+      shipId: id.filter((s) => !/\p{Cc}/u.test(s)),
+      cargoId: id.filter((s) => !/\p{Cc}/u.test(s)),
+      value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+    });
+    fc.assert(
+      fc.property(fc.array(fc.array(recordRow, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 5 }), (records) => {
+        const payloads = records.map((rows) => encodeRecord(rows, new ReceiveClock()));
+        expect(encoder.encodeRecords(payloads).equals(clientEncode('cargo_data', records.flat()))).toBe(true);
+      }),
+      { numRuns: 1000 },
+    );
+    expect(() => encoder.encodeRecords(['1\ts\tc\t1', 'x\ts\tc\t1'])).toThrow(RecordCorruptError);
   });
 
   it('encodes a sub-range and grows its buffer for large batches', () => {

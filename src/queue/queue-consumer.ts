@@ -59,14 +59,17 @@ export class QueueConsumer {
     });
   }
 
-  /** The oldest records after the mark, in order, until `maxReadings` or `maxBytes` is reached (at least one record). */
-  readOldest(maxReadings: number, maxBytes: number): QueueRecord[] {
+  /**
+   * The oldest records after the mark (or after `from`, to read ahead), in order, until
+   * `maxReadings` or `maxBytes` is reached (at least one record).
+   */
+  readOldest(maxReadings: number, maxBytes: number, from: Progress = this.#progress): QueueRecord[] {
     const records: QueueRecord[] = [];
     let readings = 0;
     let bytes = 0;
     for (const segment of listSegments(this.#db)) {
-      if (segment < this.#progress.segment) continue;
-      const after = segment === this.#progress.segment ? this.#progress.lastId : 0;
+      if (segment < from.segment) continue;
+      const after = segment === from.segment ? from.lastId : 0;
       for (const [id, receivedMs, count, size, payload] of segmentRecordsAfter(this.#db, segment).iterate(after)) {
         records.push({ segment, id, receivedMs, readings: count, bytes: size, payload });
         readings += count;

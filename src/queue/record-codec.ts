@@ -42,8 +42,14 @@ function isTimeNs(text: string, start: number, end: number): boolean {
   return true;
 }
 
-/** Reads a record back into readings; the flusher's hot path, hence indexOf rather than split. */
-export function decodeRecord(payload: string, into: QueuedReading[] = []): QueuedReading[] {
+/** Receives a line's fields as positions in the payload: time [time, tab1), ship_id (tab1, tab2), cargo_id (tab2, tab3). */
+export type LineVisitor = (payload: string, time: number, tab1: number, tab2: number, tab3: number, value: number) => void;
+
+/**
+ * Visits each line of a record; throws RecordCorruptError on a malformed one. The flusher's hot
+ * path, hence indexOf rather than split, and no object per line.
+ */
+export function scanRecord(payload: string, visit: LineVisitor): void {
   const length = payload.length;
   let start = 0;
   for (;;) {
@@ -65,8 +71,16 @@ export function decodeRecord(payload: string, into: QueuedReading[] = []): Queue
     ) {
       throw new RecordCorruptError(`queue record line is malformed: ${JSON.stringify(payload.slice(start, Math.min(end, start + 200)))}`);
     }
-    into.push({ timeNs: payload.slice(start, tab1), shipId: payload.slice(tab1 + 1, tab2), cargoId: payload.slice(tab2 + 1, tab3), value });
-    if (end === length) return into;
+    visit(payload, start, tab1, tab2, tab3, value);
+    if (end === length) return;
     start = end + 1;
   }
+}
+
+/** Reads a record back into readings. */
+export function decodeRecord(payload: string, into: QueuedReading[] = []): QueuedReading[] {
+  scanRecord(payload, (text, time, tab1, tab2, tab3, value) => {
+    into.push({ timeNs: text.slice(time, tab1), shipId: text.slice(tab1 + 1, tab2), cargoId: text.slice(tab2 + 1, tab3), value });
+  });
+  return into;
 }
