@@ -355,6 +355,12 @@ describe('first boot on a root tree', () => {
     expect(board.read(credentialFile('api_key'))).toBe('pier4-sensor-key-0123456789');
     expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'Pier 4 "north"', HARBOR_ID: 'pier4', RETENTION_DAYS: '90' });
     expect(existsSync(join(board.root, GRAFANA_PASSWORD_FLAG))).toBe(false);
+
+    // A harbor.conf is the whole configuration: an empty HARBOR_ID (any id) takes its line away,
+    // no SITE_NAME or HOSTNAME names the gateway by the card's own hostname.
+    writeFileSync(join(board.boot, CONFIG_FILE), 'HARBOR_ID=\n');
+    expect(board.boot1().status).toBe('applied');
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'harbor-3f9a0c', RETENTION_DAYS: '90' });
   });
 
   it('has Grafana store a new admin password given later', () => {
