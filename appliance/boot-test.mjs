@@ -3,18 +3,24 @@
 // Raspberry Pi is not emulated) on a copy of the image 4 GiB larger than built, as a bigger card:
 //   boot 1: first boot applies a harbor.conf (READ_ONLY_ROOT=yes, passwords left to generate), grows
 //           /var, shows the generated secrets on the console and in harbor-credentials.txt; the
-//           gateway answers on the forwarded port 8000 with the configured key and queues a batch;
-//   power cut (SIGKILL of the machine);
+//           gateway, started by systemd from harbor-gateway.service, answers on the forwarded port
+//           8000 with the configured key and queues a batch;
+//   power cut (SIGKILL of the machine); the card holds the API key and gateway.env where the units
+//           read them;
 //   boot 2: the one-time credentials file is gone, the root is read-only in fstab, and the batch is
-//           still queued.
-// QuestDB and Grafana are kept from starting in the copy, so the readings must wait in the queue and
-// the boots stay within minutes under emulation: 221 s for both on the development machine.
+//           still queued: with the root read-only since first boot, the gateway's state directory
+//           (/var/lib/private/harbor-gateway) can only be on the /var partition.
+// harbor-questdb.service and harbor-grafana.service are masked in the copy, so the readings must
+// wait in the queue and the boots stay within minutes under emulation.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from '../scripts/questdb.mjs';
+import { GATEWAY_ENV, credentialFile } from './firstboot/firstboot.mjs';
+import { parseEnvText } from './firstboot/settings.mjs';
 import { applianceCache, ensureHostPackages, output, repoRoot, run, stopwatch } from './lib/host.mjs';
+import { UNIT_DIR } from './lib/layout.mjs';
 
 const elapsed = stopwatch();
 const say = (/** @type {string} */ message) => process.stdout.write(`[appliance:boot-test ${elapsed().toFixed(0)} s] ${message}\n`);
@@ -44,7 +50,16 @@ try {
   run('mcopy', ['-i', fat, `::/${kernel}`, join(work, 'vmlinuz')]);
   run('mcopy', ['-i', fat, `::/${initrd}`, join(work, 'initrd')]);
 
-  editRoot(disk, root, ['rm /etc/systemd/system/multi-user.target.wants/questdb.service', 'rm /etc/systemd/system/multi-user.target.wants/grafana-server.service']);
+  // Masked, not just left out of multi-user.target: harbor-gateway.service wants harbor-questdb.service.
+  editRoot(
+    disk,
+    root,
+    ['harbor-questdb.service', 'harbor-grafana.service'].flatMap((unit) => [
+      `rm /${UNIT_DIR}/multi-user.target.wants/${unit}`,
+      `rm /${UNIT_DIR}/${unit}`,
+      `symlink /${UNIT_DIR}/${unit} /dev/null`,
+    ]),
+  );
   const apiKey = `boot-test-${randomBytes(12).toString('hex')}`;
   writeFileSync(join(work, 'harbor.conf'), `SITE_NAME=Boot test\r\nHOSTNAME=gw-boot-test\r\nAPI_KEY=${apiKey}\r\nREAD_ONLY_ROOT=yes\r\n`);
   run('mcopy', ['-o', '-i', fat, join(work, 'harbor.conf'), '::/harbor.conf']);
@@ -68,6 +83,8 @@ try {
     const serial = readFileSync(first.serial, 'utf8');
     expect(serial.includes('Harbor Gateway "Boot test" on gw-boot-test'), 'the console does not show the site and hostname');
     expect(serial.includes('GRAFANA_ADMIN_PASSWORD=') && !serial.includes(apiKey), 'the console must show the generated secrets and only those');
+    // systemd marks unit names with colour codes on the console.
+    expect(/Started harbor-gateway\.service/.test(serial.replace(/\x1b\[[0-9;]*m/g, '')), 'the console does not show harbor-gateway.service started');
     say(`boot 1: first boot applied, gateway up after ${first.seconds} s, 2 readings queued, queue bound ${(status.queue.maxBytes / 2 ** 20).toFixed(0)} MiB`);
   } finally {
     first.cut();
@@ -80,6 +97,10 @@ try {
   const varAfter = grown.partitiontable.partitions[2];
   expect(varAfter !== undefined && (varAfter.start + varAfter.size) * 512 > statSync(disk).size - 2 ** 20, '/var was not grown to the end of the card');
   say('power cut; /var fills the card, harbor.conf replaced by harbor-applied.txt and harbor-credentials.txt');
+  expect(readPartitionFile(disk, root, `/${credentialFile('api_key')}`) === apiKey, `the API key is not in /${credentialFile('api_key')}`);
+  const gatewayEnv = parseEnvText(readPartitionFile(disk, root, `/${GATEWAY_ENV}`));
+  expect(gatewayEnv['GATEWAY_NAME'] === 'Boot test' && Number(gatewayEnv['QUEUE_MAX_BYTES']) > 512 * 2 ** 20, `/${GATEWAY_ENV} holds ${JSON.stringify(gatewayEnv)}`);
+  say(`the card holds the API key in /${credentialFile('api_key')} and gateway.env from harbor.conf`);
 
   const second = await bootMachine(disk, join(work, 'serial-2.log'));
   try {
@@ -91,7 +112,7 @@ try {
   }
   await second.exited;
   expect(!output('mdir', ['-b', '-i', fat, '::/']).includes('harbor-credentials.txt'), 'harbor-credentials.txt survived the second boot');
-  const fstab = readRootFile(disk, root, '/etc/fstab');
+  const fstab = readPartitionFile(disk, root, '/etc/fstab');
   expect(/^LABEL=harbor-root\s+\/\s+ext4\s+ro,/m.test(fstab), 'the root is not read-only in fstab');
   say('the one-time credentials file is gone; fstab mounts the root read-only');
   failed = false;
@@ -118,12 +139,9 @@ function editRoot(/** @type {string} */ disk, /** @type {{ start: number, size: 
   rmSync(file);
 }
 
-function readRootFile(/** @type {string} */ disk, /** @type {{ start: number, size: number }} */ part, /** @type {string} */ path) {
-  const file = join(work, 'root.ext4');
-  run('dd', [`if=${disk}`, `of=${file}`, 'bs=512', `skip=${part.start}`, `count=${part.size}`, 'conv=sparse', 'status=none']);
-  const text = spawnSync('debugfs', ['-R', `cat ${path}`, file], { encoding: 'utf8' }).stdout;
-  rmSync(file);
-  return text;
+/** A file of an ext4 partition of the disk image, read in place (debugfs's offset= option). */
+function readPartitionFile(/** @type {string} */ disk, /** @type {{ start: number }} */ part, /** @type {string} */ path) {
+  return spawnSync('debugfs', ['-R', `cat ${path}`, `${disk}?offset=${part.start * 512}`], { encoding: 'utf8' }).stdout;
 }
 
 /**

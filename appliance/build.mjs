@@ -17,8 +17,12 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/questdb.mjs';
+import { credentialFile } from './firstboot/firstboot.mjs';
+import { SECRETS } from './firstboot/settings.mjs';
+import { unitCredentials, unitValues } from './firstboot/unit.mjs';
 import { DEBIAN_SOURCES, SUITE, digest } from './lib/debian.mjs';
-import { applianceCache, ensureHostPackages, output, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { applianceCache, ensureBinfmt, ensureHostPackages, output, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { GATEWAY_HOME, QUESTDB_JAR, UNIT_DIR, installGrafanaProvisioning, installSystemdFiles, projectUnits } from './lib/layout.mjs';
 import { CROSS_TOOLS, stageGateway } from './lib/stage-gateway.mjs';
 import { unpackSysroot } from './lib/sysroot.mjs';
 
@@ -54,10 +58,12 @@ const KERNEL_PACKAGES = {
   debian: ['linux-image-arm64', 'raspi-firmware'],
   raspberrypi: ['linux-image-rpi-v8', 'linux-image-rpi-2712', 'raspi-firmware'],
 };
-/** Services the image starts; the units come from systemd/ (and Grafana's package), the drop-ins from appliance/rootfs. */
-const ENABLED_UNITS = ['harbor-firstboot.service', 'systemd-networkd.service', 'systemd-resolved.service', 'systemd-timesyncd.service', 'harbor-gateway.service', 'questdb.service'];
+/** Services of the base system the image starts, besides the units of systemd/. */
+const SYSTEM_UNITS = ['harbor-firstboot.service', 'systemd-networkd.service', 'systemd-resolved.service', 'systemd-timesyncd.service'];
 /** Timers that would download and write on an appliance whose updates come as a new image. */
 const MASKED_UNITS = ['apt-daily.timer', 'apt-daily-upgrade.timer'];
+/** Grafana's own unit: harbor-grafana.service replaces it and conflicts with it, so it can never start. */
+const GRAFANA_PACKAGE_UNIT = 'grafana-server.service';
 
 const MIB = 1024 * 1024;
 const BOOT_MIB = 512;
@@ -89,7 +95,6 @@ ensureHostPackages({
   ...CROSS_TOOLS,
 });
 ensureBinfmt();
-const units = projectUnits();
 
 const gitCommit = output('git', ['-C', repoRoot, 'rev-parse', '--short=12', 'HEAD']);
 // One timestamp for every file of the image, so that the same inputs give the same bytes.
@@ -102,16 +107,18 @@ rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 try {
   // Everything the project adds to the image, as one tree synced into the root after the packages.
+  // appliance/rootfs holds what only the appliance has; the units and their files come from systemd/.
   const overlay = join(work, 'overlay');
-  cpSync(join(repoRoot, 'appliance/rootfs'), overlay, { recursive: true });
+  const grafanaDropIns = join(repoRoot, 'appliance/rootfs', UNIT_DIR, 'harbor-grafana.service.d');
+  cpSync(join(repoRoot, 'appliance/rootfs'), overlay, { recursive: true, filter: (path) => withGrafana || !path.startsWith(grafanaDropIns) });
   const sysroot = unpackSysroot(join(work, 'sysroot'), { refresh: args.includes('--refresh') });
-  stageGateway({ sysroot, destination: join(overlay, 'opt/harbor-gateway') });
+  stageGateway({ sysroot, destination: join(overlay, GATEWAY_HOME) });
+  installSystemdFiles(overlay, { withGrafana });
+  if (withGrafana) installGrafanaProvisioning(overlay);
   cpSync(join(repoRoot, 'appliance/firstboot'), join(overlay, 'usr/lib/harbor-appliance'), { recursive: true });
-  mkdirSync(join(overlay, 'opt/questdb'), { recursive: true });
-  cpSync(await fetchQuestDb(), join(overlay, 'opt/questdb/questdb.jar'));
-  writeFileSync(join(overlay, 'opt/questdb/VERSION'), `${QUESTDB_VERSION}\n`);
-  for (const unit of units) cpSync(join(repoRoot, 'systemd', unit), join(overlay, 'etc/systemd/system', unit), { recursive: true });
-  if (withGrafana) cpSync(join(repoRoot, 'grafana'), join(overlay, 'etc/grafana'), { recursive: true });
+  mkdirSync(join(overlay, QUESTDB_JAR, '..'), { recursive: true });
+  cpSync(await fetchQuestDb(), join(overlay, QUESTDB_JAR));
+  writeFileSync(join(overlay, QUESTDB_JAR, '../VERSION'), `${QUESTDB_VERSION}\n`);
   mkdirSync(join(overlay, 'usr/share/doc/harbor-appliance'), { recursive: true });
   cpSync(join(repoRoot, 'docs/appliance.md'), join(overlay, 'usr/share/doc/harbor-appliance/appliance.md'));
   mkdirSync(join(overlay, 'boot/firmware'), { recursive: true });
@@ -148,7 +155,8 @@ try {
   }
 
   const packages = [...BASE_PACKAGES, ...KERNEL_PACKAGES[kernel], ...(withGrafana ? [`grafana=${GRAFANA_VERSION}`] : [])];
-  const enabled = [...ENABLED_UNITS, ...(withGrafana ? ['grafana-server.service'] : [])];
+  const enabled = [...SYSTEM_UNITS, ...projectUnits(withGrafana)];
+  const masked = [...MASKED_UNITS, ...(withGrafana ? [GRAFANA_PACKAGE_UNIT] : [])];
   const rootfs = join(work, 'rootfs');
   say(`bootstrapping Debian ${SUITE} arm64 (${packages.length} packages and their dependencies) under emulation`);
   run(
@@ -167,7 +175,7 @@ try {
       `--essential-hook=sync-in ${early} /`,
       `--customize-hook=sync-in ${overlay} /`,
       `--customize-hook=chroot "$1" systemctl enable ${enabled.join(' ')}`,
-      `--customize-hook=chroot "$1" systemctl mask ${MASKED_UNITS.join(' ')}`,
+      `--customize-hook=chroot "$1" systemctl mask ${masked.join(' ')}`,
       // Each card makes its own machine id (and from it its default hostname) on first boot.
       '--customize-hook=truncate -s 0 "$1/etc/machine-id" && rm -f "$1/var/lib/dbus/machine-id" && echo harbor > "$1/etc/hostname"',
       '--customize-hook=ln -sf ../run/systemd/resolve/stub-resolv.conf "$1/etc/resolv.conf"',
@@ -182,12 +190,14 @@ try {
 
   smokeTest(rootfs);
   checkUnitPaths(rootfs, enabled);
+  const isEnabled = (/** @type {string} */ unit) => spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
   for (const unit of enabled) {
     // A unit without an [Install] section is accepted by `systemctl enable` but would never start.
-    const state = spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
+    const state = isEnabled(unit);
     if (state !== 'enabled') throw new Error(`${unit} is ${state} in the image, not enabled: does it have an [Install] section?`);
   }
-  say('the image runs its gateway, Java and Node under emulation; unit paths resolve');
+  for (const unit of masked) if (isEnabled(unit) !== 'masked') throw new Error(`${unit} is not masked in the image`);
+  say('the image runs its gateway, Java and Node under emulation; unit paths and credentials resolve');
 
   mkdirSync(outDir, { recursive: true });
   const image = assemble(rootfs, join(outDir, `${name}.img`));
@@ -204,26 +214,6 @@ try {
   const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((line) => line.split(' ')[1] ?? '');
   for (const mount of mounts.filter((path) => path.startsWith(`${work}/`)).reverse()) run('umount', ['--lazy', mount]);
   rmSync(work, { recursive: true, force: true });
-}
-
-/** mmdebstrap runs arm64 maintainer scripts through binfmt_misc and qemu-user-static. */
-function ensureBinfmt() {
-  const entry = '/proc/sys/fs/binfmt_misc/qemu-aarch64';
-  if (existsSync(entry)) return;
-  if (!existsSync('/proc/sys/fs/binfmt_misc/register')) run('mount', ['-t', 'binfmt_misc', 'binfmt_misc', '/proc/sys/fs/binfmt_misc']);
-  run('update-binfmts', ['--enable', 'qemu-aarch64']);
-  if (!existsSync(entry)) throw new Error('qemu-aarch64 is not registered with binfmt_misc; arm64 maintainer scripts cannot run');
-}
-
-/** Units and drop-in folders from systemd/: the image needs the gateway's and QuestDB's. */
-function projectUnits() {
-  const dir = join(repoRoot, 'systemd');
-  const found = existsSync(dir) ? readdirSync(dir) : [];
-  for (const required of ['harbor-gateway.service', 'questdb.service']) {
-    if (!found.includes(required)) throw new Error(`systemd/${required} is missing: the image starts the gateway and QuestDB from it`);
-  }
-  if (withGrafana && !existsSync(join(repoRoot, 'grafana/provisioning'))) throw new Error('grafana/provisioning is missing: Grafana would start without data source and dashboard');
-  return found.filter((entry) => /\.(service|socket|timer|target|path)(\.d)?$/.test(entry));
 }
 
 /**
@@ -245,40 +235,49 @@ function pinnedKey(key, destination) {
 /** The installed image, under emulation: Node loads the arm64 module, the bundle runs, Java starts. */
 function smokeTest(/** @type {string} */ rootfs) {
   const inRoot = (/** @type {string[]} */ command) => output('chroot', [rootfs, ...command]);
-  inRoot(['/usr/bin/node', '-e', "new (require('/opt/harbor-gateway/node_modules/better-sqlite3'))(':memory:').close()"]);
-  say(`gateway ${inRoot(['/usr/bin/node', '/opt/harbor-gateway/gateway.mjs', 'version'])} on Node ${inRoot(['/usr/bin/node', '--version'])}`);
+  inRoot(['/usr/bin/node', '-e', `new (require('/${GATEWAY_HOME}/node_modules/better-sqlite3'))(':memory:').close()`]);
+  say(`gateway ${inRoot(['/usr/bin/node', `/${GATEWAY_HOME}/dist/gateway.mjs`, 'version'])} on Node ${inRoot(['/usr/bin/node', '--version'])}`);
   const java = spawnSync('chroot', [rootfs, '/usr/bin/java', '-version'], { encoding: 'utf8' });
   if (java.status !== 0) throw new Error(`java does not start in the image: ${java.stderr}`);
   say(java.stderr.split('\n')[0] ?? 'java runs');
 }
 
 /**
- * Every absolute path that a started unit executes or reads from /opt or /usr must exist in the
- * image: the units in systemd/ and the image's layout are written apart.
+ * The units in systemd/ and the image's layout are written apart. Every absolute path under /opt,
+ * /usr, /etc, /bin or /lib that an enabled unit (with its drop-ins) runs, reads or points to must be
+ * in the image, an optional EnvironmentFile=- excepted; every credential it loads must be a file
+ * first boot writes.
  * @param {string} rootfs
  * @param {string[]} enabled
  */
 function checkUnitPaths(rootfs, enabled) {
+  const written = new Set(SECRETS.map(({ credential }) => `/${credentialFile(credential)}`));
+  // Inside the image, where links such as /usr/bin/java -> /etc/alternatives/java point into the image.
+  const existsInImage = (/** @type {string} */ path) => spawnSync('chroot', [rootfs, 'test', '-e', path]).status === 0;
   /** @type {string[]} */
   const missing = [];
   for (const unit of enabled) {
-    const files = [join(rootfs, 'etc/systemd/system', unit), join(rootfs, 'usr/lib/systemd/system', unit)].filter((path) => existsSync(path));
-    const dropins = join(rootfs, 'etc/systemd/system', `${unit}.d`);
+    const files = [join(rootfs, UNIT_DIR, unit), join(rootfs, 'usr/lib/systemd/system', unit)].filter((path) => existsSync(path));
+    const dropins = join(rootfs, UNIT_DIR, `${unit}.d`);
     if (existsSync(dropins)) files.push(...readdirSync(dropins).map((file) => join(dropins, file)));
     if (files.length === 0) missing.push(`${unit} (no unit file)`);
     for (const file of files) {
-      for (const line of readFileSync(file, 'utf8').split('\n')) {
-        if (!/^(ExecStart|ExecStartPre|ExecStartPost|ExecStop|EnvironmentFile|LoadCredential)=/.test(line)) continue;
-        for (const token of line.slice(line.indexOf('=') + 1).split(/[\s:]+/)) {
-          const path = token.replace(/^[-@+!]+/, '');
-          if (/^\/(opt|usr|etc)\//.test(path) && !path.includes('%') && !path.startsWith('/etc/credstore/') && !path.startsWith('/etc/harbor-gateway/')) {
-            if (!existsSync(join(rootfs, path))) missing.push(`${path} (${basename(file)})`);
+      const text = readFileSync(file, 'utf8');
+      for (const { name, path } of unitCredentials(text)) {
+        if (!written.has(path)) missing.push(`credential ${name} from ${path}, which first boot does not write (${basename(file)})`);
+      }
+      for (const key of ['ExecStartPre', 'ExecStart', 'ExecStartPost', 'ExecStop', 'Environment', 'EnvironmentFile', 'Documentation']) {
+        for (const value of unitValues(text, key)) {
+          if (key === 'EnvironmentFile' && value.startsWith('-')) continue;
+          for (const token of value.split(/[\s'"=:;<>|]+/)) {
+            const path = token.replace(/^[-@+!]+/, '');
+            if (/^\/(opt|usr|etc|bin|sbin|lib)\//.test(path) && !existsInImage(path)) missing.push(`${path} (${key}= of ${basename(file)})`);
           }
         }
       }
     }
   }
-  if (missing.length > 0) throw new Error(`units refer to paths the image does not have:\n  ${missing.join('\n  ')}`);
+  if (missing.length > 0) throw new Error(`units refer to what the image does not have:\n  ${missing.join('\n  ')}`);
 }
 
 /**

@@ -1,9 +1,13 @@
 // npm run appliance:check — the part of the appliance that can be built from Debian's packages and
 // the npm registry, built and run for arm64 under qemu-user emulation:
 //   1. an arm64 root from Debian trixie packages (nodejs, libnode-dev), cached;
-//   2. the gateway bundle and better-sqlite3 cross-compiled for arm64, staged as /opt/harbor-gateway;
-//   3. first boot applied by the board's Node to a harbor.conf, generating the secrets;
-//   4. the gateway started in production with that configuration, a reading and a batch accepted
+//   2. the gateway bundle and better-sqlite3 cross-compiled for arm64, staged in /opt/harbor-gateway
+//      as harbor-gateway.service runs them;
+//   3. first boot applied by the board's Node to a harbor.conf on a card tree that holds the units
+//      and gateway.env of systemd/ as the image does: it generates the secrets and has the arm64
+//      gateway check the settings (check-config);
+//   4. the gateway started with the unit's command, the unit's environment, gateway.env and the
+//      credentials its LoadCredential= lines name, as systemd would: a reading and a batch accepted
 //      over HTTP, /status read, SIGTERM, and the readings found in queue.db afterwards.
 // QuestDB is not started: the gateway must queue while it is away, which is what is checked.
 // Runs as root (chroot; apt-get for missing host tools). Flags: --refresh (fetch the arm64 packages
@@ -13,9 +17,11 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { freePort } from '../scripts/questdb.mjs';
-import { CREDSTORE, GATEWAY_ENV } from './firstboot/firstboot.mjs';
-import { SECRETS, parseEnvText } from './firstboot/settings.mjs';
-import { applianceCache, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { GATEWAY_ENV, GATEWAY_UNIT } from './firstboot/firstboot.mjs';
+import { parseEnvText } from './firstboot/settings.mjs';
+import { unitCommand, unitCredentials, unitEnvironment } from './firstboot/unit.mjs';
+import { applianceCache, ensureBinfmt, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { GATEWAY_HOME, installSystemdFiles } from './lib/layout.mjs';
 import { CROSS_TOOLS, stageGateway } from './lib/stage-gateway.mjs';
 import { targetNode, unpackSysroot } from './lib/sysroot.mjs';
 
@@ -29,7 +35,9 @@ const step = (/** @type {string} */ name) => {
 };
 
 requireRoot('chroot into the arm64 root');
-ensureHostPackages({ 'qemu-aarch64-static': 'qemu-user-static', mmdebstrap: 'mmdebstrap', ...CROSS_TOOLS });
+ensureHostPackages({ 'qemu-aarch64-static': 'qemu-user-static', 'update-binfmts': 'binfmt-support', mmdebstrap: 'mmdebstrap', ...CROSS_TOOLS });
+// First boot, itself under emulation, starts the arm64 gateway for its check.
+ensureBinfmt();
 
 mkdirSync(applianceCache(), { recursive: true });
 // A work folder kept by an earlier run (failed, or --keep) has had its look.
@@ -42,10 +50,10 @@ try {
   const node = targetNode(root);
   step(`arm64 root from Debian ${node.version} packages unpacked`);
 
-  stageGateway({ sysroot: root, destination: join(root, 'opt/harbor-gateway') });
+  stageGateway({ sysroot: root, destination: join(root, GATEWAY_HOME) });
   cpSync(join(repoRoot, 'appliance/firstboot'), join(root, 'usr/lib/harbor-appliance'), { recursive: true });
   copyFileSync('/usr/bin/qemu-aarch64-static', join(root, 'usr/bin/qemu-aarch64-static'));
-  step('gateway bundle and arm64 better-sqlite3 staged in /opt/harbor-gateway');
+  step(`gateway bundle and arm64 better-sqlite3 staged in /${GATEWAY_HOME}`);
 
   const emulated = (/** @type {string[]} */ args, /** @type {Record<string, string>} */ env = {}) =>
     run('chroot', [root, '/usr/bin/qemu-aarch64-static', ...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env }, quiet: true });
@@ -54,7 +62,7 @@ try {
     emulated([
       '/usr/bin/node',
       '-e',
-      "const D=require('/opt/harbor-gateway/node_modules/better-sqlite3');" +
+      `const D=require('/${GATEWAY_HOME}/node_modules/better-sqlite3');` +
         "console.log(JSON.stringify({arch:process.arch,version:process.version,modules:process.versions.modules,sqlite:new D(':memory:').prepare('select sqlite_version() v').get().v}))",
     ]),
   );
@@ -69,23 +77,27 @@ try {
   copyFileSync('/usr/share/zoneinfo/UTC', join(board, 'usr/share/zoneinfo/UTC'));
   mkdirSync(join(board, 'etc'), { recursive: true });
   writeFileSync(join(board, 'etc/machine-id'), 'a1b2c3d4e5f60718293a4b5c6d7e8f90\n');
+  installSystemdFiles(board, { withGrafana: false });
   writeFileSync(join(board, 'boot/firmware/harbor.conf'), 'SITE_NAME=Emulated board\r\nHARBOR_ID=check\r\nTIMEZONE=UTC\r\n');
   emulated(['/usr/bin/node', '/usr/lib/harbor-appliance/firstboot.mjs', '--root', '/board']);
   expect(!existsSync(join(board, 'boot/firmware/harbor.conf')), 'harbor.conf is still on the boot partition');
   expect(existsSync(join(board, 'boot/firmware/harbor-credentials.txt')), 'no one-time credentials file');
-  step('first boot applied harbor.conf and generated the secrets');
+  step('first boot applied harbor.conf, the gateway accepted the settings, the secrets were generated');
 
-  // What LoadCredential= in the appliance's drop-in hands the gateway.
+  // What systemd makes of harbor-gateway.service: the credentials its LoadCredential= lines name,
+  // its Environment= overlaid by its EnvironmentFile, and its ExecStart.
+  const unit = readFileSync(join(board, GATEWAY_UNIT), 'utf8');
   const credentials = join(board, 'run/credentials/harbor-gateway.service');
   mkdirSync(credentials, { recursive: true });
-  for (const { file, credential } of SECRETS) copyFileSync(join(board, CREDSTORE, file), join(credentials, credential));
+  for (const { name, path } of unitCredentials(unit)) copyFileSync(join(board, path), join(credentials, name));
   const apiKey = readFileSync(join(credentials, 'api_key'), 'utf8').trim();
-  const env = parseEnvText(readFileSync(join(board, GATEWAY_ENV), 'utf8'));
+  const env = { ...unitEnvironment(unit), ...parseEnvText(readFileSync(join(board, GATEWAY_ENV), 'utf8')) };
+  expect(env['GATEWAY_ENV'] === 'production' && env['HARBOR_ID'] === 'check', `the unit and gateway.env give ${JSON.stringify(env)}`);
   const port = await freePort();
   const questdbPort = await freePort();
   const logPath = join(work, 'gateway.log');
   const log = openSync(logPath, 'w');
-  const gateway = spawn('chroot', [root, '/usr/bin/qemu-aarch64-static', '/usr/bin/node', '/opt/harbor-gateway/gateway.mjs'], {
+  const gateway = spawn('chroot', [root, '/usr/bin/qemu-aarch64-static', ...unitCommand(unit)], {
     env: {
       PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
       ...env,
@@ -126,7 +138,7 @@ try {
     );
     expect(status.queue.readings === 3, `/status shows ${status.queue.readings} queued readings, expected 3`);
     expect(status.queue.maxBytes === Number(env['QUEUE_MAX_BYTES']), `queue bound ${status.queue.maxBytes} is not first boot's ${env['QUEUE_MAX_BYTES']}`);
-    step(`3 readings accepted and queued while QuestDB is away (${status.flush.consecutiveFailures} flush attempts failed, as they must)`);
+    step(`3 readings accepted and queued while QuestDB is away (${status.flush.consecutiveFailures} failed flush attempts so far)`);
   } finally {
     gateway.kill('SIGTERM');
   }
@@ -134,7 +146,7 @@ try {
   expect(code === 0, `gateway exited with ${code ?? signal} on SIGTERM:\n${tail(logPath)}`);
   step('gateway stopped on SIGTERM with exit status 0');
 
-  const queue = new Database(join(root, 'var/lib/harbor-gateway/queue.db'), { readonly: true });
+  const queue = new Database(join(root, String(env['DATA_DIR']), 'queue.db'), { readonly: true });
   try {
     const row = /** @type {{ records: number, readings: number, ours: number }} */ (
       queue.prepare("SELECT count(*) AS records, sum(readings) AS readings, sum(payload LIKE '%ship-arm64%') AS ours FROM queue").get()

@@ -1,23 +1,35 @@
 // The appliance's first boot: harbor.conf parsing and validation, and what applying it leaves on a
-// root tree and the boot partition. The last test starts the real gateway bundle in production mode
-// with exactly the environment file and credentials first boot wrote.
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// root tree laid out as the image is (the units and gateway.env of systemd/) and on the boot
+// partition. First boot has the real gateway bundle check the settings (check-config); the last test
+// starts the bundle in production with what systemd would give harbor-gateway.service: the unit's
+// environment, the gateway.env first boot wrote and the credentials the unit loads.
+import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import {
   APPLIED_FILE,
   CONFIG_FILE,
+  CREDENTIALS_DIR,
   CREDENTIALS_FILE,
-  CREDSTORE,
   ERROR_FILE,
   GATEWAY_ENV,
+  GATEWAY_UNIT,
+  GRAFANA_PASSWORD_FLAG,
   ISSUE,
+  checkGatewayConfig,
+  credentialFile,
   firstBoot,
   type System,
 } from '../appliance/firstboot/firstboot.mjs';
 import { SECRETS, parseConfigText, parseEnvText, queueBound, setRootReadOnly, validateSettings } from '../appliance/firstboot/settings.mjs';
+import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../appliance/firstboot/unit.mjs';
+import { installSystemdFiles } from '../appliance/lib/layout.mjs';
 import { spawnGateway, type GatewayProcess } from './support/process.js';
+
+const repo = join(import.meta.dirname, '..');
+const repoFile = (path: string) => readFileSync(join(repo, path), 'utf8');
+const serviceUnits = readdirSync(join(repo, 'systemd')).filter((name) => name.endsWith('.service'));
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -90,32 +102,37 @@ describe('harbor.conf validation', () => {
   });
 
   it('refuses bad values, naming the setting but never echoing a secret', () => {
+    const longKey = `k${'0123456789'.repeat(26)}`;
     const text = [
       'HOSTNAME=-bad-',
-      'API_KEY=short-secret-1',
-      'QUESTDB_PASSWORD=quest',
+      `API_KEY=${longKey}`,
       'GRAFANA_ADMIN_PASSWORD=has spaces in it but long',
-      'HARBOR_ID=a/b',
       'TIMEZONE=Mars/Olympus',
       'NTP_SERVERS=ntp..example',
       'NETWORK=static',
       'READ_ONLY_ROOT=maybe',
       'QUEUE_MAX_BYTES=1MiB',
     ].join('\n');
-    const { problems } = validate(text);
+    const { settings, problems } = validate(text);
     expect(problems).toEqual([
       'HOSTNAME must be 1-63 letters, digits or inner hyphens (one DNS label)',
-      'API_KEY must be 16-256 characters, or empty to have one generated',
-      'QUESTDB_PASSWORD is a shipped test default; choose your own or leave it empty to have one generated',
+      'API_KEY must be at most 256 characters, or empty to have one generated',
       'GRAFANA_ADMIN_PASSWORD may hold printable ASCII characters only, no spaces',
-      'HARBOR_ID must be 1-128 characters of A-Z a-z 0-9 _ . ~ -',
       'TIMEZONE "Mars/Olympus" is not a known time zone (for example Europe/Berlin or UTC)',
       'NTP_SERVERS: "ntp..example" is not a host name or IP address',
       'NETWORK=static needs ADDRESS (for example 192.168.10.20/24)',
       'READ_ONLY_ROOT must be yes or no',
       'QUEUE_MAX_BYTES must be at least 16MiB',
     ]);
-    for (const secret of ['short-secret-1', 'has spaces in it but long']) expect(problems.join('\n')).not.toContain(secret);
+    for (const secret of [longKey, 'has spaces in it but long']) expect(problems.join('\n')).not.toContain(secret);
+    expect(settings.apiKey).toBeUndefined();
+    expect(settings.grafanaAdminPassword).toBeUndefined();
+  });
+
+  it('leaves the gateway\'s own rules to the gateway', () => {
+    const { settings, problems } = validate('API_KEY=short\nQUESTDB_PASSWORD=quest\nHARBOR_ID=a/b');
+    expect(problems).toEqual([]);
+    expect(settings).toMatchObject({ apiKey: 'short', questdbPassword: 'quest', harborId: 'a/b' });
   });
 
   it('keeps static-only settings out of a DHCP configuration', () => {
@@ -127,6 +144,39 @@ describe('harbor.conf validation', () => {
     expect(validate('NETWORK=static\nADDRESS=10.0.0.300/8').problems).toEqual([
       'ADDRESS must be an address with its prefix length, for example 192.168.10.20/24',
     ]);
+  });
+});
+
+describe('the units of systemd/ on the appliance', () => {
+  const gatewayUnit = repoFile('systemd/harbor-gateway.service');
+
+  it('load every credential from the file first boot writes it to', () => {
+    const written = SECRETS.map(({ credential }) => ({ name: credential, path: `/${credentialFile(credential)}` }));
+    const loaded = serviceUnits.flatMap((unit) => unitCredentials(repoFile(`systemd/${unit}`)));
+    expect(loaded.length).toBeGreaterThanOrEqual(SECRETS.length);
+    for (const credential of loaded) expect(written).toContainEqual(credential);
+    expect(unitCredentials(gatewayUnit)).toEqual(written);
+  });
+
+  it('give the gateway the settings file first boot writes, and the command it checks them with', () => {
+    expect(unitValues(gatewayUnit, 'EnvironmentFile')).toEqual([`-/${GATEWAY_ENV}`]);
+    expect(unitCommand(gatewayUnit)).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'serve']);
+    expect(unitEnvironment(gatewayUnit)).toMatchObject({
+      GATEWAY_ENV: 'production',
+      DATA_DIR: '/var/lib/harbor-gateway',
+      QUESTDB_USERNAME: 'admin',
+      NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=96',
+    });
+    expect(unitWords(`a "b \\"c\\" d" 'e f'g`)).toEqual(['a', 'b "c" d', 'e fg']);
+  });
+
+  it('are extended by drop-ins of the appliance only where it needs more', () => {
+    const dropIns = readdirSync(join(repo, 'appliance/rootfs/etc/systemd/system')).filter((name) => name.endsWith('.d'));
+    expect(dropIns).toEqual(['harbor-grafana.service.d']);
+    const grafana = repoFile('appliance/rootfs/etc/systemd/system/harbor-grafana.service.d/20-appliance.conf');
+    expect(unitEnvironment(grafana)).toEqual({ GF_LOG_MODE: 'console' });
+    expect(unitValues(grafana, 'ExecStartPre').join('\n')).toContain(`test ! -e /${GRAFANA_PASSWORD_FLAG} ||`);
+    expect(unitCredentials(repoFile('systemd/harbor-grafana.service')).map(({ name }) => name)).toContain('grafana_admin_password');
   });
 });
 
@@ -176,6 +226,7 @@ describe('first boot on a root tree', () => {
     roots.push(root);
     const boot = join(root, 'boot/firmware');
     mkdirSync(boot, { recursive: true });
+    installSystemdFiles(root, { withGrafana: true });
     for (const zone of zones) {
       mkdirSync(join(root, 'usr/share/zoneinfo', zone, '..'), { recursive: true });
       writeFileSync(join(root, 'usr/share/zoneinfo', zone), 'TZif');
@@ -196,14 +247,19 @@ describe('first boot on a root tree', () => {
         calls.push(`remount ${mode}`);
         readOnly = mode === 'ro';
       },
-      resetGrafanaPassword: (password) => calls.push(`grafana ${password}`),
+      checkGateway: (check) => {
+        // The board runs the unit's Node and bundle; here the suite's build of the same bundle.
+        expect(check.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'check-config']);
+        return checkGatewayConfig({ ...check, command: [process.execPath, inject('bundlePath'), 'check-config'], scratch: join(root, 'run') });
+      },
       log: (message) => logs.push(message),
     };
     let counter = 0;
     const newSecret = () => `generated-secret-${++counter}-0123456789abcdef`;
     const boot1 = (now = new Date('2026-11-21T10:00:00Z')) => firstBoot({ root, boot, system, now, newSecret });
     const read = (path: string) => readFileSync(join(root, path), 'utf8');
-    return { root, boot, calls, logs, boot1, read, setReadOnly: (value: boolean) => (readOnly = value) };
+    const leftInRun = () => (existsSync(join(root, 'run')) ? readdirSync(join(root, 'run')).filter((name) => name.startsWith('harbor-firstboot-')) : []);
+    return { root, boot, calls, logs, boot1, read, leftInRun, setReadOnly: (value: boolean) => (readOnly = value) };
   }
 
   it('configures a board that boots without harbor.conf: generated secrets, shown once', () => {
@@ -228,23 +284,20 @@ describe('first boot on a root tree', () => {
     expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
     expect(board.read('etc/systemd/network/10-harbor.network')).toContain('DHCP=yes');
     expect(existsSync(join(board.root, 'etc/systemd/timesyncd.conf.d/10-harbor.conf'))).toBe(false);
-    expect(board.read(GATEWAY_ENV)).toBe(
-      [
-        '# Written by harbor-firstboot from harbor.conf; change harbor.conf on the boot partition instead.',
-        'GATEWAY_ENV=production',
-        'DATA_DIR=/var/lib/harbor-gateway',
-        `QUEUE_MAX_BYTES=${7 * GiB}`,
-        'GATEWAY_NAME="harbor-3f9a0c"',
-        'QUESTDB_USERNAME=admin',
-        '',
-      ].join('\n'),
-    );
-    expect(statSync(join(board.root, CREDSTORE)).mode & 0o777).toBe(0o700);
-    SECRETS.forEach(({ file }, index) => {
-      const path = join(board.root, CREDSTORE, file);
+    // systemd/gateway.env with its documentation kept and harbor.conf's settings below their defaults.
+    const gatewayEnv = board.read(GATEWAY_ENV).split('\n');
+    for (const line of repoFile('systemd/gateway.env').split('\n')) expect(gatewayEnv).toContain(line);
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(7 * GiB), GATEWAY_NAME: 'harbor-3f9a0c' });
+    expect(gatewayEnv[gatewayEnv.indexOf(`QUEUE_MAX_BYTES=${7 * GiB}`) - 1]).toBe('#QUEUE_MAX_BYTES=1GiB');
+    expect(gatewayEnv[gatewayEnv.indexOf('GATEWAY_NAME="harbor-3f9a0c"') - 1]).toBe('#GATEWAY_NAME=');
+    expect(statSync(join(board.root, 'etc/harbor-gateway')).mode & 0o777).toBe(0o755);
+    expect(statSync(join(board.root, CREDENTIALS_DIR)).mode & 0o777).toBe(0o700);
+    SECRETS.forEach(({ credential }, index) => {
+      const path = join(board.root, credentialFile(credential));
       expect(statSync(path).mode & 0o777).toBe(0o600);
-      expect(readFileSync(path, 'utf8')).toBe(`generated-secret-${index + 1}-0123456789abcdef\n`);
+      expect(readFileSync(path, 'utf8')).toBe(`generated-secret-${index + 1}-0123456789abcdef`);
     });
+    expect(board.leftInRun()).toEqual([]);
     const shown = readFileSync(join(board.boot, CREDENTIALS_FILE), 'utf8');
     expect(shown).toContain('API_KEY=generated-secret-1-0123456789abcdef');
     expect(shown).toContain('GRAFANA_ADMIN_PASSWORD=generated-secret-3-0123456789abcdef');
@@ -281,13 +334,16 @@ describe('first boot on a root tree', () => {
     expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
     expect(existsSync(join(board.boot, CONFIG_FILE))).toBe(false);
     expect(existsSync(join(board.boot, CREDENTIALS_FILE))).toBe(false);
-    expect(board.read(join(CREDSTORE, 'harbor.api_key'))).toBe('pier4-sensor-key-0123456789\n');
+    expect(board.read(credentialFile('api_key'))).toBe('pier4-sensor-key-0123456789');
     expect(board.read('etc/systemd/network/10-harbor.network')).toBe(
       '# Written by harbor-firstboot from harbor.conf.\n[Match]\nType=ether\n\n[Network]\nAddress=192.168.10.20/24\nGateway=192.168.10.1\nDNS=192.168.10.1\nMulticastDNS=yes\n',
     );
     expect(board.read('etc/systemd/timesyncd.conf.d/10-harbor.conf')).toContain('NTP=192.168.10.1');
     expect(board.read('etc/machine-info')).toBe('PRETTY_HOSTNAME="Pier 4 \\"north\\""\n');
-    expect(board.read(GATEWAY_ENV)).toContain(`QUEUE_MAX_BYTES=${3 * GiB}\nGATEWAY_NAME="Pier 4 \\"north\\""\nQUESTDB_USERNAME=admin\nHARBOR_ID=pier4\n`);
+    expect(board.read(GATEWAY_ENV)).toContain('\nGATEWAY_NAME="Pier 4 \\"north\\""\n');
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'Pier 4 "north"', HARBOR_ID: 'pier4' });
+    // A setting written into gateway.env by hand is kept when harbor.conf is applied again.
+    appendFileSync(join(board.root, GATEWAY_ENV), 'RETENTION_DAYS=90\n');
 
     const applied = readFileSync(join(board.boot, APPLIED_FILE), 'utf8');
     for (const secret of ['pier4-sensor-key', 'pier4-questdb', 'pier4-grafana']) expect(applied).not.toContain(secret);
@@ -296,17 +352,25 @@ describe('first boot on a root tree', () => {
     writeFileSync(join(board.boot, CONFIG_FILE), applied.replace('TIMEZONE=Europe/Berlin', 'TIMEZONE=UTC'));
     expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
     expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
-    expect(board.read(join(CREDSTORE, 'harbor.api_key'))).toBe('pier4-sensor-key-0123456789\n');
-    expect(board.read(GATEWAY_ENV)).toContain(`QUEUE_MAX_BYTES=${3 * GiB}\n`);
-    expect(board.calls.filter((call) => call.startsWith('grafana'))).toEqual([]);
+    expect(board.read(credentialFile('api_key'))).toBe('pier4-sensor-key-0123456789');
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'Pier 4 "north"', HARBOR_ID: 'pier4', RETENTION_DAYS: '90' });
+    expect(existsSync(join(board.root, GRAFANA_PASSWORD_FLAG))).toBe(false);
+
+    // A harbor.conf is the whole configuration: an empty HARBOR_ID (any id) takes its line away,
+    // no SITE_NAME or HOSTNAME names the gateway by the card's own hostname.
+    writeFileSync(join(board.boot, CONFIG_FILE), 'HARBOR_ID=\n');
+    expect(board.boot1().status).toBe('applied');
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'harbor-3f9a0c', RETENTION_DAYS: '90' });
   });
 
-  it('changes Grafana’s stored password when a new one is given later', () => {
+  it('has Grafana store a new admin password given later', () => {
     const board = makeBoard();
     board.boot1();
+    expect(existsSync(join(board.root, GRAFANA_PASSWORD_FLAG))).toBe(false);
     writeFileSync(join(board.boot, CONFIG_FILE), 'GRAFANA_ADMIN_PASSWORD=a-new-grafana-password-42');
     board.boot1();
-    expect(board.calls).toContain('grafana a-new-grafana-password-42');
+    expect(board.read(credentialFile('grafana_admin_password'))).toBe('a-new-grafana-password-42');
+    expect(board.read(GRAFANA_PASSWORD_FLAG)).toBe('');
     expect(board.logs.join('\n')).not.toContain('a-new-grafana-password-42');
   });
 
@@ -316,17 +380,35 @@ describe('first boot on a root tree', () => {
     const result = board.boot1();
     expect(result.status).toBe('invalid');
     expect(existsSync(join(board.boot, CONFIG_FILE))).toBe(true);
-    expect(existsSync(join(board.root, GATEWAY_ENV))).toBe(false);
-    expect(existsSync(join(board.root, CREDSTORE))).toBe(false);
+    expect(board.read(GATEWAY_ENV)).toBe(repoFile('systemd/gateway.env'));
+    expect(existsSync(join(board.root, CREDENTIALS_DIR))).toBe(false);
+    expect(board.leftInRun()).toEqual([]);
     const error = readFileSync(join(board.boot, ERROR_FILE), 'utf8');
-    expect(error).toContain('- API_KEY must be 16-256 characters');
+    // The first from harbor.conf's own rules, the second from the gateway's check of its settings.
     expect(error).toContain('- TIMEZONE "Nowhere" is not a known time zone');
+    expect(error).toContain('- API_KEY must be at least 16 characters in production');
     expect(error).not.toContain('too-short');
     expect(board.read(ISSUE)).toContain(ERROR_FILE);
 
     writeFileSync(join(board.boot, CONFIG_FILE), 'API_KEY=now-long-enough-0123456789\n');
     expect(board.boot1().status).toBe('applied');
     expect(existsSync(join(board.boot, ERROR_FILE))).toBe(false);
+  });
+
+  it('refuses what the gateway refuses in production, in the gateway’s words', () => {
+    const board = makeBoard();
+    writeFileSync(join(board.boot, CONFIG_FILE), 'API_KEY=harbor-dev-key\nQUESTDB_PASSWORD=Quest\nGRAFANA_ADMIN_PASSWORD=change-me\nHARBOR_ID=pier/4\n');
+    const result = board.boot1();
+    expect(result.status).toBe('invalid');
+    expect(result.problems).toEqual([
+      expect.stringMatching(/^HARBOR_ID must be 1-128 characters of A-Z a-z 0-9 _ \. ~ -/),
+      expect.stringMatching(/^API_KEY is a shipped test default/),
+      expect.stringMatching(/^QUESTDB_PASSWORD is a shipped test default/),
+      expect.stringMatching(/^GRAFANA_ADMIN_PASSWORD is a shipped test default/),
+    ]);
+    const error = readFileSync(join(board.boot, ERROR_FILE), 'utf8');
+    for (const secret of ['harbor-dev-key', 'Quest', 'change-me']) expect(error).not.toContain(secret);
+    expect(existsSync(join(board.root, CREDENTIALS_DIR))).toBe(false);
   });
 
   it('refuses a card too small for the queue', () => {
@@ -360,12 +442,14 @@ describe('first boot on a root tree', () => {
       const board = makeBoard();
       writeFileSync(join(board.boot, CONFIG_FILE), 'SITE_NAME=Pier 7\nHARBOR_ID=pier7\n');
       board.boot1();
-      // What systemd's LoadCredential= in the appliance drop-in hands the gateway.
+      // What systemd makes of harbor-gateway.service: the credentials of its LoadCredential= lines,
+      // its Environment= overlaid by its EnvironmentFile.
+      const unit = board.read(GATEWAY_UNIT);
       const credentials = join(board.root, 'run/credentials/harbor-gateway.service');
       mkdirSync(credentials, { recursive: true });
-      for (const { file, credential } of SECRETS) copyFileSync(join(board.root, CREDSTORE, file), join(credentials, credential));
-      const env = parseEnvText(board.read(GATEWAY_ENV));
-      expect(env).toMatchObject({ GATEWAY_ENV: 'production', GATEWAY_NAME: 'Pier 7', HARBOR_ID: 'pier7' });
+      for (const { name, path } of unitCredentials(unit)) copyFileSync(join(board.root, path), join(credentials, name));
+      const env = { ...unitEnvironment(unit), ...parseEnvText(board.read(GATEWAY_ENV)) };
+      expect(env).toMatchObject({ GATEWAY_ENV: 'production', GATEWAY_NAME: 'Pier 7', HARBOR_ID: 'pier7', QUEUE_MAX_BYTES: String(7 * GiB) });
       gateway = await spawnGateway({
         ...env,
         DATA_DIR: join(board.root, 'var/lib/harbor-gateway'),
@@ -374,7 +458,7 @@ describe('first boot on a root tree', () => {
         QUESTDB_TABLE: `appliance_firstboot_${process.pid}`,
         HEALTH_REPORT: 'false',
       });
-      const apiKey = board.read(join(CREDSTORE, 'harbor.api_key')).trim();
+      const apiKey = board.read(credentialFile('api_key'));
       const sent = await fetch(`${gateway.url}/api/v2/ingest/ingest/pier7`, {
         method: 'POST',
         headers: { 'X-API-Key': apiKey },

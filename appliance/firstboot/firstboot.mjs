@@ -1,6 +1,7 @@
 #!/usr/bin/node
 // harbor-firstboot: applies harbor.conf from the boot partition to the appliance, moves its secrets
-// into root-only systemd credential files and removes it from the boot partition. Runs early at
+// into the root-only files the units of systemd/ load as credentials, sets the gateway's settings in
+// /etc/harbor-gateway/gateway.env and removes harbor.conf from the boot partition. Runs early at
 // every boot (harbor-firstboot.service) but only acts on the first boot, when a new harbor.conf is
 // present, or to delete the one-time credentials file. Never writes a secret to stdout or stderr:
 // they end in the journal.
@@ -14,6 +15,7 @@ import {
   fsyncSync,
   lstatSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   readFileSync,
   realpathSync,
@@ -32,6 +34,7 @@ import {
   defaultHostname,
   envValue,
   parseConfigText,
+  parseEnvText,
   queueBound,
   queueBytesFromEnv,
   renderApplied,
@@ -42,15 +45,28 @@ import {
   setRootReadOnly,
   validateSettings,
 } from './settings.mjs';
+import { unitCommand, unitEnvironment } from './unit.mjs';
 
 export const CONFIG_FILE = 'harbor.conf';
 export const CREDENTIALS_FILE = 'harbor-credentials.txt';
 export const APPLIED_FILE = 'harbor-applied.txt';
 export const ERROR_FILE = 'harbor-config-error.txt';
-export const CREDSTORE = 'etc/credstore';
-export const GATEWAY_ENV = 'etc/harbor-gateway/appliance.env';
+/** Where the units of systemd/ load the credentials from (LoadCredential=), one file per credential. */
+export const CREDENTIALS_DIR = 'etc/harbor-gateway/credentials';
+/** The gateway unit's EnvironmentFile=. */
+export const GATEWAY_ENV = 'etc/harbor-gateway/gateway.env';
+/** The gateway's unit as installed: its environment and command are what the settings are checked with. */
+export const GATEWAY_UNIT = 'etc/systemd/system/harbor-gateway.service';
 export const MARKER = 'var/lib/harbor-appliance/configured';
 export const ISSUE = 'run/issue.d/50-harbor.issue';
+/**
+ * Grafana applies its admin password credential only when it creates its database; this flag (in
+ * RAM, for this boot) makes the appliance's drop-in of harbor-grafana.service store a changed one.
+ */
+export const GRAFANA_PASSWORD_FLAG = 'run/harbor-appliance/grafana-admin-password-changed';
+
+/** Path (relative to the root) of the file a credential is loaded from. */
+export const credentialFile = (/** @type {string} */ name) => join(CREDENTIALS_DIR, name);
 
 /**
  * What first boot needs from the running system; a fake stands in for it in tests and when the
@@ -62,8 +78,14 @@ export const ISSUE = 'run/issue.d/50-harbor.issue';
  * @property {(name: string) => void} setLiveHostname
  * @property {() => boolean} rootIsReadOnly
  * @property {(mode: 'ro' | 'rw') => void} remountRoot
- * @property {(password: string) => void} resetGrafanaPassword  only when Grafana already has its database
+ * @property {(check: GatewayCheck) => string[]} checkGateway  the gateway's problems with the settings, [] when it accepts them
  * @property {(message: string) => void} log
+ */
+/**
+ * @typedef {object} GatewayCheck
+ * @property {string[]} command                 the unit's program and bundle with the command check-config
+ * @property {Record<string, string>} env       the unit's Environment= overlaid with gateway.env
+ * @property {Record<string, string>} secrets   credential name -> value, as LoadCredential= will hand them over
  */
 
 /**
@@ -91,12 +113,48 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
 
   if (!configured) system.growVar();
   const envPath = at(GATEWAY_ENV);
+  const currentEnv = existsSync(envPath) ? readFileSync(envPath, 'utf8') : '';
   const bound = queueBound({
     requested: settings.queueMaxBytes,
-    current: existsSync(envPath) ? queueBytesFromEnv(readFileSync(envPath, 'utf8')) : undefined,
+    current: queueBytesFromEnv(currentEnv),
     freeBytes: system.freeBytes(at('var/lib')),
   });
   if ('problem' in bound) problems.push(bound.problem);
+
+  // The secrets as they will be: from harbor.conf, else kept, else generated.
+  /** @type {Record<string, string>} */
+  const secrets = {};
+  /** @type {Record<string, string | undefined>} */
+  const currentSecrets = {};
+  /** @type {string[]} */
+  const generated = [];
+  /** @type {string[]} */
+  const shown = [];
+  for (const { key, field, credential } of SECRETS) {
+    const path = at(credentialFile(credential));
+    currentSecrets[credential] = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
+    let secret = settings[field] ?? currentSecrets[credential];
+    if (secret === undefined) {
+      secret = newSecret();
+      generated.push(key);
+      shown.push(`${key}=${secret}`);
+    }
+    secrets[credential] = secret;
+  }
+  const hostname = settings.hostname ?? defaultHostname(system.machineId());
+  const gatewayEnv = renderGatewayEnv({ current: currentEnv, settings, hostname, queueMaxBytes: 'bytes' in bound ? bound.bytes : undefined });
+
+  // The gateway checks its own settings exactly as it will start with them: the unit's environment,
+  // gateway.env, the credentials. Its rules (production secrets, HARBOR_ID, sizes) live in one place.
+  const unit = readFileSync(at(GATEWAY_UNIT), 'utf8');
+  const command = unitCommand(unit);
+  problems.push(
+    ...system.checkGateway({
+      command: [...(command.at(-1) === 'serve' ? command.slice(0, -1) : command), 'check-config'],
+      env: { ...unitEnvironment(unit), ...parseEnvText(gatewayEnv) },
+      secrets,
+    }),
+  );
 
   if (problems.length > 0 || !('bytes' in bound)) {
     writeAtomic(
@@ -110,12 +168,7 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
 
   const wasReadOnly = system.rootIsReadOnly();
   if (wasReadOnly) system.remountRoot('rw');
-  /** @type {string[]} */
-  const generated = [];
-  /** @type {string[]} */
-  const shown = [];
   try {
-    const hostname = settings.hostname ?? defaultHostname(system.machineId());
     writeAtomic(at('etc/hostname'), `${hostname}\n`);
     writeAtomic(at('etc/hosts'), renderHosts(hostname));
     writeAtomic(at('etc/machine-info'), settings.siteName ? `PRETTY_HOSTNAME=${envValue(settings.siteName)}\n` : '');
@@ -129,24 +182,20 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     else writeAtomic(timesyncdPath, timesyncd);
     writeAtomic(at('etc/systemd/network/10-harbor.network'), renderNetwork(settings.network));
 
-    mkdirSync(at(CREDSTORE), { recursive: true });
-    chmodSync(at(CREDSTORE), 0o700);
-    for (const { key, field, file } of SECRETS) {
-      const path = at(join(CREDSTORE, file));
-      const current = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
-      let secret = settings[field];
-      if (secret === undefined && current === undefined) {
-        secret = newSecret();
-        generated.push(key);
-        shown.push(`${key}=${secret}`);
-      }
-      if (secret === undefined || secret === current) continue;
-      writeAtomic(path, `${secret}\n`, 0o600);
-      if (key === 'GRAFANA_ADMIN_PASSWORD' && current !== undefined) system.resetGrafanaPassword(secret);
+    mkdirSync(at(CREDENTIALS_DIR), { recursive: true });
+    chmodSync(at(dirname(CREDENTIALS_DIR)), 0o755);
+    chmodSync(at(CREDENTIALS_DIR), 0o700);
+    for (const { key, credential } of SECRETS) {
+      const secret = String(secrets[credential]);
+      const current = currentSecrets[credential];
+      if (secret === current) continue;
+      // One value, no line end: QuestDB's unit reads it with the shell, Grafana and the gateway as a file.
+      writeAtomic(at(credentialFile(credential)), secret, 0o600);
+      if (key === 'GRAFANA_ADMIN_PASSWORD' && current !== undefined) writeAtomic(at(GRAFANA_PASSWORD_FLAG), '', 0o600);
       system.log(`${key} ${generated.includes(key) ? 'generated' : 'set from harbor.conf'}`);
     }
 
-    writeAtomic(at(GATEWAY_ENV), renderGatewayEnv({ settings, hostname, queueMaxBytes: bound.bytes }));
+    writeAtomic(envPath, gatewayEnv);
     const fstab = at('etc/fstab');
     if (existsSync(fstab)) writeAtomic(fstab, setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot));
     writeAtomic(at(MARKER), `${now.toISOString()}\n`);
@@ -180,6 +229,36 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     if (settings.readOnlyRoot) system.remountRoot('ro');
   }
   return { status: 'applied', problems: [], generated };
+}
+
+/**
+ * Runs the gateway's check-config (the checks serve makes; exit status 78 and one line per bad
+ * setting) with the secrets in a private folder under scratch as its credentials directory. The
+ * folder is deleted after the check; nothing of it reaches the output.
+ * @param {GatewayCheck & { scratch: string }} check
+ * @returns {string[]} the problems the gateway names, [] when it accepts the settings
+ */
+export function checkGatewayConfig({ command, env, secrets, scratch }) {
+  mkdirSync(scratch, { recursive: true });
+  const dir = mkdtempSync(join(scratch, 'harbor-firstboot-'));
+  try {
+    for (const [name, secret] of Object.entries(secrets)) writeFileSync(join(dir, name), secret, { mode: 0o600 });
+    const [program, ...args] = command;
+    const result = spawnSync(String(program), args, {
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env, CREDENTIALS_DIRECTORY: dir },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    if (result.status === 0) return [];
+    const stderr = result.stderr ?? '';
+    if (result.status === 78) {
+      const named = stderr.split('\n').filter((line) => line.startsWith('  ')).map((line) => line.trim());
+      return named.length > 0 ? named : [stderr.trim()];
+    }
+    return [`the gateway could not check the settings (${result.error?.message ?? `exit status ${result.status ?? result.signal}`})`];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Writes a file so that a power cut leaves the old or the new content, never a torn one. */
@@ -242,8 +321,8 @@ const log = (/** @type {string} */ message) => process.stdout.write(`${message}\
 
 /** @returns {System} the running board, for root "/" */
 export function boardSystem() {
-  const run = (/** @type {string} */ command, /** @type {string[]} */ args, input = '') => {
-    const result = spawnSync(command, args, { input, encoding: 'utf8' });
+  const run = (/** @type {string} */ command, /** @type {string[]} */ args) => {
+    const result = spawnSync(command, args, { encoding: 'utf8' });
     return { ok: result.status === 0, output: `${result.stdout ?? ''}${result.stderr ?? ''}`.trim() };
   };
   const mountOf = (/** @type {string} */ mountPoint) =>
@@ -284,15 +363,8 @@ export function boardSystem() {
       const result = run('mount', ['-o', `remount,${mode}`, '/']);
       if (!result.ok) throw new Error(`cannot remount / ${mode}: ${result.output}`);
     },
-    resetGrafanaPassword: (password) => {
-      if (!existsSync('/var/lib/grafana/grafana.db')) return;
-      const result = run(
-        'runuser',
-        ['-u', 'grafana', '--', 'grafana', 'cli', '--homepath', '/usr/share/grafana', '--config', '/etc/grafana/grafana.ini', 'admin', 'reset-admin-password', '--password-from-stdin'],
-        `${password}\n`,
-      );
-      log(result.ok ? 'Grafana admin password changed' : 'changing the Grafana admin password failed; see `grafana cli admin reset-admin-password`');
-    },
+    // /run is in RAM: the candidate secrets never touch the card before they are accepted.
+    checkGateway: (check) => checkGatewayConfig({ ...check, scratch: '/run' }),
     log,
   };
 }
@@ -309,7 +381,8 @@ export function treeSystem(/** @type {string} */ root) {
     setLiveHostname: () => {},
     rootIsReadOnly: () => false,
     remountRoot: () => {},
-    resetGrafanaPassword: () => {},
+    // The running system's Node and bundle (the tree is a card's root, not one that runs).
+    checkGateway: (check) => checkGatewayConfig({ ...check, scratch: join(root, 'run') }),
     log,
   };
 }

@@ -1,6 +1,7 @@
-// The appliance's boot-partition config file (harbor.conf): parsing, validation and the text of
-// the files it turns into. Pure functions only, so the rules are unit-tested on any machine; the
-// effects live in firstboot.mjs. Runs on the board's Node (Debian's nodejs 20), no dependencies.
+// The appliance's boot-partition config file (harbor.conf): parsing, the checks that are the
+// appliance's own (the gateway's rules are checked by the gateway itself, see firstboot.mjs), and
+// the text of the files it turns into. Pure functions only, so the rules are unit-tested on any
+// machine; the effects live in firstboot.mjs. Runs on the board's Node (Debian's nodejs 20).
 import { isIP } from 'node:net';
 
 /** @typedef {{ mode: 'dhcp' } | { mode: 'static', address: string, gateway: string | undefined, dns: string[] }} Network */
@@ -8,7 +9,7 @@ import { isIP } from 'node:net';
  * @typedef {object} Settings
  * @property {string} siteName                 free text shown on the console and in health rows ('' = none)
  * @property {string | undefined} hostname     undefined: derived from the machine id
- * @property {string | undefined} apiKey       undefined: keep the current one, or generate one
+ * @property {string | undefined} apiKey       undefined: keep the current one, or generate one (also when invalid)
  * @property {string | undefined} questdbPassword
  * @property {string | undefined} grafanaAdminPassword
  * @property {string | undefined} harborId
@@ -19,11 +20,11 @@ import { isIP } from 'node:net';
  * @property {number | undefined} queueMaxBytes  undefined: keep the current bound, or derive it from free space
  */
 
-/** The secrets the appliance holds, by config key: credential file name and the gateway's credential id. */
+/** The secrets the appliance holds, by config key and by the name of their systemd credential. */
 export const SECRETS = /** @type {const} */ ([
-  { key: 'API_KEY', field: 'apiKey', file: 'harbor.api_key', credential: 'api_key' },
-  { key: 'QUESTDB_PASSWORD', field: 'questdbPassword', file: 'harbor.questdb_password', credential: 'questdb_password' },
-  { key: 'GRAFANA_ADMIN_PASSWORD', field: 'grafanaAdminPassword', file: 'harbor.grafana_admin_password', credential: 'grafana_admin_password' },
+  { key: 'API_KEY', field: 'apiKey', credential: 'api_key' },
+  { key: 'QUESTDB_PASSWORD', field: 'questdbPassword', credential: 'questdb_password' },
+  { key: 'GRAFANA_ADMIN_PASSWORD', field: 'grafanaAdminPassword', credential: 'grafana_admin_password' },
 ]);
 
 const KEYS = new Set([
@@ -43,9 +44,9 @@ const KEYS = new Set([
   'QUEUE_MAX_BYTES',
 ]);
 
-// The gateway refuses these in production (src/config); refusing them here names the config line instead.
-const SHIPPED_TEST_CREDENTIALS = new Set(['harbor-dev-key', 'quest', 'admin', 'password', 'changeme', 'change-me']);
-export const MIN_SECRET_LENGTH = 16;
+// Length and the shipped test values are the gateway's production rules, checked by the gateway.
+// These are the appliance's: a secret is typed into sensors and login forms and sits on one line of
+// harbor.conf, whose values are trimmed.
 const MAX_SECRET_LENGTH = 256;
 const MIB = 1024 * 1024;
 /** Smallest queue bound the appliance accepts: below it a short QuestDB outage already refuses readings. */
@@ -142,20 +143,17 @@ export function validateSettings(values, env) {
   for (const { key, field } of SECRETS) {
     const secret = get(key);
     if (secret === undefined) continue;
-    if (SHIPPED_TEST_CREDENTIALS.has(secret.toLowerCase())) {
-      problems.push(`${key} is a shipped test default; choose your own or leave it empty to have one generated`);
-    } else if (secret.length < MIN_SECRET_LENGTH || secret.length > MAX_SECRET_LENGTH) {
-      problems.push(`${key} must be ${MIN_SECRET_LENGTH}-${MAX_SECRET_LENGTH} characters, or empty to have one generated`);
+    if (secret.length > MAX_SECRET_LENGTH) {
+      problems.push(`${key} must be at most ${MAX_SECRET_LENGTH} characters, or empty to have one generated`);
     } else if (!/^[\x21-\x7e]+$/.test(secret)) {
       problems.push(`${key} may hold printable ASCII characters only, no spaces`);
+    } else {
+      secrets[field] = secret;
     }
-    secrets[field] = secret;
   }
 
+  // Its rule is the gateway's (HARBOR_ID), checked there.
   const harborId = get('HARBOR_ID');
-  if (harborId !== undefined && !/^[A-Za-z0-9_.~-]{1,128}$/.test(harborId)) {
-    problems.push('HARBOR_ID must be 1-128 characters of A-Z a-z 0-9 _ . ~ -');
-  }
 
   const timezone = get('TIMEZONE') ?? 'UTC';
   if (!/^[A-Za-z0-9_+-]+(?:\/[A-Za-z0-9_+-]+)*$/.test(timezone) || !env.zoneExists(timezone)) {
@@ -256,41 +254,59 @@ export const defaultHostname = (/** @type {string} */ machineId) => `harbor-${ma
 /** systemd EnvironmentFile value: double-quoted, with the characters systemd expands escaped. */
 export const envValue = (/** @type {string} */ value) => `"${value.replace(/[\\"$`]/g, (c) => `\\${c}`)}"`;
 
-/** Reads an environment file as written by renderGatewayEnv, the way systemd's EnvironmentFile= does. */
+/**
+ * Reads an environment file the way systemd's EnvironmentFile= does for the lines the appliance
+ * writes and the template holds: KEY=value, the value optionally in double quotes with backslash
+ * escapes, or in single quotes; comment lines are skipped.
+ */
 export function parseEnvText(/** @type {string} */ text) {
   /** @type {Record<string, string>} */
   const env = {};
   for (const line of text.split('\n')) {
-    const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line.trim());
     if (!match) continue;
     const value = String(match[2]);
-    env[String(match[1])] = value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value;
+    const quoted = value.length >= 2 && value[0] === value.at(-1) && (value[0] === '"' || value[0] === "'");
+    env[String(match[1])] = !quoted ? value : value[0] === '"' ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value.slice(1, -1);
   }
   return env;
 }
 
+/** The settings first boot owns in gateway.env; every other line stays as the template or a person wrote it. */
+export const FIRSTBOOT_ENV_KEYS = /** @type {const} */ (['GATEWAY_NAME', 'HARBOR_ID', 'QUEUE_MAX_BYTES']);
+const FIRSTBOOT_ENV_NOTE = `# On the appliance, harbor-firstboot sets ${FIRSTBOOT_ENV_KEYS.join(', ')} from harbor.conf.`;
+
 /**
- * The gateway's settings on the appliance (EnvironmentFile of its drop-in). No secrets: those are
- * systemd credentials.
- * @param {{ settings: Settings, hostname: string, queueMaxBytes: number }} input
+ * /etc/harbor-gateway/gateway.env on the appliance: the file as it is (at first boot the annotated
+ * systemd/gateway.env the image installs) with the settings harbor.conf decides set, each below its
+ * commented default. The unit's own defaults (production, the queue's directory, QuestDB's user)
+ * need no line. No secrets: those are systemd credentials.
+ * @param {{ current: string, settings: Settings, hostname: string, queueMaxBytes: number | undefined }} input
  */
-export function renderGatewayEnv({ settings, hostname, queueMaxBytes }) {
-  const lines = [
-    '# Written by harbor-firstboot from harbor.conf; change harbor.conf on the boot partition instead.',
-    'GATEWAY_ENV=production',
-    'DATA_DIR=/var/lib/harbor-gateway',
-    `QUEUE_MAX_BYTES=${queueMaxBytes}`,
-    `GATEWAY_NAME=${envValue(settings.siteName || hostname)}`,
-    'QUESTDB_USERNAME=admin',
-  ];
-  if (settings.harborId !== undefined) lines.push(`HARBOR_ID=${settings.harborId}`);
+export function renderGatewayEnv({ current, settings, hostname, queueMaxBytes }) {
+  /** @type {Record<(typeof FIRSTBOOT_ENV_KEYS)[number], string | undefined>} */
+  const values = {
+    GATEWAY_NAME: envValue(settings.siteName || hostname),
+    HARBOR_ID: settings.harborId === undefined ? undefined : envValue(settings.harborId),
+    QUEUE_MAX_BYTES: queueMaxBytes === undefined ? undefined : String(queueMaxBytes),
+  };
+  const lines = current === '' ? [] : current.replace(/\n$/, '').split('\n');
+  for (const key of FIRSTBOOT_ENV_KEYS) {
+    const isSet = (/** @type {string} */ line) => line.trim().startsWith(`${key}=`);
+    for (let i = lines.findIndex(isSet); i >= 0; i = lines.findIndex(isSet)) lines.splice(i, 1);
+    const value = values[key];
+    if (value === undefined) continue;
+    const documented = lines.findIndex((line) => new RegExp(`^#\\s*${key}=`).test(line));
+    lines.splice(documented >= 0 ? documented + 1 : lines.length, 0, `${key}=${value}`);
+  }
+  if (!lines.includes(FIRSTBOOT_ENV_NOTE)) lines.unshift(FIRSTBOOT_ENV_NOTE);
   return `${lines.join('\n')}\n`;
 }
 
-/** Reads QUEUE_MAX_BYTES back from a gateway env file written by renderGatewayEnv. */
+/** QUEUE_MAX_BYTES of a gateway env file, in bytes; undefined when it is not set there. */
 export function queueBytesFromEnv(/** @type {string} */ text) {
-  const match = /^QUEUE_MAX_BYTES=(\d+)$/m.exec(text);
-  return match ? Number(match[1]) : undefined;
+  const value = parseEnvText(text)['QUEUE_MAX_BYTES'];
+  return value === undefined ? undefined : (parseByteSize(value) ?? undefined);
 }
 
 /** systemd-networkd config for the wired interface: DHCP, or the static address. */

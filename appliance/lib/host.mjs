@@ -53,6 +53,15 @@ export function ensureHostPackages(commands) {
   run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
 }
 
+/** arm64 programs run through binfmt_misc and qemu-user-static: maintainer scripts, the board's Node. */
+export function ensureBinfmt() {
+  const entry = '/proc/sys/fs/binfmt_misc/qemu-aarch64';
+  if (existsSync(entry)) return;
+  if (!existsSync('/proc/sys/fs/binfmt_misc/register')) run('mount', ['-t', 'binfmt_misc', 'binfmt_misc', '/proc/sys/fs/binfmt_misc']);
+  run('update-binfmts', ['--enable', 'qemu-aarch64']);
+  if (!existsSync(entry)) throw new Error('qemu-aarch64 is not registered with binfmt_misc; arm64 programs cannot run');
+}
+
 export function requireRoot(/** @type {string} */ why) {
   if (process.getuid?.() !== 0) throw new Error(`must run as root to ${why} (sudo)`);
 }

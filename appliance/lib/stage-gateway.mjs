@@ -1,5 +1,6 @@
-// Stages /opt/harbor-gateway for the arm64 appliance: the esbuild bundle and better-sqlite3 with
-// its native module cross-compiled for arm64 against the target Node's own headers (Debian's
+// Stages /opt/harbor-gateway for the arm64 appliance as harbor-gateway.service expects it: the
+// esbuild bundle in dist/ and better-sqlite3 in node_modules/, its native module cross-compiled for
+// arm64 against the target Node's own headers (Debian's
 // libnode-dev from the sysroot). Cross-compiling takes about a minute on one core; compiling under
 // emulation would take many. The module is cached by the inputs that decide its bytes.
 import { copyFileSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, rmSync } from 'node:fs';
@@ -79,15 +80,18 @@ export function crossBuildBetterSqlite3(sysroot) {
 }
 
 /**
- * Builds the bundle and writes the gateway's install tree (what goes to /opt/harbor-gateway).
+ * Builds the bundle and writes the gateway's install tree (what goes to /opt/harbor-gateway), with
+ * the README the unit's Documentation= points at. The installs of the README's Debian-board steps
+ * (npm ci on the board) hold the same runtime files and more.
  * @param {{ sysroot: string, destination: string }} options
  */
 export function stageGateway({ sysroot, destination }) {
   run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
   const module = crossBuildBetterSqlite3(sysroot);
   rmSync(destination, { recursive: true, force: true });
-  mkdirSync(destination, { recursive: true });
-  for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt']) copyFileSync(join(repoRoot, 'dist', file), join(destination, file));
+  mkdirSync(join(destination, 'dist'), { recursive: true });
+  for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt']) copyFileSync(join(repoRoot, 'dist', file), join(destination, 'dist', file));
+  copyFileSync(join(repoRoot, 'README.md'), join(destination, 'README.md'));
   for (const name of RUNTIME_MODULES) {
     const from = join(repoRoot, 'node_modules', name);
     // The host's build of the native module and the C sources stay behind; the arm64 module goes in below.
