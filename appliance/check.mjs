@@ -148,8 +148,11 @@ try {
 
   const queue = new Database(join(root, String(env['DATA_DIR']), 'queue.db'), { readonly: true });
   try {
+    // Records live in segment tables; nothing was flushed, so every segment is still unread.
+    const segments = /** @type {string[]} */ (queue.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'").pluck().all());
+    const all = segments.map((name) => `SELECT readings, payload FROM ${name}`).join(' UNION ALL ');
     const row = /** @type {{ records: number, readings: number, ours: number }} */ (
-      queue.prepare("SELECT count(*) AS records, sum(readings) AS readings, sum(payload LIKE '%ship-arm64%') AS ours FROM queue").get()
+      queue.prepare(`SELECT count(*) AS records, sum(readings) AS readings, sum(payload LIKE '%ship-arm64%') AS ours FROM (${all})`).get()
     );
     expect(row.records === 2 && row.readings === 3 && row.ours === 2, `queue.db holds ${JSON.stringify(row)}, expected 2 records with 3 readings`);
   } finally {
