@@ -326,7 +326,7 @@ async function idleRun(mode, run) {
     const flushed = await waitFor(async () => (await gw.gateway.status()).totals.flushedReadings >= 1, 30_000);
     await sleep(options.idleSettleS * 1000);
     const sample = sampleProcess(gw.gateway.pid);
-    return { mode, run, flushed, rssKb: sample.rssKb, hwmKb: sample.hwmKb };
+    return { mode, run, flushed, rssKb: sample.rssKb, anonKb: sample.anonKb, fileKb: sample.fileKb, hwmKb: sample.hwmKb };
   } finally {
     await gw.dispose();
   }

@@ -16,6 +16,8 @@ export const CLOCK_TICKS = (() => {
  * @property {number} at           performance.now() when read, ms
  * @property {number} rssKb        VmRSS: resident memory now
  * @property {number} hwmKb        VmHWM: highest resident memory since the process started
+ * @property {number} anonKb       RssAnon: of rssKb, the process's own memory (heaps, stacks)
+ * @property {number} fileKb       RssFile: of rssKb, mapped files (node's code and ICU data, libraries), shared and reclaimable
  * @property {number} cpuSeconds   utime + stime of all its threads
  * @property {number} writeBytes   bytes the process caused to be written to storage (page cache dirtied)
  * @property {number} cancelledWriteBytes  of those, bytes dropped before writeback (files truncated or deleted)
@@ -63,6 +65,8 @@ export function sampleProcess(pid) {
     at: performance.now(),
     rssKb: statusKb(status, 'VmRSS'),
     hwmKb: statusKb(status, 'VmHWM'),
+    anonKb: statusKb(status, 'RssAnon'),
+    fileKb: statusKb(status, 'RssFile'),
     cpuSeconds: cpuSecondsFromStat(readFileSync(`/proc/${pid}/stat`, 'utf8')),
     writeBytes: ioField(io, 'write_bytes'),
     cancelledWriteBytes: ioField(io, 'cancelled_write_bytes'),

@@ -118,6 +118,8 @@ export function summarizeResult(result) {
     footprint.push({
       mode,
       idleRssMb: over(idle, (r) => mb(r.rssKb)),
+      idleAnonMb: over(idle, (r) => mb(r.anonKb)),
+      idleFileMb: over(idle, (r) => mb(r.fileKb)),
       peakRssMb: peak?.hwmMb ?? summarize([]),
       peakScenario: peak?.scenario ?? null,
     });
@@ -297,11 +299,11 @@ export function renderMarkdown(result, summary) {
 
   if (summary.footprint.length > 0 || summary.single.length > 0) {
     lines.push('', '#### Footprint (gateway process)', '');
-    lines.push('| Mode | Idle RSS MB | Peak RSS MB (VmHWM) | Target |');
-    lines.push('|---|---:|---:|---|');
+    lines.push('| Mode | Idle RSS MB | of it private (RssAnon) | of it mapped files (RssFile) | Peak RSS MB (VmHWM) | Target |');
+    lines.push('|---|---:|---:|---:|---:|---|');
     for (const f of summary.footprint) {
       lines.push(
-        `| ${f.mode} | ${cell(f.idleRssMb, 1)} | ${cell(f.peakRssMb, 1)}${f.peakScenario ? ` in ${f.peakScenario}` : ''} | ${verdict(f.idleRssMb.median, '<=', TARGETS.idleRssMb, ' MB idle')}; ${verdict(f.peakRssMb.median, '<=', TARGETS.peakRssMb, ' MB peak')} |`,
+        `| ${f.mode} | ${cell(f.idleRssMb, 1)} | ${cell(f.idleAnonMb, 1)} | ${cell(f.idleFileMb, 1)} | ${cell(f.peakRssMb, 1)}${f.peakScenario ? ` in ${f.peakScenario}` : ''} | ${verdict(f.idleRssMb.median, '<=', TARGETS.idleRssMb, ' MB idle')}; ${verdict(f.peakRssMb.median, '<=', TARGETS.peakRssMb, ' MB peak')} |`,
       );
     }
     lines.push('');
