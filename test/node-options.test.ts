@@ -6,9 +6,10 @@ import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
 const root = join(import.meta.dirname, '..');
 
 describe('V8 heap settings', () => {
-  it('are the same wherever the gateway runs: systemd unit, container image, local run', () => {
+  it('are the same wherever the gateway runs: systemd unit, container image, local run, benchmarks', () => {
     expect(readFileSync(join(root, 'systemd', 'harbor-gateway.service'), 'utf8')).toContain(`"NODE_OPTIONS=${GATEWAY_NODE_OPTIONS}"`);
     expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toContain(`NODE_OPTIONS="${GATEWAY_NODE_OPTIONS}"`);
     expect(readFileSync(join(root, 'scripts', 'run-local.mjs'), 'utf8')).toContain('NODE_OPTIONS: GATEWAY_NODE_OPTIONS');
+    expect(readFileSync(join(root, 'bench', 'lib', 'gateway.mjs'), 'utf8')).toContain("GATEWAY_NODE_OPTIONS.split(' ')");
   });
 });

@@ -1,6 +1,7 @@
 // The gateway under test: the built bundle as its own process (pinned to its CPUs), its JSON log
 // lines kept for the figures they carry, and its /status endpoint.
 import { spawn } from 'node:child_process';
+import { GATEWAY_NODE_OPTIONS } from '../../scripts/node-options.mjs';
 
 /**
  * @typedef {object} GatewayStatus
@@ -33,9 +34,9 @@ export async function startGateway(options) {
     API_KEY: options.apiKey,
     ...options.env,
   };
-  const [command, args] = options.cpus
-    ? ['taskset', ['-c', options.cpus, process.execPath, options.bundle]]
-    : [process.execPath, [options.bundle]];
+  // The V8 heap settings the gateway ships with, as the systemd unit and the container run it.
+  const nodeArgs = [...GATEWAY_NODE_OPTIONS.split(' '), options.bundle];
+  const [command, args] = options.cpus ? ['taskset', ['-c', options.cpus, process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   /** @type {Record<string, unknown>[]} */
   const logs = [];
