@@ -63,4 +63,21 @@ describe('IlpEncoder', () => {
     expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
     expect(encoder.encode(rows, 10, 20).equals(clientEncode('t', rows.slice(10, 20)))).toBe(true);
   });
+
+  it('keeps every (ship_id, cargo_id) pair apart in its cache of line heads, past the cache bound', () => {
+    const encoder = new IlpEncoder('t');
+    // Pairs whose ids joined would read the same, and more pairs than the cache holds.
+    const tricky = [
+      { shipId: 'a\tb', cargoId: 'c' },
+      { shipId: 'a', cargoId: 'b\tc' },
+      { shipId: '1:a', cargoId: 'b' },
+      { shipId: '1', cargoId: ':ab' },
+    ];
+    const many = Array.from({ length: 5000 }, (_, i) => ({ shipId: `ship-${i}`, cargoId: `c${i % 3}` }));
+    const rows = [...tricky, ...many, ...tricky].map((pair, i) => ({ ...pair, timeNs: String(i), value: i }));
+    expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
+    const recordRows = [...many, ...many.slice(0, 10)].map((pair, i) => ({ ...pair, timeNs: String(i), value: i }));
+    const payloads = [encodeRecord(recordRows.slice(0, 2500), new ReceiveClock()), encodeRecord(recordRows.slice(2500), new ReceiveClock())];
+    expect(encoder.encodeRecords(payloads).equals(clientEncode('t', recordRows))).toBe(true);
+  });
 });
