@@ -28,7 +28,7 @@ WORKDIR /opt/harbor-gateway
 COPY --from=build /out ./
 # NODE_OPTIONS: the V8 heap settings of scripts/node-options.mjs.
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-semi-space-size=2 --max-old-space-size=96" \
+    NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=96" \
     DATA_DIR=/var/lib/harbor-gateway \
     HOST=0.0.0.0 \
     PORT=8000

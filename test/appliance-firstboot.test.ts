@@ -165,7 +165,7 @@ describe('the units of systemd/ on the appliance', () => {
       GATEWAY_ENV: 'production',
       DATA_DIR: '/var/lib/harbor-gateway',
       QUESTDB_USERNAME: 'admin',
-      NODE_OPTIONS: '--max-semi-space-size=2 --max-old-space-size=96',
+      NODE_OPTIONS: '--max-semi-space-size=8 --max-old-space-size=96',
     });
     expect(unitWords(`a "b \\"c\\" d" 'e f'g`)).toEqual(['a', 'b "c" d', 'e fg']);
   });
