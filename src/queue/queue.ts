@@ -203,6 +203,11 @@ export class WriteAheadQueue {
     return { ...this.#totals, commits: this.#commits, maxBytes: this.maxBytes };
   }
 
+  /** Readings queued; asked after every request, so without the copy `stats()` makes. */
+  get readings(): number {
+    return this.#totals.readings;
+  }
+
   /** When the oldest reading QuestDB does not hold yet was received. */
   oldestReceivedMs(): number | undefined {
     if (this.#closed) return undefined;

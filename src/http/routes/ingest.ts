@@ -122,7 +122,7 @@ async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise
   }
   deps.stats.acceptedRequests += 1;
   deps.stats.acceptedReadings += readings.length;
-  deps.flusher.notifyBacklog(deps.queue.stats().readings);
+  deps.flusher.notifyBacklog(deps.queue.readings);
   return undefined;
 }
 
