@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
-import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
+import { startGatewayProcess } from '../scripts/gateway-process.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';
@@ -20,40 +19,23 @@ describe('full disk (ENOSPC on the data directory)', () => {
     const proxy = await FaultProxy.start(inject('questdbUrl'));
     proxy.set('refuse');
     const table = uniqueTable('enospc');
-    const child = spawn(
-      'unshare',
-      ['--map-root-user', '--mount', 'sh', '-c', 'mount -t tmpfs -o size=4m tmpfs "$DATA_DIR" && exec "$@"', 'sh', process.execPath, inject('bundlePath')],
-      {
-        env: {
-          PATH: process.env['PATH'] ?? '',
-          NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
-          HOST: '127.0.0.1',
-          PORT: '0',
-          API_KEY: TEST_KEY,
-          DATA_DIR: dataDir,
-          QUESTDB_URL: proxy.url,
-          QUESTDB_TABLE: table,
-          QUEUE_MAX_BYTES: '1GiB',
-          FLUSH_INTERVAL_MS: '50',
-          FLUSH_BACKOFF_MAX_MS: '250',
-          HEALTH_REPORT: 'false',
-          RETENTION_DAYS: '0',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    const { child, url, logs, stderr, exited } = await startGatewayProcess({
+      bundle: inject('bundlePath'),
+      // The gateway starts inside its own mount namespace, on a tmpfs mounted over its data directory.
+      wrap: ['unshare', '--map-root-user', '--mount', 'sh', '-c', 'mount -t tmpfs -o size=4m tmpfs "$DATA_DIR" && exec "$@"', 'sh'],
+      env: {
+        API_KEY: TEST_KEY,
+        DATA_DIR: dataDir,
+        QUESTDB_URL: proxy.url,
+        QUESTDB_TABLE: table,
+        QUEUE_MAX_BYTES: '1GiB',
+        FLUSH_INTERVAL_MS: '50',
+        FLUSH_BACKOFF_MAX_MS: '250',
+        HEALTH_REPORT: 'false',
+        RETENTION_DAYS: '0',
       },
-    );
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const deadline = Date.now() + 10_000;
-    let url = '';
-    while (url === '') {
-      const match = /"event":"started".*"address":"[^"]*:(\d+)"/.exec(output);
-      if (match) url = `http://127.0.0.1:${match[1]}`;
-      else if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway did not start: ${output}`);
-      else await new Promise((r) => setTimeout(r, 20));
-    }
+      timeoutMs: 10_000,
+    });
     // The tmpfs is visible only inside the gateway's mount namespace, reachable through /proc.
     const inside = `/proc/${child.pid}/root${dataDir}`;
     const ballast = join(inside, 'ballast');
@@ -98,7 +80,7 @@ describe('full disk (ENOSPC on the data directory)', () => {
       expect((await fetch(`${url}/readyz`)).status).toBe(503);
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect(integrity()).toBe('ok');
-      expect(output).toMatch(/"event":"queue_write_failed","refusal":"disk_full"/);
+      expect(logs).toContainEqual(expect.objectContaining({ event: 'queue_write_failed', refusal: 'disk_full' }));
 
       unlinkSync(ballast);
       expect((await postBatch()).status).toBe(200);
@@ -113,8 +95,8 @@ describe('full disk (ENOSPC on the data directory)', () => {
       }
     } finally {
       child.kill('SIGTERM');
-      const code = await exited;
-      if (code !== 0) console.log(output.slice(-3000));
+      const { code } = await exited;
+      if (code !== 0) console.log(stderr(), JSON.stringify(logs.slice(-20)));
       expect(code).toBe(0);
       await proxy.close();
     }

@@ -1,7 +1,6 @@
 // The gateway under test: the built bundle as its own process (pinned to its CPUs), its JSON log
 // lines kept for the figures they carry, and its /status endpoint.
-import { spawn } from 'node:child_process';
-import { GATEWAY_NODE_OPTIONS } from '../../scripts/node-options.mjs';
+import { startGatewayProcess } from '../../scripts/gateway-process.mjs';
 
 /**
  * @typedef {object} GatewayStatus
@@ -20,67 +19,22 @@ import { GATEWAY_NODE_OPTIONS } from '../../scripts/node-options.mjs';
  */
 
 /**
- * Starts the bundle and resolves once it logged that it listens.
+ * Starts the bundle (scripts/gateway-process.mjs) pinned to `cpus` and resolves once it listens.
  * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string }} options
  * @returns {Promise<BenchGateway>}
  */
 export async function startGateway(options) {
-  const env = {
-    PATH: process.env.PATH ?? '',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'info',
-    GATEWAY_NAME: 'bench',
-    API_KEY: options.apiKey,
-    ...options.env,
-  };
-  // The V8 heap settings the gateway ships with, as the systemd unit and the container run it.
-  const nodeArgs = [...GATEWAY_NODE_OPTIONS.split(' '), options.bundle];
-  const [command, args] = options.cpus ? ['taskset', ['-c', options.cpus, process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
-  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  /** @type {Record<string, unknown>[]} */
-  const logs = [];
-  let partial = '';
-  let stderr = '';
-  child.stdout.on('data', (/** @type {Buffer} */ chunk) => {
-    partial += chunk.toString();
-    const lines = partial.split('\n');
-    partial = /** @type {string} */ (lines.pop());
-    for (const line of lines) {
-      if (line.trim() === '') continue;
-      try {
-        logs.push(JSON.parse(line));
-      } catch {
-        logs.push({ msg: line });
-      }
-    }
+  const { child, url, logs, stderr, exited } = await startGatewayProcess({
+    bundle: options.bundle,
+    env: { GATEWAY_NAME: 'bench', API_KEY: options.apiKey, ...options.env },
+    wrap: options.cpus ? ['taskset', '-c', options.cpus] : [],
+    timeoutMs: 30_000,
   });
-  child.stderr.on('data', (/** @type {Buffer} */ chunk) => (stderr = (stderr + chunk.toString()).slice(-10_000)));
-  /** @type {Promise<{ code: number | null, signal: NodeJS.Signals | null }>} */
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-
-  const deadline = Date.now() + 30_000;
-  let port;
-  for (;;) {
-    const started = logs.find((l) => l.event === 'started');
-    if (started !== undefined) {
-      port = String(started.address).split(':').pop();
-      break;
-    }
-    if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`gateway did not start (${child.exitCode ?? child.signalCode}): ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const url = `http://127.0.0.1:${port}`;
   /** The process's state and its last words, for errors. */
   const describe = () => {
     const state = child.exitCode !== null || child.signalCode !== null ? `exited with ${child.exitCode ?? child.signalCode}` : 'running';
     const last = logs.slice(-3).map((l) => JSON.stringify(l)).join(' ');
-    return `pid ${child.pid} ${state}; last log lines: ${last}${stderr ? `; stderr: ${stderr.slice(-500)}` : ''}`;
+    return `pid ${child.pid} ${state}; last log lines: ${last}${stderr() ? `; stderr: ${stderr().slice(-500)}` : ''}`;
   };
   return {
     pid: /** @type {number} */ (child.pid),
@@ -97,7 +51,6 @@ export async function startGateway(options) {
       return /** @type {Promise<GatewayStatus>} */ (response.json());
     },
     async stop(signal = 'SIGKILL') {
-      process.off('exit', killOnExit);
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
       const result = await exited;

@@ -55,28 +55,28 @@ end
 
 local last_ms, seq, count = 0, 0, 0
 
+-- Moves to the clock's millisecond, or counts on within the last one; past max_seq requests in a
+-- millisecond the times run ahead of the clock.
+local function advance(max_seq)
+  local ms = math.floor(clock_ms(CLOCK_REALTIME))
+  if ms > last_ms then
+    last_ms, seq = ms, 0
+  else
+    seq = seq + 1
+    if seq > max_seq then last_ms, seq = last_ms + 1, 0 end
+  end
+end
+
 if kind == "batch" then
-  -- Up to ten requests per millisecond and thread; beyond that the times run ahead of the clock.
+  -- Ten requests per millisecond and thread: one digit of the time.
   request = function()
-    local ms = math.floor(clock_ms(CLOCK_REALTIME))
-    if ms > last_ms then
-      last_ms, seq = ms, 0
-    else
-      seq = seq + 1
-      if seq > 9 then last_ms, seq = last_ms + 1, 0 end
-    end
+    advance(9)
     local body = template:gsub("@T@", date_prefix(last_ms) .. id .. seq)
     return wrk.format(nil, nil, nil, body)
   end
 else
   request = function()
-    local ms = math.floor(clock_ms(CLOCK_REALTIME))
-    if ms > last_ms then
-      last_ms, seq = ms, 0
-    else
-      seq = seq + 1
-      if seq > 99999 then last_ms, seq = last_ms + 1, 0 end
-    end
+    advance(99999)
     count = count + 1
     local body = '{"time":"' .. date_prefix(last_ms) .. id .. string.format("%05d", seq) .. 'Z",' .. tails[count % #tails + 1]
     return wrk.format(nil, nil, nil, body)

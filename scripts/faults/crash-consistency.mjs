@@ -3,11 +3,10 @@
 // exactly once, and no reading answered with an error is there.
 //
 // Used by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GATEWAY_NODE_OPTIONS } from '../node-options.mjs';
+import { startGatewayProcess } from '../gateway-process.mjs';
 
 const KEY = 'crash-test-key-0123456789';
 const BASE_NS = 1_780_000_000_000_000_000n;
@@ -32,28 +31,6 @@ function prng(seed) {
   };
 }
 
-/** @param {string} bundlePath @param {Record<string, string>} env */
-async function startGateway(bundlePath, env) {
-  const child = spawn(process.execPath, [bundlePath], {
-    env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', API_KEY: KEY, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (chunk) => (out += chunk));
-  child.stderr.on('data', (chunk) => (out += chunk));
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const match = /"event":"started"[^\n]*"address":"[^"]*:(\d+)"/.exec(out);
-    if (match) return { child, exited, url: `http://127.0.0.1:${match[1]}` };
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`gateway did not start:\n${out.slice(-2000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** @param {string} url @param {string} query */
 async function sql(url, query) {
   const response = await fetch(`${url}/exec?query=${encodeURIComponent(query)}`);
@@ -76,7 +53,7 @@ export async function runCrashConsistency(options) {
 
   try {
     for (let round = 1; round <= rounds; round++) {
-      const gateway = await startGateway(bundlePath, env);
+      const gateway = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, ...env } });
       let alive = true;
       let answered = 0;
       const client = async (/** @type {number} */ id) => {
@@ -120,7 +97,7 @@ export async function runCrashConsistency(options) {
       log(`round ${round}: ${ledger.size} readings sent so far`);
     }
 
-    const final = await startGateway(bundlePath, env);
+    const final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, ...env } });
     const deadline = Date.now() + 60_000;
     for (;;) {
       const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json());

@@ -1,11 +1,10 @@
 // QuestDB outage under sustained load: QuestDB is stopped for a while and started again. The
 // gateway must keep answering 200, stay ready, show the backlog in /status, keep its memory
 // bounded, and afterwards deliver every accepted reading exactly once.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GATEWAY_NODE_OPTIONS } from '../node-options.mjs';
+import { startGatewayProcess } from '../gateway-process.mjs';
 import { startQuestDb } from '../questdb.mjs';
 
 const KEY = 'outage-test-key-0123456789';
@@ -20,12 +19,9 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
   const dataDir = mkdtempSync(join(tmpdir(), 'harbor-outage-gw-'));
   let questdb = await startQuestDb({ dataDir: qdbDir });
   const { httpPort, pgPort } = questdb;
-  const child = spawn(process.execPath, [bundlePath], {
+  const { child, url, exited } = await startGatewayProcess({
+    bundle: bundlePath,
     env: {
-      PATH: process.env.PATH ?? '',
-      NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
-      HOST: '127.0.0.1',
-      PORT: '0',
       API_KEY: KEY,
       DATA_DIR: dataDir,
       QUESTDB_URL: questdb.httpUrl,
@@ -33,23 +29,8 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
       DURABILITY: 'process-crash',
       RETENTION_DAYS: '0',
       FLUSH_BACKOFF_MAX_MS: '1000',
-      LOG_LEVEL: 'info',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  let out = '';
-  child.stdout.on('data', (chunk) => (out += chunk));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const port = await new Promise((resolve, reject) => {
-    const timer = setInterval(() => {
-      const match = /"address":"[^"]*:(\d+)"/.exec(out);
-      if (match) {
-        clearInterval(timer);
-        resolve(match[1]);
-      } else if (child.exitCode !== null) reject(new Error(out));
-    }, 20);
-  });
-  const url = `http://127.0.0.1:${port}`;
   const peakRssMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   const status = async () =>
     /** @type {{ ready: boolean, queue: { readings: number } }} */ (await (await fetch(`${url}/status`, { headers: { 'x-api-key': KEY } })).json());
