@@ -77,9 +77,19 @@ export class FaultProxy {
     this.#sockets.add(socket);
     this.open += 1;
     this.maxOpen = Math.max(this.maxOpen, this.open);
+    // A connection counts as open until the gateway ends or resets it: the socket's own 'close'
+    // can come much later (after the upstream side drains), when the gateway already has a new one.
+    let counted = true;
+    const uncount = () => {
+      if (!counted) return;
+      counted = false;
+      this.open -= 1;
+    };
+    socket.on('end', uncount);
+    socket.on('error', uncount);
     socket.on('close', () => {
       this.#sockets.delete(socket);
-      this.open -= 1;
+      uncount();
     });
   }
 }
