@@ -1,5 +1,7 @@
 import type { FlushReport, GatewayStats } from '../stats.js';
 import type { WriteAheadQueue } from '../queue/queue.js';
+import type { KeyCounters } from '../keys/key-counters.js';
+import type { KeyStore } from '../keys/key-store.js';
 import { clockSynchronized } from './clock.js';
 
 /** What the gateway knows about itself: the body of `/status` and the source of health reports. */
@@ -33,16 +35,19 @@ export interface GatewaySnapshot {
     flushedReadings: number;
     deadLettered: number;
   };
+  /** Per key: what each device did since start, so a site manager sees which one is failing. */
+  keys: KeyCounters[];
 }
 
 export interface SnapshotSources {
   queue: WriteAheadQueue;
   stats: GatewayStats;
+  keys: Pick<KeyStore, 'counters'>;
   isStopping: () => boolean;
   version: string;
 }
 
-export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
+export function takeSnapshot({ queue, stats, keys, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   return {
@@ -74,5 +79,6 @@ export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSour
       flushedReadings: stats.flushedReadings,
       deadLettered: stats.deadLettered,
     },
+    keys: keys.counters.list(),
   };
 }

@@ -1,11 +1,13 @@
 import type { Hono, MiddlewareHandler } from 'hono';
 import type { WriteAheadQueue } from '../../queue/queue.js';
 import type { GatewayStats } from '../../stats.js';
+import type { KeyStore } from '../../keys/key-store.js';
 import { takeSnapshot } from '../../health/snapshot.js';
 
 export interface HealthDeps {
   queue: WriteAheadQueue;
   stats: GatewayStats;
+  keys: KeyStore;
   isStopping: () => boolean;
   requireApiKey: MiddlewareHandler;
   version: string;
