@@ -69,6 +69,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const questdb = new QuestDbHttp(questdbOptions);
   let stopping = false;
   const isStopping = (): boolean => stopping;
+  const stopSignal = new AbortController();
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
   const app = createApp({
     queue,
@@ -85,6 +86,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
     isStopping,
+    stopping: stopSignal.signal,
     version: VERSION,
   });
 
@@ -133,6 +135,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
       stopping = true;
+      stopSignal.abort();
       const deadline = Date.now() + config.shutdownTimeoutMs;
       await systemd?.stopping();
       await housekeeping.destroy();

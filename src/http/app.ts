@@ -27,6 +27,8 @@ export interface AppDeps {
   maxBatchReadings: number;
   harborId: string | undefined;
   isStopping: () => boolean;
+  /** Aborted when the gateway starts to stop. */
+  stopping: AbortSignal;
   version: string;
 }
 
@@ -42,7 +44,7 @@ export function createApp(deps: AppDeps): Hono {
     keys: deps.keys,
     delay: new FailureDelay(deps.authFailureDelayMaxMs, deps.authFailureWindowMs),
     clientAddress,
-    isStopping: deps.isStopping,
+    stopping: deps.stopping,
     logger: deps.logger,
   });
 

@@ -18,7 +18,7 @@ const app = (key: string, fileKeys: { name: string; key: string; shipPrefix?: st
   writeKeyFile(path, fileKeys.map(({ name, key: k, shipPrefix }) => ({ name, hash: hashKey(k), ...(shipPrefix === undefined ? {} : { shipPrefix }) })));
   const logger = pino({ level: 'silent' });
   const hono = new Hono();
-  hono.use(apiKey({ keys: new KeyStore({ defaultKey: key, path, pollMs: 60_000, logger }), delay: new FailureDelay(1, 60_000), clientAddress: () => 'a', isStopping: () => false, logger }));
+  hono.use(apiKey({ keys: new KeyStore({ defaultKey: key, path, pollMs: 60_000, logger }), delay: new FailureDelay(1, 60_000), clientAddress: () => 'a', stopping: new AbortController().signal, logger }));
   hono.post('/', (c) => c.json(principalOf(c)));
   return hono;
 };

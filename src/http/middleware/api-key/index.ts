@@ -9,7 +9,8 @@ export interface ApiKeyOptions {
   keys: KeyStore;
   delay: FailureDelay;
   clientAddress: (c: Context) => string;
-  isStopping: () => boolean;
+  /** Aborted when the gateway stops: delayed refusals are then answered at once, not holding up shutdown. */
+  stopping: AbortSignal;
   logger: Logger;
 }
 
@@ -37,8 +38,7 @@ export function apiKey(options: ApiKeyOptions): MiddlewareHandler {
       if (!wasAtCap && delay.atCap(address)) {
         logger.warn({ event: 'auth_failures_delayed', address, delayMs: waitMs }, 'wrong API keys from this address are answered slowly');
       }
-      // A stopping gateway answers at once so that shutdown is not held up by delayed refusals.
-      if (!options.isStopping()) await sleep(waitMs);
+      await sleep(waitMs, undefined, { signal: options.stopping }).catch(() => undefined);
       return missing
         ? problem(c, 401, 'Missing X-API-Key header', [{ loc: KEY_LOC, msg: 'Field required', type: 'missing' }])
         : problem(c, 401, 'Invalid API key', [{ loc: KEY_LOC, msg: 'API key is not valid', type: 'invalid_api_key' }]);
