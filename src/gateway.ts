@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
@@ -12,6 +13,7 @@ import { HealthReporter } from './health/health-reporter.js';
 import { takeSnapshot } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
+import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { GatewayStats } from './stats.js';
 import { VERSION } from './version.js';
 
@@ -70,6 +72,9 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   let stopping = false;
   const isStopping = (): boolean => stopping;
   const stopSignal = new AbortController();
+  // Every delayed wrong-key answer listens for the stop; MAX_CONNECTIONS bounds how many do.
+  setMaxListeners(0, stopSignal.signal);
+  const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
   const app = createApp({
     queue,
@@ -79,8 +84,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     validator: { schema: readingSchema({ maxIdLength: config.maxIdLength }), limits: { maxIdLength: config.maxIdLength } },
     logger,
     keys,
-    authFailureDelayMaxMs: config.authFailureDelayMaxMs,
-    authFailureWindowMs: config.authFailureWindowS * 1000,
+    failureDelay,
     maxBodyBytes: config.maxBodyBytes,
     maxInflightBytes: config.maxInflightBytes,
     maxBatchReadings: config.maxBatchReadings,
@@ -106,7 +110,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(takeSnapshot({ queue, stats, keys, isStopping, version: VERSION }));
+      await reporter?.report(takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version: VERSION }));
     },
     { name: 'housekeeping', noOverlap: true },
   );

@@ -6,7 +6,7 @@ import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
 import type { KeyStore } from '../keys/key-store.js';
 import { apiKey } from './middleware/api-key/index.js';
-import { FailureDelay } from './middleware/api-key/failure-delay.js';
+import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
 import { problem } from './problem.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
@@ -20,8 +20,7 @@ export interface AppDeps {
   validator: Validator;
   logger: Logger;
   keys: KeyStore;
-  authFailureDelayMaxMs: number;
-  authFailureWindowMs: number;
+  failureDelay: FailureDelay;
   maxBodyBytes: number;
   maxInflightBytes: number;
   maxBatchReadings: number;
@@ -42,7 +41,7 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono({ strict: false });
   const requireApiKey = apiKey({
     keys: deps.keys,
-    delay: new FailureDelay(deps.authFailureDelayMaxMs, deps.authFailureWindowMs),
+    delay: deps.failureDelay,
     clientAddress,
     stopping: deps.stopping,
     logger: deps.logger,

@@ -14,6 +14,8 @@ const FIRST_DELAY_MS = 100;
  */
 export class FailureDelay {
   readonly #failures = new Map<string, Failures>();
+  /** Wrong or missing keys since start, all addresses together. */
+  total = 0;
 
   constructor(
     readonly maxDelayMs: number,
@@ -25,6 +27,7 @@ export class FailureDelay {
   /** Records a wrong key from the address; returns how long to wait before answering it. */
   recordFailure(address: string): number {
     const now = this.now();
+    this.total += 1;
     let failures = this.#failures.get(address);
     if (failures !== undefined) this.#failures.delete(address);
     if (failures === undefined || now - failures.lastMs >= this.forgetAfterMs) failures = { count: 0, lastMs: now };
