@@ -287,7 +287,7 @@ export const SETTINGS = {
   healthReport: define({
     env: 'HEALTH_REPORT',
     default: 'true',
-    doc: 'Write the gateway\'s own health (queue depth, oldest queued age, flush errors) to the QuestDB table `gateway_health` at each housekeeping run, for the dashboard.',
+    doc: 'Write the gateway\'s own health (queue depth, oldest queued age, flush errors) to the QuestDB table `gateway_health`, and per-key counters to `gateway_key_health`, at each housekeeping run, for the dashboard.',
     schema: boolean,
   }),
   housekeepingCron: define({
