@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chownSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isKeyHash } from './key-hash.js';
 
 /** One device key as the key file holds it: never the key itself, only its hash. */
@@ -61,9 +61,21 @@ export function readKeyFile(path: string): ParsedKeyFile {
   }
 }
 
-/** Replaces the file atomically (a reload never sees half a file), readable by its owner only. */
+/**
+ * Replaces the file atomically (a reload never sees half a file), readable by its owner only. An
+ * existing file keeps its owner, so root editing the gateway user's file leaves it readable to the gateway.
+ */
 export function writeKeyFile(path: string, entries: readonly KeyEntry[]): void {
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, formatKeyFile(entries), { mode: 0o600 });
+  try {
+    const owner = statSync(path);
+    if (process.getuid?.() === 0) chownSync(temporary, owner.uid, owner.gid);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      rmSync(temporary, { force: true });
+      throw error;
+    }
+  }
   renameSync(temporary, path);
 }
