@@ -91,10 +91,14 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     deps.inflight.release(reserved);
   }
   if (!parsed.ok) return problem(c, parsed.status, parsed.message, parsed.details);
-  // The Things Network counts any non-2xx as a failed delivery, so a message without numbers is fine.
-  if (parsed.readings.length === 0) return c.json({ status: 'No numeric data extracted', count: 0 });
-
   const principal = principalOf(c);
+  // The Things Network counts any non-2xx as a failed delivery, so a message without numbers is fine.
+  if (parsed.readings.length === 0) {
+    deps.stats.acceptedRequests += 1;
+    if (principal !== undefined) deps.keys.counters.accepted(principal.name, 0);
+    return c.json({ status: 'No numeric data extracted', count: 0 });
+  }
+
   const foreign = principal === undefined ? [] : foreignShips(principal, parsed.readings, parsed.shipLocs, kind);
   if (foreign.length > 0) {
     return problem(c, 403, `The key ${principal!.name} may only send readings of ships starting with ${JSON.stringify(principal!.shipPrefix)}`, foreign);
