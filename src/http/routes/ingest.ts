@@ -9,9 +9,8 @@ import type { Reading } from '../../reading/reading-schema.js';
 import type { ReceiveClock } from '../../reading/timestamp.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import { parseGpsFixes } from '../../reading/gps-fix.js';
-import type { Loc, ProblemDetail } from '../../reading/problems.js';
-import type { Principal } from '../../keys/key-store.js';
 import type { KeyCounterTable } from '../../keys/key-counters.js';
+import { foreignShips } from '../../keys/ship-prefix.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
@@ -99,10 +98,8 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     return c.json({ status: 'No numeric data extracted', count: 0 });
   }
 
-  const foreign = principal === undefined ? [] : foreignShips(principal, parsed.readings, parsed.shipLocs, kind);
-  if (foreign.length > 0) {
-    return problem(c, 403, `The key ${principal!.name} may only send readings of ships starting with ${JSON.stringify(principal!.shipPrefix)}`, foreign);
-  }
+  const foreign = principal === undefined ? undefined : foreignShips(principal, parsed.readings, (i) => parsed.shipLocs?.[i] ?? (kind === 'single' ? ['body', 'ship_id'] : ['body', i, 'ship_id']));
+  if (foreign !== undefined) return problem(c, 403, foreign.message, foreign.details);
 
   const stored = await store(c, parsed.readings, deps);
   if (stored !== undefined) return stored;
@@ -126,23 +123,6 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   if (uplink.readings.length === 0) return { ok: true, readings: [] };
   const result = parseBatch(uplink.readings, deps.validator, deps.maxBatchReadings);
   return result.ok ? { ...result, shipLocs: uplink.readings.map(() => uplink.shipLoc) } : result;
-}
-
-/** Every reading whose ship the key may not send, with where its ship id was in the body; at most 100. */
-function foreignShips(principal: Principal, readings: readonly Reading[], shipLocs: Loc[] | undefined, kind: Kind): ProblemDetail[] {
-  const prefix = principal.shipPrefix;
-  if (prefix === undefined) return [];
-  const details: ProblemDetail[] = [];
-  const seen = new Set<string>();
-  for (let i = 0; i < readings.length && details.length < 100; i++) {
-    if (readings[i]!.shipId.startsWith(prefix)) continue;
-    const loc = shipLocs?.[i] ?? (kind === 'single' ? ['body', 'ship_id'] : ['body', i, 'ship_id']);
-    const where = JSON.stringify(loc);
-    if (seen.has(where)) continue;
-    seen.add(where);
-    details.push({ loc, msg: `Ship ${JSON.stringify(readings[i]!.shipId)} is not allowed for the key ${principal.name}`, type: 'ship_not_allowed' });
-  }
-  return details;
 }
 
 /** Commits the readings as one queue record; undefined on success, else the refusal to send. */
