@@ -14,11 +14,16 @@ export interface ApiKeyOptions {
   logger: Logger;
 }
 
-const KEY_LOC = ['header', 'x-api-key'];
-const PRINCIPAL = 'principal';
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The key a request authenticated with; set by this middleware before any handler runs. */
+    principal: Principal;
+  }
+}
 
-/** The key a request authenticated with; set by the middleware before any handler runs. */
-export const principalOf = (c: Context): Principal | undefined => c.get(PRINCIPAL) as Principal | undefined;
+const KEY_LOC = ['header', 'x-api-key'];
+
+export const principalOf = (c: Context): Principal | undefined => c.get('principal');
 
 /**
  * Requires `X-API-Key` to be one of the keys. A wrong or missing key is answered 401 after a delay
@@ -43,7 +48,7 @@ export function apiKey(options: ApiKeyOptions): MiddlewareHandler {
         ? problem(c, 401, 'Missing X-API-Key header', [{ loc: KEY_LOC, msg: 'Field required', type: 'missing' }])
         : problem(c, 401, 'Invalid API key', [{ loc: KEY_LOC, msg: 'API key is not valid', type: 'invalid_api_key' }]);
     }
-    c.set(PRINCIPAL as never, principal as never);
+    c.set('principal', principal);
     keys.counters.seen(principal.name);
     await next();
     if (c.res.status >= 400) keys.counters.refused(principal.name);
