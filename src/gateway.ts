@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
@@ -11,6 +12,8 @@ import { ReceiveClock } from './reading/timestamp.js';
 import { HealthReporter } from './health/health-reporter.js';
 import { takeSnapshot } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
+import { KeyStore } from './keys/key-store.js';
+import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { GatewayStats } from './stats.js';
 import { VERSION } from './version.js';
 
@@ -19,6 +22,7 @@ export interface Gateway {
   readonly url: string;
   readonly queue: WriteAheadQueue;
   readonly stats: GatewayStats;
+  readonly keys: KeyStore;
   /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
   stop(): Promise<void>;
 }
@@ -67,6 +71,11 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const questdb = new QuestDbHttp(questdbOptions);
   let stopping = false;
   const isStopping = (): boolean => stopping;
+  const stopSignal = new AbortController();
+  // Every delayed wrong-key answer listens for the stop; MAX_CONNECTIONS bounds how many do.
+  setMaxListeners(0, stopSignal.signal);
+  const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
+  const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
   const app = createApp({
     queue,
     flusher,
@@ -74,14 +83,14 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     stats,
     validator: { schema: readingSchema({ maxIdLength: config.maxIdLength }), limits: { maxIdLength: config.maxIdLength } },
     logger,
-    apiKey: config.apiKey,
-    authFailureLimit: config.authFailureLimit,
-    authFailureWindowMs: config.authFailureWindowS * 1000,
+    keys,
+    failureDelay,
     maxBodyBytes: config.maxBodyBytes,
     maxInflightBytes: config.maxInflightBytes,
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
     isStopping,
+    stopping: stopSignal.signal,
     version: VERSION,
   });
 
@@ -93,6 +102,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     throw error;
   }
   flusher.start();
+  keys.watch();
   const reporter = config.healthReport ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
   const housekeeping = cron.schedule(
     config.housekeepingCron,
@@ -100,7 +110,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION }));
+      await reporter?.report(takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version: VERSION }));
     },
     { name: 'housekeeping', noOverlap: true },
   );
@@ -119,6 +129,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       questdb: config.questdbUrl,
       table: config.table,
       apiKeySource: config.apiKeySource,
+      apiKeysFile: config.apiKeysFile,
       environment: config.environment,
     },
     'harbor gateway listening',
@@ -128,9 +139,11 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const stop = (): Promise<void> =>
     (stopped ??= (async () => {
       stopping = true;
+      stopSignal.abort();
       const deadline = Date.now() + config.shutdownTimeoutMs;
       await systemd?.stopping();
       await housekeeping.destroy();
+      keys.stop();
       logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
       await http.close(deadline);
       await flusher.stop(deadline);
@@ -144,6 +157,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
     queue,
     stats,
+    keys,
     stop,
   };
 }

@@ -169,6 +169,10 @@ const EXPECTED: Record<string, [string, Kind][]> = {
     ['oldest_age_s', 'number'], ['dead_letters', 'number'], ['flush_failures', 'number'], ['consecutive_flush_failures', 'number'],
     ['accepted_readings', 'number'], ['flushed_readings', 'number'], ['refused_requests', 'number'],
   ],
+  'Device keys A': [
+    ['gateway', 'string'], ['key', 'string'], ['ship_prefix', 'string'], ['last_seen', 'time'], ['refused_requests', 'number'],
+    ['accepted_requests', 'number'], ['accepted_readings', 'number'],
+  ],
 };
 
 describe('dashboard queries on QuestDB', () => {
@@ -178,6 +182,7 @@ describe('dashboard queries on QuestDB', () => {
   const at = (minutes: number) => new Date(base + minutes * minute).toISOString();
   const range = { from: base - 10 * minute, to: base + 60 * minute };
   const healthTable = uniqueTable('health');
+  const keyHealthTable = uniqueTable('key_health');
   let gw: TestGateway;
   let client: pg.Client;
 
@@ -211,7 +216,7 @@ describe('dashboard queries on QuestDB', () => {
 
   const multi = (value: string[]) => ({ model: { multi: true, includeAll: true }, value });
   const run = async (rawSql: string, options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {}) => {
-    const text = expandSql(rawSql.replace(/\bcargo_data\b/g, gw.table).replace(/\bgateway_health\b/g, healthTable), {
+    const text = expandSql(rawSql.replace(/\bcargo_data\b/g, gw.table).replace(/\bgateway_health\b/g, healthTable).replace(/\bgateway_key_health\b/g, keyHealthTable), {
       range: options.range ?? range,
       maxDataPoints: options.maxDataPoints ?? 1000,
       variables: { ship: multi(options.ship ?? allShips), cargo: multi(options.cargo ?? allCargo) },
@@ -243,6 +248,18 @@ describe('dashboard queries on QuestDB', () => {
         ('${at(0)}', 'gw-2', false, 500, 65536, 60, 1, 7, 7, 500, 0, 3)`,
     );
     await waitForWalApplied(healthTable);
+    await sql(
+      `CREATE TABLE ${keyHealthTable} (time TIMESTAMP, gateway SYMBOL, key SYMBOL, ship_prefix VARCHAR, accepted_requests LONG,
+        accepted_readings LONG, refused_requests LONG, last_seen TIMESTAMP) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`,
+    );
+    await sql(
+      `INSERT INTO ${keyHealthTable} VALUES
+        ('${at(0)}', 'gw-1', 'default', null, 5, 5, 0, '${at(0)}'),
+        ('${at(1)}', 'gw-1', 'default', null, 9, 12, 0, '${at(1)}'),
+        ('${at(1)}', 'gw-1', 'crane', 'crane-', 1, 1, 4, '${at(1)}'),
+        ('${at(0)}', 'gw-2', 'buoy', null, 0, 0, 0, null)`,
+    );
+    await waitForWalApplied(keyHealthTable);
     client = new pg.Client({ host: '127.0.0.1', port: inject('questdbPgPort'), user: 'admin', password: 'quest', database: 'qdb' });
     await client.connect();
   });
@@ -344,5 +361,14 @@ describe('dashboard queries on QuestDB', () => {
     const age = await run(query('Oldest queued reading'));
     const byTimeAndGateway = age.rows.map((r) => [(r.time as Date).toISOString(), r.metric, r.oldest_age]).sort((a, b) => `${a[0]}${a[1]}`.localeCompare(`${b[0]}${b[1]}`));
     expect(byTimeAndGateway).toEqual([[at(0), 'gw-1', 4.5], [at(0), 'gw-2', 60], [at(1), 'gw-1', 0]]);
+  });
+
+  it('shows each device key\'s latest counters, the keys with refusals first', async () => {
+    const keys = await run(query('Device keys'));
+    expect(keys.rows.map((r) => [r.gateway, r.key, r.ship_prefix, r.refused_requests, r.accepted_readings])).toEqual([
+      ['gw-1', 'crane', 'crane-', '4', '1'],
+      ['gw-1', 'default', null, '0', '12'],
+      ['gw-2', 'buoy', null, '0', '0'],
+    ]);
   });
 });

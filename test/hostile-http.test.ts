@@ -21,7 +21,6 @@ beforeAll(async () => {
     REQUEST_TIMEOUT_MS: '1500',
     KEEP_ALIVE_TIMEOUT_MS: '1000',
     MAX_CONNECTIONS: '300',
-    AUTH_FAILURE_LIMIT: '1000',
   });
   port = Number(new URL(gw.url).port);
 });

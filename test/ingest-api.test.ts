@@ -1,5 +1,4 @@
 import { request as httpRequest } from 'node:http';
-import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { inject } from 'vitest';
@@ -42,7 +41,8 @@ describe('ingest paths', () => {
     });
   });
 
-  it('never takes batch, ingest or ttn as a harbor id', async () => {
+  it('never takes batch, ingest, ttn or gps as a harbor id', async () => {
+    expect((await gw.post('/api/v2/ingest/gps/batch', [reading])).status).toBe(404);
     expect((await gw.post('/api/v2/ingest/ingest', reading)).status).toBe(404);
     expect((await gw.post('/api/v2/ingest/ingest/ingest', reading)).status).toBe(404);
     expect((await gw.post('/api/v2/ingest/ttn/batch', [reading])).status).toBe(404);
@@ -60,7 +60,7 @@ describe('ingest paths', () => {
     };
     expect(await json(await gw.post('/api/v2/ingest/ttn', uplink))).toEqual({ status: 200, body: { status: 'Uplink received and queued', count: 8 } });
     const empty = await json(await gw.post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'd' }, uplink_message: {} }));
-    expect(empty.status).toBe(422);
+    expect(empty).toEqual({ status: 200, body: { status: 'No numeric data extracted', count: 0 } });
     expect((await json(await gw.post('/api/v2/ingest/ttn', { hello: 1 }))).status).toBe(422);
   });
 });
@@ -87,28 +87,6 @@ describe('authentication', () => {
     const wrong = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': 'nope' }));
     expect(wrong).toMatchObject({ status: 401, body: { message: 'Invalid API key' } });
     expect(JSON.stringify(wrong.body)).not.toContain(TEST_KEY);
-  });
-
-  it('throttles an address after repeated failures without slowing other addresses', async () => {
-    const throttled = await startTestGateway({ AUTH_FAILURE_LIMIT: '3' });
-    const other = new Agent({ localAddress: '127.0.0.2' });
-    try {
-      for (let i = 0; i < 3; i++) expect((await throttled.post('/api/v2/ingest', reading, { 'x-api-key': 'guess' })).status).toBe(401);
-      const blocked = await throttled.post('/api/v2/ingest', reading);
-      expect(blocked.status).toBe(429);
-      expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
-      const fromElsewhere = await request(`${throttled.url}/api/v2/ingest`, {
-        method: 'POST',
-        headers: { 'x-api-key': TEST_KEY },
-        body: JSON.stringify(reading),
-        dispatcher: other,
-      });
-      await fromElsewhere.body.dump();
-      expect(fromElsewhere.statusCode).toBe(200);
-    } finally {
-      await other.close();
-      await throttled.stop();
-    }
   });
 });
 

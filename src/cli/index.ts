@@ -4,6 +4,7 @@ import { startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { VERSION } from '../version.js';
 import { deadLettersCommand } from './dead-letters-command.js';
+import { keysCommand } from './keys-command.js';
 
 /** Exit status for configuration errors (EX_CONFIG); systemd is told not to restart on it. */
 const EXIT_CONFIG = 78;
@@ -15,6 +16,7 @@ Usage: harbor-gateway [command]
   serve          run the gateway (default); configured by environment variables
   check-config   validate the configuration as serve would, print the problems, exit 78 if any
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
+  keys           add, list or revoke device keys (see: keys help)
   config-table   print the configuration variables as a Markdown table
   version        print the version
 `;
@@ -62,6 +64,7 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGHUP', () => gateway.keys.reload());
 }
 
 /** Runs one command line; `args` are the arguments after the program name. */
@@ -73,6 +76,12 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     case 'dead-letters':
       process.exitCode = deadLettersCommand(args.slice(1), process.env, {
+        out: (text) => process.stdout.write(text),
+        err: (text) => process.stderr.write(text),
+      });
+      break;
+    case 'keys':
+      process.exitCode = keysCommand(args.slice(1), process.env, {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });

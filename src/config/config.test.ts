@@ -40,6 +40,8 @@ describe('loadConfig', () => {
       retentionDays: 365,
       apiKey: DEVELOPMENT_API_KEY,
       apiKeySource: 'development default',
+      apiKeysFile: 'data/api-keys',
+      authFailureDelayMaxMs: 5000,
     });
   });
 

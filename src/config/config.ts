@@ -101,11 +101,15 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   return {
     ...rest,
     gatewayName: rest.gatewayName ?? hostname(),
+    apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(rest.dataDir),
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
   };
 }
+
+/** Where the device key file lives unless `API_KEYS_FILE` says otherwise: beside the queue. */
+export const defaultKeysFile = (dataDir: string): string => join(dataDir, 'api-keys');
 
 interface SecretSources {
   value: string | undefined;

@@ -92,7 +92,7 @@ export const SETTINGS = {
   apiKey: define({
     env: 'API_KEY',
     default: undefined,
-    doc: 'The ingestion key devices send in `X-API-Key`: printable ASCII without spaces. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
+    doc: 'A key devices send in `X-API-Key`, known as the key named `default` (allowed every ship): printable ASCII without spaces. Per-device keys live in `API_KEYS_FILE`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
     schema: apiKeyText,
     secret: true,
   }),
@@ -101,6 +101,18 @@ export const SETTINGS = {
     default: undefined,
     doc: 'File holding the ingestion key (container secrets). `$CREDENTIALS_DIRECTORY/api_key` is read automatically under systemd.',
     schema: text(),
+  }),
+  apiKeysFile: define({
+    env: 'API_KEYS_FILE',
+    default: undefined,
+    doc: 'The device key file written by `harbor-gateway keys` (one line per key: name, key hash, optional ship_id prefix). Default: `api-keys` in `DATA_DIR`. Changes are picked up without a restart.',
+    schema: text(),
+  }),
+  apiKeysPollMs: define({
+    env: 'API_KEYS_POLL_MS',
+    default: '2000',
+    doc: 'How often the key file is checked for changes. SIGHUP re-reads it at once.',
+    schema: integer(50, 600_000),
   }),
   harborId: define({
     env: 'HARBOR_ID',
@@ -211,16 +223,16 @@ export const SETTINGS = {
     doc: 'Longest wait between retries after failed flushes (exponential backoff with jitter, from 250 ms).',
     schema: integer(250, 3_600_000),
   }),
-  authFailureLimit: define({
-    env: 'AUTH_FAILURE_LIMIT',
-    default: '10',
-    doc: 'Failed API key attempts one client address may make per `AUTH_FAILURE_WINDOW_S` before it gets 429 for the rest of the window.',
-    schema: integer(1, 1_000_000),
+  authFailureDelayMaxMs: define({
+    env: 'AUTH_FAILURE_DELAY_MAX_MS',
+    default: '5000',
+    doc: 'Longest delay of a wrong-key answer. Each wrong or missing `X-API-Key` from one client address doubles the delay of its next 401, from 100 ms up to this. Requests with a valid key are never delayed or refused, whatever their address did.',
+    schema: integer(0, 60_000),
   }),
   authFailureWindowS: define({
     env: 'AUTH_FAILURE_WINDOW_S',
     default: '60',
-    doc: 'Window of the failed-authentication throttle, in seconds.',
+    doc: 'An address that sent no wrong key for this many seconds starts again from the shortest delay.',
     schema: integer(1, 86_400),
   }),
   maxConnections: define({
@@ -275,7 +287,7 @@ export const SETTINGS = {
   healthReport: define({
     env: 'HEALTH_REPORT',
     default: 'true',
-    doc: 'Write the gateway\'s own health (queue depth, oldest queued age, flush errors) to the QuestDB table `gateway_health` at each housekeeping run, for the dashboard.',
+    doc: 'Write the gateway\'s own health (queue depth, oldest queued age, flush errors) to the QuestDB table `gateway_health`, and per-key counters to `gateway_key_health`, at each housekeeping run, for the dashboard.',
     schema: boolean,
   }),
   housekeepingCron: define({

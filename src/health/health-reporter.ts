@@ -4,6 +4,7 @@ import type { QuestDbHttp } from '../flusher/questdb-http.js';
 import type { GatewaySnapshot } from './snapshot.js';
 
 export const HEALTH_TABLE = 'gateway_health';
+export const KEY_HEALTH_TABLE = 'gateway_key_health';
 
 const CREATE = `CREATE TABLE IF NOT EXISTS ${HEALTH_TABLE} (
   time TIMESTAMP, gateway SYMBOL, ready BOOLEAN, queue_readings LONG, queue_bytes LONG, oldest_age_s DOUBLE,
@@ -11,9 +12,14 @@ const CREATE = `CREATE TABLE IF NOT EXISTS ${HEALTH_TABLE} (
   flushed_readings LONG, refused_requests LONG, clock_synced BOOLEAN
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
 
+const CREATE_KEYS = `CREATE TABLE IF NOT EXISTS ${KEY_HEALTH_TABLE} (
+  time TIMESTAMP, gateway SYMBOL, key SYMBOL, ship_prefix VARCHAR, accepted_requests LONG, accepted_readings LONG,
+  refused_requests LONG, last_seen TIMESTAMP
+) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
+
 /**
  * Writes the gateway's own health into QuestDB next to the readings, so the dashboard can show
- * queue depth, the age of the oldest queued reading and flush errors. These rows are best effort:
+ * queue depth, the age of the oldest queued reading and flush errors, and one row per device key. These rows are best effort:
  * they bypass the queue and are skipped while QuestDB is away.
  */
 export class HealthReporter {
@@ -30,9 +36,10 @@ export class HealthReporter {
     try {
       if (!this.#tableReady) {
         await this.questdb.exec(CREATE);
+        await this.questdb.exec(CREATE_KEYS);
         this.#tableReady = true;
       }
-      const outcome = await this.questdb.write(encode(this.gateway, snapshot, now));
+      const outcome = await this.questdb.write(Buffer.concat([encode(this.gateway, snapshot, now), encodeKeys(this.gateway, snapshot, now)]));
       if (!outcome.ok) throw new Error(outcome.message);
       this.#failing = false;
       return true;
@@ -61,4 +68,15 @@ function encode(gateway: string, s: GatewaySnapshot, now: number): Buffer {
   if (s.queue.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${s.queue.oldestAgeSeconds}`);
   if (s.clockSynchronized !== null) columns.push(`clock_synced=${s.clockSynchronized ? 't' : 'f'}`);
   return Buffer.from(`${HEALTH_TABLE},gateway=${escapeIlp(gateway)} ${columns.join(',')} ${now}000000n\n`);
+}
+
+/** One ILP line per key with its counters, so a site manager sees which device is failing. */
+function encodeKeys(gateway: string, s: GatewaySnapshot, now: number): Buffer {
+  const lines = s.keys.map((k) => {
+    const columns = [`accepted_requests=${k.acceptedRequests}i`, `accepted_readings=${k.acceptedReadings}i`, `refused_requests=${k.refusedRequests}i`];
+    if (k.shipPrefix !== null) columns.push(`ship_prefix=${JSON.stringify(k.shipPrefix)}`);
+    if (k.lastSeen !== null) columns.push(`last_seen=${Date.parse(k.lastSeen)}000t`);
+    return `${KEY_HEALTH_TABLE},gateway=${escapeIlp(gateway)},key=${escapeIlp(k.name)} ${columns.join(',')} ${now}000000n\n`;
+  });
+  return Buffer.from(lines.join(''));
 }

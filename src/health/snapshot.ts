@@ -1,5 +1,8 @@
 import type { FlushReport, GatewayStats } from '../stats.js';
 import type { WriteAheadQueue } from '../queue/queue.js';
+import type { KeyCounters } from '../keys/key-counters.js';
+import type { KeyStore } from '../keys/key-store.js';
+import type { FailureDelay } from '../http/middleware/api-key/failure-delay.js';
 import { clockSynchronized } from './clock.js';
 
 /** What the gateway knows about itself: the body of `/status` and the source of health reports. */
@@ -33,16 +36,22 @@ export interface GatewaySnapshot {
     flushedReadings: number;
     deadLettered: number;
   };
+  /** Per key: what each device did since start, so a site manager sees which one is failing. */
+  keys: KeyCounters[];
+  /** Requests with a wrong or missing key, and the addresses whose wrong-key answers are being slowed down. */
+  auth: { wrongKeyRequests: number; addressesTracked: number };
 }
 
 export interface SnapshotSources {
   queue: WriteAheadQueue;
   stats: GatewayStats;
+  keys: Pick<KeyStore, 'counters'>;
+  failureDelay: Pick<FailureDelay, 'total' | 'tracked'>;
   isStopping: () => boolean;
   version: string;
 }
 
-export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
+export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   return {
@@ -74,5 +83,7 @@ export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSour
       flushedReadings: stats.flushedReadings,
       deadLettered: stats.deadLettered,
     },
+    keys: keys.counters.list(),
+    auth: { wrongKeyRequests: failureDelay.total, addressesTracked: failureDelay.tracked },
   };
 }

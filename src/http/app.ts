@@ -4,8 +4,9 @@ import type { WriteAheadQueue } from '../queue/queue.js';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
+import type { KeyStore } from '../keys/key-store.js';
 import { apiKey } from './middleware/api-key/index.js';
-import { FailureThrottle } from './middleware/api-key/failure-throttle.js';
+import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
 import { problem } from './problem.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
@@ -18,14 +19,15 @@ export interface AppDeps {
   stats: GatewayStats;
   validator: Validator;
   logger: Logger;
-  apiKey: string;
-  authFailureLimit: number;
-  authFailureWindowMs: number;
+  keys: KeyStore;
+  failureDelay: FailureDelay;
   maxBodyBytes: number;
   maxInflightBytes: number;
   maxBatchReadings: number;
   harborId: string | undefined;
   isStopping: () => boolean;
+  /** Aborted when the gateway starts to stop. */
+  stopping: AbortSignal;
   version: string;
 }
 
@@ -38,9 +40,10 @@ export function createApp(deps: AppDeps): Hono {
   // strict: false matches every path with and without a trailing slash, as existing clients use both.
   const app = new Hono({ strict: false });
   const requireApiKey = apiKey({
-    key: deps.apiKey,
-    throttle: new FailureThrottle(deps.authFailureLimit, deps.authFailureWindowMs),
+    keys: deps.keys,
+    delay: deps.failureDelay,
     clientAddress,
+    stopping: deps.stopping,
     logger: deps.logger,
   });
 

@@ -1,5 +1,5 @@
 import { fastValidate } from './fast-validate.js';
-import type { ProblemDetail } from './problems.js';
+import type { Loc, ProblemDetail } from './problems.js';
 import { toProblemDetails } from './problems.js';
 import type { Reading, ReadingLimits, ReadingSchema } from './reading-schema.js';
 
@@ -13,7 +13,8 @@ export interface Validator {
 export const MAX_REPORTED_PROBLEMS = 100;
 
 export type ParseResult =
-  | { ok: true; readings: Reading[] }
+  /** `shipLocs`: where each reading's ship id came from, when not `body[i].ship_id`. */
+  | { ok: true; readings: Reading[]; shipLocs?: Loc[] }
   | { ok: false; status: 400 | 422; message: string; details: ProblemDetail[] };
 
 const shapeError = (message: string, msg: string, type: string): ParseResult => ({

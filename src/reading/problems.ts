@@ -1,8 +1,11 @@
 import type { z } from 'zod';
 
+/** Where in the request a problem is: e.g. ["body", 3, "value"]. */
+export type Loc = (string | number)[];
+
 /** One refusal detail: where (`loc`), what (`msg`) and a stable machine-readable `type`. */
 export interface ProblemDetail {
-  loc: (string | number)[];
+  loc: Loc;
   msg: string;
   type: string;
 }

@@ -1,52 +1,69 @@
 import { z } from 'zod';
-
-/** The parts of a The Things Network v3 uplink webhook the gateway reads; everything else is ignored. */
-const uplinkSchema = z.object({
-  end_device_ids: z.object({ device_id: z.string() }),
-  received_at: z.string().optional(),
-  uplink_message: z.object({
-    received_at: z.string().optional(),
-    decoded_payload: z.record(z.string(), z.unknown()).optional(),
-    rx_metadata: z
-      .array(z.object({ rssi: z.number().optional(), channel_rssi: z.number().optional(), snr: z.number().optional() }))
-      .optional(),
-    settings: z
-      .object({
-        data_rate: z
-          .object({ lora: z.object({ bandwidth: z.number().optional(), spreading_factor: z.number().optional() }).optional() })
-          .optional(),
-        frequency: z.union([z.string(), z.number()]).optional(),
-      })
-      .optional(),
-  }),
-});
-
-export type UplinkResult = { ok: true; readings: unknown[] } | { ok: false; issues: z.core.$ZodIssue[] };
+import type { Loc } from './problems.js';
+import { parseTimestampNs } from './timestamp.js';
 
 /**
- * Turns an uplink into plain readings of the end device: every finite number of the decoded
- * payload, plus rssi, channel_rssi and snr of the first gateway and the radio settings. The result
- * still goes through the reading schema like any batch.
+ * What makes a body a The Things Network v3 webhook message: the end device it concerns. Uplinks,
+ * join accepts and downlink events all carry it; everything else in the message is read leniently,
+ * because The Things Network disables a webhook that keeps getting non-2xx answers.
+ */
+const messageSchema = z.object({ end_device_ids: z.object({ device_id: z.string() }) });
+
+export type UplinkResult = { ok: true; readings: unknown[]; shipLoc: Loc } | { ok: false; issues: z.core.$ZodIssue[] };
+
+const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+
+const record = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/** A finite number, or a decimal string of one (`"3.3"`), as payload decoders often produce. */
+function numeric(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'string' && DECIMAL.test(value)) {
+    const parsed = Number(value);
+    return Number.isFinite(parsed) ? parsed : undefined;
+  }
+  return undefined;
+}
+
+/** The first of the candidate times that is a valid timestamp; undefined means the receive time. */
+function readingTime(...candidates: unknown[]): string | undefined {
+  for (const candidate of candidates) {
+    if (typeof candidate === 'string' && typeof parseTimestampNs(candidate) === 'string') return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * Turns a webhook message into plain readings of the end device, as the existing self-hosted stack
+ * does (same ship and cargo ids, so a migrated site stores the same rows): every number or numeric
+ * string of the decoded payload, plus rssi, channel_rssi and snr of the first gateway and the radio
+ * settings. Other message types yield no readings. The result still goes through the reading schema.
  */
 export function uplinkToReadings(body: unknown): UplinkResult {
-  const parsed = uplinkSchema.safeParse(body, { reportInput: true });
+  const parsed = messageSchema.safeParse(body, { reportInput: true });
   if (!parsed.success) return { ok: false, issues: parsed.error.issues };
-  const uplink = parsed.data;
-  const message = uplink.uplink_message;
-  const time = message.received_at ?? uplink.received_at;
-  const device = uplink.end_device_ids.device_id;
+  const shipLoc: Loc = ['body', 'end_device_ids', 'device_id'];
+  const message = body as Record<string, unknown>;
+  if (!('uplink_message' in message)) return { ok: true, readings: [], shipLoc };
+  const uplink = record(message['uplink_message']);
+  const payload = record(uplink['decoded_payload']);
+  const time = readingTime(payload['time'], message['received_at'], uplink['received_at']);
+  const device = parsed.data.end_device_ids.device_id;
   const readings: unknown[] = [];
-  const add = (cargo: string, value: unknown): void => {
-    if (typeof value === 'number' && Number.isFinite(value)) readings.push({ time, ship_id: device, cargo_id: cargo, value });
+  const add = (cargo: string, raw: unknown): void => {
+    const value = numeric(raw);
+    if (value !== undefined) readings.push({ time, ship_id: device, cargo_id: cargo, value });
   };
-  for (const [field, value] of Object.entries(message.decoded_payload ?? {})) add(field, value);
-  const gateway = message.rx_metadata?.[0];
-  add('rssi', gateway?.rssi);
-  add('channel_rssi', gateway?.channel_rssi);
-  add('snr', gateway?.snr);
-  add('bandwidth', message.settings?.data_rate?.lora?.bandwidth);
-  add('spreading_factor', message.settings?.data_rate?.lora?.spreading_factor);
-  const frequency = message.settings?.frequency;
-  add('frequency', typeof frequency === 'string' && frequency.trim() !== '' ? Number(frequency) : frequency);
-  return { ok: true, readings };
+  for (const [field, value] of Object.entries(payload)) if (field !== 'time') add(field, value);
+  const gateway = record(Array.isArray(uplink['rx_metadata']) ? uplink['rx_metadata'][0] : undefined);
+  add('rssi', gateway['rssi']);
+  add('channel_rssi', gateway['channel_rssi']);
+  add('snr', gateway['snr']);
+  const settings = record(uplink['settings']);
+  const lora = record(record(settings['data_rate'])['lora']);
+  add('bandwidth', lora['bandwidth']);
+  add('spreading_factor', lora['spreading_factor']);
+  add('frequency', settings['frequency']);
+  return { ok: true, readings, shipLoc };
 }

@@ -1,11 +1,15 @@
 import type { Hono, MiddlewareHandler } from 'hono';
 import type { WriteAheadQueue } from '../../queue/queue.js';
 import type { GatewayStats } from '../../stats.js';
+import type { KeyStore } from '../../keys/key-store.js';
+import type { FailureDelay } from '../middleware/api-key/failure-delay.js';
 import { takeSnapshot } from '../../health/snapshot.js';
 
 export interface HealthDeps {
   queue: WriteAheadQueue;
   stats: GatewayStats;
+  keys: KeyStore;
+  failureDelay: FailureDelay;
   isStopping: () => boolean;
   requireApiKey: MiddlewareHandler;
   version: string;

@@ -8,9 +8,13 @@ import { toProblemDetails } from '../../reading/problems.js';
 import type { Reading } from '../../reading/reading-schema.js';
 import type { ReceiveClock } from '../../reading/timestamp.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
+import { parseGpsFixes } from '../../reading/gps-fix.js';
+import type { KeyCounterTable } from '../../keys/key-counters.js';
+import { foreignShips } from '../../keys/ship-prefix.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
+import { principalOf } from '../middleware/api-key/index.js';
 import { problem } from '../problem.js';
 
 export interface IngestDeps {
@@ -25,24 +29,32 @@ export interface IngestDeps {
   harborId: string | undefined;
   isStopping: () => boolean;
   logger: Logger;
+  keys: { counters: KeyCounterTable };
 }
 
-type Kind = 'single' | 'batch' | 'ttn';
+type Kind = 'single' | 'batch' | 'ttn' | 'gps';
 
 /** Path segments that name an endpoint and so can never be a harbor id. */
-const RESERVED = new Set(['batch', 'ingest', 'ttn']);
+const RESERVED = new Set(['batch', 'ingest', 'ttn', 'gps']);
 
 /** Every ingest path: the self-hosted ones, then the hosted forms that carry a harbor id. */
 export const INGEST_ROUTES: readonly { path: string; kind: Kind }[] = [
   { path: '/api/v2/ingest', kind: 'single' },
   { path: '/api/v2/ingest/batch', kind: 'batch' },
   { path: '/api/v2/ingest/ttn', kind: 'ttn' },
+  { path: '/api/v2/ingest/gps', kind: 'gps' },
   { path: '/api/v2/ingest/ingest/:harbor', kind: 'single' },
   { path: '/api/v2/ingest/ingest/:harbor/batch', kind: 'batch' },
+  { path: '/api/v2/ingest/ingest/:harbor/ttn', kind: 'ttn' },
+  { path: '/api/v2/ingest/ingest/:harbor/gps', kind: 'gps' },
   { path: '/api/v2/ingest/:harbor', kind: 'single' },
   { path: '/api/v2/ingest/:harbor/batch', kind: 'batch' },
+  { path: '/api/v2/ingest/:harbor/ttn', kind: 'ttn' },
+  { path: '/api/v2/ingest/:harbor/gps', kind: 'gps' },
   { path: '/api/v1/ingest/ingest/:harbor', kind: 'single' },
   { path: '/api/v1/ingest/ingest/:harbor/batch', kind: 'batch' },
+  { path: '/api/v1/ingest/ingest/:harbor/ttn', kind: 'ttn' },
+  { path: '/api/v1/ingest/ingest/:harbor/gps', kind: 'gps' },
 ];
 
 const RETRY_AFTER_S: Record<QueueRefusal, number> = { full: 30, disk_full: 60, io_error: 10, closed: 5 };
@@ -78,33 +90,39 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     deps.inflight.release(reserved);
   }
   if (!parsed.ok) return problem(c, parsed.status, parsed.message, parsed.details);
+  const principal = principalOf(c);
+  // The Things Network counts any non-2xx as a failed delivery, so a message without numbers is fine.
+  if (parsed.readings.length === 0) {
+    deps.stats.acceptedRequests += 1;
+    if (principal !== undefined) deps.keys.counters.accepted(principal.name, 0);
+    return c.json({ status: 'No numeric data extracted', count: 0 });
+  }
+
+  const foreign = principal === undefined ? undefined : foreignShips(principal, parsed.readings, (i) => parsed.shipLocs?.[i] ?? (kind === 'single' ? ['body', 'ship_id'] : ['body', i, 'ship_id']));
+  if (foreign !== undefined) return problem(c, 403, foreign.message, foreign.details);
 
   const stored = await store(c, parsed.readings, deps);
   if (stored !== undefined) return stored;
+  if (principal !== undefined) deps.keys.counters.accepted(principal.name, parsed.readings.length);
   if (kind === 'single') {
     const reading = parsed.readings[0]!;
     return c.json({ status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId });
   }
-  const status = kind === 'batch' ? 'Batch data received and queued' : 'Uplink received and queued';
+  const status = kind === 'batch' ? 'Batch data received and queued' : kind === 'gps' ? 'GPS data received and queued' : 'Uplink received and queued';
   return c.json({ status, count: parsed.readings.length });
 }
 
 function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   if (kind === 'single') return parseSingle(json, deps.validator);
   if (kind === 'batch') return parseBatch(json, deps.validator, deps.maxBatchReadings);
+  if (kind === 'gps') return parseGpsFixes(json, deps.validator, deps.maxBatchReadings, deps.clock);
   const uplink = uplinkToReadings(json);
   if (!uplink.ok) {
-    return { ok: false, status: 422, message: 'Body is not a The Things Network uplink message', details: toProblemDetails(uplink.issues, ['body']) };
+    return { ok: false, status: 422, message: 'Body is not a The Things Network webhook message', details: toProblemDetails(uplink.issues, ['body']) };
   }
-  if (uplink.readings.length === 0) {
-    return {
-      ok: false,
-      status: 422,
-      message: 'Uplink carries no numeric values',
-      details: [{ loc: ['body', 'uplink_message', 'decoded_payload'], msg: 'No finite numbers to store', type: 'missing' }],
-    };
-  }
-  return parseBatch(uplink.readings, deps.validator, deps.maxBatchReadings);
+  if (uplink.readings.length === 0) return { ok: true, readings: [] };
+  const result = parseBatch(uplink.readings, deps.validator, deps.maxBatchReadings);
+  return result.ok ? { ...result, shipLocs: uplink.readings.map(() => uplink.shipLoc) } : result;
 }
 
 /** Commits the readings as one queue record; undefined on success, else the refusal to send. */

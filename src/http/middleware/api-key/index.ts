@@ -1,49 +1,57 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
+import type { KeyStore, Principal } from '../../../keys/key-store.js';
 import { problem } from '../../problem.js';
-import type { FailureThrottle } from './failure-throttle.js';
+import type { FailureDelay } from './failure-delay.js';
 
 export interface ApiKeyOptions {
-  key: string;
-  throttle: FailureThrottle;
-  clientAddress: (c: Parameters<MiddlewareHandler>[0]) => string;
+  keys: KeyStore;
+  delay: FailureDelay;
+  clientAddress: (c: Context) => string;
+  /** Aborted when the gateway stops: delayed refusals are then answered at once, not holding up shutdown. */
+  stopping: AbortSignal;
   logger: Logger;
 }
 
-// Comparing fixed-length digests keeps the comparison constant-time whatever length was sent.
-const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The key a request authenticated with; set by this middleware before any handler runs. */
+    principal: Principal;
+  }
+}
 
 const KEY_LOC = ['header', 'x-api-key'];
 
-/** Requires `X-API-Key` to equal the configured key; throttles addresses that keep failing. */
+export const principalOf = (c: Context): Principal | undefined => c.get('principal');
+
+/**
+ * Requires `X-API-Key` to be one of the keys. A wrong or missing key is answered 401 after a delay
+ * that grows with that address's failures; a valid key is never delayed or refused, so a device
+ * behind the same NAT as a misconfigured one keeps working.
+ */
 export function apiKey(options: ApiKeyOptions): MiddlewareHandler {
-  const expected = digest(options.key);
-  const { throttle, logger } = options;
+  const { keys, delay, logger } = options;
   return async (c, next) => {
-    const address = options.clientAddress(c);
-    const waitMs = throttle.blockedForMs(address);
-    if (waitMs > 0) {
-      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-      return problem(
-        c,
-        429,
-        'Too many failed authentication attempts from this address',
-        [{ loc: KEY_LOC, msg: `Retry after ${seconds} s`, type: 'rate_limited' }],
-        { 'Retry-After': String(seconds) },
-      );
-    }
     const given = c.req.header('x-api-key');
     const missing = given === undefined || given === '';
-    if (missing || !timingSafeEqual(digest(given), expected)) {
-      if (throttle.recordFailure(address)) {
-        logger.warn({ event: 'auth_throttled', address, windowMs: throttle.windowMs }, 'client address throttled after repeated authentication failures');
+    const principal = missing ? undefined : keys.authenticate(given);
+    if (principal === undefined) {
+      const address = options.clientAddress(c);
+      const wasAtCap = delay.atCap(address);
+      const waitMs = delay.recordFailure(address);
+      if (!wasAtCap && delay.atCap(address)) {
+        logger.warn({ event: 'auth_failures_delayed', address, delayMs: waitMs }, 'wrong API keys from this address are answered slowly');
       }
+      await sleep(waitMs, undefined, { signal: options.stopping }).catch(() => undefined);
       return missing
         ? problem(c, 401, 'Missing X-API-Key header', [{ loc: KEY_LOC, msg: 'Field required', type: 'missing' }])
         : problem(c, 401, 'Invalid API key', [{ loc: KEY_LOC, msg: 'API key is not valid', type: 'invalid_api_key' }]);
     }
+    c.set('principal', principal);
+    keys.counters.seen(principal.name);
     await next();
+    if (c.res.status >= 400) keys.counters.refused(principal.name);
     return undefined;
   };
 }
