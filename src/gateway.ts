@@ -5,6 +5,7 @@ import { FlusherThread } from './flusher/flusher-thread.js';
 import { QuestDbHttp } from './flusher/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
+import { loadServerCertificate, type CertificateLocation, type ServerCertificate } from './tls/certificate-store.js';
 import { WriteAheadQueue } from './queue/queue.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/timestamp.js';
@@ -16,7 +17,12 @@ import { VERSION } from './version.js';
 
 export interface Gateway {
   readonly port: number;
+  readonly httpsPort: number;
   readonly url: string;
+  /** The certificate HTTPS serves now. */
+  certificate(): ServerCertificate;
+  /** Re-reads the certificate (SIGHUP); on failure keeps serving the current one and throws. */
+  reloadCertificate(): ServerCertificate;
   readonly queue: WriteAheadQueue;
   readonly stats: GatewayStats;
   /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
@@ -35,6 +41,14 @@ export interface GatewayOptions {
 }
 
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
+  const certificateLocation: CertificateLocation = {
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsKeyFile,
+    credentialsDirectory: process.env['CREDENTIALS_DIRECTORY'],
+    dataDir: config.dataDir,
+  };
+  // Before the queue opens: a bad certificate file stops the start with its own message.
+  let certificate = loadServerCertificate(certificateLocation);
   const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
   const stats = new GatewayStats();
   const questdbOptions = {
@@ -83,11 +97,12 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     harborId: config.harborId,
     isStopping,
     version: VERSION,
+    tls: () => tlsSummary(certificate),
   });
 
   let http: HttpServer;
   try {
-    http = await startHttpServer(app, config);
+    http = await startHttpServer(app, { ...config, certificate });
   } catch (error) {
     queue.close();
     throw error;
@@ -100,7 +115,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION }));
+      await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION, tls: () => tlsSummary(certificate) }));
     },
     { name: 'housekeeping', noOverlap: true },
   );
@@ -113,6 +128,8 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       event: 'started',
       version: VERSION,
       address: `${config.host}:${http.port}`,
+      httpsAddress: `${config.host}:${http.httpsPort}`,
+      tls: tlsSummary(certificate),
       queue: queue.path,
       durability: config.durability,
       queued: depth.readings,
@@ -139,11 +156,27 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
     })());
 
+  const reloadCertificate = (): ServerCertificate => {
+    const next = loadServerCertificate(certificateLocation);
+    http.setCertificate(next);
+    certificate = next;
+    logger.info({ event: 'certificate_reloaded', tls: tlsSummary(certificate) }, 'TLS certificate re-read');
+    return certificate;
+  };
+
   return {
     port: http.port,
+    httpsPort: http.httpsPort,
+    certificate: () => certificate,
+    reloadCertificate,
     url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
     queue,
     stats,
     stop,
   };
+}
+
+/** What a technician compares with the device's view: never the key. */
+function tlsSummary(certificate: ServerCertificate): { source: string; fingerprintSha256: string; notAfter: string } {
+  return { source: certificate.source, fingerprintSha256: certificate.fingerprintSha256, notAfter: certificate.notAfter };
 }

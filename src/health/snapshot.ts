@@ -19,6 +19,8 @@ export interface GatewaySnapshot {
     oldestAgeSeconds: number | null;
   };
   deadLetters: number;
+  /** The HTTPS certificate devices see; a technician checks its fingerprint against the device's. */
+  tls: TlsSummary | null;
   flush: {
     last: FlushReport | null;
     lastError: { at: string; message: string } | null;
@@ -35,14 +37,21 @@ export interface GatewaySnapshot {
   };
 }
 
+export interface TlsSummary {
+  source: string;
+  fingerprintSha256: string;
+  notAfter: string;
+}
+
 export interface SnapshotSources {
   queue: WriteAheadQueue;
   stats: GatewayStats;
   isStopping: () => boolean;
   version: string;
+  tls?: () => TlsSummary;
 }
 
-export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
+export function takeSnapshot({ queue, stats, isStopping, version, tls }: SnapshotSources, now = Date.now()): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   return {
@@ -60,6 +69,7 @@ export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSour
       oldestAgeSeconds: oldest === undefined ? null : Math.max(0, (now - oldest) / 1000),
     },
     deadLetters: queue.deadLetterCount(),
+    tls: tls?.() ?? null,
     flush: {
       last: stats.lastFlush ?? null,
       lastError: stats.lastFlushError ?? null,

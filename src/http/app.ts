@@ -4,6 +4,7 @@ import type { WriteAheadQueue } from '../queue/queue.js';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
+import type { TlsSummary } from '../health/snapshot.js';
 import { apiKey } from './middleware/api-key/index.js';
 import { FailureThrottle } from './middleware/api-key/failure-throttle.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -27,6 +28,7 @@ export interface AppDeps {
   harborId: string | undefined;
   isStopping: () => boolean;
   version: string;
+  tls?: () => TlsSummary;
 }
 
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */

@@ -1,7 +1,7 @@
 import type { Hono, MiddlewareHandler } from 'hono';
 import type { WriteAheadQueue } from '../../queue/queue.js';
 import type { GatewayStats } from '../../stats.js';
-import { takeSnapshot } from '../../health/snapshot.js';
+import { takeSnapshot, type TlsSummary } from '../../health/snapshot.js';
 
 export interface HealthDeps {
   queue: WriteAheadQueue;
@@ -9,6 +9,7 @@ export interface HealthDeps {
   isStopping: () => boolean;
   requireApiKey: MiddlewareHandler;
   version: string;
+  tls?: () => TlsSummary;
 }
 
 export const HEALTH_ROUTES = ['/healthz', '/readyz', '/status'] as const;
