@@ -16,10 +16,6 @@ export class ConnectionGate {
     private readonly firstByteTimeoutMs: number,
   ) {}
 
-  get openConnections(): number {
-    return this.open;
-  }
-
   /**
    * Takes `server`'s connection handling over: each accepted connection is counted, then handed to
    * `route`. Returns the server's own handling, so a route can hand a connection to it.
@@ -51,14 +47,15 @@ export class ConnectionGate {
     this.undecided.add(socket);
     const onError = (): void => void socket.destroy();
     const onClose = (): void => void this.undecided.delete(socket);
+    const onTimeout = (): void => void socket.destroy();
     socket.on('error', onError);
     socket.once('close', onClose);
-    socket.setTimeout(this.firstByteTimeoutMs, () => socket.destroy());
+    socket.setTimeout(this.firstByteTimeoutMs, onTimeout);
     // 'readable' and read(), not 'data': the stream must stay paused, as the TLS socket that
     // wraps it reads what was put back itself and a flowing stream would hand those bytes elsewhere.
     socket.once('readable', () => {
       const chunk = socket.read() as Buffer | null;
-      socket.setTimeout(0);
+      socket.setTimeout(0, onTimeout);
       socket.off('error', onError);
       socket.off('close', onClose);
       this.undecided.delete(socket);

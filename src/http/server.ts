@@ -22,8 +22,6 @@ export interface HttpServer {
   /** Plain HTTP, and TLS told apart by the first byte. */
   readonly port: number;
   readonly httpsPort: number;
-  /** Open connections on both ports. */
-  openConnections(): number;
   /** New handshakes use this certificate; established connections keep theirs. */
   setCertificate(certificate: { cert: string; key: string }): void;
   /** Stops accepting, lets in-flight requests finish until `deadline` (epoch ms), then cuts the rest. */
@@ -72,7 +70,6 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
     server: plain,
     port,
     httpsPort,
-    openConnections: () => gate.openConnections,
     setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, ...certificate }),
     close: (deadline) => closeServers([plain, secure], gate, deadline),
   };
