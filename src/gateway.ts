@@ -19,8 +19,6 @@ export interface Gateway {
   readonly port: number;
   readonly httpsPort: number;
   readonly url: string;
-  /** The certificate HTTPS serves now. */
-  certificate(): ServerCertificate;
   /** Re-reads the certificate (SIGHUP); on failure keeps serving the current one and throws. */
   reloadCertificate(): ServerCertificate;
   readonly queue: WriteAheadQueue;
@@ -115,7 +113,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION, tls: () => tlsSummary(certificate) }));
+      await reporter?.report(takeSnapshot({ queue, stats, isStopping, version: VERSION }));
     },
     { name: 'housekeeping', noOverlap: true },
   );
@@ -167,7 +165,6 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   return {
     port: http.port,
     httpsPort: http.httpsPort,
-    certificate: () => certificate,
     reloadCertificate,
     url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
     queue,

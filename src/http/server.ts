@@ -51,7 +51,8 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
   const plain = createHttpServer(httpOptions, listener);
   // A handshake that stalls is bounded like headers that stall.
   const tlsOptions = { ...TLS_PROTOCOL, handshakeTimeout: options.headersTimeoutMs };
-  const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, ...options.certificate }, listener);
+  const { cert, key } = options.certificate;
+  const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, cert, key }, listener);
 
   const gate = new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
   const toTls = gate.takeOver(secure, (socket, own) => own(socket));
@@ -70,7 +71,7 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
     server: plain,
     port,
     httpsPort,
-    setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, ...certificate }),
+    setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, cert: certificate.cert, key: certificate.key }),
     close: (deadline) => closeServers([plain, secure], gate, deadline),
   };
 }
