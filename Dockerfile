@@ -31,10 +31,11 @@ ENV NODE_ENV=production \
     NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=96" \
     DATA_DIR=/var/lib/harbor-gateway \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    HTTPS_PORT=8443
 USER harbor
 VOLUME /var/lib/harbor-gateway
-EXPOSE 8000
+EXPOSE 8000 8443
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/gateway.mjs", "serve"]

@@ -104,6 +104,7 @@ try {
       CREDENTIALS_DIRECTORY: '/board/run/credentials/harbor-gateway.service',
       HOST: '127.0.0.1',
       PORT: String(port),
+      HTTPS_PORT: String(await freePort()),
       QUESTDB_URL: `http://127.0.0.1:${questdbPort}`,
     },
     stdio: ['ignore', log, log],

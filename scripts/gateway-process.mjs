@@ -25,6 +25,7 @@ export async function startGatewayProcess(options) {
     NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
     HOST: '127.0.0.1',
     PORT: '0',
+    HTTPS_PORT: '0',
     LOG_LEVEL: 'info',
     ...options.env,
   };

@@ -6,6 +6,7 @@ import { FlusherThread } from './flusher/flusher-thread.js';
 import { QuestDbHttp } from './flusher/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
+import { loadServerCertificate, type CertificateLocation, type ServerCertificate } from './tls/certificate-store.js';
 import { WriteAheadQueue } from './queue/queue.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/timestamp.js';
@@ -19,7 +20,10 @@ import { VERSION } from './version.js';
 
 export interface Gateway {
   readonly port: number;
+  readonly httpsPort: number;
   readonly url: string;
+  /** Re-reads the certificate (SIGHUP); on failure keeps serving the current one and throws. */
+  reloadCertificate(): ServerCertificate;
   readonly queue: WriteAheadQueue;
   readonly stats: GatewayStats;
   readonly keys: KeyStore;
@@ -39,6 +43,14 @@ export interface GatewayOptions {
 }
 
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
+  const certificateLocation: CertificateLocation = {
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsKeyFile,
+    credentialsDirectory: process.env['CREDENTIALS_DIRECTORY'],
+    dataDir: config.dataDir,
+  };
+  // Before the queue opens: a bad certificate file stops the start with its own message.
+  let certificate = loadServerCertificate(certificateLocation);
   const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
   const stats = new GatewayStats();
   const questdbOptions = {
@@ -92,11 +104,12 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     isStopping,
     stopping: stopSignal.signal,
     version: VERSION,
+    tls: () => tlsSummary(certificate),
   });
 
   let http: HttpServer;
   try {
-    http = await startHttpServer(app, config);
+    http = await startHttpServer(app, { ...config, certificate });
   } catch (error) {
     queue.close();
     throw error;
@@ -123,6 +136,8 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       event: 'started',
       version: VERSION,
       address: `${config.host}:${http.port}`,
+      httpsAddress: `${config.host}:${http.httpsPort}`,
+      tls: tlsSummary(certificate),
       queue: queue.path,
       durability: config.durability,
       queued: depth.readings,
@@ -152,12 +167,27 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
     })());
 
+  const reloadCertificate = (): ServerCertificate => {
+    const next = loadServerCertificate(certificateLocation);
+    http.setCertificate(next);
+    certificate = next;
+    logger.info({ event: 'certificate_reloaded', tls: tlsSummary(certificate) }, 'TLS certificate re-read');
+    return certificate;
+  };
+
   return {
     port: http.port,
+    httpsPort: http.httpsPort,
+    reloadCertificate,
     url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
     queue,
     stats,
     keys,
     stop,
   };
+}
+
+/** What a technician compares with the device's view: never the key. */
+function tlsSummary(certificate: ServerCertificate): { source: string; fingerprintSha256: string; notAfter: string } {
+  return { source: certificate.source, fingerprintSha256: certificate.fingerprintSha256, notAfter: certificate.notAfter };
 }

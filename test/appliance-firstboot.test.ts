@@ -4,6 +4,7 @@
 // starts the bundle in production with what systemd would give harbor-gateway.service: the unit's
 // environment, the gateway.env first boot wrote and the credentials the unit loads.
 import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -18,6 +19,7 @@ import {
   GRAFANA_PASSWORD_FLAG,
   ISSUE,
   checkGatewayConfig,
+  createGatewayCertificate,
   credentialFile,
   firstBoot,
   type System,
@@ -252,6 +254,14 @@ describe('first boot on a root tree', () => {
         expect(check.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'check-config']);
         return checkGatewayConfig({ ...check, command: [process.execPath, inject('bundlePath'), 'check-config'], scratch: join(root, 'run') });
       },
+      createCertificate: (run) => {
+        expect(run.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'tls-certificate', '--fingerprint']);
+        calls.push('createCertificate');
+        return createGatewayCertificate({
+          command: [process.execPath, inject('bundlePath'), 'tls-certificate', '--fingerprint'],
+          env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR']!) },
+        });
+      },
       log: (message) => logs.push(message),
     };
     let counter = 0;
@@ -274,7 +284,7 @@ describe('first boot on a root tree', () => {
       }
     })();
     expect(result).toEqual({ status: 'applied', problems: [], generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'] });
-    expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c']);
+    expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c', 'createCertificate']);
     expect(board.read('etc/hostname')).toBe('harbor-3f9a0c\n');
     expect(board.read('etc/hosts')).toContain('127.0.1.1\tharbor-3f9a0c');
     // Services read these as their own users.
@@ -303,6 +313,12 @@ describe('first boot on a root tree', () => {
     expect(shown).toContain('GRAFANA_ADMIN_PASSWORD=generated-secret-3-0123456789abcdef');
     expect(board.read(ISSUE)).toContain('QUESTDB_PASSWORD=generated-secret-2-0123456789abcdef');
     expect(board.read(ISSUE)).toContain('Dashboard: http://harbor-3f9a0c.local:3000/');
+    // The certificate the gateway will serve, made by the gateway itself, its fingerprint on the console.
+    expect(board.read(ISSUE)).toContain('HTTPS:  https://harbor-3f9a0c.local/api/v2/ingest/');
+    const fingerprint = /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})\n/.exec(board.read(ISSUE))?.[1];
+    expect(fingerprint).toBeDefined();
+    expect(new X509Certificate(board.read('var/lib/harbor-gateway/tls/cert.pem')).fingerprint256).toBe(fingerprint);
+    expect(statSync(join(board.root, 'var/lib/harbor-gateway/tls/key.pem')).mode & 0o777).toBe(0o600);
     expect(board.logs.join('\n')).not.toMatch(/generated-secret/);
 
     // The next boot deletes the one-time file and changes nothing else.
@@ -310,7 +326,7 @@ describe('first boot on a root tree', () => {
     expect(board.boot1()).toEqual({ status: 'unchanged', problems: [], generated: [] });
     expect(existsSync(join(board.boot, CREDENTIALS_FILE))).toBe(false);
     expect(board.read(GATEWAY_ENV)).toBe(before);
-    expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c']);
+    expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c', 'createCertificate']);
   });
 
   it('applies a technician’s harbor.conf, removes it and leaves an editable copy without secrets', () => {
@@ -426,7 +442,7 @@ describe('first boot on a root tree', () => {
     board.setReadOnly(true);
     writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=no\n');
     board.boot1();
-    expect(board.calls.slice(-2)).toEqual(['remount rw', 'hostname harbor-3f9a0c']);
+    expect(board.calls.slice(-3)).toEqual(['remount rw', 'hostname harbor-3f9a0c', 'createCertificate']);
     expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
   });
 
@@ -457,6 +473,8 @@ describe('first boot on a root tree', () => {
         QUESTDB_URL: inject('questdbUrl'),
         QUESTDB_TABLE: `appliance_firstboot_${process.pid}`,
         HEALTH_REPORT: 'false',
+        // The unit's 443, on a free port here.
+        HTTPS_PORT: '0',
       });
       const apiKey = board.read(credentialFile('api_key'));
       const sent = await fetch(`${gateway.url}/api/v2/ingest/ingest/pier7`, {
@@ -474,6 +492,10 @@ describe('first boot on a root tree', () => {
       const started = gateway.logs().find((line) => line['event'] === 'started');
       expect(started?.['apiKeySource']).toBe('systemd credential');
       expect(lstatSync(join(board.root, 'var/lib/harbor-gateway/queue.db')).isFile()).toBe(true);
+      // It serves the certificate whose fingerprint first boot put on the console.
+      expect(env['HTTPS_PORT']).toBe('443');
+      const shown = /HTTPS certificate SHA-256: (\S+)/.exec(board.read(ISSUE))?.[1];
+      expect((started?.['tls'] as { fingerprintSha256: string }).fingerprintSha256).toBe(shown);
     });
   });
 });

@@ -56,10 +56,10 @@ describe('compose stack', () => {
     expect(Object.keys(stack.volumes).sort()).toEqual(['gateway-data', 'grafana-data', 'questdb-data']);
   });
 
-  it('publishes the API on 8000 and Grafana on 3000, QuestDB on localhost only', () => {
+  it('publishes the API on 8000 (HTTP and TLS) and 8443 (HTTPS), Grafana on 3000, QuestDB on localhost only', () => {
     const { services } = config(envExample);
     const published = (service: any) => service.ports.map((p: any) => [p.host_ip ?? '', String(p.published), p.target]);
-    expect(published(services.gateway)).toEqual([['', '8000', 8000]]);
+    expect(published(services.gateway)).toEqual([['', '8000', 8000], ['', '8443', 8443]]);
     expect(published(services.grafana)).toEqual([['', '3000', 3000]]);
     expect(published(services.questdb)).toEqual([['127.0.0.1', '9000', 9000], ['127.0.0.1', '8812', 8812]]);
   });

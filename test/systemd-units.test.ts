@@ -72,6 +72,10 @@ describe('systemd units', () => {
       expect(one(key), key).toBe(value);
     }
     expect(one('RestrictAddressFamilies')).toBe('AF_UNIX AF_INET AF_INET6');
+    // HTTPS on 443: binding a low port is the only capability the service has.
+    expect(gateway.get('Environment')).toContain('HTTPS_PORT=443');
+    expect(one('AmbientCapabilities')).toBe('CAP_NET_BIND_SERVICE');
+    expect(one('CapabilityBoundingSet')).toBe('CAP_NET_BIND_SERVICE');
     expect(Number.parseInt(one('MemoryMax') ?? '', 10)).toBeLessThanOrEqual(512);
     // The gateway buffers while QuestDB is away: QuestDB is wanted, never required.
     expect(one('Wants')).toContain('harbor-questdb.service');

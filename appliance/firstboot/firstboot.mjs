@@ -79,6 +79,7 @@ export const credentialFile = (/** @type {string} */ name) => join(CREDENTIALS_D
  * @property {() => boolean} rootIsReadOnly
  * @property {(mode: 'ro' | 'rw') => void} remountRoot
  * @property {(check: GatewayCheck) => string[]} checkGateway  the gateway's problems with the settings, [] when it accepts them
+ * @property {(run: GatewayRun) => string} createCertificate   has the gateway create (or find) its HTTPS certificate; its SHA-256 fingerprint
  * @property {(message: string) => void} log
  */
 /**
@@ -86,6 +87,12 @@ export const credentialFile = (/** @type {string} */ name) => join(CREDENTIALS_D
  * @property {string[]} command                 the unit's program and bundle with the command check-config
  * @property {Record<string, string>} env       the unit's Environment= overlaid with gateway.env
  * @property {Record<string, string>} secrets   credential name -> value, as LoadCredential= will hand them over
+ */
+
+/**
+ * @typedef {object} GatewayRun
+ * @property {string[]} command                 the unit's program and bundle with a command of the gateway
+ * @property {Record<string, string>} env       the unit's Environment= overlaid with gateway.env
  */
 
 /**
@@ -148,13 +155,9 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   // gateway.env, the credentials. Its rules (production secrets, HARBOR_ID, sizes) live in one place.
   const unit = readFileSync(at(GATEWAY_UNIT), 'utf8');
   const command = unitCommand(unit);
-  problems.push(
-    ...system.checkGateway({
-      command: [...(command.at(-1) === 'serve' ? command.slice(0, -1) : command), 'check-config'],
-      env: { ...unitEnvironment(unit), ...parseEnvText(gatewayEnv) },
-      secrets,
-    }),
-  );
+  const program = command.at(-1) === 'serve' ? command.slice(0, -1) : command;
+  const unitEnv = { ...unitEnvironment(unit), ...parseEnvText(gatewayEnv) };
+  problems.push(...system.checkGateway({ command: [...program, 'check-config'], env: unitEnv, secrets }));
 
   if (problems.length > 0 || !('bytes' in bound)) {
     writeAtomic(
@@ -214,11 +217,23 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
         ].join('\r\n'),
       );
     }
+    // The certificate the gateway will serve, made now so its fingerprint is on the console before
+    // a technician sets up the first device; the gateway makes it itself at start if this fails.
+    let fingerprint;
+    try {
+      fingerprint = system.createCertificate({ command: [...program, 'tls-certificate', '--fingerprint'], env: unitEnv });
+      system.log(`HTTPS certificate SHA-256 ${fingerprint}`);
+    } catch (error) {
+      system.log(`could not create the HTTPS certificate now (the gateway creates it at start): ${/** @type {Error} */ (error).message}`);
+    }
     // agetty expands backslash escapes in issue files: \4 is the board's IPv4 address.
     const site = settings.siteName.replace(/\\/g, '\\\\');
+    const httpsPort = unitEnv['HTTPS_PORT'] ?? '8443';
     const issue = [
       `Harbor Gateway ${site ? `"${site}" ` : ''}on ${hostname} (\\4)`,
       `Ingest: http://${hostname}.local:8000/api/v2/ingest/   Dashboard: http://${hostname}.local:3000/`,
+      `HTTPS:  https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/api/v2/ingest/ (TLS also on 8000)`,
+      `HTTPS certificate SHA-256: ${fingerprint ?? 'see /status once the gateway runs'}`,
       ...(shown.length > 0 ? ['Generated on this first boot, shown until the next reboot:', ...shown] : []),
       '',
       '',
@@ -259,6 +274,23 @@ export function checkGatewayConfig({ command, env, secrets, scratch }) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Runs the gateway's tls-certificate command, which creates the self-signed certificate in
+ * DATA_DIR/tls unless one is configured, and returns the fingerprint it prints. On the board the
+ * files are root's until the gateway's service starts: systemd hands its state directory,
+ * contents included, to the service's user.
+ * @param {GatewayRun} run
+ */
+export function createGatewayCertificate({ command, env }) {
+  const [program, ...args] = command;
+  const result = spawnSync(String(program), args, { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env }, encoding: 'utf8', timeout: 120_000 });
+  const fingerprint = (result.stdout ?? '').trim();
+  if (result.status !== 0 || !/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/.test(fingerprint)) {
+    throw new Error(`${(result.stderr ?? '').trim() || result.error?.message || `exit status ${result.status ?? result.signal}`}`);
+  }
+  return fingerprint;
 }
 
 /** Writes a file so that a power cut leaves the old or the new content, never a torn one. */
@@ -365,6 +397,7 @@ export function boardSystem() {
     },
     // /run is in RAM: the candidate secrets never touch the card before they are accepted.
     checkGateway: (check) => checkGatewayConfig({ ...check, scratch: '/run' }),
+    createCertificate: createGatewayCertificate,
     log,
   };
 }
@@ -383,6 +416,8 @@ export function treeSystem(/** @type {string} */ root) {
     remountRoot: () => {},
     // The running system's Node and bundle (the tree is a card's root, not one that runs).
     checkGateway: (check) => checkGatewayConfig({ ...check, scratch: join(root, 'run') }),
+    // The certificate goes into the tree's state directory.
+    createCertificate: (run) => createGatewayCertificate({ ...run, env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR'] ?? 'var/lib/harbor-gateway') } }),
     log,
   };
 }

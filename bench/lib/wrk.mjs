@@ -52,7 +52,7 @@ export function ensureWrk() {
 /**
  * Runs wrk with the ingest script against `url` and resolves with its result.
  * @param {{ url: string, threads: number, connections: number, durationS: number, cpus?: string,
- *           env: Record<string, string>, timeoutS?: number }} options
+ *           env: Record<string, string>, timeoutS?: number, headers?: string[] }} options
  * @returns {Promise<WrkResult>}
  */
 export function runWrk(options) {
@@ -62,6 +62,7 @@ export function runWrk(options) {
     '-d', `${options.durationS}s`,
     '--timeout', `${options.timeoutS ?? 10}s`,
     '-s', WRK_SCRIPT,
+    ...(options.headers ?? []).flatMap((header) => ['-H', header]),
     options.url,
   ];
   const [command, argv] = options.cpus ? ['taskset', ['-c', options.cpus, 'wrk', ...args]] : ['wrk', args];

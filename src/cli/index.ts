@@ -2,9 +2,11 @@ import { ConfigError, loadConfig } from '../config/config.js';
 import { renderConfigTable } from '../config/config-table.js';
 import { startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
+import { CertificateError } from '../tls/certificate-store.js';
 import { VERSION } from '../version.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
+import { tlsCertificateCommand } from './tls-certificate-command.js';
 
 /** Exit status for configuration errors (EX_CONFIG); systemd is told not to restart on it. */
 const EXIT_CONFIG = 78;
@@ -17,6 +19,9 @@ Usage: harbor-gateway [command]
   check-config   validate the configuration as serve would, print the problems, exit 78 if any
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   keys           add, list or revoke device keys (see: keys help)
+  tls-certificate
+                 print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
+                 self-signed certificate when no other is configured
   config-table   print the configuration variables as a Markdown table
   version        print the version
 `;
@@ -44,6 +49,10 @@ async function serve(): Promise<void> {
   try {
     gateway = await startGateway(config, logger);
   } catch (error) {
+    if (error instanceof CertificateError) {
+      process.stderr.write(`harbor-gateway: ${error.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
     logger.fatal({ event: 'start_failed', err: error }, 'could not start the gateway');
     process.exit(1);
   }
@@ -64,7 +73,15 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  process.on('SIGHUP', () => gateway.keys.reload());
+  // SIGHUP re-reads the device keys and the certificate; connections and the queue are untouched.
+  process.on('SIGHUP', () => {
+    gateway.keys.reload();
+    try {
+      gateway.reloadCertificate();
+    } catch (error) {
+      logger.error({ event: 'certificate_reload_failed', err: error }, 'could not re-read the TLS certificate; serving the previous one');
+    }
+  });
 }
 
 /** Runs one command line; `args` are the arguments after the program name. */
@@ -82,6 +99,12 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     case 'keys':
       process.exitCode = keysCommand(args.slice(1), process.env, {
+        out: (text) => process.stdout.write(text),
+        err: (text) => process.stderr.write(text),
+      });
+      break;
+    case 'tls-certificate':
+      process.exitCode = tlsCertificateCommand(args.slice(1), process.env, {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });

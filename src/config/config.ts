@@ -82,6 +82,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
   }
 
+  if ((partial.tlsCertFile === undefined) !== (partial.tlsKeyFile === undefined)) {
+    problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+
   const production = partial.environment === 'production';
   if (production) {
     if (apiKey === undefined) problems.push('API_KEY is required in production (or API_KEY_FILE, or the api_key credential)');

@@ -89,6 +89,24 @@ export const SETTINGS = {
     doc: 'HTTP port of the ingest API, health and status endpoints. 0 picks a free port.',
     schema: integer(0, 65535),
   }),
+  httpsPort: define({
+    env: 'HTTPS_PORT',
+    default: '8443',
+    doc: 'HTTPS port (TLS 1.2/1.3) of the same API. `PORT` also answers TLS, told apart by the first byte, for devices whose TLS client ignores the URL scheme. 0 picks a free port.',
+    schema: integer(0, 65535),
+  }),
+  tlsCertFile: define({
+    env: 'TLS_CERT_FILE',
+    default: undefined,
+    doc: 'PEM certificate (chain) for HTTPS, with `TLS_KEY_FILE`. Else systemd credentials `tls_cert` and `tls_key`, else a self-signed ECDSA certificate generated once in `DATA_DIR/tls`. Re-read on SIGHUP.',
+    schema: text(),
+  }),
+  tlsKeyFile: define({
+    env: 'TLS_KEY_FILE',
+    default: undefined,
+    doc: 'PEM private key (unencrypted) of `TLS_CERT_FILE`.',
+    schema: text(),
+  }),
   apiKey: define({
     env: 'API_KEY',
     default: undefined,

@@ -22,6 +22,8 @@ export interface GatewaySnapshot {
     oldestAgeSeconds: number | null;
   };
   deadLetters: number;
+  /** The HTTPS certificate devices see; a technician checks its fingerprint against the device's. */
+  tls: TlsSummary | null;
   flush: {
     last: FlushReport | null;
     lastError: { at: string; message: string } | null;
@@ -42,6 +44,12 @@ export interface GatewaySnapshot {
   auth: { wrongKeyRequests: number; addressesTracked: number };
 }
 
+export interface TlsSummary {
+  source: string;
+  fingerprintSha256: string;
+  notAfter: string;
+}
+
 export interface SnapshotSources {
   queue: WriteAheadQueue;
   stats: GatewayStats;
@@ -49,9 +57,10 @@ export interface SnapshotSources {
   failureDelay: Pick<FailureDelay, 'total' | 'tracked'>;
   isStopping: () => boolean;
   version: string;
+  tls?: () => TlsSummary;
 }
 
-export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
+export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version, tls }: SnapshotSources, now = Date.now()): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   return {
@@ -69,6 +78,7 @@ export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, ver
       oldestAgeSeconds: oldest === undefined ? null : Math.max(0, (now - oldest) / 1000),
     },
     deadLetters: queue.deadLetterCount(),
+    tls: tls?.() ?? null,
     flush: {
       last: stats.lastFlush ?? null,
       lastError: stats.lastFlushError ?? null,

@@ -5,6 +5,7 @@ import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
 import type { KeyStore } from '../keys/key-store.js';
+import type { TlsSummary } from '../health/snapshot.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -29,6 +30,7 @@ export interface AppDeps {
   /** Aborted when the gateway starts to stop. */
   stopping: AbortSignal;
   version: string;
+  tls?: () => TlsSummary;
 }
 
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */

@@ -1,59 +1,102 @@
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { TLS_HANDSHAKE_BYTE, TLS_PROTOCOL } from '../tls/tls-options.js';
+import { ConnectionGate } from './connection-gate.js';
 
 export interface HttpServerOptions {
   host: string;
   port: number;
+  httpsPort: number;
   maxConnections: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  certificate: { cert: string; key: string };
 }
 
 export interface HttpServer {
   readonly server: Server;
+  /** Plain HTTP, and TLS told apart by the first byte. */
   readonly port: number;
+  readonly httpsPort: number;
+  /** New handshakes use this certificate; established connections keep theirs. */
+  setCertificate(certificate: { cert: string; key: string }): void;
   /** Stops accepting, lets in-flight requests finish until `deadline` (epoch ms), then cuts the rest. */
   close(deadline: number): Promise<void>;
 }
 
-export function startHttpServer(app: Hono, options: HttpServerOptions): Promise<HttpServer> {
+function listen(server: Server | HttpsServer, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = serve({
-      fetch: app.fetch,
-      hostname: options.host,
-      port: options.port,
-      serverOptions: {
-        headersTimeout: options.headersTimeoutMs,
-        requestTimeout: options.requestTimeoutMs,
-        keepAliveTimeout: options.keepAliveTimeoutMs,
-        // Node checks the header and request timeouts only this often (30 s by default).
-        connectionsCheckingInterval: Math.max(100, Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4),
-        maxHeaderSize: 16 * 1024,
-      },
-    }) as Server;
-    server.maxConnections = options.maxConnections;
     server.once('error', reject);
-    server.once('listening', () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
-      const port = (server.address() as AddressInfo).port;
-      resolve({ server, port, close: (deadline) => closeServer(server, deadline) });
+      resolve((server.address() as AddressInfo).port);
     });
   });
 }
 
-function closeServer(server: Server, deadline: number): Promise<void> {
+export async function startHttpServer(app: Hono, options: HttpServerOptions): Promise<HttpServer> {
+  const httpOptions = {
+    headersTimeout: options.headersTimeoutMs,
+    requestTimeout: options.requestTimeoutMs,
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    // Node checks the header and request timeouts only this often (30 s by default).
+    connectionsCheckingInterval: Math.max(100, Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4),
+    maxHeaderSize: 16 * 1024,
+  };
+  const listener = getRequestListener(app.fetch);
+  const plain = createHttpServer(httpOptions, listener);
+  // A handshake that stalls is bounded like headers that stall.
+  const tlsOptions = { ...TLS_PROTOCOL, handshakeTimeout: options.headersTimeoutMs };
+  const { cert, key } = options.certificate;
+  const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, cert, key }, listener);
+
+  const gate = new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
+  const toTls = gate.takeOver(secure, (socket, own) => own(socket));
+  // Devices with a TLS client speak TLS whatever the URL's scheme, so the plain port serves both.
+  gate.takeOver(plain, (socket, own) => gate.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
+
+  const port = await listen(plain, options.host, options.port);
+  let httpsPort: number;
+  try {
+    httpsPort = await listen(secure, options.host, options.httpsPort);
+  } catch (error) {
+    plain.close();
+    throw error;
+  }
+  return {
+    server: plain,
+    port,
+    httpsPort,
+    setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, cert: certificate.cert, key: certificate.key }),
+    close: (deadline) => closeServers([plain, secure], gate, deadline),
+  };
+}
+
+function closeServers(servers: (Server | HttpsServer)[], gate: ConnectionGate, deadline: number): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), Math.max(0, deadline - Date.now()));
+    const cutAll = (): void => {
+      gate.closeUndecided();
+      for (const server of servers) server.closeAllConnections();
+    };
+    const timer = setTimeout(cutAll, Math.max(0, deadline - Date.now()));
     // Keep-alive connections become idle only after their in-flight request; close them as they do.
-    const sweep = setInterval(() => server.closeIdleConnections(), 25);
-    server.close(() => {
-      clearTimeout(timer);
-      clearInterval(sweep);
-      resolve();
-    });
-    server.closeIdleConnections();
+    // A TLS connection accepted on the plain port is tracked by the TLS server, so sweep both.
+    const sweep = setInterval(() => {
+      for (const server of servers) server.closeIdleConnections();
+    }, 25);
+    let open = servers.length;
+    for (const server of servers) {
+      server.close(() => {
+        if (--open > 0) return;
+        clearTimeout(timer);
+        clearInterval(sweep);
+        resolve();
+      });
+    }
+    gate.closeUndecided();
   });
 }

@@ -25,6 +25,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
   const table = env['QUESTDB_TABLE'] ?? uniqueTable('gw');
   const fullEnv = {
     PORT: '0',
+    HTTPS_PORT: '0',
     HOST: '127.0.0.1',
     API_KEY: TEST_KEY,
     DATA_DIR: dataDir,

@@ -3,7 +3,7 @@ import type { WriteAheadQueue } from '../../queue/queue.js';
 import type { GatewayStats } from '../../stats.js';
 import type { KeyStore } from '../../keys/key-store.js';
 import type { FailureDelay } from '../middleware/api-key/failure-delay.js';
-import { takeSnapshot } from '../../health/snapshot.js';
+import { takeSnapshot, type TlsSummary } from '../../health/snapshot.js';
 
 export interface HealthDeps {
   queue: WriteAheadQueue;
@@ -13,6 +13,7 @@ export interface HealthDeps {
   isStopping: () => boolean;
   requireApiKey: MiddlewareHandler;
   version: string;
+  tls?: () => TlsSummary;
 }
 
 export const HEALTH_ROUTES = ['/healthz', '/readyz', '/status'] as const;

@@ -1,0 +1,46 @@
+import { SETTINGS } from '../config/settings.js';
+import { CertificateError, loadServerCertificate } from '../tls/certificate-store.js';
+
+interface Output {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+/**
+ * Prints the certificate HTTPS serves, as `serve` would find it (creating the self-signed one when
+ * none is configured), so a technician can compare its fingerprint with what a device sees.
+ * `--fingerprint` prints the fingerprint alone. Returns the exit status.
+ */
+export function tlsCertificateCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): number {
+  const onlyFingerprint = args[0] === '--fingerprint';
+  if (args.length > (onlyFingerprint ? 1 : 0)) {
+    io.err('usage: harbor-gateway tls-certificate [--fingerprint]\n');
+    return 64;
+  }
+  const setting = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
+  try {
+    const certificate = loadServerCertificate({
+      certFile: setting(SETTINGS.tlsCertFile.env),
+      keyFile: setting(SETTINGS.tlsKeyFile.env),
+      credentialsDirectory: setting('CREDENTIALS_DIRECTORY'),
+      dataDir: setting(SETTINGS.dataDir.env) ?? SETTINGS.dataDir.default!,
+    });
+    io.out(
+      onlyFingerprint
+        ? `${certificate.fingerprintSha256}\n`
+        : [
+            `fingerprint (SHA-256): ${certificate.fingerprintSha256}`,
+            `source: ${certificate.source}`,
+            `certificate: ${certificate.path}`,
+            `names: ${certificate.subjectAltName}`,
+            `valid until: ${certificate.notAfter}`,
+            '',
+          ].join('\n'),
+    );
+    return 0;
+  } catch (error) {
+    if (!(error instanceof CertificateError)) throw error;
+    io.err(`harbor-gateway: ${error.message}\n`);
+    return 78;
+  }
+}

@@ -1,0 +1,194 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { connect as connectTcp } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as connectTls, type TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { buildEsp32TlsClient } from '../scripts/esp32-tls-client/build.mjs';
+import { TEST_KEY } from './support/gateway.js';
+import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
+
+const HEADERS_TIMEOUT_MS = 1000;
+const table = uniqueTable('tls');
+const dataDir = mkdtempSync(join(tmpdir(), 'harbor-tls-'));
+let gw: GatewayProcess;
+let port: number;
+let httpsPort: number;
+let esp32Client: string;
+
+beforeAll(async () => {
+  esp32Client = buildEsp32TlsClient();
+  gw = await spawnGateway({
+    API_KEY: TEST_KEY,
+    DATA_DIR: dataDir,
+    QUESTDB_URL: inject('questdbUrl'),
+    QUESTDB_TABLE: table,
+    HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+    REQUEST_TIMEOUT_MS: '1500',
+    HEALTH_REPORT: 'false',
+  });
+  port = Number(new URL(gw.url).port);
+  httpsPort = Number(String(gw.logs().find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
+});
+afterAll(async () => {
+  gw.child.kill('SIGTERM');
+  expect((await gw.exited).code).toBe(0);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const run = (command: string, args: string[], input = '') => {
+  const result = spawnSync(command, args, { input, encoding: 'utf8', timeout: 15_000 });
+  return { status: result.status, out: `${result.stdout}${result.stderr}` };
+};
+
+const esp32 = (targetPort: number, ...args: string[]) => run(esp32Client, ['127.0.0.1', String(targetPort), '/api/v2/ingest', TEST_KEY, ...args]);
+
+/** One TLS version offered by openssl s_client; security level 0 so the client offers old versions at all. */
+const handshake = (targetPort: number, version: string) =>
+  run('openssl', ['s_client', '-connect', `127.0.0.1:${targetPort}`, `-${version}`, '-cipher', 'DEFAULT@SECLEVEL=0'], '');
+
+describe('the Arduino/ESP32 SDK through mbedTLS', () => {
+  it.each([
+    ['the HTTPS port', () => httpsPort, 'esp32-https'],
+    ['the plain port (http:// URL, TLS anyway)', () => port, 'esp32-plain'],
+  ])('stores single and batch pushes sent to %s', async (_name, targetPort, ship) => {
+    const single = esp32(targetPort(), ship, 'single', 'temperature', '23.7');
+    expect(single.status, single.out).toBe(0);
+    expect(single.out).toMatch(/^TLSv1\.2 TLS-ECDHE-ECDSA-WITH-AES-(128|256)-GCM-SHA(256|384)\n/);
+    expect(single.out).toMatch(/HTTP\/1\.1 200 OK/);
+    expect(single.out).toContain('"status":"Data received and queued"');
+    const batch = esp32(targetPort(), ship, 'batch', 'humidity', '41.2', 'pressure', '1013.25');
+    expect(batch.status, batch.out).toBe(0);
+    expect(batch.out).toContain('"count":2');
+
+    expect(await waitForCount(`SELECT count() FROM "${table}" WHERE ship_id = '${ship}'`, 3)).toBe(3);
+    const rows = await sql<[string, number]>(`SELECT cargo_id, value FROM "${table}" WHERE ship_id = '${ship}' ORDER BY cargo_id`);
+    // 32-bit floats widened to double, as the SDK sends them.
+    expect(rows.dataset).toEqual([
+      ['humidity', 41.20000076293945],
+      ['pressure', 1013.25],
+      ['temperature', 23.700000762939453],
+    ]);
+  });
+});
+
+describe('protocol versions', () => {
+  it.each(['tls1', 'tls1_1'])('refuses %s on both ports', (version) => {
+    for (const target of [httpsPort, port]) {
+      const result = handshake(target, version);
+      expect(result.status).not.toBe(0);
+      expect(result.out).toMatch(/alert protocol version|no protocols available|unsupported protocol/);
+    }
+  });
+
+  it.each([
+    ['tls1_2', 'TLSv1.2'],
+    ['tls1_3', 'TLSv1.3'],
+  ])('negotiates %s on both ports', (version, protocol) => {
+    for (const target of [httpsPort, port]) {
+      const result = handshake(target, version);
+      // The summary line of a completed handshake; s_client may quit before printing the session.
+      expect(result.out).toContain(`New, ${protocol}, Cipher is `);
+    }
+  });
+
+  it('refuses TLS 1.2 suites without ECDHE and AEAD', () => {
+    const result = run('openssl', ['s_client', '-connect', `127.0.0.1:${httpsPort}`, '-tls1_2', '-cipher', 'AES128-SHA:ECDHE-ECDSA-AES128-SHA'], '');
+    expect(result.out).toMatch(/handshake failure/);
+  });
+});
+
+describe('curl and plain HTTP', () => {
+  it('answers curl -k on both ports and plain HTTP on the plain port', () => {
+    const body = JSON.stringify({ ship_id: 'curl', cargo_id: 'c', value: 1 });
+    for (const url of [`https://127.0.0.1:${httpsPort}`, `https://127.0.0.1:${port}`, `http://127.0.0.1:${port}`]) {
+      const result = run('curl', ['-sk', '-o', '/dev/null', '-w', '%{http_code}', '-H', `X-API-Key: ${TEST_KEY}`, '-H', 'Content-Type: application/json', '-d', body, `${url}/api/v2/ingest`]);
+      expect(result.out, url).toBe('200');
+    }
+  });
+
+  it('refuses plain HTTP on the HTTPS port without taking the gateway down', async () => {
+    const result = run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', `http://127.0.0.1:${httpsPort}/healthz`]);
+    expect(result.out).not.toBe('200');
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+  });
+});
+
+/** Connects, sends `bytes`, and resolves with how long the gateway kept the connection open. */
+function stall(targetPort: number, bytes: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connectTcp(targetPort, '127.0.0.1', () => socket.write(bytes));
+    socket.resume();
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(Date.now() - started));
+    setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the gateway kept a stalled connection open for 10 s'));
+    }, 10_000);
+  });
+}
+
+// The start of a ClientHello: a handshake record header that promises more than it sends.
+const PARTIAL_CLIENT_HELLO = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]);
+
+describe('stalled clients are bounded like a slow header', () => {
+  it.each([
+    ['a silent connection to the HTTPS port', () => httpsPort, Buffer.alloc(0)],
+    ['half a ClientHello to the HTTPS port', () => httpsPort, PARTIAL_CLIENT_HELLO],
+    ['a silent connection to the plain port', () => port, Buffer.alloc(0)],
+    ['half a ClientHello to the plain port', () => port, PARTIAL_CLIENT_HELLO],
+  ])('closes %s', async (_name, targetPort, bytes) => {
+    const openMs = await stall(targetPort(), bytes);
+    expect(openMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
+    // Node checks its timeouts on an interval; a shared machine adds to it.
+    expect(openMs).toBeLessThan(HEADERS_TIMEOUT_MS * 2 + 3000);
+  });
+
+  it('answers 408 to a TLS client that never finishes its headers', async () => {
+    const socket = await openTls(httpsPort);
+    let data = '';
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString()));
+    socket.write('POST /api/v2/ingest HTTP/1.1\r\nHost: x\r\n');
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(data).toMatch(/^HTTP\/1\.1 408 /);
+  });
+});
+
+function openTls(targetPort: number): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = connectTls({ host: '127.0.0.1', port: targetPort, rejectUnauthorized: false }, () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+describe('the generated certificate', () => {
+  it('is kept in DATA_DIR/tls with a private key only the gateway reads', () => {
+    expect(statSync(join(dataDir, 'tls', 'key.pem')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dataDir, 'tls')).mode & 0o777).toBe(0o700);
+  });
+
+  it('has one fingerprint in the start log, /status, the CLI and the handshake', async () => {
+    const logged = (gw.logs().find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
+    expect(logged).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+    const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { tls: { fingerprintSha256: string; source: string } };
+    expect(status.tls).toMatchObject({ fingerprintSha256: logged, source: 'self-signed' });
+    const cli = run('env', [`DATA_DIR=${dataDir}`, process.execPath, inject('bundlePath'), 'tls-certificate', '--fingerprint']);
+    expect(cli.status).toBe(0);
+    expect(cli.out.trim()).toBe(logged);
+    const socket = await openTls(port);
+    expect(socket.getPeerX509Certificate()!.fingerprint256).toBe(logged);
+    socket.destroy();
+  });
+
+  it('names the host and localhost and is read by openssl', () => {
+    const text = run('openssl', ['x509', '-in', join(dataDir, 'tls', 'cert.pem'), '-noout', '-text']);
+    expect(text.status).toBe(0);
+    expect(text.out).toMatch(/DNS:localhost/);
+    expect(text.out).toMatch(/IP Address:127\.0\.0\.1/);
+    expect(text.out).toMatch(/ecdsa-with-SHA256/);
+    expect(text.out).toMatch(/TLS Web Server Authentication/);
+  });
+});
