@@ -1,0 +1,61 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { PREVIOUS_QUEUE_FIXTURE, PREVIOUS_RELEASE, fillQueueWith, previousReleaseBundle, upgradeBatches } from '../scripts/previous-release.mjs';
+import { QUEUE_FORMAT, readQueueFormat } from '../src/queue/queue-format.js';
+import { TEST_KEY } from './support/gateway.js';
+import { spawnGateway } from './support/process.js';
+import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+
+const readings = upgradeBatches().flat().length;
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const newDataDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'harbor-upgrade-'));
+  dirs.push(dir);
+  return dir;
+};
+
+/** Starts the current build on `dataDir` and checks that the queued readings reach QuestDB once each. */
+async function expectBacklogDeliveredOnce(dataDir: string): Promise<void> {
+  const queueFile = join(dataDir, 'queue.db');
+  expect(readQueueFormat(queueFile).version).toBe(1);
+  // A table of its own: every row in it came from the old queue.
+  const table = uniqueTable('upgrade');
+  const gateway = await spawnGateway({ API_KEY: TEST_KEY, DATA_DIR: dataDir, QUESTDB_TABLE: table, QUESTDB_URL: inject('questdbUrl'), FLUSH_INTERVAL_MS: '50' });
+  try {
+    const queued = async (): Promise<number> =>
+      ((await (await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } }).queue.readings;
+    await expect.poll(queued, { timeout: 30_000, interval: 100 }).toBe(0);
+    expect(await storedCounts(table)).toEqual({ rows: readings, distinct: readings });
+  } finally {
+    gateway.child.kill('SIGTERM');
+    await gateway.exited;
+  }
+  expect(readQueueFormat(queueFile).version).toBe(QUEUE_FORMAT);
+}
+
+describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
+  it('delivers the backlog the previous release queued with QuestDB unreachable, exactly once', async () => {
+    const dataDir = newDataDir();
+    const release = previousReleaseBundle();
+    if ('unavailable' in release) {
+      console.info(`upgrade test: ${release.unavailable}; using the queue ${PREVIOUS_QUEUE_FIXTURE} made from it instead`);
+      copyFileSync(PREVIOUS_QUEUE_FIXTURE, join(dataDir, 'queue.db'));
+    } else {
+      console.info(`upgrade test: ${PREVIOUS_RELEASE} built from ${release.commit} fills the queue`);
+      expect(await fillQueueWith({ bundle: release.bundle, dataDir })).toBe(readings);
+    }
+    await expectBacklogDeliveredOnce(dataDir);
+  }, 600_000);
+
+  it(`delivers the committed queue fixture that ${PREVIOUS_RELEASE} wrote`, async () => {
+    const dataDir = newDataDir();
+    copyFileSync(PREVIOUS_QUEUE_FIXTURE, join(dataDir, 'queue.db'));
+    await expectBacklogDeliveredOnce(dataDir);
+  });
+});
