@@ -1,24 +1,14 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { PREVIOUS_QUEUE_FIXTURE, PREVIOUS_RELEASE, fillQueueWith, previousReleaseBundle, upgradeBatches } from '../scripts/previous-release.mjs';
 import { QUEUE_FORMAT, readQueueFormat } from '../src/queue/queue-format.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 const readings = upgradeBatches().flat().length;
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-const newDataDir = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'harbor-upgrade-'));
-  dirs.push(dir);
-  return dir;
-};
 
 /** Starts the current build on `dataDir` and checks that the queued readings reach QuestDB once each. */
 async function expectBacklogDeliveredOnce(dataDir: string): Promise<void> {
@@ -41,7 +31,7 @@ async function expectBacklogDeliveredOnce(dataDir: string): Promise<void> {
 
 describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
   it('delivers the backlog the previous release queued with QuestDB unreachable, exactly once', async () => {
-    const dataDir = newDataDir();
+    const dataDir = tempDir('upgrade');
     const release = previousReleaseBundle();
     if ('unavailable' in release) {
       console.info(`upgrade test: ${release.unavailable}; using the queue ${PREVIOUS_QUEUE_FIXTURE} made from it instead`);
@@ -54,7 +44,7 @@ describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
   }, 600_000);
 
   it(`delivers the committed queue fixture that ${PREVIOUS_RELEASE} wrote`, async () => {
-    const dataDir = newDataDir();
+    const dataDir = tempDir('upgrade');
     copyFileSync(PREVIOUS_QUEUE_FIXTURE, join(dataDir, 'queue.db'));
     await expectBacklogDeliveredOnce(dataDir);
   });
