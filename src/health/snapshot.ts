@@ -33,6 +33,8 @@ export interface GatewaySnapshot {
     flushedReadings: number;
     deadLettered: number;
   };
+  /** The process's resident memory and V8's used heap: a leak shows as one of them growing. */
+  memory: { rssBytes: number; heapUsedBytes: number };
 }
 
 export interface SnapshotSources {
@@ -45,6 +47,7 @@ export interface SnapshotSources {
 export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
+  const memory = process.memoryUsage();
   return {
     version,
     uptimeSeconds: Math.round((now - stats.startedMs) / 1000),
@@ -74,5 +77,6 @@ export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSour
       flushedReadings: stats.flushedReadings,
       deadLettered: stats.deadLettered,
     },
+    memory: { rssBytes: memory.rss, heapUsedBytes: memory.heapUsed },
   };
 }
