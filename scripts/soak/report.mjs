@@ -26,9 +26,13 @@ export function toCsv(samples) {
 
 /**
  * The rule: after the first third of the run (warm-up: heaps, caches and QuestDB's tables grow to
- * their working size), a figure is flat when the median of the last third exceeds the median of
- * the middle third by no more than `ratio` or by no more than `slack` (whichever allows more).
- * Medians of thirds see through the spikes every QuestDB restart causes; a leak moves them.
+ * their working size), a figure is flat when
+ * - the median of the last third exceeds the median of the middle third by no more than the
+ *   allowance, the larger of (ratio - 1) × that median and `slack`, and
+ * - its trend over the last two thirds (least squares), continued for an hour, grows it by no more
+ *   than the allowance either.
+ * Medians of thirds see through the spikes every QuestDB restart causes; the trend catches a steady
+ * climb that is still small in absolute terms (as in a short run).
  */
 export const FLAT_RULES = /** @type {const} */ ([
   { key: 'rssMb', label: 'resident memory', unit: 'MB', ratio: 1.1, slack: 8 },
@@ -39,19 +43,35 @@ export const FLAT_RULES = /** @type {const} */ ([
 ]);
 
 /**
+ * Growth per hour of the least-squares line through (seconds, value).
+ * @param {[number, number][]} points
+ */
+function slopePerHour(points) {
+  if (points.length < 2) return 0;
+  const mx = points.reduce((a, [x]) => a + x, 0) / points.length;
+  const my = points.reduce((a, [, y]) => a + y, 0) / points.length;
+  const sxy = points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0);
+  const sxx = points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  return sxx === 0 ? 0 : (sxy / sxx) * 3600;
+}
+
+/**
  * @param {Sample[]} samples
- * @returns {{ key: string, label: string, unit: string, middle: number | null, last: number | null, limit: number | null, flat: boolean }[]}
+ * @returns {{ key: string, label: string, unit: string, middle: number | null, last: number | null, allowance: number | null, trendPerHour: number, flat: boolean }[]}
  */
 export function flatness(samples) {
   const third = Math.floor(samples.length / 3);
   const middle = samples.slice(third, 2 * third);
   const last = samples.slice(2 * third);
   return FLAT_RULES.map(({ key, label, unit, ratio, slack }) => {
-    const values = (/** @type {Sample[]} */ part) => part.map((s) => s[key]).filter((v) => typeof v === 'number');
-    const m = median(values(middle)) ?? null;
-    const l = median(values(last)) ?? null;
-    const limit = m === null ? null : Math.max(m * ratio, m + slack);
-    return { key, label, unit, middle: m, last: l, limit, flat: m !== null && l !== null && limit !== null && l <= limit };
+    /** @param {Sample[]} part */
+    const points = (part) => part.flatMap((s) => (typeof s[key] === 'number' ? [/** @type {[number, number]} */ ([s.seconds, s[key]])] : []));
+    const m = median(points(middle).map(([, v]) => v)) ?? null;
+    const l = median(points(last).map(([, v]) => v)) ?? null;
+    const allowance = m === null ? null : Math.max(m * (ratio - 1), slack);
+    const trendPerHour = slopePerHour(points(samples.slice(third)));
+    const flat = m !== null && l !== null && allowance !== null && l - m <= allowance && trendPerHour <= allowance;
+    return { key, label, unit, middle: m, last: l, allowance, trendPerHour, flat };
   });
 }
 

@@ -189,14 +189,16 @@ for ${downSeconds} s; a sample every ${sampleEverySeconds} s (${samples.length} 
 
 ## Flat
 
-The rule (docs/soak.md): a figure is flat when the median of the last third of the samples is at
-most the larger of ratio × and slack + the median of the middle third; the first third is warm-up.
+The rule ([docs/soak.md](../../soak.md)): after the first third of the samples (warm-up), a figure
+is flat when the median of the last third exceeds the median of the middle third by at most the
+allowance (the larger of (ratio - 1) × that median and the slack), and its least-squares trend over
+the last two thirds, continued for an hour, adds at most the allowance too.
 
-| figure | median, middle third | median, last third | limit | flat |
-|---|---|---|---|---|
+| figure (ratio, slack) | median, middle third | median, last third | allowance | trend per hour | flat |
+|---|---|---|---|---|---|
 ${flat.map((f) => {
   const rule = FLAT_RULES.find((r) => r.key === f.key);
-  return `| ${f.label}${f.unit ? ` (${f.unit})` : ''} (×${rule?.ratio} or +${rule?.slack}) | ${fmt(f.middle)} | ${fmt(f.last)} | ${fmt(f.limit)} | ${f.flat ? 'yes' : 'NO'} |`;
+  return `| ${f.label}${f.unit ? ` (${f.unit})` : ''} (×${rule?.ratio}, +${rule?.slack}) | ${fmt(f.middle)} | ${fmt(f.last)} | ${fmt(f.allowance)} | ${fmt(f.trendPerHour)} | ${f.flat ? 'yes' : 'NO'} |`;
 }).join('\n')}
 
 ## Charts
