@@ -1,5 +1,7 @@
-import { copyFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
 import { PREVIOUS_QUEUE_FIXTURE, PREVIOUS_RELEASE, fillQueueWith, previousReleaseBundle, upgradeBatches } from '../scripts/previous-release.mjs';
 import { QUEUE_FORMAT, readQueueFormat } from '../src/queue/queue-format.js';
@@ -47,5 +49,24 @@ describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
     const dataDir = tempDir('upgrade');
     copyFileSync(PREVIOUS_QUEUE_FIXTURE, join(dataDir, 'queue.db'));
     await expectBacklogDeliveredOnce(dataDir);
+  });
+
+  it('refuses to start on a queue file from a newer release: exit 78 (systemd does not restart), file unchanged', async () => {
+    const dataDir = tempDir('newer');
+    const queueFile = join(dataDir, 'queue.db');
+    const db = new Database(queueFile);
+    db.pragma('journal_mode = WAL');
+    db.pragma(`user_version = ${QUEUE_FORMAT + 1}`);
+    db.close();
+    const before = readFileSync(queueFile);
+    const run = spawnSync(process.execPath, [inject('bundlePath')], {
+      env: { PATH: process.env['PATH'] ?? '', API_KEY: TEST_KEY, DATA_DIR: dataDir, QUESTDB_URL: 'http://127.0.0.1:9', PORT: '0', HOST: '127.0.0.1' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(78);
+    expect(run.stdout).toContain(`has format version ${QUEUE_FORMAT + 1}, newer than format version ${QUEUE_FORMAT} that this release reads`);
+    expect(readFileSync(queueFile).equals(before)).toBe(true);
+    expect(readdirSync(dataDir)).toEqual(['queue.db']);
   });
 });
