@@ -3,7 +3,7 @@
 // the end that QuestDB holds every answered reading exactly once, and writes CSV, SVG charts and a
 // verdict into docs/soak/<minutes>min/. See docs/soak.md.
 //   npm run soak -- --minutes 60 [--rate 40] [--batch 10] [--restart-every 240] [--down 20] [--sample-every 10]
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -93,6 +93,20 @@ const status = async () => {
 const queueFileBytes = () =>
   ['queue.db', 'queue.db-wal'].map((name) => join(dataDir, name)).reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
 const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.pid}/status`, 'utf8'))?.[1]);
+/** The gateway's open file descriptors, sockets apart; one may close between the listing and its link. */
+const descriptors = () => {
+  let fds = 0;
+  let sockets = 0;
+  for (const fd of readdirSync(`/proc/${gateway.pid}/fd`)) {
+    try {
+      if (readlinkSync(`/proc/${gateway.pid}/fd/${fd}`).startsWith('socket:')) sockets += 1;
+      else fds += 1;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return { fds, sockets };
+};
 const percentileOf = (/** @type {number[]} */ sorted, /** @type {number} */ p) =>
   sorted.length === 0 ? null : /** @type {number} */ (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
 
@@ -109,7 +123,7 @@ while (Date.now() < endMs) {
     seconds: elapsed(),
     rssMb: rssKb() / 1024,
     heapMb: current.memory.heapUsedBytes / 2 ** 20,
-    fds: readdirSync(`/proc/${gateway.pid}/fd`).length,
+    ...descriptors(),
     queueFileMb: queueFileBytes() / 2 ** 20,
     queuedReadings: current.queue.readings,
     p50Ms: percentileOf(latencies, 50),
@@ -118,7 +132,7 @@ while (Date.now() < endMs) {
     questdbUp,
   });
   const s = /** @type {import('./report.mjs').Sample} */ (samples.at(-1));
-  log(`${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB, heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`);
+  log(`${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB, heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`);
 }
 
 await load.stop();
