@@ -75,11 +75,20 @@ export class FaultProxy {
 
   #track(socket: Socket): void {
     this.#sockets.add(socket);
-    this.open += 1;
-    this.maxOpen = Math.max(this.maxOpen, this.open);
+    let counted = false;
+    // Counted from the next turn of the event loop: when this process lags (a loaded machine), the
+    // close of the connection the client gave up and the accept of its next one arrive in one batch,
+    // and the close is handled after the accept. Counting at once would see both open.
+    const count = setTimeout(() => {
+      if (socket.destroyed) return;
+      counted = true;
+      this.open += 1;
+      this.maxOpen = Math.max(this.maxOpen, this.open);
+    }, 0);
     socket.on('close', () => {
+      clearTimeout(count);
       this.#sockets.delete(socket);
-      this.open -= 1;
+      if (counted) this.open -= 1;
     });
   }
 }
