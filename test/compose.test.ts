@@ -1,7 +1,7 @@
 // compose.yaml, checked by a real Docker Compose client (`config` resolves and validates the file
 // against the Compose specification), .env.example kept in step with it, and the Dockerfile's shape.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { composeClient } from '../scripts/compose-client.mjs';
 import { QUESTDB_VERSION, startQuestDb } from '../scripts/questdb.mjs';
+import { tempDir } from './support/temp-dir.js';
 
 const root = join(import.meta.dirname, '..');
 const composeFile = join(root, 'compose.yaml');
@@ -87,7 +88,7 @@ describe('compose stack', () => {
       GRAFANA_ADMIN_PASSWORD: 'admin',
       RETENTION_DAYS: '365',
     });
-    const site = join(mkdtempSync(join(tmpdir(), 'harbor-env-')), '.env');
+    const site = join(tempDir('env'), '.env');
     const secrets = { API_KEY: 'site-key-0123456789abcdef', QUESTDB_PASSWORD: 'quest-site-pw-42', GRAFANA_ADMIN_PASSWORD: 'grafana-site-pw-42' };
     writeFileSync(site, `GATEWAY_ENV=production\nRETENTION_DAYS=90\nGATEWAY_PORT=18000\n${Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n')}\n`);
     const { services } = config(site);
@@ -111,7 +112,7 @@ describe('compose stack', () => {
 
   it('gives QuestDB settings under which the gateway writes and Grafana only reads', async () => {
     const { services } = config(envExample);
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-compose-questdb-'));
+    const dataDir = tempDir('compose-questdb');
     const questdb = await startQuestDb({ dataDir, heap: '512m', env: services.questdb.environment });
     try {
       const gateway = services.gateway.environment;
@@ -141,14 +142,13 @@ describe('compose stack', () => {
       }
     } finally {
       await questdb.stop();
-      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
   it('refuses to start in production while the compose file\'s shipped credentials are unchanged', () => {
     const { services } = config(envExample);
     const result = spawnSync(process.execPath, [inject('bundlePath')], {
-      env: { PATH: process.env['PATH'] ?? '', ...services.gateway.environment, GATEWAY_ENV: 'production', DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-prod-')), PORT: '0' },
+      env: { PATH: process.env['PATH'] ?? '', ...services.gateway.environment, GATEWAY_ENV: 'production', DATA_DIR: tempDir('prod'), PORT: '0' },
       encoding: 'utf8',
       timeout: 20_000,
     });

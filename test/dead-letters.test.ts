@@ -1,12 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { WriteAheadQueue } from '../src/queue/queue.js';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 const run = promisify(execFile);
 const cli = async (...args: string[]) => (await run(process.execPath, [inject('bundlePath'), 'dead-letters', ...args])).stdout;
@@ -16,7 +14,7 @@ const POISON = '9999999999999999999\tpoison-ship\tc\t1';
 
 describe('poison rows', () => {
   it('are dead-lettered with the reason while the rest flows, and the CLI lists, re-queues and purges them', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-poison-'));
+    const dataDir = tempDir('poison');
     const queue = WriteAheadQueue.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
     const times = (from: number, count: number) => Array.from({ length: count }, (_, i) => `${1790000000000000000n + BigInt(from + i)}\tgood-ship\tc\t${from + i}`);
     await queue.append(times(0, 10).join('\n'), 10, Date.now());
@@ -57,7 +55,7 @@ describe('poison rows', () => {
   });
 
   it('the CLI refuses ambiguous or unknown arguments', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-poison-cli-'));
+    const dataDir = tempDir('poison-cli');
     await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'purge', '--data-dir', dataDir])).rejects.toMatchObject({ code: 64 });
     await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'list', '--data-dir', dataDir])).rejects.toMatchObject({ code: 66 });
     await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'list', '--bogus'])).rejects.toMatchObject({ code: 64 });

@@ -1,5 +1,4 @@
-import { copyFileSync, existsSync, mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
@@ -7,6 +6,7 @@ import { startGatewayProcess } from '../scripts/gateway-process.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 /**
  * The data directory is a 4 MiB tmpfs in a private mount namespace (unshare, no privileges needed
@@ -15,7 +15,7 @@ import { storedCounts, uniqueTable } from './support/questdb-sql.js';
  */
 describe('full disk (ENOSPC on the data directory)', () => {
   it('answers 503 with a clear error, corrupts nothing and recovers by itself when space returns', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-enospc-'));
+    const dataDir = tempDir('enospc');
     const proxy = await FaultProxy.start(inject('questdbUrl'));
     proxy.set('refuse');
     const table = uniqueTable('enospc');
@@ -43,7 +43,7 @@ describe('full disk (ENOSPC on the data directory)', () => {
     // SQLite resolves the /proc link to this namespace's empty directory, so check a copy; nothing
     // writes the queue between requests while QuestDB is refused.
     const integrity = () => {
-      const copy = mkdtempSync(join(tmpdir(), 'harbor-enospc-copy-'));
+      const copy = tempDir('enospc-copy');
       for (const file of ['queue.db', 'queue.db-wal']) {
         if (existsSync(join(inside, file))) copyFileSync(join(inside, file), join(copy, file));
       }

@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, waitForCount } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 describe('health report', () => {
   it('writes queue depth, oldest age and flush errors to gateway_health', async () => {
@@ -25,7 +24,7 @@ describe('health report', () => {
 
 describe('systemd notification', () => {
   it('reports ready, feeds the watchdog while healthy and says when it stops', async () => {
-    const socketPath = join(mkdtempSync(join(tmpdir(), 'harbor-notify-')), 'notify.sock');
+    const socketPath = join(tempDir('notify'), 'notify.sock');
     const receiver = spawn('python3', [join(import.meta.dirname, 'support', 'notify-socket.py'), socketPath], { stdio: ['ignore', 'pipe', 'inherit'] });
     let received = '';
     receiver.stdout.on('data', (chunk: Buffer) => (received += chunk.toString()));
@@ -33,7 +32,7 @@ describe('systemd notification', () => {
       while (!received.includes('listening')) await new Promise((r) => setTimeout(r, 20));
       const gw = await spawnGateway({
         API_KEY: TEST_KEY,
-        DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-notify-data-')),
+        DATA_DIR: tempDir('notify-data'),
         QUESTDB_URL: inject('questdbUrl'),
         NOTIFY_SOCKET: socketPath,
         WATCHDOG_USEC: '200000',

@@ -1,19 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway, type GatewayProcess } from './support/process.js';
 import { uniqueTable } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 let gw: GatewayProcess;
 let port: number;
 beforeAll(async () => {
   gw = await spawnGateway({
     API_KEY: TEST_KEY,
-    DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-hostile-')),
+    DATA_DIR: tempDir('hostile'),
     QUESTDB_URL: inject('questdbUrl'),
     QUESTDB_TABLE: uniqueTable('hostile'),
     MAX_BODY_BYTES: '64KiB',

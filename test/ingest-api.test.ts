@@ -237,6 +237,7 @@ describe('health and status', () => {
       queue: { readings: expect.any(Number), maxBytes: expect.any(Number) },
       deadLetters: 0,
       totals: { acceptedRequests: expect.any(Number) },
+      memory: { rssBytes: expect.any(Number), heapUsedBytes: expect.any(Number) },
     });
     expect(JSON.stringify(status.body)).not.toContain(TEST_KEY);
   });

@@ -1,16 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startQuestDb, type QuestDbServer } from '../scripts/questdb.mjs';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { sql, storedCounts, waitForDrained } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'harbor-outage-qdb-'));
+const dataDir = tempDir('outage-qdb');
 let questdb: QuestDbServer | undefined;
 afterAll(async () => {
   await questdb?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('QuestDB outage during ingestion', () => {

@@ -1,19 +1,17 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/questdb.mjs';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { storedCounts, uniqueTable, waitForDrained } from './support/questdb-sql.js';
 import { inject } from 'vitest';
+import { tempDir } from './support/temp-dir.js';
 
 const batchOf = (round: number, size: number) =>
   Array.from({ length: size }, (_, i) => ({ time: `2026-04-01T00:00:${String(round).padStart(2, '0')}.${String(i).padStart(6, '0')}Z`, ship_id: 'restart-ship', cargo_id: `c${i % 7}`, value: round * 1000 + i }));
 
 describe('restart with a non-empty queue', () => {
   it('delivers what was queued before a graceful stop, exactly once', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-restart-'));
+    const dataDir = tempDir('restart');
     const table = uniqueTable('restart');
     const offline = await startTestGateway({ DATA_DIR: dataDir, QUESTDB_TABLE: table, QUESTDB_URL: `http://127.0.0.1:${await freePort()}`, SHUTDOWN_TIMEOUT_MS: '500' });
     for (let round = 0; round < 20; round++) expect((await offline.post('/api/v2/ingest/batch', batchOf(round, 50))).status).toBe(200);
@@ -31,7 +29,7 @@ describe('restart with a non-empty queue', () => {
   });
 
   it('delivers what was answered 200 before a kill -9', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-kill-'));
+    const dataDir = tempDir('kill');
     const table = uniqueTable('kill');
     const env = { API_KEY: TEST_KEY, DATA_DIR: dataDir, QUESTDB_TABLE: table, DURABILITY: 'process-crash' };
     const doomed = await spawnGateway({ ...env, QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });

@@ -1,8 +1,6 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { spawnGateway } from './support/process.js';
+import { tempDir } from './support/temp-dir.js';
 
 describe('secrets', () => {
   it('never appear in logs, error bodies or the status endpoint, even at trace level', async () => {
@@ -12,7 +10,7 @@ describe('secrets', () => {
       API_KEY: apiKey,
       QUESTDB_USERNAME: 'admin',
       QUESTDB_PASSWORD: password,
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-secrets-')),
+      DATA_DIR: tempDir('secrets'),
       QUESTDB_URL: inject('questdbUrl'),
       LOG_LEVEL: 'trace',
       FLUSH_INTERVAL_MS: '50',

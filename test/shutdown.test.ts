@@ -1,12 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { freePort } from '../scripts/questdb.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
 import { WriteAheadQueue } from '../src/queue/queue.js';
+import { tempDir } from './support/temp-dir.js';
 
 const post = (url: string, body: unknown) =>
   fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(body) });
@@ -16,7 +14,7 @@ describe('graceful shutdown', () => {
     const table = uniqueTable('shutdown');
     const gw = await spawnGateway({
       API_KEY: TEST_KEY,
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-shutdown-')),
+      DATA_DIR: tempDir('shutdown'),
       QUESTDB_URL: inject('questdbUrl'),
       QUESTDB_TABLE: table,
       FLUSH_INTERVAL_MS: '60000',
@@ -49,7 +47,7 @@ describe('graceful shutdown', () => {
   });
 
   it('gives up the last flush at the deadline when QuestDB is away, keeping the queue', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'harbor-shutdown-'));
+    const dataDir = tempDir('shutdown');
     const gw = await spawnGateway({
       API_KEY: TEST_KEY,
       DATA_DIR: dataDir,

@@ -1,11 +1,10 @@
-import { readFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { describe, expect, inject, it } from 'vitest';
 import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 const MAX_PEAK_RSS_MB = 200;
 const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
@@ -16,7 +15,7 @@ describe('QuestDB that does not answer, or answers slowly', () => {
     const table = uniqueTable('slow');
     const gw = await spawnGateway({
       API_KEY: TEST_KEY,
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'harbor-slow-')),
+      DATA_DIR: tempDir('slow'),
       QUESTDB_URL: proxy.url,
       QUESTDB_TABLE: table,
       FLUSH_INTERVAL_MS: '50',

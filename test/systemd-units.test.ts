@@ -2,10 +2,10 @@
 // installs systemd from Debian when it is missing and stands in for programs the machine lacks),
 // and the settings the gateway relies on.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from './support/temp-dir.js';
 
 const root = join(import.meta.dirname, '..');
 const unitsDir = join(root, 'systemd');
@@ -43,7 +43,7 @@ describe('systemd units', () => {
   });
 
   it('fails verification on a directive systemd would ignore, even where a program is missing', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'harbor-units-'));
+    const dir = tempDir('units');
     const broken = readFileSync(join(unitsDir, 'harbor-gateway.service'), 'utf8')
       .replace('Restart=on-failure', 'Restart=sometimes')
       .replace('ExecStart=/usr/bin/node', 'ExecStart=/opt/harbor-missing/bin/node');

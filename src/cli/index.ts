@@ -3,12 +3,16 @@ import { renderConfigTable } from '../config/config-table.js';
 import { startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { CertificateError } from '../tls/certificate-store.js';
+import { QueueFormatError } from '../queue/queue-format.js';
 import { VERSION } from '../version.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
 import { tlsCertificateCommand } from './tls-certificate-command.js';
 
-/** Exit status for configuration errors (EX_CONFIG); systemd is told not to restart on it. */
+/**
+ * Exit status for configuration errors (EX_CONFIG), a queue file from a newer release among them;
+ * systemd is told not to restart on it.
+ */
 const EXIT_CONFIG = 78;
 
 const USAGE = `harbor-gateway ${VERSION}
@@ -54,7 +58,7 @@ async function serve(): Promise<void> {
       process.exit(EXIT_CONFIG);
     }
     logger.fatal({ event: 'start_failed', err: error }, 'could not start the gateway');
-    process.exit(1);
+    process.exit(error instanceof QueueFormatError ? EXIT_CONFIG : 1);
   }
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {

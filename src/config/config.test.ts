@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEVELOPMENT_API_KEY, loadConfig } from './config.js';
@@ -7,6 +6,7 @@ import { renderConfigTable } from './config-table.js';
 import { SETTINGS } from './settings.js';
 import { parseByteSize } from './size.js';
 import { readFileSync } from 'node:fs';
+import { tempDir } from '../../test/support/temp-dir.js';
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -19,7 +19,7 @@ const problemsOf = (env: Record<string, string>): string[] => {
 };
 
 const secretFile = (content: string): string => {
-  const path = join(mkdtempSync(join(tmpdir(), 'harbor-secret-')), 'secret');
+  const path = join(tempDir('secret'), 'secret');
   writeFileSync(path, content);
   return path;
 };
@@ -65,7 +65,7 @@ describe('loadConfig', () => {
 
   it('reads the API key from a file, or from the systemd credentials directory', () => {
     expect(loadConfig({ API_KEY_FILE: secretFile('from-file-key\n') })).toMatchObject({ apiKey: 'from-file-key', apiKeySource: 'file' });
-    const credentials = mkdtempSync(join(tmpdir(), 'harbor-cred-'));
+    const credentials = tempDir('cred');
     writeFileSync(join(credentials, 'api_key'), 'credential-key');
     expect(loadConfig({ CREDENTIALS_DIRECTORY: credentials })).toMatchObject({ apiKey: 'credential-key', apiKeySource: 'systemd credential' });
   });

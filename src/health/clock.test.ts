@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { clockSynchronized } from './clock.js';
+import { tempDir } from '../../test/support/temp-dir.js';
 
 describe('clockSynchronized', () => {
   it('reads systemd-timesyncd: synchronised, not yet, or unknown without it', () => {
-    const run = mkdtempSync(join(tmpdir(), 'harbor-clock-'));
+    const run = tempDir('clock');
     const dir = join(run, 'timesync');
     expect(clockSynchronized(dir)).toBeNull();
     mkdirSync(dir);

@@ -42,6 +42,8 @@ export interface GatewaySnapshot {
   keys: KeyCounters[];
   /** Requests with a wrong or missing key, and the addresses whose wrong-key answers are being slowed down. */
   auth: { wrongKeyRequests: number; addressesTracked: number };
+  /** The process's resident memory and V8's used heap: a leak shows as one of them growing. */
+  memory: { rssBytes: number; heapUsedBytes: number };
 }
 
 export interface TlsSummary {
@@ -63,6 +65,7 @@ export interface SnapshotSources {
 export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version, tls }: SnapshotSources, now = Date.now()): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
+  const memory = process.memoryUsage();
   return {
     version,
     uptimeSeconds: Math.round((now - stats.startedMs) / 1000),
@@ -95,5 +98,6 @@ export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, ver
     },
     keys: keys.counters.list(),
     auth: { wrongKeyRequests: failureDelay.total, addressesTracked: failureDelay.tracked },
+    memory: { rssBytes: memory.rss, heapUsedBytes: memory.heapUsed },
   };
 }

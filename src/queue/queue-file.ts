@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { VERSION } from '../version.js';
+import { assertReadableFormat, migrateQueueFile } from './queue-format.js';
 
 export type Durability = 'power-loss' | 'process-crash';
-
-const SCHEMA_VERSION = 1;
 
 /**
  * The queue file. Records (one per request) go into numbered segment tables: the ingest thread
@@ -16,35 +16,8 @@ const SCHEMA_VERSION = 1;
  * The `ledger` row counts what others than the ingest thread add to and take from the queue (the
  * flusher moving the mark, the operator re-queueing dead letters), in the transaction of the
  * change; the ingest thread counts its own appends in memory, so a commit rewrites no counter page.
+ * Those tables come from the format steps in queue-format.ts; the segments are made here.
  */
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS dead_letters (
-  -- AUTOINCREMENT: ids are never reused, so an operator's purge of #7 cannot hit a newer letter.
-  id          INTEGER PRIMARY KEY AUTOINCREMENT,
-  received_ms INTEGER NOT NULL,
-  failed_ms   INTEGER NOT NULL,
-  reason      TEXT    NOT NULL,
-  line        TEXT    NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ledger (
-  id               INTEGER PRIMARY KEY CHECK (id = 1),
-  added_records    INTEGER NOT NULL DEFAULT 0,
-  added_readings   INTEGER NOT NULL DEFAULT 0,
-  added_bytes      INTEGER NOT NULL DEFAULT 0,
-  removed_records  INTEGER NOT NULL DEFAULT 0,
-  removed_readings INTEGER NOT NULL DEFAULT 0,
-  removed_bytes    INTEGER NOT NULL DEFAULT 0
-);
-INSERT OR IGNORE INTO ledger (id) VALUES (1);
--- Everything up to record last_id of segment \`segment\` is in QuestDB.
-CREATE TABLE IF NOT EXISTS progress (
-  id      INTEGER PRIMARY KEY CHECK (id = 1),
-  segment INTEGER NOT NULL,
-  last_id INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO progress VALUES (1, 1, 0);
-`;
-
 const segmentTable = (segment: number): string => `segment_${segment}`;
 
 /** Creates segment `n` (no-op when it exists). */
@@ -105,7 +78,10 @@ export interface Progress {
 /** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
 export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
   if (options.create) mkdirSync(dataDir, { recursive: true, mode: 0o750 });
-  const db = new Database(queuePath(dataDir), { fileMustExist: !options.create });
+  const path = queuePath(dataDir);
+  // Before the first write: even the journal mode pragma below may change a newer release's file.
+  assertReadableFormat(path);
+  const db = new Database(path, { fileMustExist: !options.create });
   // 1 KiB pages: a commit of a few dozen single readings rewrites a few small pages instead of a
   // few large ones, about a third fewer bytes written per reading. Takes effect on new files.
   if (options.create) db.pragma('page_size = 1024');
@@ -117,12 +93,14 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   db.pragma('journal_size_limit = 67108864');
   // 2 MiB of page cache per connection; the build's default is 16 MiB.
   db.pragma('cache_size = -2048');
-  if (options.create) {
-    // Lets free pages go back to the file system after a long outage; takes effect on new files.
-    db.pragma('auto_vacuum = INCREMENTAL');
-    db.exec(SCHEMA);
-    if (listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  // Lets free pages go back to the file system after a long outage; takes effect on new files.
+  if (options.create) db.pragma('auto_vacuum = INCREMENTAL');
+  try {
+    migrateQueueFile(db, path, VERSION);
+    if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
+  } catch (error) {
+    db.close();
+    throw error;
   }
   return db;
 }

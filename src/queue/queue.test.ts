@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,11 +5,12 @@ import { QueueRefusedError } from './queue-errors.js';
 import { QueueConsumer } from './queue-consumer.js';
 import { countAdded, listSegments, segmentInsert } from './queue-file.js';
 import { WriteAheadQueue, type QueueOptions } from './queue.js';
+import { tempDir } from '../../test/support/temp-dir.js';
 
 const open: WriteAheadQueue[] = [];
 const openQueue = (options: Partial<QueueOptions> = {}): WriteAheadQueue => {
   const queue = WriteAheadQueue.open({
-    dataDir: mkdtempSync(join(tmpdir(), 'harbor-queue-')),
+    dataDir: tempDir('queue'),
     durability: 'process-crash',
     maxBytes: 1024 * 1024,
     ...options,
@@ -103,7 +102,7 @@ describe('WriteAheadQueue', () => {
   });
 
   it('keeps its records and counters across a restart', async () => {
-    const first = WriteAheadQueue.open({ dataDir: mkdtempSync(join(tmpdir(), 'harbor-queue-')), durability: 'power-loss', maxBytes: 1 << 20 });
+    const first = WriteAheadQueue.open({ dataDir: tempDir('queue'), durability: 'power-loss', maxBytes: 1 << 20 });
     await first.append('1\ts\tc\t1\n2\ts\tc\t2', 2, 7);
     const pending = first.append('3\ts\tc\t3', 1, 8);
     first.close();

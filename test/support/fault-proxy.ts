@@ -75,15 +75,21 @@ export class FaultProxy {
 
   #track(socket: Socket): void {
     this.#sockets.add(socket);
-    this.open += 1;
-    this.maxOpen = Math.max(this.maxOpen, this.open);
-    // A connection counts as open until the gateway ends or resets it: the socket's own 'close'
-    // can come much later (after the upstream side drains), when the gateway already has a new one.
-    let counted = true;
+    // A connection counts as open from the next turn of the event loop until the gateway ends or
+    // resets it. On a loaded machine the end of the connection the gateway gave up and the accept
+    // of its next one arrive in one batch, and the socket's own 'close' comes later still (after
+    // the upstream side drains): counting at accept or until 'close' would see both open.
+    let state: 'pending' | 'counted' | 'gone' = 'pending';
+    const count = setTimeout(() => {
+      if (state !== 'pending' || socket.destroyed) return;
+      state = 'counted';
+      this.open += 1;
+      this.maxOpen = Math.max(this.maxOpen, this.open);
+    }, 0);
     const uncount = () => {
-      if (!counted) return;
-      counted = false;
-      this.open -= 1;
+      clearTimeout(count);
+      if (state === 'counted') this.open -= 1;
+      state = 'gone';
     };
     socket.on('end', uncount);
     socket.on('error', uncount);

@@ -1,11 +1,9 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/log/logger.js';
 import { uniqueTable } from './questdb-sql.js';
+import { tempDir } from './temp-dir.js';
 
 export const TEST_KEY = 'test-key-0123456789';
 
@@ -21,7 +19,7 @@ export interface TestGateway {
 
 /** Starts an in-process gateway on a free port with its own queue directory and QuestDB table. */
 export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
-  const dataDir = env['DATA_DIR'] ?? mkdtempSync(join(tmpdir(), 'harbor-gw-'));
+  const dataDir = env['DATA_DIR'] ?? tempDir('gw');
   const table = env['QUESTDB_TABLE'] ?? uniqueTable('gw');
   const fullEnv = {
     PORT: '0',

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -15,19 +15,35 @@ declare module 'vitest' {
 
 let questdb: QuestDbServer | undefined;
 let dataDir: string | undefined;
+let runTempDir: string | undefined;
 
-/** One QuestDB for the whole run (tests use their own tables) and a fresh build of the bundle. */
+/**
+ * One QuestDB for the whole run (tests use their own tables), a fresh build of the bundle, and a
+ * temporary directory of the run's own that the test processes inherit as TMPDIR: what is left in
+ * it at the end was left by this run, whatever other runs on the machine do meanwhile.
+ */
 export async function setup(project: TestProject): Promise<void> {
   const root = join(import.meta.dirname, '..', '..');
   execFileSync(process.execPath, [join(root, 'build.mjs')], { cwd: root, stdio: 'inherit' });
-  dataDir = mkdtempSync(join(tmpdir(), 'harbor-questdb-'));
+  runTempDir = mkdtempSync(join(tmpdir(), 'harbor-test-run-'));
+  process.env['TMPDIR'] = runTempDir;
+  dataDir = mkdtempSync(join(runTempDir, 'harbor-questdb-'));
   questdb = await startQuestDb({ dataDir });
   project.provide('questdbUrl', questdb.httpUrl);
   project.provide('questdbPgPort', questdb.pgPort);
   project.provide('bundlePath', join(root, 'dist', 'gateway.mjs'));
 }
 
+/** Stops QuestDB, then fails the run when a test left something in the run's temporary directory. */
 export async function teardown(): Promise<void> {
   await questdb?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (runTempDir === undefined) return;
+  const left = readdirSync(runTempDir);
+  rmSync(runTempDir, { recursive: true, force: true });
+  if (left.length > 0) {
+    // vitest reports an error thrown here but still exits 0; the exit code is what CI reads.
+    process.exitCode = 1;
+    throw new Error(`tests left ${left.length} entries in the temporary directory (each test must remove what it makes): ${left.sort().join(', ')}`);
+  }
 }

@@ -1,0 +1,146 @@
+import { closeSync, existsSync, openSync, readSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
+
+/**
+ * The queue file's format version, kept in SQLite's `user_version`. Each step below takes a file
+ * from the version before it to its own; opening an older file runs the missing steps in order.
+ * Steps must be safe to run twice: 0.1.0 set `user_version = 1` on every open, so a file that
+ * 0.1.0 opened after an upgrade says 1 again while already holding later steps' tables.
+ */
+interface FormatStep {
+  version: number;
+  sql: string;
+}
+
+const STEPS: readonly FormatStep[] = [
+  {
+    // The format of release 0.1.0.
+    version: 1,
+    sql: `
+CREATE TABLE IF NOT EXISTS dead_letters (
+  -- AUTOINCREMENT: ids are never reused, so an operator's purge of #7 cannot hit a newer letter.
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  received_ms INTEGER NOT NULL,
+  failed_ms   INTEGER NOT NULL,
+  reason      TEXT    NOT NULL,
+  line        TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  added_records    INTEGER NOT NULL DEFAULT 0,
+  added_readings   INTEGER NOT NULL DEFAULT 0,
+  added_bytes      INTEGER NOT NULL DEFAULT 0,
+  removed_records  INTEGER NOT NULL DEFAULT 0,
+  removed_readings INTEGER NOT NULL DEFAULT 0,
+  removed_bytes    INTEGER NOT NULL DEFAULT 0
+);
+INSERT OR IGNORE INTO ledger (id) VALUES (1);
+-- Everything up to record last_id of segment \`segment\` is in QuestDB.
+CREATE TABLE IF NOT EXISTS progress (
+  id      INTEGER PRIMARY KEY CHECK (id = 1),
+  segment INTEGER NOT NULL,
+  last_id INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO progress VALUES (1, 1, 0);
+`,
+  },
+  {
+    // Which release brought the file to each version, so that an older release refusing the file
+    // can name the release that wrote it.
+    version: 2,
+    sql: `
+CREATE TABLE IF NOT EXISTS format_history (
+  version         INTEGER PRIMARY KEY,
+  applied_ms      INTEGER NOT NULL,
+  gateway_version TEXT    NOT NULL
+);
+`,
+  },
+];
+
+/** The format this release writes. */
+export const QUEUE_FORMAT = STEPS.at(-1)!.version;
+
+/** A queue file written by a newer release: refused before anything in it is changed. */
+export class QueueFormatError extends Error {
+  override name = 'QueueFormatError';
+  constructor(
+    readonly path: string,
+    readonly fileFormat: number,
+    readonly writtenBy: string | undefined,
+  ) {
+    super(
+      `queue file ${path} has format version ${fileFormat}${writtenBy === undefined ? '' : ` (written by harbor-gateway ${writtenBy})`}, ` +
+        `newer than format version ${QUEUE_FORMAT} that this release reads; nothing in it was changed. ` +
+        'Run that newer release, or move the file aside to start an empty queue.',
+    );
+  }
+}
+
+const HEADER_BYTES = 100;
+const USER_VERSION_OFFSET = 60;
+
+/**
+ * The file's format version and the release that wrote it, read without writing anything: from the
+ * database header when no WAL is beside it (the header is then current), else through a read-only
+ * connection, which leaves a WAL for the writer that owns it. That connection makes the WAL and
+ * shared-memory files when they are missing; they are removed again, empty as they were made.
+ */
+export function readQueueFormat(path: string): { version: number; writtenBy: string | undefined } {
+  if (!existsSync(path)) return { version: 0, writtenBy: undefined };
+  if (!existsSync(`${path}-wal`)) {
+    const header = Buffer.alloc(HEADER_BYTES);
+    const fd = openSync(path, 'r');
+    let read: number;
+    try {
+      read = readSync(fd, header, 0, HEADER_BYTES, 0);
+    } finally {
+      closeSync(fd);
+    }
+    // An empty file is a queue not created yet; the gateway creates it in place.
+    if (read < HEADER_BYTES) return { version: 0, writtenBy: undefined };
+    const version = header.readUInt32BE(USER_VERSION_OFFSET);
+    if (version <= QUEUE_FORMAT) return { version, writtenBy: undefined };
+  }
+  const made = [`${path}-wal`, `${path}-shm`].filter((file) => !existsSync(file));
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    return { version, writtenBy: version > QUEUE_FORMAT ? writerOf(db, version) : undefined };
+  } finally {
+    db.close();
+    for (const file of made) rmSync(file, { force: true });
+  }
+}
+
+function writerOf(db: Database.Database, version: number): string | undefined {
+  const hasHistory = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'format_history'").get() !== undefined;
+  if (!hasHistory) return undefined;
+  return db.prepare<[number], string>('SELECT gateway_version FROM format_history WHERE version = ?').pluck().get(version);
+}
+
+/** Refuses a file from a newer release; call before opening it for writing. */
+export function assertReadableFormat(path: string): void {
+  const { version, writtenBy } = readQueueFormat(path);
+  if (version > QUEUE_FORMAT) throw new QueueFormatError(path, version, writtenBy);
+}
+
+/**
+ * Brings an open queue file to QUEUE_FORMAT, one step per transaction, oldest first. Reads the
+ * version again inside the write lock, so a newer release upgrading the file meanwhile is refused.
+ */
+export function migrateQueueFile(db: Database.Database, path: string, gatewayVersion: string, now = Date.now()): void {
+  for (const step of STEPS) {
+    db.transaction(() => {
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (version > QUEUE_FORMAT) throw new QueueFormatError(path, version, writerOf(db, version));
+      if (version >= step.version) return;
+      db.exec(step.sql);
+      db.pragma(`user_version = ${step.version}`);
+      // format_history exists from version 2 on.
+      if (step.version >= 2) {
+        db.prepare('INSERT OR REPLACE INTO format_history (version, applied_ms, gateway_version) VALUES (?, ?, ?)').run(step.version, now, gatewayVersion);
+      }
+    }).immediate();
+  }
+}
