@@ -9,13 +9,15 @@ export const HEALTH_TABLE = 'gateway_health';
 /** Columns added after the table's first release, each `[name, type]`: tables of older gateways gain them at start. */
 const ADDED_COLUMNS = [
   ['clock_synced', 'BOOLEAN'],
+  // clock_synced cannot say "unknown" (QuestDB booleans have no null); this can, for the clock alert.
+  ['clock', 'SYMBOL'],
   ['queue_max_bytes', 'LONG'],
   ['state', 'SYMBOL'],
   ['state_text', 'VARCHAR'],
   ['outage_s', 'DOUBLE'],
 ] as const;
 
-const createTable = (table: string): string => `CREATE TABLE IF NOT EXISTS ${table} (
+export const createHealthTable = (table: string): string => `CREATE TABLE IF NOT EXISTS ${table} (
   time TIMESTAMP, gateway SYMBOL, ready BOOLEAN, queue_readings LONG, queue_bytes LONG, oldest_age_s DOUBLE,
   dead_letters LONG, flush_failures LONG, consecutive_flush_failures LONG, accepted_readings LONG,
   flushed_readings LONG, refused_requests LONG, ${ADDED_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')}
@@ -47,7 +49,7 @@ export class HealthReporter {
     const state = describeGatewayState(snapshot, this.#outage.observe(snapshot, now), now);
     try {
       if (!this.#tableReady) {
-        await this.questdb.exec(createTable(this.table));
+        await this.questdb.exec(createHealthTable(this.table));
         for (const statement of addColumns(this.table)) await this.questdb.exec(statement);
         this.#tableReady = true;
       }
@@ -85,5 +87,6 @@ function encode(table: string, gateway: string, s: GatewaySnapshot, state: Gatew
   if (s.queue.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${s.queue.oldestAgeSeconds}`);
   if (s.clockSynchronized !== null) columns.push(`clock_synced=${s.clockSynchronized ? 't' : 'f'}`);
   if (state.outageSeconds !== null) columns.push(`outage_s=${state.outageSeconds}`);
-  return Buffer.from(`${table},gateway=${escapeIlp(gateway)},state=${state.code} ${columns.join(',')} ${now}000000n\n`);
+  const clock = s.clockSynchronized === null ? '' : `,clock=${s.clockSynchronized ? 'synchronised' : 'unsynchronised'}`;
+  return Buffer.from(`${table},gateway=${escapeIlp(gateway)},state=${state.code}${clock} ${columns.join(',')} ${now}000000n\n`);
 }
