@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startQuestDb } from '../scripts/questdb.mjs';
-import { dashboardQueries, expandSql, loadDashboard } from '../test/support/grafana-expand.mjs';
+import { ALL, dashboardQueries, expandSql, loadDashboard } from '../test/support/grafana-expand.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -85,9 +85,16 @@ try {
   const allShips = (await query('SELECT DISTINCT ship_id FROM cargo_data ORDER BY ship_id')).rows.map((r) => String(r.ship_id));
   const allCargo = (await query('SELECT DISTINCT cargo_id FROM cargo_data ORDER BY cargo_id')).rows.map((r) => String(r.cargo_id));
   const end = Date.parse((await query('SELECT max(time) AS t FROM cargo_data')).rows[0].t);
+  // The alternatives filter by the list of every ship; the dashboard's queries get its All ('').
   const variables = {
     ship: { model: { multi: true, includeAll: true }, value: allShips },
     cargo: { model: { multi: true, includeAll: true }, value: allCargo },
+  };
+  const dashboard = loadDashboard();
+  const model = (/** @type {string} */ name) => dashboard.templating.list.find((/** @type {any} */ v) => v.name === name);
+  const selectAll = {
+    ship: { model: model('ship'), value: ALL, options: allShips },
+    cargo: { model: model('cargo'), value: ALL, options: allCargo },
   };
 
   const alternatives = {
@@ -117,12 +124,12 @@ try {
     process.stdout.write(`| ${name} | | ${rowCount} | ${ms.toFixed(0)} |\n`);
   }
   const ranges = { '6 h': 6 * 3_600_000, '7 d': 7 * 86_400_000, '30 d': 30 * 86_400_000 };
-  for (const q of dashboardQueries(loadDashboard())) {
+  for (const q of dashboardQueries(dashboard)) {
     if (q.rawSql.includes('gateway_health')) continue;
     const spans = q.kind === 'variable' ? { '': 0 } : ranges;
     // A repeated panel runs once per value of its variable, with that value alone.
     const repeat = q.panel?.repeat;
-    const panelVariables = repeat ? { ...variables, [repeat]: { ...variables.cargo, value: ['temperature'] } } : variables;
+    const panelVariables = repeat ? { ...selectAll, [repeat]: { ...selectAll.cargo, value: ['temperature'] } } : selectAll;
     for (const [label, span] of Object.entries(spans)) {
       const range = { from: end - (span || 30 * 86_400_000), to: end };
       const { ms, rowCount } = await time(expandSql(q.rawSql, { range, variables: panelVariables, maxDataPoints: q.maxDataPoints }));

@@ -16,6 +16,7 @@ import {
   ERROR_FILE,
   GATEWAY_ENV,
   GATEWAY_UNIT,
+  GRAFANA_ENV,
   GRAFANA_PASSWORD_FLAG,
   ISSUE,
   checkGatewayConfig,
@@ -79,7 +80,28 @@ describe('harbor.conf validation', () => {
       network: { mode: 'dhcp' },
       readOnlyRoot: false,
       queueMaxBytes: undefined,
+      alerts: { email: '', webhookUrl: '', smtpHost: '', smtpFrom: '' },
     });
+  });
+
+  it('takes alert contacts, and refuses e-mail without a mail server or a webhook that is not http(s)', () => {
+    const good = validate('ALERT_EMAIL=ops@pier4.example  chief@pier4.example\nALERT_SMTP_HOST=mail.pier4.lan:25\nALERT_SMTP_FROM=harbor@pier4.example\nALERT_WEBHOOK_URL=https://hooks.pier4.example/alerts');
+    expect(good.problems).toEqual([]);
+    expect(good.settings.alerts).toEqual({
+      email: 'ops@pier4.example;chief@pier4.example',
+      webhookUrl: 'https://hooks.pier4.example/alerts',
+      smtpHost: 'mail.pier4.lan:25',
+      smtpFrom: 'harbor@pier4.example',
+    });
+    expect(validate('ALERT_EMAIL=ops@pier4.example\nALERT_WEBHOOK_URL=ftp://x\nALERT_SMTP_FROM=nobody').problems).toEqual([
+      'ALERT_WEBHOOK_URL must be an http:// or https:// address without spaces or quotes',
+      'ALERT_EMAIL needs ALERT_SMTP_HOST, the mail server that sends it',
+      'ALERT_SMTP_FROM must be one e-mail address',
+    ]);
+    expect(validate('ALERT_EMAIL=ops\nALERT_SMTP_HOST=mail:x').problems).toEqual([
+      'ALERT_EMAIL must be e-mail addresses (name@example.com) separated by spaces or ;',
+      'ALERT_SMTP_HOST must be a mail server as host or host:port, for example mail.site.lan:25',
+    ]);
   });
 
   it('takes a full static configuration', () => {
@@ -345,6 +367,7 @@ describe('first boot on a root tree', () => {
       'GATEWAY=192.168.10.1',
       'DNS=192.168.10.1',
       'QUEUE_MAX_BYTES=3GiB',
+      'ALERT_WEBHOOK_URL=http://alerts.pier4.lan/harbor',
     ].join('\r\n');
     writeFileSync(join(board.boot, CONFIG_FILE), conf);
     expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
@@ -358,6 +381,7 @@ describe('first boot on a root tree', () => {
     expect(board.read('etc/machine-info')).toBe('PRETTY_HOSTNAME="Pier 4 \\"north\\""\n');
     expect(board.read(GATEWAY_ENV)).toContain('\nGATEWAY_NAME="Pier 4 \\"north\\""\n');
     expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'Pier 4 "north"', HARBOR_ID: 'pier4' });
+    expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({ ALERT_WEBHOOK_URL: 'http://alerts.pier4.lan/harbor' });
     // A setting written into gateway.env by hand is kept when harbor.conf is applied again.
     appendFileSync(join(board.root, GATEWAY_ENV), 'RETENTION_DAYS=90\n');
 
@@ -377,6 +401,8 @@ describe('first boot on a root tree', () => {
     writeFileSync(join(board.boot, CONFIG_FILE), 'HARBOR_ID=\n');
     expect(board.boot1().status).toBe('applied');
     expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'harbor-3f9a0c', RETENTION_DAYS: '90' });
+    // No ALERT_* setting: nobody is notified any more.
+    expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({});
   });
 
   it('has Grafana store a new admin password given later', () => {

@@ -5,9 +5,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
+import { createHealthTable } from '../src/health/health-reporter.js';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 import {
+  ALL,
   DASHBOARD_PATH,
   dashboardQueries,
   expandSql,
@@ -68,7 +70,9 @@ describe('Grafana provisioning files', () => {
     const variables = dashboard.templating.list;
     expect(variables.map((v: any) => v.name)).toEqual(['ship', 'cargo']);
     for (const v of variables) {
-      expect(v).toMatchObject({ type: 'query', multi: true, includeAll: true });
+      // All is '' rather than the list of options, which is empty on an empty gateway (`IN ()` is an error);
+      // refresh 2: re-run on every time range change and auto-refresh, so new ships appear on a wall screen.
+      expect(v).toMatchObject({ type: 'query', multi: true, includeAll: true, allValue: "''", refresh: 2 });
       expect(datasourceUids.has(v.datasource.uid)).toBe(true);
       expect(v.datasource.type).toBe('grafana-postgresql-datasource');
     }
@@ -99,6 +103,13 @@ describe('Grafana provisioning files', () => {
     expect(new Set(panels.map((p) => p.type))).toEqual(new Set(['row', 'stat', 'timeseries', 'table', 'geomap']));
   });
 
+  it('filters by ship and cargo only in the form that All (\'\') passes: no bare IN ($ship)', () => {
+    for (const q of dashboardQueries(dashboard)) {
+      const sqlText = q.rawSql.replace(/\('' IN \(\$(ship|cargo)\) OR (ship|cargo)_id IN \(\$(ship|cargo)\)\)/g, '');
+      expect(sqlText, `${q.title} ${q.refId}`).not.toMatch(/\$(ship|cargo)\b/);
+    }
+  });
+
   it('draws the Geomap layers from latitude and longitude fields of queries that exist', () => {
     const geomap = (dashboard.panels as any[]).find((p) => p.type === 'geomap');
     const refIds = new Set(geomap.targets.map((t: any) => t.refId));
@@ -115,6 +126,9 @@ describe('the Grafana macro expander of these tests', () => {
 
   it('quotes and joins multi-value variables like the PostgreSQL data source', () => {
     expect(formatVariable({ model: { multi: true }, value: ['a', "o'b"] })).toBe("'a','o''b'");
+    expect(formatVariable({ model: { multi: true, includeAll: true, allValue: "''" }, value: ALL, options: ['a'] })).toBe("''");
+    expect(formatVariable({ model: { multi: true, includeAll: true }, value: [ALL], options: ['a', 'b'] })).toBe("'a','b'");
+    expect(formatVariable({ model: { multi: true, includeAll: true }, value: ALL, options: [] })).toBe('');
     expect(formatVariable({ model: { includeAll: true }, value: 'a' })).toBe("'a'");
     expect(formatVariable({ model: {}, value: "o'b" })).toBe("o''b");
   });
@@ -164,8 +178,9 @@ const EXPECTED: Record<string, [string, Kind][]> = {
   'Queue depth A': [['time', 'time'], ['metric', 'string'], ['queue_readings', 'number']],
   'Oldest queued reading A': [['time', 'time'], ['metric', 'string'], ['oldest_age', 'number']],
   'Flush errors A': [['time', 'time'], ['metric', 'string'], ['consecutive_failures', 'number'], ['failures_since_start', 'number']],
+  'Gateway state A': [['gateway', 'string'], ['state', 'string'], ['last_report', 'time']],
   'Gateways A': [
-    ['gateway', 'string'], ['last_report', 'time'], ['ready', 'boolean'], ['queue_readings', 'number'], ['queue_bytes', 'number'],
+    ['gateway', 'string'], ['last_report', 'time'], ['ready', 'boolean'], ['queue_readings', 'number'], ['queue_bytes', 'number'], ['queue_max_bytes', 'number'],
     ['oldest_age_s', 'number'], ['dead_letters', 'number'], ['flush_failures', 'number'], ['consecutive_flush_failures', 'number'],
     ['accepted_readings', 'number'], ['flushed_readings', 'number'], ['refused_requests', 'number'],
   ],
@@ -214,12 +229,12 @@ describe('dashboard queries on QuestDB', () => {
   const allShips = ['ship-a', 'ship-b', 'ship-c', 'ship-d', "o'brien"];
   const allCargo = [...new Set(readings.map((r) => r.cargo_id))].sort();
 
-  const multi = (value: string[]) => ({ model: { multi: true, includeAll: true }, value });
+  const model = (name: string) => loadDashboard().templating.list.find((v: any) => v.name === name);
   const run = async (rawSql: string, options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {}) => {
     const text = expandSql(rawSql.replace(/\bcargo_data\b/g, gw.table).replace(/\bgateway_health\b/g, healthTable).replace(/\bgateway_key_health\b/g, keyHealthTable), {
       range: options.range ?? range,
       maxDataPoints: options.maxDataPoints ?? 1000,
-      variables: { ship: multi(options.ship ?? allShips), cargo: multi(options.cargo ?? allCargo) },
+      variables: { ship: { model: model('ship'), value: options.ship ?? ALL }, cargo: { model: model('cargo'), value: options.cargo ?? ALL } },
     });
     return client.query(text);
   };
@@ -236,16 +251,13 @@ describe('dashboard queries on QuestDB', () => {
     const response = await gw.post('/api/v2/ingest/batch', readings, { 'x-api-key': TEST_KEY });
     expect(response.status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, readings.length)).toBe(readings.length);
+    await sql(createHealthTable(healthTable));
     await sql(
-      `CREATE TABLE ${healthTable} (time TIMESTAMP, gateway SYMBOL, ready BOOLEAN, queue_readings LONG, queue_bytes LONG,
-        oldest_age_s DOUBLE, dead_letters LONG, flush_failures LONG, consecutive_flush_failures LONG, accepted_readings LONG,
-        flushed_readings LONG, refused_requests LONG) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`,
-    );
-    await sql(
-      `INSERT INTO ${healthTable} VALUES
-        ('${at(0)}', 'gw-1', true, 10, 2048, 4.5, 0, 0, 0, 100, 90, 0),
-        ('${at(1)}', 'gw-1', true, 0, 0, null, 0, 2, 1, 110, 110, 0),
-        ('${at(0)}', 'gw-2', false, 500, 65536, 60, 1, 7, 7, 500, 0, 3)`,
+      `INSERT INTO ${healthTable} (time, gateway, ready, queue_readings, queue_bytes, queue_max_bytes, oldest_age_s, dead_letters,
+        flush_failures, consecutive_flush_failures, accepted_readings, flushed_readings, refused_requests, state, state_text) VALUES
+        ('${at(0)}', 'gw-1', true, 10, 2048, 1048576, 4.5, 0, 0, 0, 100, 90, 0, 'delivering', 'delivering'),
+        ('${at(1)}', 'gw-1', true, 0, 0, 1048576, null, 0, 2, 1, 110, 110, 0, 'delivering', 'delivering'),
+        ('${at(0)}', 'gw-2', false, 500, 65536, 65536, 60, 1, 7, 7, 500, 0, 3, 'refusing', 'refusing readings — queue full')`,
     );
     await waitForWalApplied(healthTable);
     await sql(
@@ -289,6 +301,7 @@ describe('dashboard queries on QuestDB', () => {
 
   it('lists the ships, and the cargo of the selected ships only', async () => {
     expect((await run(query('ship'))).rows.map((r) => r.ship_id)).toEqual([...allShips].sort());
+    expect((await run(query('cargo'))).rows.map((r) => r.cargo_id)).toEqual(allCargo);
     expect((await run(query('cargo'), { ship: ['ship-a'] })).rows.map((r) => r.cargo_id)).toEqual(['latitude', 'longitude', 'temperature']);
     expect((await run(query('cargo'), { ship: ["o'brien", 'ship-c'] })).rows.map((r) => r.cargo_id)).toEqual(['Latitude', 'Longitude', 'humidity', 'lat', 'long']);
   });
@@ -330,7 +343,8 @@ describe('dashboard queries on QuestDB', () => {
       ['ship-a', at(2), 53.52],
       ['ship-b', at(0), 50.1],
       ['ship-b / engine', at(2), 50.3],
-      // The last gps_lat of the hour (minute 3) has no gps_lon: no position for that hour, rather than a mixed one.
+      // The last gps_lat of the hour (minute 3) has no gps_lon: the hour's position is the last whole fix, never a mixed one.
+      ['ship-b / gps', at(1), 50.2],
     ]);
     expect(intervalFor(week)).toBe(600_000);
     const values = await run(query('Values over time: $cargo'), { range: week, ship: ['ship-a'], cargo: ['temperature'] });

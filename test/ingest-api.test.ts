@@ -246,9 +246,14 @@ describe('health and status', () => {
     const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
     try {
       expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 300));
+      // Until the flusher's first attempt has failed: its worker starts slowly on a loaded machine.
+      const readStatus = async () => json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+      let status = await readStatus();
+      for (const deadline = Date.now() + 10_000; (status.body['flush'] as { lastError: unknown }).lastError === null && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 50));
+        status = await readStatus();
+      }
       expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
-      const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
       expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });
       expect((status.body['flush'] as { lastError: unknown }).lastError).not.toBeNull();
       expect((status.body['queue'] as { oldestAgeSeconds: number }).oldestAgeSeconds).toBeGreaterThanOrEqual(0);

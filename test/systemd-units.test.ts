@@ -97,7 +97,9 @@ describe('systemd units', () => {
     expect(Number(questdb.get('LimitNOFILE')![0])).toBeGreaterThanOrEqual(65536);
     expect(readFileSync(join(unitsDir, '60-harbor-questdb.conf'), 'utf8')).toMatch(/^vm\.max_map_count = \d{7}$/m);
     const grafana = readUnit('harbor-grafana.service');
-    expect(grafana.get('Environment')).toContain('GF_PATHS_PROVISIONING=/opt/harbor-gateway/grafana/provisioning');
+    expect(grafana.get('Environment')).toContain('HARBOR_PROVISIONING=/opt/harbor-gateway/grafana/provisioning');
+    expect(grafana.get('Environment')).toContain('GF_PATHS_PROVISIONING=%S/harbor-grafana/provisioning');
+    expect(grafana.get('ExecStart')![0]).toContain('/opt/harbor-gateway/grafana/provisioning/start-grafana.sh /usr/share/grafana/bin/grafana server');
     expect(grafana.get('Environment')).toContain('QUESTDB_PG_ADDRESS=127.0.0.1:8812');
     expect(grafana.get('Environment')).toContain('GF_AUTH_ANONYMOUS_ENABLED=false');
     expect(grafana.get('Environment')).toContain('GF_USERS_ALLOW_SIGN_UP=false');

@@ -39,6 +39,7 @@ import {
   queueBytesFromEnv,
   renderApplied,
   renderGatewayEnv,
+  renderGrafanaEnv,
   renderHosts,
   renderNetwork,
   renderTimesyncd,
@@ -55,6 +56,8 @@ export const ERROR_FILE = 'harbor-config-error.txt';
 export const CREDENTIALS_DIR = 'etc/harbor-gateway/credentials';
 /** The gateway unit's EnvironmentFile=. */
 export const GATEWAY_ENV = 'etc/harbor-gateway/gateway.env';
+/** harbor-grafana.service's EnvironmentFile=: the alert contact settings. */
+export const GRAFANA_ENV = 'etc/harbor-gateway/grafana.env';
 /** The gateway's unit as installed: its environment and command are what the settings are checked with. */
 export const GATEWAY_UNIT = 'etc/systemd/system/harbor-gateway.service';
 export const MARKER = 'var/lib/harbor-appliance/configured';
@@ -199,6 +202,7 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     }
 
     writeAtomic(envPath, gatewayEnv);
+    writeAtomic(at(GRAFANA_ENV), renderGrafanaEnv(settings.alerts));
     const fstab = at('etc/fstab');
     if (existsSync(fstab)) writeAtomic(fstab, setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot));
     writeAtomic(at(MARKER), `${now.toISOString()}\n`);

@@ -18,6 +18,14 @@ import { isIP } from 'node:net';
  * @property {Network} network
  * @property {boolean} readOnlyRoot
  * @property {number | undefined} queueMaxBytes  undefined: keep the current bound, or derive it from free space
+ * @property {Alerts} alerts
+ */
+/**
+ * @typedef {object} Alerts  who hears of the dashboard's alerts; '' = nobody that way
+ * @property {string} email       addresses separated by ; (Grafana's form)
+ * @property {string} webhookUrl
+ * @property {string} smtpHost    host:port of the mail server that sends alert e-mail, without login
+ * @property {string} smtpFrom
  */
 
 /** The secrets the appliance holds, by config key and by the name of their systemd credential. */
@@ -42,6 +50,10 @@ const KEYS = new Set([
   'DNS',
   'READ_ONLY_ROOT',
   'QUEUE_MAX_BYTES',
+  'ALERT_EMAIL',
+  'ALERT_WEBHOOK_URL',
+  'ALERT_SMTP_HOST',
+  'ALERT_SMTP_FROM',
 ]);
 
 // Length and the shipped test values are the gateway's production rules, checked by the gateway.
@@ -197,8 +209,25 @@ export function validateSettings(values, env) {
     else queueMaxBytes = bytes;
   }
 
+  const alerts = {
+    email: (get('ALERT_EMAIL') ?? '').split(/[\s;,]+/).filter((address) => address !== '').join(';'),
+    webhookUrl: get('ALERT_WEBHOOK_URL') ?? '',
+    smtpHost: get('ALERT_SMTP_HOST') ?? '',
+    smtpFrom: get('ALERT_SMTP_FROM') ?? '',
+  };
+  const isAddress = (/** @type {string} */ text) => /^[^\s@;,"'\\]+@[^\s@;,"'\\]+$/.test(text);
+  if (alerts.email !== '' && !alerts.email.split(';').every(isAddress)) problems.push('ALERT_EMAIL must be e-mail addresses (name@example.com) separated by spaces or ;');
+  if (alerts.webhookUrl !== '' && !/^https?:\/\/[^\s"'\\]+$/.test(alerts.webhookUrl)) problems.push('ALERT_WEBHOOK_URL must be an http:// or https:// address without spaces or quotes');
+  const [smtpName, smtpPort, ...rest] = alerts.smtpHost.split(':');
+  if (alerts.smtpHost !== '' && (rest.length > 0 || !isHostName(String(smtpName)) && isIP(String(smtpName)) === 0 || (smtpPort !== undefined && !/^\d{1,5}$/.test(smtpPort)))) {
+    problems.push('ALERT_SMTP_HOST must be a mail server as host or host:port, for example mail.site.lan:25');
+  }
+  if (alerts.email !== '' && alerts.smtpHost === '') problems.push('ALERT_EMAIL needs ALERT_SMTP_HOST, the mail server that sends it');
+  if (alerts.smtpFrom !== '' && !isAddress(alerts.smtpFrom)) problems.push('ALERT_SMTP_FROM must be one e-mail address');
+
   return {
     settings: {
+      alerts,
       siteName,
       hostname,
       apiKey: secrets['apiKey'],
@@ -303,6 +332,20 @@ export function renderGatewayEnv({ current, settings, hostname, queueMaxBytes })
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * /etc/harbor-gateway/grafana.env: the alert contact settings harbor-grafana.service passes to
+ * start-grafana.sh and to Grafana's mailer. Rewritten whole at every applied harbor.conf.
+ * @param {Alerts} alerts
+ */
+export function renderGrafanaEnv(alerts) {
+  const lines = ['# Written by harbor-firstboot from harbor.conf (ALERT_*): who hears of the dashboard\'s alerts.'];
+  if (alerts.email !== '') lines.push(`ALERT_EMAIL=${envValue(alerts.email)}`);
+  if (alerts.webhookUrl !== '') lines.push(`ALERT_WEBHOOK_URL=${envValue(alerts.webhookUrl)}`);
+  if (alerts.smtpHost !== '') lines.push('GF_SMTP_ENABLED=true', `GF_SMTP_HOST=${envValue(alerts.smtpHost)}`);
+  if (alerts.smtpFrom !== '') lines.push(`GF_SMTP_FROM_ADDRESS=${envValue(alerts.smtpFrom)}`);
+  return `${lines.join('\n')}\n`;
+}
+
 /** QUEUE_MAX_BYTES of a gateway env file, in bytes; undefined when it is not set there. */
 export function queueBytesFromEnv(/** @type {string} */ text) {
   const value = parseEnvText(text)['QUEUE_MAX_BYTES'];
@@ -381,6 +424,10 @@ export function renderApplied({ settings, hostname, queueMaxBytes, appliedAt }) 
     `READ_ONLY_ROOT=${settings.readOnlyRoot ? 'yes' : 'no'}`,
     `# The queue may hold ${Math.floor(queueMaxBytes / MIB)}MiB; empty keeps that bound.`,
     'QUEUE_MAX_BYTES=',
+    `ALERT_EMAIL=${settings.alerts.email}`,
+    `ALERT_WEBHOOK_URL=${settings.alerts.webhookUrl}`,
+    `ALERT_SMTP_HOST=${settings.alerts.smtpHost}`,
+    `ALERT_SMTP_FROM=${settings.alerts.smtpFrom}`,
     '',
   ].join('\r\n');
 }

@@ -1,21 +1,36 @@
 import type { Logger } from 'pino';
 import { escapeIlp } from '../flusher/ilp-encoder.js';
 import type { QuestDbHttp } from '../flusher/questdb-http.js';
+import { describeGatewayState, OutageWatch, type GatewayState } from './gateway-state.js';
 import type { GatewaySnapshot } from './snapshot.js';
 
 export const HEALTH_TABLE = 'gateway_health';
 export const KEY_HEALTH_TABLE = 'gateway_key_health';
 
-const CREATE = `CREATE TABLE IF NOT EXISTS ${HEALTH_TABLE} (
+/** Columns added after the table's first release, each `[name, type]`: tables of older gateways gain them at start. */
+const ADDED_COLUMNS = [
+  ['clock_synced', 'BOOLEAN'],
+  // clock_synced cannot say "unknown" (QuestDB booleans have no null); this can, for the clock alert.
+  ['clock', 'SYMBOL'],
+  ['queue_max_bytes', 'LONG'],
+  ['state', 'SYMBOL'],
+  ['state_text', 'VARCHAR'],
+  ['outage_s', 'DOUBLE'],
+] as const;
+
+export const createHealthTable = (table: string): string => `CREATE TABLE IF NOT EXISTS ${table} (
   time TIMESTAMP, gateway SYMBOL, ready BOOLEAN, queue_readings LONG, queue_bytes LONG, oldest_age_s DOUBLE,
   dead_letters LONG, flush_failures LONG, consecutive_flush_failures LONG, accepted_readings LONG,
-  flushed_readings LONG, refused_requests LONG, clock_synced BOOLEAN
+  flushed_readings LONG, refused_requests LONG, ${ADDED_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')}
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
 
 const CREATE_KEYS = `CREATE TABLE IF NOT EXISTS ${KEY_HEALTH_TABLE} (
   time TIMESTAMP, gateway SYMBOL, key SYMBOL, ship_prefix VARCHAR, accepted_requests LONG, accepted_readings LONG,
   refused_requests LONG, last_seen TIMESTAMP
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
+/** QuestDB adds one column per statement on WAL tables. */
+const addColumns = (table: string): string[] =>
+  ADDED_COLUMNS.map(([name, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
 
 /**
  * Writes the gateway's own health into QuestDB next to the readings, so the dashboard can show
@@ -25,21 +40,28 @@ const CREATE_KEYS = `CREATE TABLE IF NOT EXISTS ${KEY_HEALTH_TABLE} (
 export class HealthReporter {
   #tableReady = false;
   #failing = false;
+  readonly #outage = new OutageWatch();
 
   constructor(
     private readonly questdb: QuestDbHttp,
     private readonly gateway: string,
     private readonly log: Logger,
+    private readonly table = HEALTH_TABLE,
   ) {}
 
   async report(snapshot: GatewaySnapshot, now = Date.now()): Promise<boolean> {
+    // Watched on every report, written or not, so an outage of QuestDB is timed from its start.
+    const state = describeGatewayState(snapshot, this.#outage.observe(snapshot, now), now);
     try {
       if (!this.#tableReady) {
-        await this.questdb.exec(CREATE);
+        await this.questdb.exec(createHealthTable(this.table));
+        for (const statement of addColumns(this.table)) await this.questdb.exec(statement);
         await this.questdb.exec(CREATE_KEYS);
         this.#tableReady = true;
       }
-      const outcome = await this.questdb.write(Buffer.concat([encode(this.gateway, snapshot, now), encodeKeys(this.gateway, snapshot, now)]));
+      const outcome = await this.questdb.write(
+        Buffer.concat([encode(this.table, this.gateway, snapshot, state, now), encodeKeys(this.gateway, snapshot, now)]),
+      );
       if (!outcome.ok) throw new Error(outcome.message);
       this.#failing = false;
       return true;
@@ -52,12 +74,17 @@ export class HealthReporter {
   }
 }
 
+/** ILP's string field: quoted, with quotes and backslashes escaped. */
+const ilpString = (text: string): string => `"${text.replace(/[\\"]/g, '\\$&').replace(/\n/g, ' ')}"`;
+
 /** One ILP line; integers carry ILP's `i` suffix, the row time is in nanoseconds. */
-function encode(gateway: string, s: GatewaySnapshot, now: number): Buffer {
+function encode(table: string, gateway: string, s: GatewaySnapshot, state: GatewayState, now: number): Buffer {
   const columns = [
+    `state_text=${ilpString(state.text)}`,
     `ready=${s.ready ? 't' : 'f'}`,
     `queue_readings=${s.queue.readings}i`,
     `queue_bytes=${s.queue.bytes}i`,
+    `queue_max_bytes=${s.queue.maxBytes}i`,
     `dead_letters=${s.deadLetters}i`,
     `flush_failures=${s.totals.flushFailures}i`,
     `consecutive_flush_failures=${s.flush.consecutiveFailures}i`,
@@ -67,7 +94,9 @@ function encode(gateway: string, s: GatewaySnapshot, now: number): Buffer {
   ];
   if (s.queue.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${s.queue.oldestAgeSeconds}`);
   if (s.clockSynchronized !== null) columns.push(`clock_synced=${s.clockSynchronized ? 't' : 'f'}`);
-  return Buffer.from(`${HEALTH_TABLE},gateway=${escapeIlp(gateway)} ${columns.join(',')} ${now}000000n\n`);
+  if (state.outageSeconds !== null) columns.push(`outage_s=${state.outageSeconds}`);
+  const clock = s.clockSynchronized === null ? '' : `,clock=${s.clockSynchronized ? 'synchronised' : 'unsynchronised'}`;
+  return Buffer.from(`${table},gateway=${escapeIlp(gateway)},state=${state.code}${clock} ${columns.join(',')} ${now}000000n\n`);
 }
 
 /** One ILP line per key with its counters, so a site manager sees which device is failing. */

@@ -10,8 +10,9 @@ export const DASHBOARD_PATH = join(root, 'grafana', 'provisioning', 'dashboards'
 
 /**
  * @typedef {{ from: number, to: number }} TimeRange  epoch milliseconds
- * @typedef {{ multi?: boolean, includeAll?: boolean }} VariableModel
- * @typedef {{ model: VariableModel, value: string | string[] }} VariableValue
+ * @typedef {{ multi?: boolean, includeAll?: boolean, allValue?: string | null }} VariableModel
+ * @typedef {{ model: VariableModel, value: string | string[], options?: string[] }} VariableValue
+ *   value `$__all` is the All choice; `options` are the values the variable's query returned
  * @typedef {object} ExpandOptions
  * @property {TimeRange} range
  * @property {Record<string, VariableValue>} [variables]
@@ -27,12 +28,19 @@ export function loadDashboard() {
 /** Grafana quotes each value of a multi-value or include-all variable for SQL data sources. */
 const quoteLiteral = (/** @type {string} */ value) => `'${value.replace(/'/g, "''")}'`;
 
+export const ALL = '$__all';
+
 /**
  * One variable's text in SQL, as the SQL data sources' interpolateVariable formats it: values of
  * multi-value or include-all variables quoted and comma-separated, other values with quotes doubled.
+ * All is the custom all value as written, unformatted, or else every option the query returned.
  * @param {VariableValue} variable
  */
-export function formatVariable({ model, value }) {
+export function formatVariable({ model, value, options = [] }) {
+  if (value === ALL || (Array.isArray(value) && value.includes(ALL))) {
+    if (typeof model.allValue === 'string' && model.allValue !== '') return model.allValue;
+    return formatVariable({ model, value: options });
+  }
   if (Array.isArray(value)) return value.map(quoteLiteral).join(',');
   if (model.multi || model.includeAll) return quoteLiteral(value);
   return value.replace(/'/g, "''");

@@ -1,0 +1,175 @@
+// The dashboard in the situations a site meets: devices without a clock, GPS halves posted one by
+// one, a fresh install with no readings, and a ship that starts reporting while the dashboard is open.
+// Every query is run as Grafana sends it (see support/grafana-expand.mjs) against the suite's QuestDB.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createHealthTable } from '../src/health/health-reporter.js';
+import { ALL, dashboardQueries, expandSql, loadDashboard, type VariableValue } from './support/grafana-expand.mjs';
+import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
+
+// QuestDB sends timestamps without a zone, in UTC.
+pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
+
+const dashboard = loadDashboard();
+const queries = dashboardQueries(dashboard);
+const model = (name: string) => dashboard.templating.list.find((v: any) => v.name === name);
+const find = (title: string, refId = 'A') => {
+  const found = queries.find((q) => q.title === title && (q.kind === 'variable' || q.refId === refId));
+  if (found === undefined) throw new Error(`no query ${title} ${refId}`);
+  return found;
+};
+
+let client: pg.Client;
+beforeAll(async () => {
+  client = new pg.Client({ host: '127.0.0.1', port: inject('questdbPgPort'), user: 'admin', password: 'quest', database: 'qdb' });
+  await client.connect();
+});
+afterAll(async () => {
+  await client?.end();
+});
+
+interface RunOptions {
+  table: string;
+  healthTable: string;
+  ship?: VariableValue;
+  cargo?: VariableValue;
+  maxDataPoints?: number;
+}
+
+/** The last ten minutes and the next one, as a dashboard left open on "now-10m" asks. */
+const recent = () => ({ from: Date.now() - 10 * 60_000, to: Date.now() + 60_000 });
+
+const run = (rawSql: string, options: RunOptions) =>
+  client.query(
+    expandSql(rawSql.replace(/\bcargo_data\b/g, options.table).replace(/\bgateway_health\b/g, options.healthTable), {
+      range: recent(),
+      maxDataPoints: options.maxDataPoints ?? 1000,
+      variables: { ship: options.ship ?? { model: model('ship'), value: ALL }, cargo: options.cargo ?? { model: model('cargo'), value: ALL } },
+    }),
+  );
+
+describe('GPS from devices without a clock and from single posts', () => {
+  let gw: TestGateway;
+  const healthTable = uniqueTable('health');
+  const single = (body: unknown) => gw.post('/api/v2/ingest/', body, { 'x-api-key': TEST_KEY });
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    await sql(createHealthTable(healthTable));
+    // A device without a clock posts [latitude, longitude]: both get its receive time, 1 ns apart.
+    expect((await gw.post('/api/v2/ingest/batch', [
+      { ship_id: 'no-clock', cargo_id: 'latitude', value: 53.1 },
+      { ship_id: 'no-clock', cargo_id: 'longitude', value: 9.1 },
+    ])).status).toBe(200);
+    // Devices that post each half on its own, milliseconds apart, in either order, with a device prefix.
+    expect((await single({ ship_id: 'one-by-one', cargo_id: 'lat', value: 54.2 })).status).toBe(200);
+    expect((await single({ ship_id: 'one-by-one', cargo_id: 'lon', value: 10.2 })).status).toBe(200);
+    expect((await single({ ship_id: 'prefixed', cargo_id: 'gps_lon', value: 11.3 })).status).toBe(200);
+    expect((await single({ ship_id: 'prefixed', cargo_id: 'gps_lat', value: 55.3 })).status).toBe(200);
+    // A device with a clock sends exact pairs; a lone latitude has no partner within the tolerance.
+    const exact = new Date(Date.now() - 60_000).toISOString();
+    const lone = new Date(Date.now() - 120_000).toISOString();
+    expect((await gw.post('/api/v2/ingest/batch', [
+      { time: exact, ship_id: 'clocked', cargo_id: 'engine_latitude', value: 56.4 },
+      { time: exact, ship_id: 'clocked', cargo_id: 'engine_longitude', value: 12.4 },
+      { time: lone, ship_id: 'clocked', cargo_id: 'lat', value: 1 },
+    ])).status).toBe(200);
+    expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, 9)).toBe(9);
+  });
+
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  it('stores the halves of a clockless fix 1 ns apart and single posts milliseconds apart', async () => {
+    const times = await client.query(`SELECT ship_id, cast(time AS long) AS ns FROM "${gw.table}" WHERE ship_id IN ('no-clock', 'one-by-one') ORDER BY time`);
+    const gap = (ship: string) => {
+      const [a, b] = times.rows.filter((r) => r.ship_id === ship).map((r) => BigInt(r.ns));
+      return b! - a!;
+    };
+    expect(gap('no-clock')).toBe(1n);
+    expect(gap('one-by-one')).toBeGreaterThan(0n);
+  });
+
+  it('puts every device on the map, pairing halves within 2 s and exact pairs exactly', async () => {
+    const map = find('Positions and tracks');
+    const options = { table: gw.table, healthTable, maxDataPoints: map.maxDataPoints };
+    const tracks = await run(map.rawSql, options);
+    expect(tracks.rows.map((r) => [r.device, r.latitude, r.longitude])).toEqual([
+      ['clocked / engine', 56.4, 12.4],
+      ['no-clock', 53.1, 9.1],
+      ['one-by-one', 54.2, 10.2],
+      ['prefixed / gps', 55.3, 11.3],
+    ]);
+    const exact = tracks.rows.find((r) => r.device === 'clocked / engine');
+    expect((await client.query(`SELECT time FROM "${gw.table}" WHERE cargo_id = 'engine_latitude'`)).rows[0].time).toEqual(exact.time);
+    const latest = await run(find('Positions and tracks', 'B').rawSql, options);
+    expect(latest.rows.map((r) => r.device)).toEqual(['clocked / engine', 'no-clock', 'one-by-one', 'prefixed / gps']);
+  });
+
+  it('pairs each latitude with its own longitude when a clockless device reports every second', async () => {
+    for (let fix = 0; fix < 3; fix++) {
+      // The device's pace: one fix in each wall-clock second.
+      if (fix > 0) await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+      const body = [
+        { ship_id: 'every-second', cargo_id: 'latitude', value: 60 + fix },
+        { ship_id: 'every-second', cargo_id: 'longitude', value: 20 + fix },
+      ];
+      expect((await gw.post('/api/v2/ingest/batch', body)).status).toBe(200);
+    }
+    expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'every-second'`, 6)).toBe(6);
+    // Two minutes in 1000 points gives 100 ms buckets: every fix is its own position.
+    const text = expandSql(find('Positions and tracks').rawSql.replace(/\bcargo_data\b/g, gw.table), {
+      range: { from: Date.now() - 120_000, to: Date.now() },
+      variables: { ship: { model: model('ship'), value: ['every-second'] } },
+    });
+    const tracks = await client.query(text);
+    expect(tracks.rows.map((r) => [r.latitude, r.longitude])).toEqual([[60, 20], [61, 21], [62, 22]]);
+  });
+
+  it('shows a ship that starts reporting after the dashboard was opened at the next variable refresh', async () => {
+    const ships = async () => (await run(find('ship').rawSql, { table: gw.table, healthTable })).rows.map((r) => r.ship_id);
+    expect(await ships()).not.toContain('late-ship');
+    expect((await single({ ship_id: 'late-ship', cargo_id: 'draught', value: 7.5 })).status).toBe(200);
+    expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'late-ship'`, 1)).toBe(1);
+    // refresh 2: Grafana re-runs the variable queries on every time range change, auto-refresh included.
+    expect(dashboard.templating.list.map((v: any) => v.refresh)).toEqual([2, 2]);
+    expect(await ships()).toContain('late-ship');
+    const cargo = await run(find('cargo').rawSql, { table: gw.table, healthTable, ship: { model: model('ship'), value: ['late-ship'] } });
+    expect(cargo.rows.map((r) => r.cargo_id)).toEqual(['draught']);
+    const latest = await run(find('Latest value per series').rawSql, { table: gw.table, healthTable });
+    expect(latest.rows.map((r) => r.ship_id)).toContain('late-ship');
+  });
+});
+
+describe('a fresh gateway without readings', () => {
+  let gw: TestGateway;
+  const healthTable = uniqueTable('health');
+
+  beforeAll(async () => {
+    gw = await startTestGateway();
+    await sql(createHealthTable(healthTable));
+    await waitForCount(`SELECT count() FROM "${gw.table}"`, 0);
+    await waitForWalApplied(gw.table);
+  });
+
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  it('answers every variable and panel with no data, where All over no options used to be IN ()', async () => {
+    const options = { table: gw.table, healthTable };
+    const answers: Record<string, unknown[]> = {};
+    for (const q of queries) {
+      const result = await run(q.rawSql, { ...options, maxDataPoints: q.maxDataPoints });
+      answers[`${q.title} ${q.refId}`] = result.rows;
+    }
+    const counts = { 'Readings A': [{ readings: '0' }], 'Ships reporting A': [{ ships: '0', cargo: '0' }] };
+    for (const [key, rows] of Object.entries(answers)) expect(rows, key).toEqual(counts[key as keyof typeof counts] ?? []);
+
+    // Without the custom all value, All over an empty option list is what broke the dashboard.
+    const withoutAllValue = { model: { ...model('ship'), allValue: null }, value: ALL, options: [] };
+    await expect(run(find('cargo').rawSql, { ...options, ship: withoutAllValue })).rejects.toThrow(/too few arguments for 'in'/);
+  });
+});

@@ -1,0 +1,93 @@
+// grafana/provisioning/start-grafana.sh: the provisioning tree Grafana reads, with a contact point
+// for the alerts only when the settings name one, and the refusal of values that would break it.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const shipped = join(import.meta.dirname, '..', 'grafana', 'provisioning');
+const script = join(shipped, 'start-grafana.sh');
+const dirs: string[] = [];
+
+function start(env: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), 'harbor-grafana-provisioning-'));
+  dirs.push(dir);
+  const target = join(dir, 'provisioning');
+  // The command Grafana would be: here it prints what it was started with.
+  const result = spawnSync('/bin/sh', [script, '/bin/echo', 'grafana', 'server'], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HARBOR_PROVISIONING: shipped, GF_PATHS_PROVISIONING: target, ...env },
+    encoding: 'utf8',
+  });
+  return { ...result, target, contactPoints: join(target, 'alerting', 'contact-points.yaml') };
+}
+
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('start-grafana.sh', () => {
+  it('links the shipped data source, dashboards and alert rules, and provisions no contact point by default', () => {
+    const run = start({});
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe('grafana server\n');
+    expect(readlinkSync(join(run.target, 'datasources'))).toBe(join(shipped, 'datasources'));
+    expect(readlinkSync(join(run.target, 'dashboards'))).toBe(join(shipped, 'dashboards'));
+    expect(readlinkSync(join(run.target, 'alerting', 'harbor-rules.yaml'))).toBe(join(shipped, 'alerting', 'harbor-rules.yaml'));
+    expect(existsSync(run.contactPoints)).toBe(false);
+  });
+
+  it('writes an e-mail and a webhook contact point and routes every alert to them', () => {
+    const run = start({ ALERT_EMAIL: "ops@example.com;o'neil@example.com", ALERT_WEBHOOK_URL: 'https://hooks.example.com/harbor?token=a$b' });
+    expect(run.status).toBe(0);
+    const file = parse(readFileSync(run.contactPoints, 'utf8'));
+    expect(file.contactPoints).toEqual([
+      {
+        orgId: 1,
+        name: 'Harbor alerts',
+        receivers: [
+          { uid: 'harbor-alerts-email', type: 'email', settings: { addresses: "ops@example.com;o'neil@example.com", singleEmail: true } },
+          // Grafana reads $$ in a provisioning file as one $.
+          { uid: 'harbor-alerts-webhook', type: 'webhook', settings: { url: 'https://hooks.example.com/harbor?token=a$$b', httpMethod: 'POST' } },
+        ],
+      },
+    ]);
+    expect(file.policies).toEqual([expect.objectContaining({ orgId: 1, receiver: 'Harbor alerts' })]);
+  });
+
+  it('drops the contact point at the next start once the setting is removed', () => {
+    const first = start({ ALERT_WEBHOOK_URL: 'http://alerts.site.lan/hook' });
+    expect(parse(readFileSync(first.contactPoints, 'utf8')).contactPoints[0].receivers.map((r: any) => r.type)).toEqual(['webhook']);
+    const again = spawnSync('/bin/sh', [script, 'true'], { env: { PATH: process.env.PATH ?? '/bin', HARBOR_PROVISIONING: shipped, GF_PATHS_PROVISIONING: first.target } });
+    expect(again.status).toBe(0);
+    expect(existsSync(first.contactPoints)).toBe(false);
+  });
+
+  it('refuses a webhook that is not http(s), an address without @, and values over several lines, saying which', () => {
+    for (const [env, message] of [
+      [{ ALERT_WEBHOOK_URL: 'ftp://files.example.com' }, 'ALERT_WEBHOOK_URL must start with http:// or https://'],
+      [{ ALERT_EMAIL: 'ops' }, 'ALERT_EMAIL must be e-mail addresses'],
+      [{ ALERT_EMAIL: 'ops@example.com\nx: 1' }, 'ALERT_EMAIL must be one line without control characters'],
+      [{ ALERT_WEBHOOK_URL: 'https://a.example\r' }, 'ALERT_WEBHOOK_URL must be one line'],
+    ] as const) {
+      const run = start(env);
+      expect(run.status, message).toBe(1);
+      expect(run.stderr).toContain(message);
+      expect(run.stdout).toBe('');
+    }
+  });
+
+  it('starts Grafana through it in the compose stack, from the read-only mount, with no contact point unless set', () => {
+    const grafana = parse(readFileSync(join(import.meta.dirname, '..', 'compose.yaml'), 'utf8')).services.grafana;
+    expect(grafana.entrypoint).toEqual(['/bin/sh', '/etc/grafana/provisioning/start-grafana.sh', '/run.sh']);
+    expect(grafana.volumes).toContain('./grafana/provisioning:/etc/grafana/provisioning:ro');
+    expect(grafana.environment).toMatchObject({
+      HARBOR_PROVISIONING: '/etc/grafana/provisioning',
+      GF_PATHS_PROVISIONING: '/var/lib/grafana/provisioning',
+      ALERT_EMAIL: '${ALERT_EMAIL:-}',
+      ALERT_WEBHOOK_URL: '${ALERT_WEBHOOK_URL:-}',
+    });
+  });
+});

@@ -1,0 +1,78 @@
+// What Grafana's alerting makes of the provisioned rules: the SQL its PostgreSQL data source runs
+// for a rule's query (macros expanded over the rule's relative time range), the conversion of a
+// table answer into alert instances (text columns are labels, the one number is the value), and
+// the threshold expression's verdict.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { parse } from 'yaml';
+import { expandSql } from './grafana-expand.mjs';
+
+export const ALERTING_DIR = join(import.meta.dirname, '..', '..', 'grafana', 'provisioning', 'alerting');
+
+export interface AlertRule {
+  uid: string;
+  title: string;
+  condition: string;
+  for: string;
+  data: { refId: string; datasourceUid: string; relativeTimeRange?: { from: number; to: number }; model: any }[];
+  noDataState: string;
+  execErrState: string;
+  annotations: Record<string, string>;
+  labels: Record<string, string>;
+}
+
+export function loadAlertRules(file = 'harbor-rules.yaml'): { groups: { name: string; folder: string; interval: string; rules: AlertRule[] }[] } {
+  return parse(readFileSync(join(ALERTING_DIR, file), 'utf8'));
+}
+
+/** PostgreSQL type ids Grafana reads as numbers; text ids become labels. */
+const NUMBER_TYPES = new Set([20, 21, 23, 700, 701, 1700]);
+const TEXT_TYPES = new Set([25, 1043]);
+
+export interface AlertInstance {
+  labels: Record<string, string>;
+  value: number | null;
+  firing: boolean;
+}
+
+/**
+ * Runs a rule's SQL query and applies its threshold, giving each row's labels, value and verdict.
+ * Grafana refuses a table answer for alerting unless it has exactly one number column and text
+ * columns otherwise; so does this.
+ */
+export async function evaluateRule(client: pg.Client, rule: AlertRule, rename: (sql: string) => string, now = Date.now()): Promise<AlertInstance[]> {
+  const query = rule.data.find((d) => d.datasourceUid !== '__expr__');
+  const threshold = rule.data.find((d) => d.refId === rule.condition);
+  if (query === undefined || threshold?.model.type !== 'threshold' || threshold.model.expression !== query.refId) {
+    throw new Error(`${rule.uid}: expected one SQL query and a threshold on it as the condition`);
+  }
+  const span = query.relativeTimeRange ?? { from: 600, to: 0 };
+  const text = expandSql(rename(query.model.rawSql), { range: { from: now - span.from * 1000, to: now - span.to * 1000 } });
+  const result = await client.query(text);
+  const numbers = result.fields.filter((f) => NUMBER_TYPES.has(f.dataTypeID));
+  const others = result.fields.filter((f) => !NUMBER_TYPES.has(f.dataTypeID));
+  if (numbers.length !== 1 || others.some((f) => !TEXT_TYPES.has(f.dataTypeID))) {
+    throw new Error(`${rule.uid}: Grafana needs one number column and text columns, got ${result.fields.map((f) => `${f.name}:${f.dataTypeID}`).join(', ')}`);
+  }
+  const [evaluator] = threshold.model.conditions.map((c: any) => c.evaluator);
+  const compare = (value: number): boolean => {
+    const [a, b] = evaluator.params as number[];
+    switch (evaluator.type) {
+      case 'gt': return value > a!;
+      case 'lt': return value < a!;
+      case 'within_range': return value > a! && value < b!;
+      case 'outside_range': return value < a! || value > b!;
+      default: throw new Error(`${rule.uid}: evaluator ${evaluator.type} not emulated`);
+    }
+  };
+  return result.rows.map((row) => {
+    const raw = row[numbers[0]!.name];
+    const value = raw === null ? null : Number(raw);
+    return {
+      labels: Object.fromEntries(others.map((f) => [f.name, String(row[f.name])])),
+      value,
+      firing: value !== null && compare(value),
+    };
+  });
+}
