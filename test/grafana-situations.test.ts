@@ -3,7 +3,7 @@
 // Every query is run as Grafana sends it (see support/grafana-expand.mjs) against the suite's QuestDB.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createHealthTable } from '../src/health/health-reporter.js';
+import { createHealthTable, createKeyHealthTable } from '../src/health/health-reporter.js';
 import { ALL, dashboardQueries, expandSql, loadDashboard, type VariableValue } from './support/grafana-expand.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
@@ -42,7 +42,7 @@ const recent = () => ({ from: Date.now() - 10 * 60_000, to: Date.now() + 60_000 
 
 const run = (rawSql: string, options: RunOptions) =>
   client.query(
-    expandSql(rawSql.replace(/\bcargo_data\b/g, options.table).replace(/\bgateway_health\b/g, options.healthTable), {
+    expandSql(rawSql.replace(/\bcargo_data\b/g, options.table).replace(/\bgateway_key_health\b/g, `${options.healthTable}_keys`).replace(/\bgateway_health\b/g, options.healthTable), {
       range: recent(),
       maxDataPoints: options.maxDataPoints ?? 1000,
       variables: { ship: options.ship ?? { model: model('ship'), value: ALL }, cargo: options.cargo ?? { model: model('cargo'), value: ALL } },
@@ -150,6 +150,7 @@ describe('a fresh gateway without readings', () => {
   beforeAll(async () => {
     gw = await startTestGateway();
     await sql(createHealthTable(healthTable));
+    await sql(createKeyHealthTable(`${healthTable}_keys`));
     await waitForCount(`SELECT count() FROM "${gw.table}"`, 0);
     await waitForWalApplied(gw.table);
   });

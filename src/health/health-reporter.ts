@@ -24,7 +24,7 @@ export const createHealthTable = (table: string): string => `CREATE TABLE IF NOT
   flushed_readings LONG, refused_requests LONG, ${ADDED_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')}
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
 
-const CREATE_KEYS = `CREATE TABLE IF NOT EXISTS ${KEY_HEALTH_TABLE} (
+export const createKeyHealthTable = (table: string): string => `CREATE TABLE IF NOT EXISTS ${table} (
   time TIMESTAMP, gateway SYMBOL, key SYMBOL, ship_prefix VARCHAR, accepted_requests LONG, accepted_readings LONG,
   refused_requests LONG, last_seen TIMESTAMP
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
@@ -56,7 +56,7 @@ export class HealthReporter {
       if (!this.#tableReady) {
         await this.questdb.exec(createHealthTable(this.table));
         for (const statement of addColumns(this.table)) await this.questdb.exec(statement);
-        await this.questdb.exec(CREATE_KEYS);
+        await this.questdb.exec(createKeyHealthTable(KEY_HEALTH_TABLE));
         this.#tableReady = true;
       }
       const outcome = await this.questdb.write(
