@@ -11,7 +11,7 @@
 //	cut        drop the unsynced writes and entry changes; every later change fails with EIO
 //	cut tear   the same, but the newest unsynced write is left half written
 //	status     how many changes are pending
-//	unmount    unmount and exit
+//	unmount    answer, unmount and exit
 //
 // It prints "ready" once the mount and the socket are up.
 package main
@@ -90,7 +90,8 @@ func run(backing, trash, mountPoint, control string) error {
 	return nil
 }
 
-// unmount retries for a while: the kernel refuses while a process still has a file open.
+// unmount retries for a while (the kernel refuses while a process still has a file open), then
+// gives up and exits, leaving the mount to a lazy unmount.
 func unmount(server *fuse.Server) {
 	var err error
 	for attempt := 0; attempt < 100; attempt++ {
@@ -100,6 +101,7 @@ func unmount(server *fuse.Server) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	fmt.Fprintln(os.Stderr, "powercut-fs: unmount:", err)
+	os.Exit(1)
 }
 
 func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
@@ -119,8 +121,9 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 				case "status":
 					encoder.Encode(j.status())
 				case "unmount":
+					// Answered first: the process exits once the unmount is through.
+					encoder.Encode(map[string]bool{"unmounting": true})
 					unmount(server)
-					encoder.Encode(map[string]bool{"unmounted": true})
 				default:
 					encoder.Encode(map[string]string{"error": "unknown command " + command})
 				}
