@@ -40,6 +40,7 @@ export function buildPowercutFs() {
  * @property {string} mountPoint
  * @property {(options?: { tear?: boolean }) => Promise<CutReport>} cut  drops everything not fsynced; the mount fails every change afterwards
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} status
+ * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBack  makes everything pending durable
  * @property {() => Promise<void>} unmount
  */
 
@@ -66,8 +67,11 @@ export async function createPowercutDisk() {
     },
     /** Unmounts when still mounted and removes everything. */
     async remove() {
-      if (mounted) await mounted.unmount();
-      rmSync(root, { recursive: true, force: true });
+      try {
+        if (mounted) await mounted.unmount();
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -101,6 +105,7 @@ async function mountPowercutFs(binary, paths) {
     mountPoint: paths.mountPoint,
     cut: (options = {}) => command(options.tear ? 'cut tear' : 'cut'),
     status: () => command('status'),
+    writeBack: () => command('writeback'),
     async unmount() {
       if (unmounted) return;
       unmounted = true;

@@ -70,6 +70,8 @@ export async function runCrashConsistency(options) {
   let sequence = 0n;
   let requests = 0;
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
+  /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('../gateway-process.mjs').GatewayProcess | undefined} */
+  let final;
 
   try {
     for (let round = 1; round <= rounds; round++) {
@@ -123,7 +125,7 @@ export async function runCrashConsistency(options) {
       log(`round ${round}: ${ledger.size} readings sent so far`);
     }
 
-    const final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
+    final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
     const deadline = Date.now() + 60_000;
     for (;;) {
       const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json());
@@ -180,6 +182,10 @@ export async function runCrashConsistency(options) {
     log(`stored ${report.stored}: ${report.ok} answered 2xx, ${report.refused} refused, ${report.unknown} unanswered (killed mid-request)`);
     return report;
   } finally {
+    if (final && final.child.exitCode === null && final.child.signalCode === null) {
+      final.child.kill('SIGKILL');
+      await final.exited;
+    }
     await storage.close();
   }
 }
@@ -199,5 +205,6 @@ async function waitForWal(url, table) {
     if (row && row[0] === row[1]) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`WAL of ${table} not applied`);
+  const state = (await sql(url, `SELECT * FROM wal_tables() WHERE name = '${table}'`)).dataset;
+  throw new Error(`WAL of ${table} not applied within 30 s: ${JSON.stringify(state)}`);
 }

@@ -248,3 +248,24 @@ func (j *journal) status() pendingStatus {
 	}
 	return s
 }
+
+// writeBack makes every pending change durable, as the kernel's periodic writeback and a file
+// system's journal commit do with data older than half a minute or so.
+func (j *journal) writeBack() pendingStatus {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := pendingStatus{Files: len(j.files), Entries: len(j.entries), Cut: j.cut}
+	for ino, pf := range j.files {
+		s.Changes += len(pf.changes)
+		syscall.Fsync(pf.fd)
+		syscall.Close(pf.fd)
+		delete(j.files, ino)
+	}
+	for _, e := range j.entries {
+		if e.drop != nil {
+			e.drop()
+		}
+	}
+	j.entries = nil
+	return s
+}

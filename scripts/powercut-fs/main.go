@@ -11,6 +11,7 @@
 //	cut        drop the unsynced writes and entry changes; every later change fails with EIO
 //	cut tear   the same, but the newest unsynced write is left half written
 //	status     how many changes are pending
+//	writeback  make every pending change durable (what the kernel does with old dirty data)
 //	unmount    answer, unmount and exit
 //
 // It prints "ready" once the mount and the socket are up.
@@ -120,6 +121,8 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 					encoder.Encode(j.powerCut(command == "cut tear"))
 				case "status":
 					encoder.Encode(j.status())
+				case "writeback":
+					encoder.Encode(j.writeBack())
 				case "unmount":
 					// Answered first: the process exits once the unmount is through.
 					encoder.Encode(map[string]bool{"unmounting": true})
