@@ -35,7 +35,7 @@ export function buildPowercutFs() {
 }
 
 /**
- * @typedef {{ writes: number, resizes: number, entries: number, torn?: string, errors?: string[] }} CutReport
+ * @typedef {{ writes: number, resizes: number, entries: number, undone?: string[], torn?: string, errors?: string[] }} CutReport
  * @typedef {object} PowercutMount
  * @property {string} mountPoint
  * @property {(options?: { tear?: boolean }) => Promise<CutReport>} cut  drops everything not fsynced; the mount fails every change afterwards
@@ -46,9 +46,12 @@ export function buildPowercutFs() {
 
 /**
  * A backing directory in the system temp directory that can be mounted, cut and mounted again:
- * what survives a cut stays in the backing directory for the next mount.
+ * what survives a cut stays in the backing directory for the next mount. `entries` says what makes
+ * a directory entry change durable: an fsync of its directory (`per-directory`, as POSIX promises)
+ * or any fsync (`ext4`, whose journal commits every earlier change with it).
+ * @param {{ entries?: 'per-directory' | 'ext4' }} [options]
  */
-export async function createPowercutDisk() {
+export async function createPowercutDisk(options = {}) {
   const binary = buildPowercutFs();
   const root = mkdtempSync(join(tmpdir(), 'harbor-powercut-'));
   const backing = join(root, 'backing');
@@ -62,7 +65,7 @@ export async function createPowercutDisk() {
     mountPoint,
     /** @returns {Promise<PowercutMount>} */
     async mount() {
-      mounted = await mountPowercutFs(binary, { backing, trash: join(root, 'trash'), mountPoint, control: join(root, 'control.sock') });
+      mounted = await mountPowercutFs(binary, { backing, trash: join(root, 'trash'), mountPoint, control: join(root, 'control.sock'), entries: options.entries ?? 'per-directory' });
       return mounted;
     },
     /** Unmounts when still mounted and removes everything. */
@@ -78,11 +81,11 @@ export async function createPowercutDisk() {
 
 /**
  * @param {string} binary
- * @param {{ backing: string, trash: string, mountPoint: string, control: string }} paths
+ * @param {{ backing: string, trash: string, mountPoint: string, control: string, entries: string }} paths
  * @returns {Promise<PowercutMount>}
  */
 async function mountPowercutFs(binary, paths) {
-  const child = spawn(binary, ['-backing', paths.backing, '-trash', paths.trash, '-mount', paths.mountPoint, '-control', paths.control], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, ['-backing', paths.backing, '-trash', paths.trash, '-mount', paths.mountPoint, '-control', paths.control, '-entries', paths.entries], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (/** @type {Buffer} */ chunk) => (output += chunk.toString()));
   child.stderr.on('data', (/** @type {Buffer} */ chunk) => (output += chunk.toString()));

@@ -23,7 +23,7 @@ const MIN_ANSWERS_PER_ROUND = 30;
  * @property {() => Promise<void>} close              once the last gateway stopped: remove it
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
- *             clients?: number, seed?: number, storage?: CrashStorage, log?: (line: string) => void }} CrashOptions
+ *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void }} CrashOptions
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
  *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
@@ -59,7 +59,7 @@ async function sql(url, query) {
 export async function runCrashConsistency(options) {
   const { rounds, durability, questdbUrl, bundlePath, clients = 6, seed = Date.now(), storage = processCrashStorage(), log = () => undefined } = options;
   const random = prng(seed);
-  const table = `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
+  const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
   const env = { DURABILITY: durability, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, FLUSH_INTERVAL_MS: '20', FLUSH_BATCH_READINGS: '500', HEALTH_REPORT: 'false', RETENTION_DAYS: '0' };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();

@@ -14,7 +14,7 @@ import { runCrashConsistency } from './crash-consistency.mjs';
 
 /**
  * A powercut-fs disk as the crash rounds' storage.
- * @returns {Promise<import('./crash-consistency.mjs').CrashStorage & { tally: CutTally }>}
+ * @returns {Promise<import('./crash-consistency.mjs').CrashStorage & { tally: CutTally, settle: () => Promise<void> }>}
  */
 export async function powerCutStorage() {
   const disk = await createPowercutDisk();
@@ -38,6 +38,13 @@ export async function powerCutStorage() {
       tally.undoneWrites += report.writes + report.resizes;
       tally.undoneEntries += report.entries;
       tally.errors.push(...(report.errors ?? []));
+    },
+    /** Once the gateway stopped: everything written so far reaches the disk, then unmount. */
+    async settle() {
+      const fs = /** @type {import('../powercut-fs.mjs').PowercutMount} */ (mounted);
+      await fs.writeBack();
+      await fs.unmount();
+      mounted = undefined;
     },
     close: () => disk.remove(),
   };

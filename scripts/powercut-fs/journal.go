@@ -46,11 +46,14 @@ type journal struct {
 	entries []entryUndo             // pending, in order: a suffix of all entry changes
 	cut     bool
 	trash   string
-	trashN  uint64
+	// fsyncCommitsEntries models ext4's journal: any fsync commits the running transaction, which
+	// holds every entry change made so far, in any directory.
+	fsyncCommitsEntries bool
+	trashN              uint64
 }
 
-func newJournal(trash string) *journal {
-	return &journal{files: map[uint64]*pendingFile{}, trash: trash}
+func newJournal(trash string, fsyncCommitsEntries bool) *journal {
+	return &journal{files: map[uint64]*pendingFile{}, trash: trash, fsyncCommitsEntries: fsyncCommitsEntries}
 }
 
 func (j *journal) next() uint64 {
@@ -121,6 +124,19 @@ func (j *journal) fileSynced(fd int) {
 		syscall.Close(pf.fd)
 		delete(j.files, st.Ino)
 	}
+	if j.fsyncCommitsEntries {
+		j.commitEntries(len(j.entries))
+	}
+}
+
+// commitEntries makes the first n pending entry changes durable.
+func (j *journal) commitEntries(n int) {
+	for _, e := range j.entries[:n] {
+		if e.drop != nil {
+			e.drop()
+		}
+	}
+	j.entries = j.entries[n:]
 }
 
 // recordEntry adds a directory entry change. Called with mu held.
@@ -140,12 +156,7 @@ func (j *journal) dirSynced(dir string) {
 			}
 		}
 	}
-	for _, e := range j.entries[:last+1] {
-		if e.drop != nil {
-			e.drop()
-		}
-	}
-	j.entries = j.entries[last+1:]
+	j.commitEntries(last + 1)
 }
 
 // asideName is a fresh name in the trash directory for a file an unlink or rename displaced.
@@ -159,6 +170,7 @@ type cutReport struct {
 	Writes  int      `json:"writes"`
 	Resizes int      `json:"resizes"`
 	Entries int      `json:"entries"`
+	Undone  []string `json:"undone,omitempty"` // the first entry changes undone, newest first
 	Torn    string   `json:"torn,omitempty"`
 	Errors  []string `json:"errors,omitempty"`
 }
@@ -213,6 +225,9 @@ func (j *journal) powerCut(tear bool) cutReport {
 	}
 	for i := len(j.entries) - 1; i >= 0; i-- {
 		report.Entries++
+		if len(report.Undone) < 20 {
+			report.Undone = append(report.Undone, j.entries[i].label)
+		}
 		if err := j.entries[i].undo(); err != nil {
 			report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", j.entries[i].label, err))
 		}
@@ -261,11 +276,6 @@ func (j *journal) writeBack() pendingStatus {
 		syscall.Close(pf.fd)
 		delete(j.files, ino)
 	}
-	for _, e := range j.entries {
-		if e.drop != nil {
-			e.drop()
-		}
-	}
-	j.entries = nil
+	j.commitEntries(len(j.entries))
 	return s
 }

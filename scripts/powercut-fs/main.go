@@ -2,7 +2,7 @@
 // fsync, and directory entry changes since the directory's last fsync, can be dropped on command:
 // a simulated power cut.
 //
-//	powercut-fs -backing DIR -trash DIR -mount DIR -control SOCKET
+//	powercut-fs -backing DIR -trash DIR -mount DIR -control SOCKET [-entries per-directory|ext4]
 //
 // The trash directory must be on the backing directory's file system (it keeps unlinked files
 // until their directory is fsynced). The control socket takes one command a line and answers one
@@ -38,25 +38,26 @@ func main() {
 	trash := flag.String("trash", "", "directory on the same file system for unlinked files")
 	mountPoint := flag.String("mount", "", "where to mount")
 	control := flag.String("control", "", "unix socket path for commands")
+	entries := flag.String("entries", "per-directory", "what makes a directory entry change durable: per-directory (an fsync of its directory, as POSIX promises) or ext4 (any fsync, as ext4's journal does)")
 	flag.Parse()
-	if *backing == "" || *trash == "" || *mountPoint == "" || *control == "" {
+	if *backing == "" || *trash == "" || *mountPoint == "" || *control == "" || (*entries != "per-directory" && *entries != "ext4") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*backing, *trash, *mountPoint, *control); err != nil {
+	if err := run(*backing, *trash, *mountPoint, *control, *entries == "ext4"); err != nil {
 		fmt.Fprintln(os.Stderr, "powercut-fs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backing, trash, mountPoint, control string) error {
+func run(backing, trash, mountPoint, control string, fsyncCommitsEntries bool) error {
 	if err := os.RemoveAll(trash); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(trash, 0o700); err != nil {
 		return err
 	}
-	j := newJournal(trash)
+	j := newJournal(trash, fsyncCommitsEntries)
 	root, err := newRoot(backing, j)
 	if err != nil {
 		return err
