@@ -118,4 +118,33 @@ describe('powercut-fs', () => {
 
     expect(readFileSync(join(disk.backing, 'config'), 'utf8')).toBe('v2');
   });
+
+  it('keeps everything after a writeback, as the kernel does with old dirty data', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    writeAt(join(fs.mountPoint, 'startup'), 'written long ago', 0, false);
+    await fs.writeBack();
+    writeAt(join(fs.mountPoint, 'startup'), 'WRITTEN', 0, false);
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'startup'), 'utf8')).toBe('written long ago');
+  });
+
+  it('commits every earlier entry change with any fsync when it models ext4', async () => {
+    disk = await createPowercutDisk({ entries: 'ext4' });
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'a', 'A');
+    renameSync(join(fs.mountPoint, 'a'), join(fs.mountPoint, 'renamed'));
+    writeAt(join(fs.mountPoint, 'other'), 'fsynced', 0, true);
+    renameSync(join(fs.mountPoint, 'renamed'), join(fs.mountPoint, 'later'));
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'renamed'), 'utf8')).toBe('A');
+    expect(readFileSync(join(disk.backing, 'other'), 'utf8')).toBe('fsynced');
+    expect(existsSync(join(disk.backing, 'later'))).toBe(false);
+  });
 });
