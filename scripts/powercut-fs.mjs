@@ -134,6 +134,7 @@ function ask(socket, line) {
     const connection = createConnection(socket);
     let answer = '';
     connection.on('error', reject);
+    connection.on('close', () => reject(new Error(`powercut-fs closed its control socket without answering ${line}`)));
     connection.on('data', (chunk) => {
       answer += chunk.toString();
       const end = answer.indexOf('\n');
