@@ -2,6 +2,9 @@
 // random moments and restarted, many rounds. Afterwards every reading answered 2xx is in QuestDB
 // exactly once, and no reading answered with an error is there.
 //
+// The data directory is a plain temporary directory (a process crash), or a `storage` that also
+// loses what was not fsynced after each kill (a power cut, scripts/faults/power-cut.mjs).
+//
 // Used by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,11 +16,25 @@ const BASE_NS = 1_780_000_000_000_000_000n;
 const MIN_ANSWERS_PER_ROUND = 30;
 
 /**
+ * Where the gateway keeps its queue across the rounds.
+ * @typedef {object} CrashStorage
+ * @property {() => Promise<string>} open             the data directory for the next gateway run
+ * @property {(random: () => number) => Promise<void>} afterKill  what happens to it once the gateway was killed
+ * @property {() => Promise<void>} close              once the last gateway stopped: remove it
+ *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
- *             clients?: number, seed?: number, log?: (line: string) => void }} CrashOptions
+ *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void }} CrashOptions
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
- *             missing: string[], forbidden: string[], strangers: string[], duplicates: number }} CrashReport
+ *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
+ *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
+ *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round.
  */
+
+/** A temporary directory that survives the kills whole, as the page cache does. @returns {CrashStorage} */
+function processCrashStorage() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'harbor-crash-'));
+  return { open: async () => dataDir, afterKill: async () => undefined, close: async () => rmSync(dataDir, { recursive: true, force: true }) };
+}
 
 /** A small deterministic PRNG so a failing run can be repeated with its seed. @param {number} seed */
 function prng(seed) {
@@ -40,20 +57,25 @@ async function sql(url, query) {
 
 /** @param {CrashOptions} options @returns {Promise<CrashReport>} */
 export async function runCrashConsistency(options) {
-  const { rounds, durability, questdbUrl, bundlePath, clients = 6, seed = Date.now(), log = () => undefined } = options;
+  const { rounds, durability, questdbUrl, bundlePath, clients = 6, seed = Date.now(), storage = processCrashStorage(), log = () => undefined } = options;
   const random = prng(seed);
-  const dataDir = mkdtempSync(join(tmpdir(), 'harbor-crash-'));
-  const table = `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
-  const env = { DATA_DIR: dataDir, DURABILITY: durability, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, FLUSH_INTERVAL_MS: '20', FLUSH_BATCH_READINGS: '500', HEALTH_REPORT: 'false', RETENTION_DAYS: '0' };
+  const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
+  const env = { DURABILITY: durability, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, FLUSH_INTERVAL_MS: '20', FLUSH_BATCH_READINGS: '500', HEALTH_REPORT: 'false', RETENTION_DAYS: '0' };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
+  /** When each reading was answered 2xx and in which round, for the loss window. @type {Map<string, { at: number, round: number }>} */
+  const answeredAt = new Map();
+  /** @type {number[]} */
+  const killedAt = [];
   let sequence = 0n;
   let requests = 0;
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
+  /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('../gateway-process.mjs').GatewayProcess | undefined} */
+  let final;
 
   try {
     for (let round = 1; round <= rounds; round++) {
-      const gateway = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, ...env } });
+      const gateway = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
       let alive = true;
       let answered = 0;
       const client = async (/** @type {number} */ id) => {
@@ -83,7 +105,11 @@ export async function runCrashConsistency(options) {
             outcome = 'unknown';
           }
           if (outcome !== 'unknown') answered += 1;
-          for (const key of keys) ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
+          const at = Date.now();
+          for (const key of keys) {
+            ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
+            if (outcome === 'ok') answeredAt.set(key, { at, round });
+          }
         }
       };
       const load = Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
@@ -91,13 +117,15 @@ export async function runCrashConsistency(options) {
       const killAt = Date.now() + 100 + random() * 700;
       while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
       gateway.child.kill('SIGKILL');
+      killedAt[round] = Date.now();
       await gateway.exited;
       alive = false;
       await load;
+      await storage.afterKill(random);
       log(`round ${round}: ${ledger.size} readings sent so far`);
     }
 
-    const final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, ...env } });
+    final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
     const deadline = Date.now() + 60_000;
     for (;;) {
       const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json());
@@ -125,6 +153,8 @@ export async function runCrashConsistency(options) {
       forbidden: /** @type {string[]} */ ([]),
       strangers: /** @type {string[]} */ ([]),
       duplicates: 0,
+      roundsWithLoss: 0,
+      lossWindowMs: 0,
     };
     for (const [key, outcome] of ledger) {
       if (outcome === 'ok') {
@@ -137,6 +167,14 @@ export async function runCrashConsistency(options) {
         report.unknown += 1;
       }
     }
+    const lossRounds = new Set();
+    for (const key of report.missing) {
+      const answer = answeredAt.get(key);
+      if (answer === undefined) continue;
+      lossRounds.add(answer.round);
+      report.lossWindowMs = Math.max(report.lossWindowMs, /** @type {number} */ (killedAt[answer.round]) - answer.at);
+    }
+    report.roundsWithLoss = lossRounds.size;
     for (const [key, count] of stored) {
       if (!ledger.has(key)) report.strangers.push(key);
       if (count > 1) report.duplicates += count - 1;
@@ -144,7 +182,11 @@ export async function runCrashConsistency(options) {
     log(`stored ${report.stored}: ${report.ok} answered 2xx, ${report.refused} refused, ${report.unknown} unanswered (killed mid-request)`);
     return report;
   } finally {
-    rmSync(dataDir, { recursive: true, force: true });
+    if (final && final.child.exitCode === null && final.child.signalCode === null) {
+      final.child.kill('SIGKILL');
+      await final.exited;
+    }
+    await storage.close();
   }
 }
 
@@ -163,5 +205,6 @@ async function waitForWal(url, table) {
     if (row && row[0] === row[1]) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`WAL of ${table} not applied`);
+  const state = (await sql(url, `SELECT * FROM wal_tables() WHERE name = '${table}'`)).dataset;
+  throw new Error(`WAL of ${table} not applied within 30 s: ${JSON.stringify(state)}`);
 }

@@ -1,6 +1,7 @@
-// The longer fault runs: `npm run test:faults [-- --rounds N]`. Builds the bundle, starts its own
-// QuestDB, runs crash consistency in both durability modes and a QuestDB outage under load, and
-// exits non-zero on any violation.
+// The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
+// its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
+// QuestDB outage under load, and exits non-zero on any violation. The long power-cut run is
+// `npm run test:powercut`.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,9 +9,12 @@ import { join } from 'node:path';
 import { projectRoot, startQuestDb } from '../questdb.mjs';
 import { runCrashConsistency } from './crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
+import { runPowerCuts } from './power-cut.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
+const cutsArg = process.argv.indexOf('--cuts');
+const cuts = cutsArg > 0 ? Number(process.argv[cutsArg + 1]) : 5;
 /** The memory bound the gateway must keep during an outage under load (the unit's MemoryMax is 256 MB). */
 const MAX_PEAK_RSS_MB = 200;
 const log = (/** @type {string} */ line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
@@ -26,6 +30,7 @@ try {
     log(`${durability}: ${violations === 0 ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...report, missing: report.missing.slice(0, 10), forbidden: report.forbidden.slice(0, 10), strangers: report.strangers.slice(0, 10) })}`);
     if (violations > 0) failed = true;
   }
+  if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log }))) failed = true;
   const outage = await runOutage({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), outageMs: 20_000, log });
   const outageOk =
     outage.refused === 0 &&

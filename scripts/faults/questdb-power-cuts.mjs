@@ -1,0 +1,20 @@
+// Power cuts of the gateway and QuestDB together: `npm run test:powercut:questdb [-- --cuts N]
+// [--entries per-directory|ext4]` (default 10 cuts, entry changes durable as on ext4). Builds the
+// bundle and exits non-zero when a reading answered 2xx is missing afterwards.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { projectRoot } from '../questdb.mjs';
+import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
+
+const argument = (/** @type {string} */ name) => {
+  const index = process.argv.indexOf(name);
+  return index > 0 ? process.argv[index + 1] : undefined;
+};
+const cuts = Number(argument('--cuts') ?? 10);
+const entries = argument('--entries') ?? 'ext4';
+if (entries !== 'ext4' && entries !== 'per-directory') throw new Error(`--entries must be ext4 or per-directory, not ${entries}`);
+const log = (/** @type {string} */ line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+
+execFileSync(process.execPath, [join(projectRoot, 'build.mjs')], { stdio: 'inherit' });
+const passed = await runQuestDbPowerCuts({ cuts, entries, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log });
+process.exit(passed ? 0 : 1);

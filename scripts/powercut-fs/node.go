@@ -1,0 +1,422 @@
+package main
+
+// The file system's nodes: go-fuse's loopback, with every change that a power cut could lose
+// recorded in the journal before it is made.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+type node struct {
+	fs.LoopbackNode
+	j *journal
+}
+
+func newRoot(backing string, j *journal) (fs.InodeEmbedder, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(backing, &st); err != nil {
+		return nil, err
+	}
+	root := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev)}
+	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
+		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, j: j}
+	}
+	rootNode := &node{LoopbackNode: fs.LoopbackNode{RootData: root}, j: j}
+	root.RootNode = rootNode
+	return rootNode, nil
+}
+
+// rel is the node's directory as the journal names it, relative to the backing directory.
+func (n *node) rel() string {
+	return filepath.Clean(n.Path(nil))
+}
+
+func (n *node) backingPath(name string) string {
+	return filepath.Join(n.RootData.Path, n.Path(nil), name)
+}
+
+// lock takes the journal for one change; after a cut every change fails, as on a dead disk.
+func (n *node) lock() syscall.Errno {
+	n.j.mu.Lock()
+	if n.j.cut {
+		n.j.mu.Unlock()
+		return syscall.EIO
+	}
+	return 0
+}
+
+// file is a loopback file the kernel may not bypass: with FUSE passthrough, writes would go to
+// the backing file without the journal seeing them.
+type file struct {
+	*fs.LoopbackFile
+}
+
+func (f *file) PassthroughFd() (int, bool) {
+	return 0, false
+}
+
+func wrap(fh fs.FileHandle) fs.FileHandle {
+	if lf, ok := fh.(*fs.LoopbackFile); ok {
+		return &file{lf}
+	}
+	return fh
+}
+
+func fdOf(f fs.FileHandle) (int, bool) {
+	lf, ok := f.(*file)
+	if !ok {
+		return 0, false
+	}
+	return lf.LoopbackFile.PassthroughFd()
+}
+
+// withPathFd runs fn on a descriptor of the node's backing file when no handle came with the call.
+func (n *node) withPathFd(f fs.FileHandle, fn func(fd int) error) error {
+	if fd, ok := fdOf(f); ok {
+		return fn(fd)
+	}
+	fd, err := syscall.Open(n.backingPath(""), syscall.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	return fn(fd)
+}
+
+var _ = (fs.NodeWriter)((*node)(nil))
+
+func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return 0, errno
+	}
+	defer n.j.mu.Unlock()
+	fd, ok := fdOf(f)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	if err := n.j.recordWrite(fd, data, off); err != nil {
+		return 0, fs.ToErrno(err)
+	}
+	written, err := syscall.Pwrite(fd, data, off)
+	return uint32(written), fs.ToErrno(err)
+}
+
+var _ = (fs.NodeWritever)((*node)(nil))
+
+func (n *node) Writev(ctx context.Context, f fs.FileHandle, data [][]byte, off int64) (uint32, syscall.Errno) {
+	var joined []byte
+	for _, part := range data {
+		joined = append(joined, part...)
+	}
+	return n.Write(ctx, f, joined, off)
+}
+
+var _ = (fs.NodeFsyncer)((*node)(nil))
+
+func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	fd, ok := fdOf(f)
+	if !ok {
+		return syscall.EBADF
+	}
+	if err := syscall.Fsync(fd); err != nil {
+		return fs.ToErrno(err)
+	}
+	n.j.fileSynced(fd)
+	return 0
+}
+
+var _ = (fs.NodeSetattrer)((*node)(nil))
+
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	size, resizes := in.GetSize()
+	if !resizes {
+		return n.LoopbackNode.Setattr(ctx, f, in, out)
+	}
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	if err := n.withPathFd(f, func(fd int) error { return n.j.recordResize(fd, int64(size)) }); err != nil {
+		return fs.ToErrno(err)
+	}
+	return n.LoopbackNode.Setattr(ctx, f, in, out)
+}
+
+var _ = (fs.NodeAllocater)((*node)(nil))
+
+func (n *node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	fd, ok := fdOf(f)
+	if !ok {
+		return syscall.EBADF
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	if err := n.j.recordResize(fd, max(st.Size, int64(off+size))); err != nil {
+		return fs.ToErrno(err)
+	}
+	return fs.ToErrno(syscall.Fallocate(fd, mode, int64(off), int64(size)))
+}
+
+var _ = (fs.NodeCopyFileRanger)((*node)(nil))
+
+// CopyFileRange is refused so the kernel copies through Write, which the journal sees.
+func (n *node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode, fhOut fs.FileHandle, offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+var _ = (fs.NodeOpener)((*node)(nil))
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_TRUNC == 0 {
+		fh, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
+		return wrap(fh), fuseFlags, errno
+	}
+	if errno := n.lock(); errno != 0 {
+		return nil, 0, errno
+	}
+	defer n.j.mu.Unlock()
+	if err := n.withPathFd(nil, func(fd int) error { return n.j.recordResize(fd, 0) }); err != nil {
+		return nil, 0, fs.ToErrno(err)
+	}
+	fh, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
+	return wrap(fh), fuseFlags, errno
+}
+
+var _ = (fs.NodeCreater)((*node)(nil))
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return nil, nil, 0, errno
+	}
+	defer n.j.mu.Unlock()
+	p := n.backingPath(name)
+	_, statErr := os.Lstat(p)
+	existed := statErr == nil
+	if existed && flags&syscall.O_TRUNC != 0 && flags&syscall.O_EXCL == 0 {
+		fd, err := syscall.Open(p, syscall.O_RDWR, 0)
+		if err == nil {
+			err = n.j.recordResize(fd, 0)
+			syscall.Close(fd)
+		}
+		if err != nil {
+			return nil, nil, 0, fs.ToErrno(err)
+		}
+	}
+	inode, fh, fuseFlags, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno == 0 && !existed {
+		n.j.recordEntry("create "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
+	}
+	return inode, wrap(fh), fuseFlags, errno
+}
+
+var _ = (fs.NodeMkdirer)((*node)(nil))
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return nil, errno
+	}
+	defer n.j.mu.Unlock()
+	inode, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		p := n.backingPath(name)
+		n.j.recordEntry("mkdir "+p, []string{n.rel()}, func() error { return os.RemoveAll(p) }, nil)
+	}
+	return inode, errno
+}
+
+var _ = (fs.NodeMknoder)((*node)(nil))
+
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return nil, errno
+	}
+	defer n.j.mu.Unlock()
+	inode, errno := n.LoopbackNode.Mknod(ctx, name, mode, dev, out)
+	if errno == 0 {
+		p := n.backingPath(name)
+		n.j.recordEntry("mknod "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
+	}
+	return inode, errno
+}
+
+var _ = (fs.NodeSymlinker)((*node)(nil))
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return nil, errno
+	}
+	defer n.j.mu.Unlock()
+	inode, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if errno == 0 {
+		p := n.backingPath(name)
+		n.j.recordEntry("symlink "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
+	}
+	return inode, errno
+}
+
+var _ = (fs.NodeLinker)((*node)(nil))
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return nil, errno
+	}
+	defer n.j.mu.Unlock()
+	inode, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno == 0 {
+		p := n.backingPath(name)
+		n.j.recordEntry("link "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
+	}
+	return inode, errno
+}
+
+var _ = (fs.NodeUnlinker)((*node)(nil))
+
+// Unlink moves the file aside instead of removing it, so a cut can put it back.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	p := n.backingPath(name)
+	aside := n.j.asideName()
+	if err := os.Rename(p, aside); err != nil {
+		return fs.ToErrno(err)
+	}
+	n.j.recordEntry("unlink "+p, []string{n.rel()}, func() error { return os.Rename(aside, p) }, func() { os.Remove(aside) })
+	return 0
+}
+
+var _ = (fs.NodeRmdirer)((*node)(nil))
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	p := n.backingPath(name)
+	info, err := os.Lstat(p)
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	if err := syscall.Rmdir(p); err != nil {
+		return fs.ToErrno(err)
+	}
+	n.j.recordEntry("rmdir "+p, []string{n.rel()}, func() error { return os.Mkdir(p, info.Mode().Perm()) }, nil)
+	return 0
+}
+
+var _ = (fs.NodeRenamer)((*node)(nil))
+
+const renameNoReplace = 1
+
+// Rename keeps a file it replaces aside (a second hard link, so the name swaps atomically), so a
+// cut can put both names back.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	to, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	if flags&^renameNoReplace != 0 {
+		return syscall.EINVAL
+	}
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	from, dest := n.backingPath(name), to.backingPath(newName)
+	aside := ""
+	if info, err := os.Lstat(dest); err == nil {
+		if flags&renameNoReplace != 0 {
+			return syscall.EEXIST
+		}
+		aside = n.j.asideName()
+		keep := os.Link
+		if info.IsDir() {
+			keep = os.Rename
+		}
+		if err := keep(dest, aside); err != nil {
+			return fs.ToErrno(err)
+		}
+	}
+	if err := os.Rename(from, dest); err != nil {
+		if aside != "" {
+			if _, statErr := os.Lstat(dest); statErr != nil {
+				os.Rename(aside, dest)
+			} else {
+				os.Remove(aside)
+			}
+		}
+		return fs.ToErrno(err)
+	}
+	undo := func() error {
+		if err := os.Rename(dest, from); err != nil {
+			return err
+		}
+		if aside != "" {
+			return os.Rename(aside, dest)
+		}
+		return nil
+	}
+	var drop func()
+	if aside != "" {
+		drop = func() { os.RemoveAll(aside) }
+	}
+	n.j.recordEntry("rename "+from+" to "+dest, []string{n.rel(), to.rel()}, undo, drop)
+	return 0
+}
+
+var _ = (fs.NodeOpendirHandler)((*node)(nil))
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	inner, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return &dirHandle{inner: inner, n: n}, fuseFlags, 0
+}
+
+// dirHandle is an open directory whose fsync makes its entry changes durable.
+type dirHandle struct {
+	inner fs.FileHandle
+	n     *node
+}
+
+func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	return d.inner.(fs.FileReaddirenter).Readdirent(ctx)
+}
+
+func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	return d.inner.(fs.FileSeekdirer).Seekdir(ctx, off)
+}
+
+func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
+	d.inner.(fs.FileReleasedirer).Releasedir(ctx, flags)
+}
+
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	if errno := d.n.lock(); errno != 0 {
+		return errno
+	}
+	defer d.n.j.mu.Unlock()
+	if errno := d.inner.(fs.FileFsyncdirer).Fsyncdir(ctx, flags); errno != 0 {
+		return errno
+	}
+	d.n.j.dirSynced(d.n.rel())
+	return 0
+}

@@ -1,0 +1,150 @@
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createPowercutDisk } from '../scripts/powercut-fs.mjs';
+
+type Disk = Awaited<ReturnType<typeof createPowercutDisk>>;
+let disk: Disk | undefined;
+
+afterEach(async () => {
+  await disk?.remove();
+  disk = undefined;
+});
+
+/** Writes at an offset through one descriptor, fsynced or not. */
+function writeAt(path: string, data: Buffer | string, position: number, fsync: boolean) {
+  const fd = openSync(path, existsSync(path) ? 'r+' : 'w+');
+  try {
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data, 0, undefined, position);
+    if (fsync) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fsyncDir(path: string) {
+  const fd = openSync(path, 'r');
+  fsyncSync(fd);
+  closeSync(fd);
+}
+
+/** A file created, fsynced and made durable in its directory. */
+function durableFile(dir: string, name: string, content: string) {
+  writeAt(join(dir, name), content, 0, true);
+  fsyncDir(dir);
+}
+
+describe('powercut-fs', () => {
+  it('drops writes not fsynced on a cut and keeps fsynced ones, through a new mount', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    const path = join(fs.mountPoint, 'data');
+    durableFile(fs.mountPoint, 'data', 'synced;');
+    writeAt(path, 'lost', 7, false);
+    expect(readFileSync(path, 'utf8')).toBe('synced;lost');
+
+    const report = await fs.cut();
+    await fs.unmount();
+    const again = await disk.mount();
+
+    expect(report).toMatchObject({ writes: 1, entries: 0 });
+    expect(readFileSync(join(again.mountPoint, 'data'), 'utf8')).toBe('synced;');
+  });
+
+  it('fails every change after the cut, as a dead disk does', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'data', 'synced');
+    await fs.cut();
+    expect(() => writeAt(join(fs.mountPoint, 'data'), 'late', 0, false)).toThrow(/EIO/);
+  });
+
+  it('undoes a rename whose directory was not fsynced and keeps one whose directory was', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'a', 'A');
+    durableFile(fs.mountPoint, 'b', 'B');
+    renameSync(join(fs.mountPoint, 'a'), join(fs.mountPoint, 'a2'));
+    fsyncDir(fs.mountPoint);
+    renameSync(join(fs.mountPoint, 'b'), join(fs.mountPoint, 'a2'));
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'a2'), 'utf8')).toBe('A');
+    expect(readFileSync(join(disk.backing, 'b'), 'utf8')).toBe('B');
+    expect(existsSync(join(disk.backing, 'a'))).toBe(false);
+  });
+
+  it('loses a file created without a directory fsync even when the file was fsynced, and brings back an unlinked one', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'old', 'kept');
+    writeAt(join(fs.mountPoint, 'new'), 'content', 0, true);
+    unlinkSync(join(fs.mountPoint, 'old'));
+
+    const report = await fs.cut();
+    await fs.unmount();
+
+    expect(report.entries).toBe(2);
+    expect(existsSync(join(disk.backing, 'new'))).toBe(false);
+    expect(readFileSync(join(disk.backing, 'old'), 'utf8')).toBe('kept');
+  });
+
+  it('tears the newest unsynced write: its first sectors land, the rest keeps the old bytes', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    const path = join(fs.mountPoint, 'page');
+    durableFile(fs.mountPoint, 'page', 'o'.repeat(4096));
+    writeAt(path, 'x'.repeat(4096), 0, false);
+    writeAt(path, Buffer.from('n'.repeat(4096)), 0, false);
+
+    const report = await fs.cut({ tear: true });
+    await fs.unmount();
+
+    expect(report.torn).toBe('2048 of 4096 bytes at offset 0');
+    expect(readFileSync(join(disk.backing, 'page'), 'utf8')).toBe('n'.repeat(2048) + 'o'.repeat(2048));
+  });
+
+  it('keeps a file written whole, fsynced and renamed into place with a directory fsync', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    writeAt(join(fs.mountPoint, 'config.tmp'), 'v2', 0, true);
+    renameSync(join(fs.mountPoint, 'config.tmp'), join(fs.mountPoint, 'config'));
+    fsyncDir(fs.mountPoint);
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'config'), 'utf8')).toBe('v2');
+  });
+
+  it('keeps everything after a writeback, as the kernel does with old dirty data', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    writeAt(join(fs.mountPoint, 'startup'), 'written long ago', 0, false);
+    await fs.writeBack();
+    writeAt(join(fs.mountPoint, 'startup'), 'WRITTEN', 0, false);
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'startup'), 'utf8')).toBe('written long ago');
+  });
+
+  it('commits every earlier entry change with any fsync when it models ext4', async () => {
+    disk = await createPowercutDisk({ entries: 'ext4' });
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'a', 'A');
+    renameSync(join(fs.mountPoint, 'a'), join(fs.mountPoint, 'renamed'));
+    writeAt(join(fs.mountPoint, 'other'), 'fsynced', 0, true);
+    renameSync(join(fs.mountPoint, 'renamed'), join(fs.mountPoint, 'later'));
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'renamed'), 'utf8')).toBe('A');
+    expect(readFileSync(join(disk.backing, 'other'), 'utf8')).toBe('fsynced');
+    expect(existsSync(join(disk.backing, 'later'))).toBe(false);
+  });
+});
