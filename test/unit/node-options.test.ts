@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
+import { GATEWAY_NODE_OPTIONS } from '../../scripts/node-options.mjs';
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 
 describe('V8 heap settings', () => {
   it('are the same wherever the gateway runs: systemd unit, container image, local run, benchmarks', () => {

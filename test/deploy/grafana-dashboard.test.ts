@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
-import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
+import { TEST_KEY, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sql, uniqueTable, waitForCount, waitForWalApplied } from '../support/questdb-sql.js';
 import {
   DASHBOARD_PATH,
   dashboardQueries,
@@ -15,12 +15,12 @@ import {
   intervalFor,
   intervalText,
   loadDashboard,
-} from './support/grafana-expand.mjs';
+} from '../support/grafana-expand.mjs';
 
 // QuestDB sends timestamps without a zone, in UTC; pg would read them in the machine's zone.
 pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 const provisioning = join(root, 'grafana', 'provisioning');
 const readYaml = (path: string): any => parse(readFileSync(path, 'utf8'));
 

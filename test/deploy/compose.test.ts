@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { composeClient } from '../scripts/compose-client.mjs';
-import { QUESTDB_VERSION, startQuestDb } from '../scripts/questdb.mjs';
+import { composeClient } from '../../scripts/compose-client.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../../scripts/questdb.mjs';
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 const composeFile = join(root, 'compose.yaml');
 const envExample = join(root, '.env.example');
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 const unitsDir = join(root, 'systemd');
 const units = readdirSync(unitsDir).filter((f) => f.endsWith('.service')).sort();
 const verifyScript = join(root, 'scripts', 'verify-systemd-units.sh');
