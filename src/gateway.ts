@@ -2,10 +2,10 @@ import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { FlusherThread } from './flusher/flusher-thread.js';
-import { QuestDbHttp } from './flusher/questdb-http.js';
+import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
-import { WriteAheadQueue } from './queue/queue.js';
+import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/timestamp.js';
 import { HealthReporter } from './health/health-reporter.js';
@@ -17,7 +17,7 @@ import { VERSION } from './version.js';
 export interface Gateway {
   readonly port: number;
   readonly url: string;
-  readonly queue: WriteAheadQueue;
+  readonly queue: QueueWriter;
   readonly stats: GatewayStats;
   /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
   stop(): Promise<void>;
@@ -35,7 +35,7 @@ export interface GatewayOptions {
 }
 
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
-  const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
+  const queue = QueueWriter.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
   const stats = new GatewayStats();
   const questdbOptions = {
     url: config.questdbUrl,

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { WriteAheadQueue } from '../queue/queue.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
 import type { FlusherWorkerData, FromFlusher, ToFlusher } from './flusher-worker.js';
 
@@ -19,7 +19,7 @@ export class FlusherThread {
   constructor(
     private readonly script: URL | string,
     private readonly data: Omit<FlusherWorkerData, 'role'>,
-    private readonly queue: WriteAheadQueue,
+    private readonly queue: QueueWriter,
     private readonly stats: GatewayStats,
     private readonly log: Logger,
   ) {}

@@ -1,10 +1,10 @@
 import { parentPort } from 'node:worker_threads';
 import pino from 'pino';
 import { createLogger } from '../log/logger.js';
-import { QueueConsumer } from '../queue/queue-consumer.js';
+import { QueueReader } from '../queue/queue-reader.js';
 import type { Durability } from '../queue/queue-file.js';
 import { Flusher, type FlusherOptions } from './flusher.js';
-import { QuestDbHttp, type QuestDbOptions } from './questdb-http.js';
+import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
 
 export interface FlusherWorkerData {
   role: 'flusher';
@@ -32,9 +32,9 @@ export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
   const post = (message: FromFlusher): void => port.postMessage(message);
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
   const logger = createLogger(data.logLevel, pino.destination({ dest: 1, sync: true })).child({ thread: 'flusher' });
-  const consumer = new QueueConsumer(data.dataDir, data.durability);
+  const reader = new QueueReader(data.dataDir, data.durability);
   const flusher = new Flusher({
-    consumer,
+    reader,
     questdb: new QuestDbHttp(data.questdb),
     logger,
     options: data.options,
@@ -48,7 +48,7 @@ export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
       flusher.wake();
     } else {
       void flusher.stop(message.deadline).then(() => {
-        consumer.close();
+        reader.close();
         post({ type: 'stopped' });
         port.close();
       });

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { Completion, DeadLetterInput, QueueConsumer, QueueRecord } from '../queue/queue-consumer.js';
+import type { Completion, DeadLetterInput, QueueReader, QueueRecord } from '../queue/queue-reader.js';
 import type { Progress } from '../queue/queue-file.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../queue/record-codec.js';
 import { Backoff } from './backoff.js';
 import { IlpEncoder } from './ilp-encoder.js';
-import type { QuestDbHttp } from './questdb-http.js';
+import type { QuestDbHttp } from '../questdb/questdb-http.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
 
 export interface FlusherOptions {
@@ -41,7 +41,7 @@ const BACKOFF_BASE_MS = 250;
  * leave the queue intact; rows QuestDB refuses for their content become dead letters.
  */
 export class Flusher {
-  readonly #consumer: QueueConsumer;
+  readonly #reader: QueueReader;
   readonly #questdb: QuestDbHttp;
   readonly #events: FlushEvents;
   readonly #log: Logger;
@@ -58,8 +58,8 @@ export class Flusher {
   /** The next batch, read and encoded while the previous one was on its way to QuestDB. */
   #readAhead: Batch | undefined;
 
-  constructor(deps: { consumer: QueueConsumer; questdb: QuestDbHttp; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
-    this.#consumer = deps.consumer;
+  constructor(deps: { reader: QueueReader; questdb: QuestDbHttp; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
+    this.#reader = deps.reader;
     this.#questdb = deps.questdb;
     this.#events = deps.events;
     this.#log = deps.logger;
@@ -161,7 +161,7 @@ export class Flusher {
 
   /** A batch of records after `from` (the mark by default), encoded unless a record is corrupt. */
   #read(from?: Progress): Batch {
-    const records = this.#consumer.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    const records = this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
     let readings = 0;
     let bytes = 0;
     for (const r of records) {
@@ -232,7 +232,7 @@ export class Flusher {
   }
 
   #completed(started: number, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], requests: number, flushed: number): Outcome {
-    const completion = this.#consumer.complete(records, deadLetters);
+    const completion = this.#reader.complete(records, deadLetters);
     this.#backoff.reset();
     const durationMs = Math.round(performance.now() - started);
     this.#events.flushed({ ...completion, flushed, durationMs });

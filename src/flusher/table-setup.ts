@@ -1,4 +1,4 @@
-import type { QuestDbHttp } from './questdb-http.js';
+import type { QuestDbHttp } from '../questdb/questdb-http.js';
 
 export class TableSchemaError extends Error {
   override name = 'TableSchemaError';

@@ -1,5 +1,5 @@
 import type { FlushReport, GatewayStats } from '../stats.js';
-import type { WriteAheadQueue } from '../queue/queue.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
 import { clockSynchronized } from './clock.js';
 
 /** What the gateway knows about itself: the body of `/status` and the source of health reports. */
@@ -36,7 +36,7 @@ export interface GatewaySnapshot {
 }
 
 export interface SnapshotSources {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   stats: GatewayStats;
   isStopping: () => boolean;
   version: string;

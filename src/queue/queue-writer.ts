@@ -46,9 +46,9 @@ interface PendingAppend {
 /**
  * The ingest side of the SQLite write-ahead queue. Appends made while the event loop is busy are
  * committed together in one transaction (group commit), and each append's promise settles only
- * after that commit. The flusher removes records through its own connection (QueueConsumer).
+ * after that commit. The flusher reads records and moves the progress mark through the other half, QueueReader, on its own connection.
  */
-export class WriteAheadQueue {
+export class QueueWriter {
   readonly path: string;
   readonly dataDir: string;
   readonly durability: Durability;
@@ -102,8 +102,8 @@ export class WriteAheadQueue {
     this.#totals = { ...this.#base };
   }
 
-  static open(options: QueueOptions): WriteAheadQueue {
-    return new WriteAheadQueue(options);
+  static open(options: QueueOptions): QueueWriter {
+    return new QueueWriter(options);
   }
 
   /** Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError. */
