@@ -1,10 +1,10 @@
 import type { Hono, MiddlewareHandler } from 'hono';
-import type { WriteAheadQueue } from '../../queue/queue.js';
+import type { QueueWriter } from '../../queue/queue-writer.js';
 import type { GatewayStats } from '../../stats.js';
 import { takeSnapshot } from '../../health/snapshot.js';
 
 export interface HealthDeps {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   stats: GatewayStats;
   isStopping: () => boolean;
   requireApiKey: MiddlewareHandler;

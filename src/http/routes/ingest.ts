@@ -1,20 +1,20 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
-import type { WriteAheadQueue } from '../../queue/queue.js';
+import type { QueueWriter } from '../../queue/queue-writer.js';
 import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
 import { encodeRecord } from '../../queue/record-codec.js';
 import { parseBatch, parseSingle, type ParseResult, type Validator } from '../../reading/parse-readings.js';
-import { toProblemDetails } from '../../reading/problems.js';
+import { toReadingIssues } from '../../reading/reading-issues.js';
 import type { Reading } from '../../reading/reading-schema.js';
 import type { ReceiveClock } from '../../reading/timestamp.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
-import { problem } from '../problem.js';
+import { problem } from '../problem-details.js';
 
 export interface IngestDeps {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   flusher: { notifyBacklog(readings: number): void };
   clock: ReceiveClock;
   stats: GatewayStats;
@@ -44,6 +44,9 @@ export const INGEST_ROUTES: readonly { path: string; kind: Kind }[] = [
   { path: '/api/v1/ingest/ingest/:harbor', kind: 'single' },
   { path: '/api/v1/ingest/ingest/:harbor/batch', kind: 'batch' },
 ];
+
+/** Not a reading or batch at all is a bad request; readings the schema refuses are unprocessable. */
+const REFUSAL_STATUS = { malformed: 400, invalid: 422 } as const;
 
 const RETRY_AFTER_S: Record<QueueRefusal, number> = { full: 30, disk_full: 60, io_error: 10, closed: 5 };
 
@@ -77,7 +80,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   } finally {
     deps.inflight.release(reserved);
   }
-  if (!parsed.ok) return problem(c, parsed.status, parsed.message, parsed.details);
+  if (!parsed.ok) return problem(c, REFUSAL_STATUS[parsed.refusal], parsed.message, parsed.details);
 
   const stored = await store(c, parsed.readings, deps);
   if (stored !== undefined) return stored;
@@ -94,12 +97,12 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   if (kind === 'batch') return parseBatch(json, deps.validator, deps.maxBatchReadings);
   const uplink = uplinkToReadings(json);
   if (!uplink.ok) {
-    return { ok: false, status: 422, message: 'Body is not a The Things Network uplink message', details: toProblemDetails(uplink.issues, ['body']) };
+    return { ok: false, refusal: 'invalid', message: 'Body is not a The Things Network uplink message', details: toReadingIssues(uplink.issues, ['body']) };
   }
   if (uplink.readings.length === 0) {
     return {
       ok: false,
-      status: 422,
+      refusal: 'invalid',
       message: 'Uplink carries no numeric values',
       details: [{ loc: ['body', 'uplink_message', 'decoded_payload'], msg: 'No finite numbers to store', type: 'missing' }],
     };

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
-import { problem } from '../../problem.js';
+import { problem } from '../../problem-details.js';
 import type { FailureThrottle } from './failure-throttle.js';
 
 export interface ApiKeyOptions {
