@@ -34,8 +34,8 @@ describe('secrets', () => {
     gw.child.kill('SIGTERM');
     await gw.exited;
 
-    const everything = `${JSON.stringify(gw.logs())}\n${bodies.join('\n')}`;
-    expect(gw.logs().length).toBeGreaterThan(3);
+    const everything = `${JSON.stringify(gw.logs)}\n${bodies.join('\n')}`;
+    expect(gw.logs.length).toBeGreaterThan(3);
     expect(everything).not.toContain(apiKey);
     expect(everything).not.toContain(password);
     expect(everything).not.toContain(Buffer.from(`admin:${password}`).toString('base64'));

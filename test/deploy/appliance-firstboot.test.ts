@@ -471,7 +471,7 @@ describe('first boot on a root tree', () => {
       };
       expect(status.totals.acceptedReadings).toBe(1);
       expect(status.queue.maxBytes).toBe(7 * GiB);
-      const started = gateway.logs().find((line) => line['event'] === 'started');
+      const started = gateway.logs.find((line) => line['event'] === 'started');
       expect(started?.['apiKeySource']).toBe('systemd credential');
       expect(lstatSync(join(board.root, 'var/lib/harbor-gateway/queue.db')).isFile()).toBe(true);
     });
