@@ -18,7 +18,7 @@ export class FlusherThread {
 
   constructor(
     private readonly script: URL | string,
-    private readonly data: Omit<FlusherWorkerData, 'role'>,
+    private readonly data: FlusherWorkerData,
     private readonly queue: QueueWriter,
     private readonly stats: GatewayStats,
     private readonly log: Logger,
@@ -26,7 +26,7 @@ export class FlusherThread {
 
   start(): void {
     const worker = new Worker(this.script, {
-      workerData: { ...this.data, role: 'flusher' } satisfies FlusherWorkerData,
+      workerData: this.data,
       // The flusher holds one batch at a time (a few MB) and lets go of it at once: a young
       // generation that holds a batch's garbage, a small old one.
       resourceLimits: { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 32 },

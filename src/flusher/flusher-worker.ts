@@ -7,7 +7,6 @@ import { Flusher, type FlusherOptions } from './flusher.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
 
 export interface FlusherWorkerData {
-  role: 'flusher';
   dataDir: string;
   durability: Durability;
   logLevel: pino.LevelWithSilent;
@@ -18,9 +17,8 @@ export interface FlusherWorkerData {
 export type ToFlusher = { type: 'wake' } | { type: 'stop'; deadline: number };
 
 export type FromFlusher =
-  | { type: 'flushed'; records: number; readings: number; flushed: number; deadLettered: number; durationMs: number }
-  | { type: 'failed'; message: string; readings: number; durationMs: number }
-  | { type: 'stopped' };
+  | { type: 'flushed'; flushed: number; deadLettered: number; durationMs: number }
+  | { type: 'failed'; message: string; readings: number; durationMs: number };
 
 /**
  * The flusher thread: its own queue connection, QuestDB client and event loop, so reading,
@@ -39,7 +37,7 @@ export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
     logger,
     options: data.options,
     events: {
-      flushed: (result) => post({ type: 'flushed', ...result }),
+      flushed: ({ flushed, deadLettered, durationMs }) => post({ type: 'flushed', flushed, deadLettered, durationMs }),
       failed: (result) => post({ type: 'failed', ...result }),
     },
   });
@@ -49,7 +47,6 @@ export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
     } else {
       void flusher.stop(message.deadline).then(() => {
         reader.close();
-        post({ type: 'stopped' });
         port.close();
       });
     }

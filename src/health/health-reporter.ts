@@ -26,13 +26,13 @@ export class HealthReporter {
     private readonly log: Logger,
   ) {}
 
-  async report(snapshot: GatewaySnapshot, now = Date.now()): Promise<boolean> {
+  async report(snapshot: GatewaySnapshot): Promise<boolean> {
     try {
       if (!this.#tableReady) {
         await this.questdb.exec(CREATE);
         this.#tableReady = true;
       }
-      const outcome = await this.questdb.write(encode(this.gateway, snapshot, now));
+      const outcome = await this.questdb.write(encode(this.gateway, snapshot, Date.now()));
       if (!outcome.ok) throw new Error(outcome.message);
       this.#failing = false;
       return true;

@@ -42,7 +42,8 @@ export interface SnapshotSources {
   version: string;
 }
 
-export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSources, now = Date.now()): GatewaySnapshot {
+export function takeSnapshot({ queue, stats, isStopping, version }: SnapshotSources): GatewaySnapshot {
+  const now = Date.now();
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   return {

@@ -38,7 +38,8 @@ export class QuestDbHttp {
         : `Basic ${Buffer.from(`${options.username}:${options.password ?? ''}`).toString('base64')}`;
   }
 
-  async write(body: Buffer, timeoutMs = this.#timeoutMs): Promise<WriteOutcome> {
+  async write(body: Buffer): Promise<WriteOutcome> {
+    const timeoutMs = this.#timeoutMs;
     let statusCode: number;
     let text: string;
     try {
@@ -68,7 +69,8 @@ export class QuestDbHttp {
   }
 
   /** Runs one SQL statement and returns QuestDB's JSON answer; throws QuestDbError on failure. */
-  async exec<T = unknown>(sql: string, timeoutMs = this.#timeoutMs): Promise<T> {
+  async exec<T = unknown>(sql: string): Promise<T> {
+    const timeoutMs = this.#timeoutMs;
     let statusCode: number;
     let text: string;
     try {

@@ -33,6 +33,8 @@ export interface QueueStats extends Totals {
 /** A new segment starts after this many records or bytes, so a finished one can be dropped soon. */
 const SEGMENT_MAX_RECORDS = 16_384;
 const SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
+/** Pages one compaction returns to the file system at most, so a housekeeping run stays short. */
+const COMPACT_MAX_PAGES = 16_384;
 
 interface PendingAppend {
   payload: string;
@@ -225,12 +227,12 @@ export class QueueWriter {
   }
 
   /** Returns free pages to the file system once a backlog has drained; bounded work per call. */
-  compact(maxPages = 16_384): number {
+  compact(): number {
     if (this.#closed) return 0;
     const free = this.#db.pragma('freelist_count', { simple: true }) as number;
     if (free === 0) return 0;
-    this.#db.pragma(`incremental_vacuum(${Math.min(free, maxPages)})`);
-    return Math.min(free, maxPages);
+    this.#db.pragma(`incremental_vacuum(${Math.min(free, COMPACT_MAX_PAGES)})`);
+    return Math.min(free, COMPACT_MAX_PAGES);
   }
 
   /**
