@@ -4,7 +4,7 @@ import type { Progress } from '../queue/queue-file.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../queue/record-codec.js';
 import { Backoff } from './backoff.js';
 import { IlpEncoder } from './ilp-encoder.js';
-import type { QuestDbHttp } from '../questdb/questdb-http.js';
+import type { QuestDbClient } from '../questdb/questdb-http.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
 
 export interface FlusherOptions {
@@ -21,6 +21,9 @@ export interface FlushEvents {
   flushed(result: Completion & { flushed: number; durationMs: number }): void;
   failed(result: { message: string; readings: number; durationMs: number }): void;
 }
+
+/** What the flusher uses of the queue's reading half. */
+export type FlusherQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
 
 /** `full`: a whole batch was flushed, so more is probably waiting. */
 type Outcome = 'empty' | 'flushed' | 'full' | 'failed';
@@ -41,8 +44,8 @@ const BACKOFF_BASE_MS = 250;
  * leave the queue intact; rows QuestDB refuses for their content become dead letters.
  */
 export class Flusher {
-  readonly #reader: QueueReader;
-  readonly #questdb: QuestDbHttp;
+  readonly #reader: FlusherQueue;
+  readonly #questdb: QuestDbClient;
   readonly #events: FlushEvents;
   readonly #log: Logger;
   readonly #options: FlusherOptions;
@@ -58,7 +61,7 @@ export class Flusher {
   /** The next batch, read and encoded while the previous one was on its way to QuestDB. */
   #readAhead: Batch | undefined;
 
-  constructor(deps: { reader: QueueReader; questdb: QuestDbHttp; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
+  constructor(deps: { reader: FlusherQueue; questdb: QuestDbClient; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
     this.#reader = deps.reader;
     this.#questdb = deps.questdb;
     this.#events = deps.events;
