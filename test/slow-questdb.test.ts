@@ -6,6 +6,7 @@ import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { waitUntil } from './support/wait.js';
 
 const MAX_PEAK_RSS_MB = 200;
 const peakRssMb = (pid: number): number => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
@@ -26,7 +27,11 @@ describe('QuestDB that does not answer, or answers slowly', () => {
       HEALTH_REPORT: 'false',
     });
     const status = async () =>
-      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number }; flush: { consecutiveFailures: number } };
+      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+        queue: { readings: number };
+        flush: { consecutiveFailures: number };
+        totals: { flushes: number };
+      };
     let accepted = 0;
     let refused = 0;
     let sequence = 0;
@@ -46,14 +51,15 @@ describe('QuestDB that does not answer, or answers slowly', () => {
     const load = Promise.all([0, 1, 2, 3].map(device));
     try {
       proxy.set('stall');
-      await new Promise((r) => setTimeout(r, 3000));
-      const stalled = await status();
-      expect(stalled.queue.readings).toBeGreaterThan(10_000);
-      expect(stalled.flush.consecutiveFailures).toBeGreaterThan(1);
+      await waitUntil('a backlog of 10,000 readings behind a stalled QuestDB', async () => {
+        const stalled = await status();
+        return stalled.queue.readings > 10_000 && stalled.flush.consecutiveFailures > 1;
+      });
       expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
 
       proxy.set('pass', 300);
-      await new Promise((r) => setTimeout(r, 2000));
+      const flushesWhenSlow = (await status()).totals.flushes;
+      await waitUntil('two flushes through the slow QuestDB', async () => (await status()).totals.flushes >= flushesWhenSlow + 2);
       proxy.set('pass');
     } finally {
       running = false;
@@ -65,8 +71,7 @@ describe('QuestDB that does not answer, or answers slowly', () => {
     // below the systemd unit's MemoryMax of 256 MB however long QuestDB stalls.
     expect(peakRssMb(gw.child.pid!)).toBeLessThan(MAX_PEAK_RSS_MB);
 
-    const deadline = Date.now() + 30_000;
-    while ((await status()).queue.readings > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the backlog drained', async () => (await status()).queue.readings === 0, 30_000);
     gw.child.kill('SIGTERM');
     await gw.exited;
     await proxy.close();
