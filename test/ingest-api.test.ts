@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import { freePort } from '../scripts/questdb.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { waitUntil } from './support/wait.js';
 
 const reading = { time: '2026-01-31T12:00:00.000Z', ship_id: 'ship-1', cargo_id: 'temperature', value: 21.5 };
 
@@ -241,8 +242,8 @@ describe('in-flight budget', () => {
     } finally {
       slow.destroy();
     }
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await small.post('/api/v2/ingest/batch', [reading])).status).toBe(200);
+    // The budget is given back once the server notices the connection is gone.
+    await waitUntil('the in-flight budget given back', async () => (await small.post('/api/v2/ingest/batch', [reading])).status === 200);
     await small.stop();
   });
 });
@@ -267,7 +268,7 @@ describe('health and status', () => {
     const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
     try {
       expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 300));
+      await waitUntil('a failed flush', () => buffering.gateway.stats.lastFlushError !== undefined);
       expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
       const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
       expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });
