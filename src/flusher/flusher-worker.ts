@@ -22,7 +22,7 @@ export type FromFlusher =
 
 /**
  * The flusher thread: its own queue connection, QuestDB client and event loop, so reading,
- * encoding and deleting large batches never pauses the ingest thread's requests.
+ * encoding large batches and moving the progress mark never pause the ingest thread's requests.
  */
 export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
   const port = parentPort;

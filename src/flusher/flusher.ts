@@ -40,8 +40,8 @@ const BACKOFF_BASE_MS = 250;
 
 /**
  * Ships the oldest queued readings to QuestDB on a timer, one request in flight at a time, and
- * removes them from the queue only after QuestDB confirmed them. Failures back off with jitter and
- * leave the queue intact; rows QuestDB refuses for their content become dead letters.
+ * moves the queue's progress mark past them only after QuestDB confirmed them. Failures back off
+ * with jitter and leave the queue intact; rows QuestDB refuses for their content become dead letters.
  */
 export class Flusher {
   readonly #reader: FlusherQueue;

@@ -167,7 +167,7 @@ export class QueueWriter {
     this.#segmentBytes = 0;
   }
 
-  /** Takes in what the flusher removed and the operator re-queued since the last call. */
+  /** Takes in what the flusher moved the mark past and the operator re-queued since the last call. */
   refresh(): void {
     if (this.#closed) return;
     const ledger = this.#readLedger();

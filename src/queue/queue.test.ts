@@ -61,7 +61,7 @@ describe('QueueWriter and QueueReader', () => {
     await expect(queue.append(big, 1, 4)).resolves.toBeUndefined();
   });
 
-  it('hands the reader the oldest records first, bounded by readings, and removes them on completion', async () => {
+  it('hands the reader the oldest records first, bounded by readings, and moves the mark past them on completion', async () => {
     const queue = openQueue();
     for (let i = 0; i < 5; i++) await queue.append(`${i}\ts\tc\t1\n${i}\ts\td\t2`, 2, 100 + i);
     const reader = new QueueReader(queue.dataDir, 'process-crash');
