@@ -27,11 +27,7 @@ describe('QuestDB that does not answer, or answers slowly', () => {
       HEALTH_REPORT: 'false',
     });
     const status = async () =>
-      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
-        queue: { readings: number };
-        flush: { consecutiveFailures: number };
-        totals: { flushes: number };
-      };
+      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number }; flush: { consecutiveFailures: number } };
     let accepted = 0;
     let refused = 0;
     let sequence = 0;
@@ -57,9 +53,9 @@ describe('QuestDB that does not answer, or answers slowly', () => {
       });
       expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
 
+      // A while of slow answers (300 ms each), not a condition to wait for.
       proxy.set('pass', 300);
-      const flushesWhenSlow = (await status()).totals.flushes;
-      await waitUntil('two flushes through the slow QuestDB', async () => (await status()).totals.flushes >= flushesWhenSlow + 2);
+      await new Promise((r) => setTimeout(r, 2000));
       proxy.set('pass');
     } finally {
       running = false;
