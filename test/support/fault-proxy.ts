@@ -4,14 +4,11 @@ export type ProxyMode = 'pass' | 'refuse' | 'stall';
 
 /**
  * A TCP proxy in front of the real QuestDB that injects faults: refuse connections, stall them
- * (accept, never answer) or delay every answer. It records how many connections were open at once.
+ * (accept, never answer) or delay every answer.
  */
 export class FaultProxy {
   mode: ProxyMode = 'pass';
   delayMs = 0;
-  open = 0;
-  maxOpen = 0;
-  connections = 0;
   readonly #sockets = new Set<Socket>();
 
   private constructor(
@@ -47,7 +44,6 @@ export class FaultProxy {
   }
 
   #accept(client: Socket): void {
-    this.connections += 1;
     if (this.mode === 'refuse') {
       client.destroy();
       return;
@@ -75,11 +71,6 @@ export class FaultProxy {
 
   #track(socket: Socket): void {
     this.#sockets.add(socket);
-    this.open += 1;
-    this.maxOpen = Math.max(this.maxOpen, this.open);
-    socket.on('close', () => {
-      this.#sockets.delete(socket);
-      this.open -= 1;
-    });
+    socket.on('close', () => this.#sockets.delete(socket));
   }
 }
