@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, projectRoot } from '../scripts/questdb.mjs';
-import { startGateway } from './lib/gateway.mjs';
+import { startBenchGateway } from './lib/gateway.mjs';
 import { writeLoadFile } from './lib/readings.mjs';
 import { median } from './lib/stats.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
@@ -29,7 +29,7 @@ const API_KEY = 'bench-key-0123456789';
 const wrkVersion = ensureWrk();
 const work = mkdtempSync(join(tmpdir(), 'harbor-bench-https-'));
 const load = writeLoadFile(join(work, 'single.txt'), 'single', 1);
-const gateway = await startGateway({
+const gateway = await startBenchGateway({
   bundle: join(projectRoot, 'dist', 'gateway.mjs'),
   apiKey: API_KEY,
   cpus: '0',

@@ -9,7 +9,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { QUESTDB_VERSION, freePort, projectRoot, startQuestDb } from '../scripts/questdb.mjs';
-import { startGateway } from './lib/gateway.mjs';
+import { startBenchGateway } from './lib/gateway.mjs';
 import { describeMachine } from './lib/machine.mjs';
 import { cpuBusyShares, cpuSeconds, cpuTimes, delta, sampleProcess } from './lib/proc.mjs';
 import { questDbBuild, rowCount, settleAndDrop, sql, waitWalApplied } from './lib/questdb-sql.mjs';
@@ -210,7 +210,7 @@ function pin(pid, cpus) {
 async function freshGateway(mode, label, env = {}) {
   const dataDir = mkdtempSync(join(workDir, 'gateway-'));
   const table = newTable(label);
-  const gateway = await startGateway({
+  const gateway = await startBenchGateway({
     bundle,
     apiKey,
     cpus: options.pinning?.gateway,
@@ -619,7 +619,7 @@ async function drainRun(mode, run) {
   const env = { DATA_DIR: dataDir, DURABILITY: mode, QUESTDB_TABLE: table };
   const total = options.drainReadings;
   // QuestDB "down": nothing listens on this port, so every flush fails and the readings queue up.
-  const down = await startGateway({ bundle, apiKey, cpus: options.pinning?.gateway, env: { ...env, QUESTDB_URL: `http://127.0.0.1:${await freePort()}` } });
+  const down = await startBenchGateway({ bundle, apiKey, cpus: options.pinning?.gateway, env: { ...env, QUESTDB_URL: `http://127.0.0.1:${await freePort()}` } });
   const fillStarted = performance.now();
   try {
     await fill({ gateway: down }, total);
@@ -630,7 +630,7 @@ async function drainRun(mode, run) {
   }
   const fillSeconds = (performance.now() - fillStarted) / 1000;
 
-  const up = await startGateway({ bundle, apiKey, cpus: options.pinning?.gateway, env: { ...env, QUESTDB_URL: questdb.httpUrl } });
+  const up = await startBenchGateway({ bundle, apiKey, cpus: options.pinning?.gateway, env: { ...env, QUESTDB_URL: questdb.httpUrl } });
   try {
     const before = snapshot(up.pid);
     /** @type {ReturnType<typeof snapshot> | undefined} */

@@ -3,11 +3,11 @@ import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { FlusherThread } from './flusher/flusher-thread.js';
-import { QuestDbHttp } from './flusher/questdb-http.js';
+import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
 import { loadServerCertificate, type CertificateLocation, type ServerCertificate } from './tls/certificate-store.js';
-import { WriteAheadQueue } from './queue/queue.js';
+import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/timestamp.js';
 import { HealthReporter } from './health/health-reporter.js';
@@ -24,7 +24,7 @@ export interface Gateway {
   readonly url: string;
   /** Re-reads the certificate (SIGHUP); on failure keeps serving the current one and throws. */
   reloadCertificate(): ServerCertificate;
-  readonly queue: WriteAheadQueue;
+  readonly queue: QueueWriter;
   readonly stats: GatewayStats;
   readonly keys: KeyStore;
   /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
@@ -51,7 +51,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   };
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
-  const queue = WriteAheadQueue.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
+  const queue = QueueWriter.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
   const stats = new GatewayStats();
   const questdbOptions = {
     url: config.questdbUrl,

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
-import { WriteAheadQueue } from '../src/queue/queue.js';
+import { QueueWriter } from '../src/queue/queue-writer.js';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
@@ -15,7 +15,7 @@ const POISON = '9999999999999999999\tpoison-ship\tc\t1';
 describe('poison rows', () => {
   it('are dead-lettered with the reason while the rest flows, and the CLI lists, re-queues and purges them', async () => {
     const dataDir = tempDir('poison');
-    const queue = WriteAheadQueue.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
+    const queue = QueueWriter.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
     const times = (from: number, count: number) => Array.from({ length: count }, (_, i) => `${1790000000000000000n + BigInt(from + i)}\tgood-ship\tc\t${from + i}`);
     await queue.append(times(0, 10).join('\n'), 10, Date.now());
     await queue.append([...times(10, 5), POISON, ...times(15, 5)].join('\n'), 11, Date.now());

@@ -7,6 +7,7 @@ import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
+import { waitUntil } from './support/wait.js';
 
 /**
  * The data directory is a 4 MiB tmpfs in a private mount namespace (unshare, no privileges needed
@@ -80,7 +81,8 @@ describe('full disk (ENOSPC on the data directory)', () => {
       expect((await fetch(`${url}/readyz`)).status).toBe(503);
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect(integrity()).toBe('ok');
-      expect(logs).toContainEqual(expect.objectContaining({ event: 'queue_write_failed', refusal: 'disk_full' }));
+      // The log line comes through a pipe and can trail the answer.
+      await waitUntil('the disk-full log line', () => logs.some((l) => l['event'] === 'queue_write_failed' && l['refusal'] === 'disk_full'));
 
       unlinkSync(ballast);
       expect((await postBatch()).status).toBe(200);

@@ -2,7 +2,7 @@
 // it writes, the columns an older gateway_health table gains, and the "Gateway state" panel's answer.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { QuestDbHttp } from '../src/flusher/questdb-http.js';
+import { QuestDbHttp } from '../src/questdb/questdb-http.js';
 import { HealthReporter } from '../src/health/health-reporter.js';
 import type { GatewaySnapshot } from '../src/health/snapshot.js';
 import { createLogger } from '../src/log/logger.js';

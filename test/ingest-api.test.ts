@@ -5,6 +5,7 @@ import { inject } from 'vitest';
 import { freePort } from '../scripts/questdb.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { waitUntil } from './support/wait.js';
 
 const reading = { time: '2026-01-31T12:00:00.000Z', ship_id: 'ship-1', cargo_id: 'temperature', value: 21.5 };
 
@@ -219,8 +220,8 @@ describe('in-flight budget', () => {
     } finally {
       slow.destroy();
     }
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await small.post('/api/v2/ingest/batch', [reading])).status).toBe(200);
+    // The budget is given back once the server notices the connection is gone.
+    await waitUntil('the in-flight budget given back', async () => (await small.post('/api/v2/ingest/batch', [reading])).status === 200);
     await small.stop();
   });
 });
@@ -246,14 +247,9 @@ describe('health and status', () => {
     const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
     try {
       expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
-      // Until the flusher's first attempt has failed: its worker starts slowly on a loaded machine.
-      const readStatus = async () => json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
-      let status = await readStatus();
-      for (const deadline = Date.now() + 10_000; (status.body['flush'] as { lastError: unknown }).lastError === null && Date.now() < deadline; ) {
-        await new Promise((r) => setTimeout(r, 50));
-        status = await readStatus();
-      }
+      await waitUntil('a failed flush', () => buffering.gateway.stats.lastFlushError !== undefined);
       expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
+      const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
       expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });
       expect((status.body['flush'] as { lastError: unknown }).lastError).not.toBeNull();
       expect((status.body['queue'] as { oldestAgeSeconds: number }).oldestAgeSeconds).toBeGreaterThanOrEqual(0);

@@ -163,7 +163,7 @@ describe('a wrong-key neighbour', () => {
       const key = await addKey(file, 'late');
       const send = () => fetch(`${gateway.url}/api/v2/ingest`, { method: 'POST', headers: { 'x-api-key': key }, body: JSON.stringify(reading('late', 1)) }).then((r) => r.status);
       expect(await send()).toBe(401);
-      const loaded = () => gateway.logs().filter((line) => line['event'] === 'keys_loaded').length;
+      const loaded = () => gateway.logs.filter((line) => line['event'] === 'keys_loaded').length;
       const before = loaded();
       gateway.child.kill('SIGHUP');
       await until(async () => loaded(), (count) => count > before, 'the reload');

@@ -3,7 +3,7 @@ import { freePort } from '../scripts/questdb.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
-import { WriteAheadQueue } from '../src/queue/queue.js';
+import { QueueWriter } from '../src/queue/queue-writer.js';
 import { tempDir } from './support/temp-dir.js';
 
 const post = (url: string, body: unknown) =>
@@ -40,7 +40,7 @@ describe('graceful shutdown', () => {
     expect(await gw.exited).toEqual({ code: 0, signal: null });
     expect(accepted).toBeGreaterThan(0);
     expect(outcomes.every((o) => o === '200' || o === '503' || o === 'refused connection')).toBe(true);
-    const events = gw.logs().map((l) => l['event']);
+    const events = gw.logs.map((l) => l['event']);
     expect(events).toEqual(expect.arrayContaining(['signal', 'stopping', 'flush', 'stopped']));
     await waitForWalApplied(table);
     expect((await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0]).toBe(accepted);
@@ -59,7 +59,7 @@ describe('graceful shutdown', () => {
     gw.child.kill('SIGTERM');
     expect((await gw.exited).code).toBe(0);
     expect(Date.now() - started).toBeLessThan(5000);
-    const queue = WriteAheadQueue.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
+    const queue = QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
     expect(queue.stats().readings).toBe(1);
     queue.close();
   });

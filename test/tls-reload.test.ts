@@ -34,7 +34,7 @@ beforeAll(async () => {
     TLS_KEY_FILE: keyFile,
     KEEP_ALIVE_TIMEOUT_MS: '60000',
   });
-  httpsPort = Number(String(gw.logs().find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
+  httpsPort = Number(String(gw.logs.find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
 });
 afterAll(async () => {
   gw.child.kill('SIGTERM');
@@ -88,7 +88,7 @@ describe('SIGHUP re-reads the certificate', () => {
       after = await statusFingerprint();
     }
     expect(after.fingerprintSha256).not.toBe(before.fingerprintSha256);
-    expect(gw.logs().some((line) => line.event === 'certificate_reloaded')).toBe(true);
+    expect(gw.logs.some((line) => line.event === 'certificate_reloaded')).toBe(true);
 
     const fresh = await openTls();
     expect(fresh.getPeerX509Certificate()!.fingerprint256).toBe(after.fingerprintSha256);
@@ -106,8 +106,8 @@ describe('SIGHUP re-reads the certificate', () => {
     spawnSync('sh', ['-c', `echo broken > ${certFile}`]);
     gw.child.kill('SIGHUP');
     const deadline = Date.now() + 10_000;
-    while (!gw.logs().some((line) => line.event === 'certificate_reload_failed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    const failure = gw.logs().find((line) => line.event === 'certificate_reload_failed');
+    while (!gw.logs.some((line) => line.event === 'certificate_reload_failed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const failure = gw.logs.find((line) => line.event === 'certificate_reload_failed');
     expect(JSON.stringify(failure)).toContain(certFile);
     expect((await statusFingerprint()).fingerprintSha256).toBe(before.fingerprintSha256);
     const socket = await openTls();

@@ -30,7 +30,7 @@ beforeAll(async () => {
     HEALTH_REPORT: 'false',
   });
   port = Number(new URL(gw.url).port);
-  httpsPort = Number(String(gw.logs().find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
+  httpsPort = Number(String(gw.logs.find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
 });
 afterAll(async () => {
   gw.child.kill('SIGTERM');
@@ -171,7 +171,7 @@ describe('the generated certificate', () => {
   });
 
   it('has one fingerprint in the start log, /status, the CLI and the handshake', async () => {
-    const logged = (gw.logs().find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
+    const logged = (gw.logs.find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
     expect(logged).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
     const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { tls: { fingerprintSha256: string; source: string } };
     expect(status.tls).toMatchObject({ fingerprintSha256: logged, source: 'self-signed' });

@@ -23,7 +23,7 @@ import { startGatewayProcess } from '../../scripts/gateway-process.mjs';
  * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string }} options
  * @returns {Promise<BenchGateway>}
  */
-export async function startGateway(options) {
+export async function startBenchGateway(options) {
   const { child, url, logs, stderr, exited } = await startGatewayProcess({
     bundle: options.bundle,
     env: { GATEWAY_NAME: 'bench', API_KEY: options.apiKey, ...options.env },

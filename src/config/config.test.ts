@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, DEVELOPMENT_API_KEY, loadConfig } from './config.js';
 import { renderConfigTable } from './config-table.js';
 import { SETTINGS } from './settings.js';
-import { parseByteSize } from './size.js';
 import { readFileSync } from 'node:fs';
 import { tempDir } from '../../test/support/temp-dir.js';
 
@@ -94,18 +93,6 @@ describe('loadConfig', () => {
   it('wants the QuestDB user and password together', () => {
     expect(problemsOf({ QUESTDB_USERNAME: 'admin' })[0]).toMatch(/QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together/);
   });
-});
-
-describe('parseByteSize', () => {
-  it.each([
-    ['1048576', 1048576],
-    ['512KiB', 512 * 1024],
-    ['1 GiB', 1024 ** 3],
-    ['64MB', 64e6],
-    ['10kb', 10_000],
-  ])('reads %s', (text, bytes) => expect(parseByteSize(text)).toBe(bytes));
-
-  it.each(['', 'MiB', '1.5GiB', '-1', '3 parsecs'])('refuses %j', (text) => expect(parseByteSize(text)).toBeNull());
 });
 
 describe('configuration table', () => {

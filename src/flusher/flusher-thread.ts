@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { WriteAheadQueue } from '../queue/queue.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
 import type { FlusherWorkerData, FromFlusher, ToFlusher } from './flusher-worker.js';
 
@@ -18,15 +18,15 @@ export class FlusherThread {
 
   constructor(
     private readonly script: URL | string,
-    private readonly data: Omit<FlusherWorkerData, 'role'>,
-    private readonly queue: WriteAheadQueue,
+    private readonly data: FlusherWorkerData,
+    private readonly queue: QueueWriter,
     private readonly stats: GatewayStats,
     private readonly log: Logger,
   ) {}
 
   start(): void {
     const worker = new Worker(this.script, {
-      workerData: { ...this.data, role: 'flusher' } satisfies FlusherWorkerData,
+      workerData: this.data,
       // The flusher holds one batch at a time (a few MB) and lets go of it at once: a young
       // generation that holds a batch's garbage, a small old one.
       resourceLimits: { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 32 },

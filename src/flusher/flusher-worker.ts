@@ -1,13 +1,12 @@
 import { parentPort } from 'node:worker_threads';
 import pino from 'pino';
 import { createLogger } from '../log/logger.js';
-import { QueueConsumer } from '../queue/queue-consumer.js';
+import { QueueReader } from '../queue/queue-reader.js';
 import type { Durability } from '../queue/queue-file.js';
 import { Flusher, type FlusherOptions } from './flusher.js';
-import { QuestDbHttp, type QuestDbOptions } from './questdb-http.js';
+import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
 
 export interface FlusherWorkerData {
-  role: 'flusher';
   dataDir: string;
   durability: Durability;
   logLevel: pino.LevelWithSilent;
@@ -18,13 +17,12 @@ export interface FlusherWorkerData {
 export type ToFlusher = { type: 'wake' } | { type: 'stop'; deadline: number };
 
 export type FromFlusher =
-  | { type: 'flushed'; records: number; readings: number; flushed: number; deadLettered: number; durationMs: number }
-  | { type: 'failed'; message: string; readings: number; durationMs: number }
-  | { type: 'stopped' };
+  | { type: 'flushed'; flushed: number; deadLettered: number; durationMs: number }
+  | { type: 'failed'; message: string; readings: number; durationMs: number };
 
 /**
  * The flusher thread: its own queue connection, QuestDB client and event loop, so reading,
- * encoding and deleting large batches never pauses the ingest thread's requests.
+ * encoding large batches and moving the progress mark never pause the ingest thread's requests.
  */
 export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
   const port = parentPort;
@@ -32,14 +30,14 @@ export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
   const post = (message: FromFlusher): void => port.postMessage(message);
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
   const logger = createLogger(data.logLevel, pino.destination({ dest: 1, sync: true })).child({ thread: 'flusher' });
-  const consumer = new QueueConsumer(data.dataDir, data.durability);
+  const reader = new QueueReader(data.dataDir, data.durability);
   const flusher = new Flusher({
-    consumer,
+    reader,
     questdb: new QuestDbHttp(data.questdb),
     logger,
     options: data.options,
     events: {
-      flushed: (result) => post({ type: 'flushed', ...result }),
+      flushed: ({ flushed, deadLettered, durationMs }) => post({ type: 'flushed', flushed, deadLettered, durationMs }),
       failed: (result) => post({ type: 'failed', ...result }),
     },
   });
@@ -48,8 +46,7 @@ export async function runFlusherWorker(data: FlusherWorkerData): Promise<void> {
       flusher.wake();
     } else {
       void flusher.stop(message.deadline).then(() => {
-        consumer.close();
-        post({ type: 'stopped' });
+        reader.close();
         port.close();
       });
     }

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { Completion, DeadLetterInput, QueueConsumer, QueueRecord } from '../queue/queue-consumer.js';
+import type { Completion, DeadLetterInput, QueueReader, QueueRecord } from '../queue/queue-reader.js';
 import type { Progress } from '../queue/queue-file.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../queue/record-codec.js';
 import { Backoff } from './backoff.js';
 import { IlpEncoder } from './ilp-encoder.js';
-import type { QuestDbHttp } from './questdb-http.js';
+import type { QuestDbClient } from '../questdb/questdb-http.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
 
 export interface FlusherOptions {
@@ -22,6 +22,9 @@ export interface FlushEvents {
   failed(result: { message: string; readings: number; durationMs: number }): void;
 }
 
+/** What the flusher uses of the queue's reading half. */
+export type FlusherQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
+
 /** `full`: a whole batch was flushed, so more is probably waiting. */
 type Outcome = 'empty' | 'flushed' | 'full' | 'failed';
 
@@ -37,12 +40,12 @@ const BACKOFF_BASE_MS = 250;
 
 /**
  * Ships the oldest queued readings to QuestDB on a timer, one request in flight at a time, and
- * removes them from the queue only after QuestDB confirmed them. Failures back off with jitter and
- * leave the queue intact; rows QuestDB refuses for their content become dead letters.
+ * moves the queue's progress mark past them only after QuestDB confirmed them. Failures back off
+ * with jitter and leave the queue intact; rows QuestDB refuses for their content become dead letters.
  */
 export class Flusher {
-  readonly #consumer: QueueConsumer;
-  readonly #questdb: QuestDbHttp;
+  readonly #reader: FlusherQueue;
+  readonly #questdb: QuestDbClient;
   readonly #events: FlushEvents;
   readonly #log: Logger;
   readonly #options: FlusherOptions;
@@ -58,8 +61,8 @@ export class Flusher {
   /** The next batch, read and encoded while the previous one was on its way to QuestDB. */
   #readAhead: Batch | undefined;
 
-  constructor(deps: { consumer: QueueConsumer; questdb: QuestDbHttp; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
-    this.#consumer = deps.consumer;
+  constructor(deps: { reader: FlusherQueue; questdb: QuestDbClient; events: FlushEvents; logger: Logger; options: FlusherOptions }) {
+    this.#reader = deps.reader;
     this.#questdb = deps.questdb;
     this.#events = deps.events;
     this.#log = deps.logger;
@@ -161,7 +164,7 @@ export class Flusher {
 
   /** A batch of records after `from` (the mark by default), encoded unless a record is corrupt. */
   #read(from?: Progress): Batch {
-    const records = this.#consumer.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    const records = this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
     let readings = 0;
     let bytes = 0;
     for (const r of records) {
@@ -232,7 +235,7 @@ export class Flusher {
   }
 
   #completed(started: number, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], requests: number, flushed: number): Outcome {
-    const completion = this.#consumer.complete(records, deadLetters);
+    const completion = this.#reader.complete(records, deadLetters);
     this.#backoff.reset();
     const durationMs = Math.round(performance.now() - started);
     this.#events.flushed({ ...completion, flushed, durationMs });

@@ -1,8 +1,8 @@
 import { scanRecord, type QueuedReading } from '../queue/record-codec.js';
+import { escapeIlp } from '../questdb/ilp-escape.js';
 
 // ILP protocol version 2: a column's '=' is followed by '=' and a type byte for a binary double.
 const BINARY_DOUBLE = '==\u0010';
-const ESCAPE = /[ ,=\n\r\\]/g;
 // Distinct (ship_id, cargo_id) pairs whose line heads are kept; a site has far fewer.
 const HEAD_CACHE_LIMIT = 4096;
 
@@ -97,11 +97,4 @@ export class IlpEncoder {
     this.#buffer = grown;
     return grown;
   }
-}
-
-const escapeChar = (char: string): string => (char === '\\' ? '\\\\' : `\\${char}`);
-
-/** Escapes a table name, tag value or column name as ILP writes them outside quotes. */
-export function escapeIlp(name: string): string {
-  return name.replace(ESCAPE, escapeChar);
 }

@@ -1,4 +1,4 @@
-import type { QuestDbHttp } from './questdb-http.js';
+import type { QuestDbClient } from '../questdb/questdb-http.js';
 
 export class TableSchemaError extends Error {
   override name = 'TableSchemaError';
@@ -26,7 +26,7 @@ export interface TableSetupResult {
  * start, and checks that an existing table can take our rows, so a schema mismatch stops the
  * flusher instead of sending every reading to the dead letters.
  */
-export async function setUpTable(questdb: QuestDbHttp, table: string, retentionDays: number): Promise<TableSetupResult> {
+export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number): Promise<TableSetupResult> {
   const existed = (await walEnabled(questdb, table)) !== undefined;
   const ttl = retentionDays === 0 ? '' : ` TTL ${retentionDays} DAYS`;
   await questdb.exec(
@@ -40,7 +40,7 @@ export async function setUpTable(questdb: QuestDbHttp, table: string, retentionD
 }
 
 /** Throws TableSchemaError unless the table can store readings exactly; returns the timestamp type. */
-export async function checkTable(questdb: QuestDbHttp, table: string): Promise<string> {
+export async function checkTable(questdb: QuestDbClient, table: string): Promise<string> {
   const wal = await walEnabled(questdb, table);
   if (wal === undefined) throw new TableSchemaError(`table ${table} does not exist`);
   if (!wal) throw new TableSchemaError(`table ${table} is not a WAL table; deduplication of replays needs WAL`);
@@ -59,7 +59,7 @@ export async function checkTable(questdb: QuestDbHttp, table: string): Promise<s
   return time.type;
 }
 
-async function walEnabled(questdb: QuestDbHttp, table: string): Promise<boolean | undefined> {
+async function walEnabled(questdb: QuestDbClient, table: string): Promise<boolean | undefined> {
   const answer = await questdb.exec<{ dataset: [boolean][] }>(`SELECT walEnabled FROM tables() WHERE table_name = '${table}'`);
   return answer.dataset[0]?.[0];
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { escapeIlp } from '../flusher/ilp-encoder.js';
-import type { QuestDbHttp } from '../flusher/questdb-http.js';
+import { escapeIlp } from '../questdb/ilp-escape.js';
+import type { QuestDbHttp } from '../questdb/questdb-http.js';
 import { describeGatewayState, OutageWatch, type GatewayState } from './gateway-state.js';
 import type { GatewaySnapshot } from './snapshot.js';
 

@@ -1,8 +1,7 @@
 import type { FlushReport, GatewayStats } from '../stats.js';
-import type { WriteAheadQueue } from '../queue/queue.js';
 import type { KeyCounters } from '../keys/key-counters.js';
 import type { KeyStore } from '../keys/key-store.js';
-import type { FailureDelay } from '../http/middleware/api-key/failure-delay.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
 import { clockSynchronized } from './clock.js';
 
 /** What the gateway knows about itself: the body of `/status` and the source of health reports. */
@@ -53,10 +52,11 @@ export interface TlsSummary {
 }
 
 export interface SnapshotSources {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   stats: GatewayStats;
   keys: Pick<KeyStore, 'counters'>;
-  failureDelay: Pick<FailureDelay, 'total' | 'tracked'>;
+  /** The wrong-key delay's counts (the HTTP layer's FailureDelay). */
+  failureDelay: { readonly total: number; readonly tracked: number };
   isStopping: () => boolean;
   version: string;
   tls?: () => TlsSummary;

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
-import type { WriteAheadQueue } from '../queue/queue.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
@@ -9,12 +9,12 @@ import type { TlsSummary } from '../health/snapshot.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
-import { problem } from './problem.js';
+import { problem } from './problem-details.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
 
 export interface AppDeps {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   flusher: { notifyBacklog(readings: number): void };
   clock: ReceiveClock;
   stats: GatewayStats;

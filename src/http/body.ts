@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { Context } from 'hono';
-import type { ProblemDetail } from '../reading/problems.js';
+import type { ProblemDetail } from './problem-details.js';
 
 export type BodyResult =
   | { ok: true; json: unknown }

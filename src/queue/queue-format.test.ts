@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DeadLetterStore } from './dead-letters.js';
 import { queuePath } from './queue-file.js';
 import { QUEUE_FORMAT, QueueFormatError, readQueueFormat } from './queue-format.js';
-import { WriteAheadQueue } from './queue.js';
+import { QueueWriter } from './queue-writer.js';
 
 const dirs: string[] = [];
 const tempDir = (): string => {
@@ -19,7 +19,7 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-const openQueue = (dataDir: string): WriteAheadQueue => WriteAheadQueue.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
+const openQueue = (dataDir: string): QueueWriter => QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
 
 /** A queue file as release 0.1.0 left it: format 1, one record queued. */
 function writeFormat1File(dataDir: string): void {

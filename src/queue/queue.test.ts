@@ -2,14 +2,14 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QueueRefusedError } from './queue-errors.js';
-import { QueueConsumer } from './queue-consumer.js';
+import { QueueReader } from './queue-reader.js';
 import { countAdded, listSegments, segmentInsert } from './queue-file.js';
-import { WriteAheadQueue, type QueueOptions } from './queue.js';
+import { QueueWriter, type QueueOptions } from './queue-writer.js';
 import { tempDir } from '../../test/support/temp-dir.js';
 
-const open: WriteAheadQueue[] = [];
-const openQueue = (options: Partial<QueueOptions> = {}): WriteAheadQueue => {
-  const queue = WriteAheadQueue.open({
+const open: QueueWriter[] = [];
+const openQueue = (options: Partial<QueueOptions> = {}): QueueWriter => {
+  const queue = QueueWriter.open({
     dataDir: tempDir('queue'),
     durability: 'process-crash',
     maxBytes: 1024 * 1024,
@@ -22,7 +22,7 @@ afterEach(() => {
   for (const queue of open.splice(0)) queue.close();
 });
 
-describe('WriteAheadQueue', () => {
+describe('QueueWriter and QueueReader', () => {
   it('commits appends made in the same turn of the event loop together (group commit)', async () => {
     const queue = openQueue();
     await Promise.all(Array.from({ length: 200 }, (_, i) => queue.append(`${i}\tship\tcargo\t${i}`, 1, 1000 + i)));
@@ -52,34 +52,34 @@ describe('WriteAheadQueue', () => {
     expect((refusal as QueueRefusedError).refusal).toBe('full');
     expect(queue.stats()).toMatchObject({ records: 2, bytes: 800 * 1024 });
     expect(queue.isFull()).toBe(true);
-    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
-    consumer.complete(consumer.readOldest(1, Number.MAX_SAFE_INTEGER));
-    consumer.close();
+    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    reader.complete(reader.readOldest(1, Number.MAX_SAFE_INTEGER));
+    reader.close();
     queue.refresh();
     expect(queue.isFull()).toBe(false);
     await expect(queue.append(big, 1, 4)).resolves.toBeUndefined();
   });
 
-  it('hands the consumer the oldest records first, bounded by readings, and removes them on completion', async () => {
+  it('hands the reader the oldest records first, bounded by readings, and moves the mark past them on completion', async () => {
     const queue = openQueue();
     for (let i = 0; i < 5; i++) await queue.append(`${i}\ts\tc\t1\n${i}\ts\td\t2`, 2, 100 + i);
-    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
-    const batch = consumer.readOldest(3, Number.MAX_SAFE_INTEGER);
+    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    const batch = reader.readOldest(3, Number.MAX_SAFE_INTEGER);
     expect(batch.map((r) => r.receivedMs)).toEqual([100, 101]);
     expect(queue.oldestReceivedMs()).toBe(100);
-    expect(consumer.complete(batch, [{ receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }])).toEqual({
+    expect(reader.complete(batch, [{ receivedMs: 100, reason: 'refused', line: '0\ts\tc\t1' }])).toEqual({
       records: 2,
       readings: 4,
       deadLettered: 1,
     });
-    consumer.close();
+    reader.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 3, readings: 6 });
     expect(queue.oldestReceivedMs()).toBe(102);
     expect(queue.deadLetterCount()).toBe(1);
   });
 
-  it('keeps its totals exact whoever changes the file, deletes in chunks and a reopen included', async () => {
+  it('keeps its totals exact whoever changes the file, a reopen included', async () => {
     const queue = openQueue();
     await Promise.all(Array.from({ length: 4500 }, (_, i) => queue.append(`${i}\ts\tc\t1`, 1, i)));
     // What the operator's CLI does: insert and record it in the ledger, in one transaction.
@@ -91,9 +91,9 @@ describe('WriteAheadQueue', () => {
     outsider.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 4501, readings: 4503 });
-    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
-    consumer.complete(consumer.readOldest(4200, Number.MAX_SAFE_INTEGER));
-    consumer.close();
+    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    reader.complete(reader.readOldest(4200, Number.MAX_SAFE_INTEGER));
+    reader.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 301, readings: 303 });
     queue.close();
@@ -102,16 +102,16 @@ describe('WriteAheadQueue', () => {
   });
 
   it('keeps its records and counters across a restart', async () => {
-    const first = WriteAheadQueue.open({ dataDir: tempDir('queue'), durability: 'power-loss', maxBytes: 1 << 20 });
+    const first = QueueWriter.open({ dataDir: tempDir('queue'), durability: 'power-loss', maxBytes: 1 << 20 });
     await first.append('1\ts\tc\t1\n2\ts\tc\t2', 2, 7);
     const pending = first.append('3\ts\tc\t3', 1, 8);
     first.close();
     await pending;
     const second = openQueue({ dataDir: join(first.path, '..') });
     expect(second.stats()).toMatchObject({ records: 2, readings: 3 });
-    const consumer = new QueueConsumer(second.dataDir, 'power-loss');
-    expect(consumer.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
-    consumer.close();
+    const reader = new QueueReader(second.dataDir, 'power-loss');
+    expect(reader.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
+    reader.close();
   });
 
   it('starts new segments as they fill and drops the ones the flusher has finished', async () => {
@@ -128,16 +128,16 @@ describe('WriteAheadQueue', () => {
       await Promise.all(Array.from({ length: 10_000 }, (_, i) => queue.append(`${round * 10_000 + i}\ts\tc\t1`, 1, i)));
     }
     expect(segments()).toEqual([1, 2]);
-    const consumer = new QueueConsumer(queue.dataDir, 'process-crash');
+    const reader = new QueueReader(queue.dataDir, 'process-crash');
     // Segment 1 took the first two commits (20,000 records), segment 2 the third.
-    const first = consumer.readOldest(25_000, Number.MAX_SAFE_INTEGER);
+    const first = reader.readOldest(25_000, Number.MAX_SAFE_INTEGER);
     expect(first.map((r) => r.segment).filter((s, i, all) => all.indexOf(s) === i)).toEqual([1, 2]);
-    consumer.complete(first);
+    reader.complete(first);
     expect(segments()).toEqual([2]);
-    const rest = consumer.readOldest(20_000, Number.MAX_SAFE_INTEGER);
+    const rest = reader.readOldest(20_000, Number.MAX_SAFE_INTEGER);
     expect(rest.map((r) => r.payload.split('\t')[0])).toEqual(Array.from({ length: 5_000 }, (_, i) => String(25_000 + i)));
-    consumer.complete(rest);
-    consumer.close();
+    reader.complete(rest);
+    reader.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 0, readings: 0 });
     expect(queue.oldestReceivedMs()).toBeUndefined();

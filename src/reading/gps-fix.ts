@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fastValidate } from './fast-validate.js';
 import { MAX_REPORTED_PROBLEMS, type ParseResult, type Validator } from './parse-readings.js';
-import { toProblemDetails, type Loc, type ProblemDetail } from './problems.js';
+import { toReadingIssues, type Loc, type ReadingIssue } from './reading-issues.js';
 import type { Reading } from './reading-schema.js';
 import type { ReceiveClock } from './timestamp.js';
 
@@ -28,14 +28,14 @@ const kind = (input: unknown): string => (input === null ? 'null' : Array.isArra
 export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: number, clock: ReceiveClock): ParseResult {
   const single = !Array.isArray(body);
   const fixes: unknown[] = single ? [body] : (body as unknown[]);
-  const shapeError = (message: string, msg: string, type: string): ParseResult => ({ ok: false, status: 400, message, details: [{ loc: ['body'], msg, type }] });
+  const shapeError = (message: string, msg: string, type: string): ParseResult => ({ ok: false, refusal: 'malformed', message, details: [{ loc: ['body'], msg, type }] });
   if (fixes.length === 0) return shapeError('No GPS fixes in the body', 'Send one fix object or a non-empty array of them', 'too_short');
   if (fixes.length > maxFixes) {
     return shapeError(`Body has ${fixes.length} fixes; at most ${maxFixes} are accepted per request`, `At most ${maxFixes} fixes`, 'too_long');
   }
   const readings: Reading[] = [];
   const shipLocs: Loc[] = [];
-  const problems: ProblemDetail[] = [];
+  const problems: ReadingIssue[] = [];
   let total = 0;
   for (let i = 0; i < fixes.length; i++) {
     const prefix: Loc = single ? ['body'] : ['body', i];
@@ -60,7 +60,7 @@ export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: num
   if (problems.length > 0) {
     return {
       ok: false,
-      status: 422,
+      refusal: 'invalid',
       message: `GPS fix does not match the schema (${total} problem${total === 1 ? '' : 's'})`,
       details: problems.slice(0, MAX_REPORTED_PROBLEMS),
     };
@@ -68,12 +68,12 @@ export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: num
   return { ok: true, readings, shipLocs };
 }
 
-type FixReadings = { ok: true; readings: Reading[] } | { ok: false; problems: ProblemDetail[] };
+type FixReadings = { ok: true; readings: Reading[] } | { ok: false; problems: ReadingIssue[] };
 
 function fixReadings(fix: Record<string, unknown>, { schema, limits }: Validator, prefix: Loc): FixReadings {
-  const problems: ProblemDetail[] = [];
+  const problems: ReadingIssue[] = [];
   const position = fixSchema.safeParse(fix, { reportInput: true });
-  if (!position.success) problems.push(...toProblemDetails(position.error.issues, prefix));
+  if (!position.success) problems.push(...toReadingIssues(position.error.issues, prefix));
   // ship_id and time are checked once, on the latitude reading; a field name must be a valid cargo_id.
   const readings: Reading[] = [];
   for (const [field, value] of Object.entries(fix)) {
@@ -86,7 +86,7 @@ function fixReadings(fix: Record<string, unknown>, { schema, limits }: Validator
     }
     const result = schema.safeParse(candidate, { reportInput: true });
     if (result.success) continue;
-    for (const detail of toProblemDetails(result.error.issues, prefix)) {
+    for (const detail of toReadingIssues(result.error.issues, prefix)) {
       const at = detail.loc[detail.loc.length - 1];
       if (at === 'cargo_id') problems.push({ ...detail, loc: [...prefix, field], msg: `Field name cannot be stored as a cargo_id: ${detail.msg}` });
       else if (!problems.some((p) => p.loc.length === detail.loc.length && p.loc.every((part, j) => part === detail.loc[j]))) problems.push(detail);

@@ -40,7 +40,7 @@ describe('parseSingle', () => {
     [42, 'object_type'],
   ])('refuses the top-level value %j with 400', (body, type) => {
     const result = problems(parseSingle(body, schema));
-    expect(result.status).toBe(400);
+    expect(result.refusal).toBe('malformed');
     expect(result.details).toEqual([{ loc: ['body'], msg: expect.any(String), type }]);
   });
 
@@ -67,7 +67,7 @@ describe('parseSingle', () => {
     [{ time: '1960-01-01T00:00:00Z' }, ['body', 'time'], 'datetime_range'],
   ])('refuses %j with 422 at %j as %s', (change, loc, type) => {
     const result = problems(parseSingle({ ...valid, ...change }, schema));
-    expect(result.status).toBe(422);
+    expect(result.refusal).toBe('invalid');
     expect(result.details).toEqual([{ loc, msg: expect.any(String), type }]);
   });
 
@@ -84,14 +84,14 @@ describe('parseBatch', () => {
   });
 
   it('refuses an empty batch, too many readings and non-arrays with 400', () => {
-    expect(problems(parseBatch([], schema, 10))).toMatchObject({ status: 400, details: [{ type: 'too_short' }] });
-    expect(problems(parseBatch(new Array(11).fill(valid), schema, 10))).toMatchObject({ status: 400, details: [{ type: 'too_long' }] });
-    expect(problems(parseBatch(valid, schema, 10))).toMatchObject({ status: 400, details: [{ type: 'array_type' }] });
+    expect(problems(parseBatch([], schema, 10))).toMatchObject({ refusal: 'malformed', details: [{ type: 'too_short' }] });
+    expect(problems(parseBatch(new Array(11).fill(valid), schema, 10))).toMatchObject({ refusal: 'malformed', details: [{ type: 'too_long' }] });
+    expect(problems(parseBatch(valid, schema, 10))).toMatchObject({ refusal: 'malformed', details: [{ type: 'array_type' }] });
   });
 
   it('names the batch index and field of every problem', () => {
     const result = problems(parseBatch([valid, { ...valid, value: 'x' }, 5, { ...valid, ship_id: '' }], schema, 10));
-    expect(result.status).toBe(422);
+    expect(result.refusal).toBe('invalid');
     expect(result.details.map((d) => [d.loc, d.type])).toEqual([
       [['body', 1, 'value'], 'number_type'],
       [['body', 2], 'object_type'],

@@ -1,6 +1,5 @@
 import { fastValidate } from './fast-validate.js';
-import type { Loc, ProblemDetail } from './problems.js';
-import { toProblemDetails } from './problems.js';
+import { toReadingIssues, type Loc, type ReadingIssue } from './reading-issues.js';
 import type { Reading, ReadingLimits, ReadingSchema } from './reading-schema.js';
 
 /** The schema of record and the limits its fast twin needs. */
@@ -15,21 +14,22 @@ export const MAX_REPORTED_PROBLEMS = 100;
 export type ParseResult =
   /** `shipLocs`: where each reading's ship id came from, when not `body[i].ship_id`. */
   | { ok: true; readings: Reading[]; shipLocs?: Loc[] }
-  | { ok: false; status: 400 | 422; message: string; details: ProblemDetail[] };
+  /** `malformed`: not the shape of a reading or batch at all; `invalid`: readings the schema refuses. */
+  | { ok: false; refusal: 'malformed' | 'invalid'; message: string; details: ReadingIssue[] };
 
 const shapeError = (message: string, msg: string, type: string): ParseResult => ({
   ok: false,
-  status: 400,
+  refusal: 'malformed',
   message,
   details: [{ loc: ['body'], msg, type }],
 });
 
 const kind = (input: unknown): string => (input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input);
 
-function schemaError(problems: ProblemDetail[], total: number, what: string): ParseResult {
+function schemaError(problems: ReadingIssue[], total: number, what: string): ParseResult {
   return {
     ok: false,
-    status: 422,
+    refusal: 'invalid',
     message: `${what} does not match the schema (${total} problem${total === 1 ? '' : 's'})`,
     details: problems.slice(0, MAX_REPORTED_PROBLEMS),
   };
@@ -47,7 +47,7 @@ export function parseSingle(body: unknown, { schema, limits }: Validator): Parse
   const reading = fastValidate(body, limits);
   if (reading !== undefined) return { ok: true, readings: [reading] };
   const issues = explain(body, schema);
-  return schemaError(toProblemDetails(issues, ['body']), issues.length, 'Reading');
+  return schemaError(toReadingIssues(issues, ['body']), issues.length, 'Reading');
 }
 
 /** A batch push: a non-empty array of at most `maxReadings` readings, valid as a whole or refused as a whole. */
@@ -64,7 +64,7 @@ export function parseBatch(body: unknown, { schema, limits }: Validator, maxRead
     );
   }
   const readings: Reading[] = new Array(body.length);
-  let problems: ProblemDetail[] | undefined;
+  let problems: ReadingIssue[] | undefined;
   let total = 0;
   for (let i = 0; i < body.length; i++) {
     const reading = fastValidate(body[i], limits);
@@ -73,7 +73,7 @@ export function parseBatch(body: unknown, { schema, limits }: Validator, maxRead
     } else {
       const issues = explain(body[i], schema);
       total += issues.length;
-      if ((problems ??= []).length < MAX_REPORTED_PROBLEMS) problems.push(...toProblemDetails(issues, ['body', i]));
+      if ((problems ??= []).length < MAX_REPORTED_PROBLEMS) problems.push(...toReadingIssues(issues, ['body', i]));
     }
   }
   return problems === undefined ? { ok: true, readings } : schemaError(problems, total, 'Batch');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Loc } from './problems.js';
+import type { Loc } from './reading-issues.js';
 import { parseTimestampNs } from './timestamp.js';
 
 /**

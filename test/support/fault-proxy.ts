@@ -4,14 +4,11 @@ export type ProxyMode = 'pass' | 'refuse' | 'stall';
 
 /**
  * A TCP proxy in front of the real QuestDB that injects faults: refuse connections, stall them
- * (accept, never answer) or delay every answer. It records how many connections were open at once.
+ * (accept, never answer) or delay every answer.
  */
 export class FaultProxy {
   mode: ProxyMode = 'pass';
   delayMs = 0;
-  open = 0;
-  maxOpen = 0;
-  connections = 0;
   readonly #sockets = new Set<Socket>();
 
   private constructor(
@@ -47,7 +44,6 @@ export class FaultProxy {
   }
 
   #accept(client: Socket): void {
-    this.connections += 1;
     if (this.mode === 'refuse') {
       client.destroy();
       return;
@@ -75,27 +71,6 @@ export class FaultProxy {
 
   #track(socket: Socket): void {
     this.#sockets.add(socket);
-    // A connection counts as open from the next turn of the event loop until the gateway ends or
-    // resets it. On a loaded machine the end of the connection the gateway gave up and the accept
-    // of its next one arrive in one batch, and the socket's own 'close' comes later still (after
-    // the upstream side drains): counting at accept or until 'close' would see both open.
-    let state: 'pending' | 'counted' | 'gone' = 'pending';
-    const count = setTimeout(() => {
-      if (state !== 'pending' || socket.destroyed) return;
-      state = 'counted';
-      this.open += 1;
-      this.maxOpen = Math.max(this.maxOpen, this.open);
-    }, 0);
-    const uncount = () => {
-      clearTimeout(count);
-      if (state === 'counted') this.open -= 1;
-      state = 'gone';
-    };
-    socket.on('end', uncount);
-    socket.on('error', uncount);
-    socket.on('close', () => {
-      this.#sockets.delete(socket);
-      uncount();
-    });
+    socket.on('close', () => this.#sockets.delete(socket));
   }
 }

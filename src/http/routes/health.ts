@@ -1,12 +1,12 @@
 import type { Hono, MiddlewareHandler } from 'hono';
-import type { WriteAheadQueue } from '../../queue/queue.js';
+import type { QueueWriter } from '../../queue/queue-writer.js';
 import type { GatewayStats } from '../../stats.js';
 import type { KeyStore } from '../../keys/key-store.js';
 import type { FailureDelay } from '../middleware/api-key/failure-delay.js';
 import { takeSnapshot, type TlsSummary } from '../../health/snapshot.js';
 
 export interface HealthDeps {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   stats: GatewayStats;
   keys: KeyStore;
   failureDelay: FailureDelay;

@@ -1,10 +1,10 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
-import type { WriteAheadQueue } from '../../queue/queue.js';
+import type { QueueWriter } from '../../queue/queue-writer.js';
 import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
 import { encodeRecord } from '../../queue/record-codec.js';
 import { parseBatch, parseSingle, type ParseResult, type Validator } from '../../reading/parse-readings.js';
-import { toProblemDetails } from '../../reading/problems.js';
+import { toReadingIssues } from '../../reading/reading-issues.js';
 import type { Reading } from '../../reading/reading-schema.js';
 import type { ReceiveClock } from '../../reading/timestamp.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
@@ -15,10 +15,10 @@ import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
 import { principalOf } from '../middleware/api-key/index.js';
-import { problem } from '../problem.js';
+import { problem } from '../problem-details.js';
 
 export interface IngestDeps {
-  queue: WriteAheadQueue;
+  queue: QueueWriter;
   flusher: { notifyBacklog(readings: number): void };
   clock: ReceiveClock;
   stats: GatewayStats;
@@ -57,6 +57,9 @@ export const INGEST_ROUTES: readonly { path: string; kind: Kind }[] = [
   { path: '/api/v1/ingest/ingest/:harbor/gps', kind: 'gps' },
 ];
 
+/** Not a reading or batch at all is a bad request; readings the schema refuses are unprocessable. */
+const REFUSAL_STATUS = { malformed: 400, invalid: 422 } as const;
+
 const RETRY_AFTER_S: Record<QueueRefusal, number> = { full: 30, disk_full: 60, io_error: 10, closed: 5 };
 
 export function registerIngestRoutes(app: Hono, deps: IngestDeps, requireApiKey: MiddlewareHandler): void {
@@ -89,7 +92,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   } finally {
     deps.inflight.release(reserved);
   }
-  if (!parsed.ok) return problem(c, parsed.status, parsed.message, parsed.details);
+  if (!parsed.ok) return problem(c, REFUSAL_STATUS[parsed.refusal], parsed.message, parsed.details);
   const principal = principalOf(c);
   // The Things Network counts any non-2xx as a failed delivery, so a message without numbers is fine.
   if (parsed.readings.length === 0) {
@@ -118,7 +121,7 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   if (kind === 'gps') return parseGpsFixes(json, deps.validator, deps.maxBatchReadings, deps.clock);
   const uplink = uplinkToReadings(json);
   if (!uplink.ok) {
-    return { ok: false, status: 422, message: 'Body is not a The Things Network webhook message', details: toProblemDetails(uplink.issues, ['body']) };
+    return { ok: false, refusal: 'invalid', message: 'Body is not a The Things Network webhook message', details: toReadingIssues(uplink.issues, ['body']) };
   }
   if (uplink.readings.length === 0) return { ok: true, readings: [] };
   const result = parseBatch(uplink.readings, deps.validator, deps.maxBatchReadings);

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { KeyStore, Principal } from '../../../keys/key-store.js';
-import { problem } from '../../problem.js';
+import { problem } from '../../problem-details.js';
 import type { FailureDelay } from './failure-delay.js';
 
 export interface ApiKeyOptions {

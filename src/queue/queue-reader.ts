@@ -30,7 +30,7 @@ export interface Completion {
  * mark, moves the mark past what QuestDB confirmed (with the readings it refused moved to the dead
  * letters, in the same transaction), and drops the segments the mark has left behind.
  */
-export class QueueConsumer {
+export class QueueReader {
   readonly #db: Database.Database;
   readonly #advance: (to: Progress, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], failedMs: number) => void;
   #progress: Progress;

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { composeClient } from '../scripts/compose-client.mjs';
-import { QUESTDB_VERSION, startQuestDb } from '../scripts/questdb.mjs';
-import { tempDir } from './support/temp-dir.js';
+import { composeClient } from '../../scripts/compose-client.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../../scripts/questdb.mjs';
+import { tempDir } from '../support/temp-dir.js';
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 const composeFile = join(root, 'compose.yaml');
 const envExample = join(root, '.env.example');
 

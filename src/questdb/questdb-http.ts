@@ -23,6 +23,9 @@ export class QuestDbError extends Error {
 // Errors about the table rather than the row: retried after the table is set up again, never dead-lettered.
 const TABLE_LEVEL = /table does not exist|column does not exist|table is dropped|not accepting writes|table busy/i;
 
+/** What the flusher and the table setup use of the client; tests stand in for QuestDB here. */
+export type QuestDbClient = Pick<QuestDbHttp, 'write' | 'exec' | 'close'>;
+
 /** A small HTTP client for QuestDB's ILP endpoint (`/write`) and SQL endpoint (`/exec`). */
 export class QuestDbHttp {
   readonly #pool: Pool;
@@ -38,7 +41,8 @@ export class QuestDbHttp {
         : `Basic ${Buffer.from(`${options.username}:${options.password ?? ''}`).toString('base64')}`;
   }
 
-  async write(body: Buffer, timeoutMs = this.#timeoutMs): Promise<WriteOutcome> {
+  async write(body: Buffer): Promise<WriteOutcome> {
+    const timeoutMs = this.#timeoutMs;
     let statusCode: number;
     let text: string;
     try {
@@ -68,7 +72,8 @@ export class QuestDbHttp {
   }
 
   /** Runs one SQL statement and returns QuestDB's JSON answer; throws QuestDbError on failure. */
-  async exec<T = unknown>(sql: string, timeoutMs = this.#timeoutMs): Promise<T> {
+  async exec<T = unknown>(sql: string): Promise<T> {
+    const timeoutMs = this.#timeoutMs;
     let statusCode: number;
     let text: string;
     try {

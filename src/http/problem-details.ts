@@ -1,6 +1,12 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { ProblemDetail } from '../reading/problems.js';
+
+/** One detail of a refusal: where (`loc`), what (`msg`) and a stable machine-readable `type`. */
+export interface ProblemDetail {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
 
 /** Every refusal has the same JSON shape: what was wrong (`message`) and where (`details`). */
 export interface ProblemBody {

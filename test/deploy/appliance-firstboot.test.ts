@@ -24,13 +24,13 @@ import {
   credentialFile,
   firstBoot,
   type System,
-} from '../appliance/firstboot/firstboot.mjs';
-import { SECRETS, parseConfigText, parseEnvText, queueBound, setRootReadOnly, validateSettings } from '../appliance/firstboot/settings.mjs';
-import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../appliance/firstboot/unit.mjs';
-import { installSystemdFiles } from '../appliance/lib/layout.mjs';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+} from '../../appliance/firstboot/firstboot.mjs';
+import { SECRETS, parseConfigText, parseEnvText, queueBound, setRootReadOnly, validateSettings } from '../../appliance/firstboot/settings.mjs';
+import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/firstboot/unit.mjs';
+import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
+import { spawnGateway, type GatewayProcess } from '../support/process.js';
 
-const repo = join(import.meta.dirname, '..');
+const repo = join(import.meta.dirname, '..', '..');
 const repoFile = (path: string) => readFileSync(join(repo, path), 'utf8');
 const serviceUnits = readdirSync(join(repo, 'systemd')).filter((name) => name.endsWith('.service'));
 
@@ -48,7 +48,7 @@ describe('harbor.conf parsing', () => {
   });
 
   it('reads the template shipped on the boot partition as all defaults', () => {
-    const template = readFileSync(join(import.meta.dirname, '..', 'appliance', 'boot', 'harbor.conf'), 'utf8');
+    const template = readFileSync(join(import.meta.dirname, '..', '..', 'appliance', 'boot', 'harbor.conf'), 'utf8');
     expect(parseConfigText(template).problems).toEqual([]);
     expect(validate(template)).toEqual(validate(''));
   });
@@ -515,7 +515,7 @@ describe('first boot on a root tree', () => {
       };
       expect(status.totals.acceptedReadings).toBe(1);
       expect(status.queue.maxBytes).toBe(7 * GiB);
-      const started = gateway.logs().find((line) => line['event'] === 'started');
+      const started = gateway.logs.find((line) => line['event'] === 'started');
       expect(started?.['apiKeySource']).toBe('systemd credential');
       expect(lstatSync(join(board.root, 'var/lib/harbor-gateway/queue.db')).isFile()).toBe(true);
       // It serves the certificate whose fingerprint first boot put on the console.

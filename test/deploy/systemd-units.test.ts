@@ -5,9 +5,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './support/temp-dir.js';
+import { tempDir } from '../support/temp-dir.js';
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 const unitsDir = join(root, 'systemd');
 const units = readdirSync(unitsDir).filter((f) => f.endsWith('.service')).sort();
 const verifyScript = join(root, 'scripts', 'verify-systemd-units.sh');

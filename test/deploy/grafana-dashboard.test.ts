@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { createHealthTable } from '../src/health/health-reporter.js';
-import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
-import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
+import { createHealthTable } from '../../src/health/health-reporter.js';
+import { TEST_KEY, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sql, uniqueTable, waitForCount, waitForWalApplied } from '../support/questdb-sql.js';
 import {
   ALL,
   DASHBOARD_PATH,
@@ -17,12 +17,12 @@ import {
   intervalFor,
   intervalText,
   loadDashboard,
-} from './support/grafana-expand.mjs';
+} from '../support/grafana-expand.mjs';
 
 // QuestDB sends timestamps without a zone, in UTC; pg would read them in the machine's zone.
 pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
 
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '..', '..');
 const provisioning = join(root, 'grafana', 'provisioning');
 const readYaml = (path: string): any => parse(readFileSync(path, 'utf8'));
 

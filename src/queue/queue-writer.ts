@@ -33,6 +33,8 @@ export interface QueueStats extends Totals {
 /** A new segment starts after this many records or bytes, so a finished one can be dropped soon. */
 const SEGMENT_MAX_RECORDS = 16_384;
 const SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
+/** Pages one compaction returns to the file system at most, so a housekeeping run stays short. */
+const COMPACT_MAX_PAGES = 16_384;
 
 interface PendingAppend {
   payload: string;
@@ -46,9 +48,9 @@ interface PendingAppend {
 /**
  * The ingest side of the SQLite write-ahead queue. Appends made while the event loop is busy are
  * committed together in one transaction (group commit), and each append's promise settles only
- * after that commit. The flusher removes records through its own connection (QueueConsumer).
+ * after that commit. The flusher reads records and moves the progress mark through the other half, QueueReader, on its own connection.
  */
-export class WriteAheadQueue {
+export class QueueWriter {
   readonly path: string;
   readonly dataDir: string;
   readonly durability: Durability;
@@ -102,8 +104,8 @@ export class WriteAheadQueue {
     this.#totals = { ...this.#base };
   }
 
-  static open(options: QueueOptions): WriteAheadQueue {
-    return new WriteAheadQueue(options);
+  static open(options: QueueOptions): QueueWriter {
+    return new QueueWriter(options);
   }
 
   /** Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError. */
@@ -165,7 +167,7 @@ export class WriteAheadQueue {
     this.#segmentBytes = 0;
   }
 
-  /** Takes in what the flusher removed and the operator re-queued since the last call. */
+  /** Takes in what the flusher moved the mark past and the operator re-queued since the last call. */
   refresh(): void {
     if (this.#closed) return;
     const ledger = this.#readLedger();
@@ -225,12 +227,12 @@ export class WriteAheadQueue {
   }
 
   /** Returns free pages to the file system once a backlog has drained; bounded work per call. */
-  compact(maxPages = 16_384): number {
+  compact(): number {
     if (this.#closed) return 0;
     const free = this.#db.pragma('freelist_count', { simple: true }) as number;
     if (free === 0) return 0;
-    this.#db.pragma(`incremental_vacuum(${Math.min(free, maxPages)})`);
-    return Math.min(free, maxPages);
+    this.#db.pragma(`incremental_vacuum(${Math.min(free, COMPACT_MAX_PAGES)})`);
+    return Math.min(free, COMPACT_MAX_PAGES);
   }
 
   /**

@@ -3,8 +3,8 @@ import type { z } from 'zod';
 /** Where in the request a problem is: e.g. ["body", 3, "value"]. */
 export type Loc = (string | number)[];
 
-/** One refusal detail: where (`loc`), what (`msg`) and a stable machine-readable `type`. */
-export interface ProblemDetail {
+/** What is wrong with a reading: where (`loc`), what (`msg`) and a stable machine-readable `type`. */
+export interface ReadingIssue {
   loc: Loc;
   msg: string;
   type: string;
@@ -13,10 +13,10 @@ export interface ProblemDetail {
 const kind = (input: unknown): string => (input === null ? 'null' : Array.isArray(input) ? 'array' : typeof input);
 
 /**
- * Turns zod issues (parsed with `reportInput: true`) into details whose `loc` starts with
+ * Turns zod issues (parsed with `reportInput: true`) into issues whose `loc` starts with
  * `prefix`, e.g. ["body", 3, "value"] for the fourth reading of a batch.
  */
-export function toProblemDetails(issues: readonly z.core.$ZodIssue[], prefix: (string | number)[]): ProblemDetail[] {
+export function toReadingIssues(issues: readonly z.core.$ZodIssue[], prefix: (string | number)[]): ReadingIssue[] {
   return issues.map((issue) => {
     const loc = [...prefix, ...issue.path.map((key) => (typeof key === 'symbol' ? String(key) : key))];
     const input = (issue as { input?: unknown }).input;
