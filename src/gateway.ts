@@ -7,6 +7,8 @@ import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
 import { loadServerCertificate, type CertificateLocation, type ServerCertificate } from './tls/certificate-store.js';
+import { queuePath } from './queue/queue-file.js';
+import { assertReadableFormat } from './queue/queue-format.js';
 import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/timestamp.js';
@@ -49,6 +51,8 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     credentialsDirectory: process.env['CREDENTIALS_DIRECTORY'],
     dataDir: config.dataDir,
   };
+  // A queue file from a newer release is refused before anything is written, the certificate included.
+  assertReadableFormat(queuePath(config.dataDir));
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
   const queue = QueueWriter.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
