@@ -16,7 +16,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { freePort } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { GATEWAY_ENV, credentialFile } from './firstboot/firstboot.mjs';
 import { parseEnvText } from './firstboot/settings.mjs';
 import { applianceCache, ensureHostPackages, output, repoRoot, run, stopwatch } from './lib/host.mjs';

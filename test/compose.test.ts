@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { composeClient } from '../scripts/compose-client.mjs';
-import { QUESTDB_VERSION, startQuestDb } from '../scripts/questdb.mjs';
+import { composeClient } from '../scripts/lib/compose-client.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../scripts/lib/questdb.mjs';
 
 const root = join(import.meta.dirname, '..');
 const composeFile = join(root, 'compose.yaml');

@@ -15,7 +15,7 @@ import {
   intervalFor,
   intervalText,
   loadDashboard,
-} from './support/grafana-expand.mjs';
+} from '../scripts/lib/grafana-expand.mjs';
 
 // QuestDB sends timestamps without a zone, in UTC; pg would read them in the machine's zone.
 pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));

@@ -3,7 +3,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { inject } from 'vitest';
-import { freePort } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 

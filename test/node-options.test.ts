@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
+import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 
 const root = join(import.meta.dirname, '..');
 
@@ -11,6 +11,6 @@ describe('V8 heap settings', () => {
     expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toContain(`NODE_OPTIONS="${GATEWAY_NODE_OPTIONS}"`);
     expect(readFileSync(join(root, 'scripts', 'run-local.mjs'), 'utf8')).toContain('NODE_OPTIONS: GATEWAY_NODE_OPTIONS');
     // Tests, fault runs and benchmarks start it through this one helper.
-    expect(readFileSync(join(root, 'scripts', 'gateway-process.mjs'), 'utf8')).toContain('NODE_OPTIONS: GATEWAY_NODE_OPTIONS');
+    expect(readFileSync(join(root, 'scripts', 'lib', 'gateway-process.mjs'), 'utf8')).toContain('NODE_OPTIONS: GATEWAY_NODE_OPTIONS');
   });
 });

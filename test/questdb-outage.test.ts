@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startQuestDb, type QuestDbServer } from '../scripts/questdb.mjs';
+import { startDevices } from '../scripts/lib/device-load.mjs';
+import { startQuestDb, type QuestDbServer } from '../scripts/lib/questdb.mjs';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { sql, storedCounts, waitForDrained } from './support/questdb-sql.js';
 
@@ -18,25 +19,7 @@ describe('QuestDB outage during ingestion', () => {
     questdb = await startQuestDb({ dataDir });
     const { httpPort, pgPort } = questdb;
     const gw = await startTestGateway({ QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: 'outage', FLUSH_BACKOFF_MAX_MS: '300' });
-    let accepted = 0;
-    let refused = 0;
-    let sequence = 0;
-    let running = true;
-    // Four concurrent devices posting batches with unique timestamps until told to stop.
-    const device = async (id: number): Promise<void> => {
-      while (running) {
-        const batch = Array.from({ length: 20 }, () => {
-          const n = sequence++;
-          return { time: `2026-05-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: `device-${id}`, cargo_id: 'seq', value: n };
-        });
-        const response = await gw.post('/api/v2/ingest/batch', batch);
-        if (response.status === 200) accepted += batch.length;
-        else refused += 1;
-        await response.arrayBuffer();
-        await new Promise((r) => setTimeout(r, 2));
-      }
-    };
-    const load = Promise.all([0, 1, 2, 3].map(device));
+    const load = startDevices({ url: gw.url, apiKey: TEST_KEY, date: '2026-05-01', batchSize: 20, pauseMs: 2 });
     const status = async () =>
       (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
         queue: { readings: number };
@@ -46,9 +29,9 @@ describe('QuestDB outage during ingestion', () => {
     try {
       await new Promise((r) => setTimeout(r, 700));
       await questdb.stop();
-      const acceptedWhenDown = accepted;
+      const acceptedWhenDown = load.accepted;
       await new Promise((r) => setTimeout(r, 1500));
-      expect(accepted).toBeGreaterThan(acceptedWhenDown);
+      expect(load.accepted).toBeGreaterThan(acceptedWhenDown);
       expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
       const during = await status();
       expect(during.queue.readings).toBeGreaterThan(0);
@@ -57,14 +40,13 @@ describe('QuestDB outage during ingestion', () => {
       questdb = await startQuestDb({ dataDir, httpPort, pgPort });
       await new Promise((r) => setTimeout(r, 700));
     } finally {
-      running = false;
-      await load;
+      await load.stop();
     }
-    expect(refused).toBe(0);
+    expect(load.refused).toBe(0);
     await waitForDrained(gw, 30_000);
     await gw.stop();
-    expect(await storedCounts('outage', questdb.httpUrl)).toEqual({ rows: accepted, distinct: accepted });
+    expect(await storedCounts('outage', questdb.httpUrl)).toEqual({ rows: load.accepted, distinct: load.accepted });
     const [[min, max]] = (await sql<[number, number]>('SELECT min(value), max(value) FROM outage', questdb.httpUrl)).dataset as [[number, number]];
-    expect({ min, max }).toEqual({ min: 0, max: sequence - 1 });
+    expect({ min, max }).toEqual({ min: 0, max: load.sent - 1 });
   });
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startQuestDb, type QuestDbServer } from '../scripts/questdb.mjs';
+import { startQuestDb, type QuestDbServer } from '../scripts/lib/questdb.mjs';
 import { startTestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { inject } from 'vitest';
-import { startGatewayProcess } from '../../scripts/gateway-process.mjs';
+import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
 
 export interface GatewayProcess {
   child: ChildProcess;

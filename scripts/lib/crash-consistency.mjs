@@ -2,11 +2,12 @@
 // random moments and restarted, many rounds. Afterwards every reading answered 2xx is in QuestDB
 // exactly once, and no reading answered with an error is there.
 //
-// Used by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
+// Run by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGatewayProcess } from '../gateway-process.mjs';
+import { startGatewayProcess } from './gateway-process.mjs';
+import { sql, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
 const BASE_NS = 1_780_000_000_000_000_000n;
@@ -29,13 +30,6 @@ function prng(seed) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-/** @param {string} url @param {string} query */
-async function sql(url, query) {
-  const response = await fetch(`${url}/exec?query=${encodeURIComponent(query)}`);
-  if (!response.ok) throw new Error(`QuestDB ${response.status}: ${await response.text()}`);
-  return /** @type {{ dataset: unknown[][] }} */ (await response.json());
 }
 
 /** @param {CrashOptions} options @returns {Promise<CrashReport>} */
@@ -107,7 +101,7 @@ export async function runCrashConsistency(options) {
     }
     final.child.kill('SIGTERM');
     await final.exited;
-    await waitForWal(questdbUrl, table);
+    await waitForWalApplied(questdbUrl, table, 30_000);
 
     const rows = (await sql(questdbUrl, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
     const stored = new Map();
@@ -153,15 +147,4 @@ function isoOf(ns) {
   const seconds = ns / 1_000_000_000n;
   const fraction = String(ns % 1_000_000_000n).padStart(9, '0');
   return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
-}
-
-/** @param {string} url @param {string} table */
-async function waitForWal(url, table) {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const [row] = (await sql(url, `SELECT writerTxn, sequencerTxn FROM wal_tables() WHERE name = '${table}'`)).dataset;
-    if (row && row[0] === row[1]) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`WAL of ${table} not applied`);
 }
