@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from '../config/config.js';
+import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { renderConfigTable } from '../config/config-table.js';
-import { startGateway } from '../gateway.js';
+import { type Gateway, startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { VERSION } from '../version.js';
 import { deadLettersCommand } from './dead-letters-command.js';
@@ -20,7 +20,7 @@ Usage: harbor-gateway [command]
 `;
 
 async function serve(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
@@ -38,7 +38,7 @@ async function serve(): Promise<void> {
     process.exit(1);
   });
 
-  let gateway;
+  let gateway: Gateway;
   try {
     gateway = await startGateway(config, logger);
   } catch (error) {
