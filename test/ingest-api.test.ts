@@ -267,9 +267,15 @@ describe('health and status', () => {
     const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
     try {
       expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 300));
+      const statusNow = async () => json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+      // Awaits the first failed flush rather than a fixed time, which a busy machine may not meet.
+      const deadline = Date.now() + 20_000;
+      let status = await statusNow();
+      while ((status.body['flush'] as { lastError: unknown }).lastError === null && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        status = await statusNow();
+      }
       expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
-      const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
       expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });
       expect((status.body['flush'] as { lastError: unknown }).lastError).not.toBeNull();
       expect((status.body['queue'] as { oldestAgeSeconds: number }).oldestAgeSeconds).toBeGreaterThanOrEqual(0);
