@@ -26,7 +26,7 @@ RUN groupadd --system harbor \
  && install -d -o harbor -g harbor -m 0750 /var/lib/harbor-gateway
 WORKDIR /opt/harbor-gateway
 COPY --from=build /out ./
-# NODE_OPTIONS: the V8 heap settings of scripts/node-options.mjs.
+# NODE_OPTIONS: the V8 heap settings of scripts/lib/node-options.mjs.
 ENV NODE_ENV=production \
     NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=96" \
     DATA_DIR=/var/lib/harbor-gateway \

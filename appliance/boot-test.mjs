@@ -16,7 +16,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { freePort } from '../scripts/questdb.mjs';
+import { stripVTControlCharacters } from 'node:util';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { GATEWAY_ENV, credentialFile } from './firstboot/firstboot.mjs';
 import { parseEnvText } from './firstboot/settings.mjs';
 import { applianceCache, ensureHostPackages, output, repoRoot, run, stopwatch } from './lib/host.mjs';
@@ -86,7 +87,7 @@ try {
     // systemd marks unit names with colour codes on the console, and stops writing status there
     // once the login prompt has it: "Started" may never show when the gateway is ready after the
     // prompt, so the answers above stand for it and the console shows who started it.
-    expect(/Starting harbor-gateway\.service/.test(serial.replace(/\x1b\[[0-9;]*m/g, '')), 'the console does not show systemd starting harbor-gateway.service');
+    expect(/Starting harbor-gateway\.service/.test(stripVTControlCharacters(serial)), 'the console does not show systemd starting harbor-gateway.service');
     say(`boot 1: first boot applied, gateway up after ${first.seconds} s, 2 readings queued, queue bound ${(status.queue.maxBytes / 2 ** 20).toFixed(0)} MiB`);
   } finally {
     first.cut();

@@ -16,7 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/questdb.mjs';
+import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/lib/questdb.mjs';
 import { credentialFile } from './firstboot/firstboot.mjs';
 import { SECRETS } from './firstboot/settings.mjs';
 import { unitCredentials, unitValues } from './firstboot/unit.mjs';

@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { freePort } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { GATEWAY_ENV, GATEWAY_UNIT } from './firstboot/firstboot.mjs';
 import { parseEnvText } from './firstboot/settings.mjs';
 import { unitCommand, unitCredentials, unitEnvironment } from './firstboot/unit.mjs';

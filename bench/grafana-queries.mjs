@@ -9,8 +9,8 @@
 // change how queries read the partitions.
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { startQuestDb } from '../scripts/questdb.mjs';
-import { ALL, dashboardQueries, expandSql, loadDashboard } from '../test/support/grafana-expand.mjs';
+import { startQuestDb } from '../scripts/lib/questdb.mjs';
+import { ALL, dashboardQueries, expandSql, loadDashboard } from '../scripts/lib/grafana-expand.mjs';
 
 const { values: args } = parseArgs({
   options: {

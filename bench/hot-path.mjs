@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { projectRoot } from '../scripts/questdb.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
 
 const work = join(projectRoot, 'bench', '.work');
 mkdirSync(work, { recursive: true });

@@ -5,10 +5,11 @@ import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, projectRoot } from '../scripts/questdb.mjs';
-import { GATEWAY_NODE_OPTIONS } from '../scripts/node-options.mjs';
-import { writeLoadFile } from './lib/readings.mjs';
-import { median } from './lib/stats.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
+import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
+import { writeLoadFile } from '../scripts/lib/readings.mjs';
+import { median } from '../scripts/lib/stats.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
 const { values: args } = parseArgs({

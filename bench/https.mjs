@@ -8,10 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, projectRoot } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
-import { writeLoadFile } from './lib/readings.mjs';
-import { median } from './lib/stats.mjs';
+import { writeLoadFile } from '../scripts/lib/readings.mjs';
+import { median } from '../scripts/lib/stats.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
 const { values: args } = parseArgs({

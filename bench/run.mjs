@@ -8,14 +8,16 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { QUESTDB_VERSION, freePort, projectRoot, startQuestDb } from '../scripts/questdb.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../scripts/lib/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { describeMachine } from './lib/machine.mjs';
-import { cpuBusyShares, cpuSeconds, cpuTimes, delta, sampleProcess } from './lib/proc.mjs';
-import { questDbBuild, rowCount, settleAndDrop, sql, waitWalApplied } from './lib/questdb-sql.mjs';
-import { batchTemplate, fillBatchBody, msPrefix, writeLoadFile } from './lib/readings.mjs';
+import { cpuBusyShares, cpuSeconds, cpuTimes, delta, sampleProcess } from '../scripts/lib/proc.mjs';
+import { questDbBuild, rowCount, settleAndDrop, sql, walApplied } from '../scripts/lib/questdb-sql.mjs';
+import { batchTemplate, fillBatchBody, msPrefix, writeLoadFile } from '../scripts/lib/readings.mjs';
 import { renderMarkdown, summarizeResult } from './lib/report.mjs';
-import { percentile, queueBounded } from './lib/stats.mjs';
+import { percentile, queueBounded } from '../scripts/lib/stats.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
 const HELP = `Usage: npm run bench [-- options]
@@ -310,7 +312,7 @@ async function waitFor(check, timeoutMs, everyMs = 100) {
 async function allRowsArrived(gw) {
   const drained = await waitFor(async () => (await gw.gateway.status()).queue.readings === 0, 300_000, 200);
   const accepted = (await gw.gateway.status()).totals.acceptedReadings;
-  const applied = drained && (await waitWalApplied(questdb.httpUrl, gw.table, 120_000));
+  const applied = drained && (await walApplied(questdb.httpUrl, gw.table, 120_000));
   const rows = (await rowCount(questdb.httpUrl, gw.table)) ?? 0;
   return { ok: applied && rows === accepted, rows, accepted };
 }
@@ -659,7 +661,7 @@ async function drainRun(mode, run) {
     // From the start of the first flush that moved readings to the end of the last one.
     const startMs = Date.parse(first.time) - first.durationMs;
     const flushed = flushes.reduce((n, l) => n + Number(l.readings), 0);
-    const applied = await waitWalApplied(questdb.httpUrl, table, 120_000);
+    const applied = await walApplied(questdb.httpUrl, table, 120_000);
     const rows = (await rowCount(questdb.httpUrl, table)) ?? 0;
     return {
       mode,

@@ -6,8 +6,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGatewayProcess } from './gateway-process.mjs';
-import { cacheDir, freePort, projectRoot } from './questdb.mjs';
+import { startGatewayProcess } from './lib/gateway-process.mjs';
+import { cacheDir, projectRoot } from './lib/paths.mjs';
+import { freePort } from './lib/ports.mjs';
 
 export const PREVIOUS_RELEASE = 'v0.1.0';
 /** The queue file the fixture command wrote from PREVIOUS_RELEASE, filled with `upgradeBatches()`. */

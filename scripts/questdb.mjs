@@ -1,190 +1,25 @@
-// Fetches, caches, starts and stops a local QuestDB server from its Maven Central jar.
-// Used by the test suite, the benchmarks and `npm run local`; also a small CLI:
+// Fetches or starts QuestDB from the command line (scripts/lib/questdb.mjs does the work):
 //   node scripts/questdb.mjs fetch
 //   node scripts/questdb.mjs start [--data-dir DIR] [--http-port N] [--pg-port N]
-import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { QUESTDB_VERSION, fetchQuestDb, startQuestDb } from './lib/questdb.mjs';
 
-/** The newest QuestDB on Maven Central that runs on Java 17 (9.4 and later need Java 25). */
-export const QUESTDB_VERSION = '9.3.4';
-const QUESTDB_SHA256 = '939bc53ab22f93dbaa6545143a6e7c536d4904c07b7f2d381e8eef10436be062';
-const MAVEN_CENTRAL = process.env.MAVEN_CENTRAL_URL ?? 'https://repo1.maven.org/maven2';
-const MIN_JAVA = 17;
-
-export function cacheDir() {
-  const base = process.env.HARBOR_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'harbor-gateway');
-  mkdirSync(base, { recursive: true });
-  return base;
-}
-
-const sha256 = (/** @type {string} */ path) => createHash('sha256').update(readFileSync(path)).digest('hex');
-
-/** The path of the QuestDB server jar, downloaded and checked against its pinned SHA-256 on first use. */
-export async function fetchQuestDb() {
-  const jar = join(cacheDir(), `questdb-${QUESTDB_VERSION}.jar`);
-  if (existsSync(jar) && sha256(jar) === QUESTDB_SHA256) return jar;
-  const url = `${MAVEN_CENTRAL}/org/questdb/questdb/${QUESTDB_VERSION}/questdb-${QUESTDB_VERSION}.jar`;
-  const partial = `${jar}.${process.pid}.part`;
-  const response = await fetch(url);
-  if (!response.ok || response.body === null) throw new Error(`cannot download QuestDB from ${url}: HTTP ${response.status}`);
-  await pipeline(Readable.fromWeb(/** @type {import('node:stream/web').ReadableStream} */ (response.body)), createWriteStream(partial));
-  const digest = sha256(partial);
-  if (digest !== QUESTDB_SHA256) {
-    rmSync(partial, { force: true });
-    throw new Error(`QuestDB jar from ${url} has SHA-256 ${digest}, expected ${QUESTDB_SHA256}`);
-  }
-  renameSync(partial, jar);
-  return jar;
-}
-
-/** A java executable of version 17 or newer: $JAVA_HOME first, then PATH. */
-export function findJava() {
-  const candidates = [process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : undefined, 'java'];
-  for (const java of candidates) {
-    if (java === undefined) continue;
-    const result = spawnSync(java, ['-version'], { encoding: 'utf8' });
-    const match = /version "(\d+)/.exec(`${result.stderr ?? ''}${result.stdout ?? ''}`);
-    if (match && Number(match[1]) >= MIN_JAVA) return java;
-  }
-  throw new Error(`QuestDB ${QUESTDB_VERSION} needs Java ${MIN_JAVA} or newer: set JAVA_HOME or put java on PATH`);
-}
-
-/** A TCP port that was free a moment ago. */
-export function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
+const [command, ...rest] = process.argv.slice(2);
+/** @type {Record<string, string>} */
+const flags = {};
+for (let i = 0; i < rest.length; i += 2) flags[String(rest[i]).replace(/^--/, '')] = String(rest[i + 1]);
+if (command === 'fetch') {
+  process.stdout.write(`${await fetchQuestDb()}\n`);
+} else if (command === 'start') {
+  const server = await startQuestDb({
+    dataDir: flags['data-dir'] ?? './data/questdb',
+    httpPort: flags['http-port'] ? Number(flags['http-port']) : undefined,
+    pgPort: flags['pg-port'] ? Number(flags['pg-port']) : undefined,
   });
+  process.stdout.write(`QuestDB ${QUESTDB_VERSION}: HTTP ${server.httpUrl}, PostgreSQL wire 127.0.0.1:${server.pgPort}, data ${server.dataDir}\n`);
+  const stop = () => server.stop().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+} else {
+  process.stderr.write('usage: node scripts/questdb.mjs fetch | start [--data-dir DIR] [--http-port N] [--pg-port N]\n');
+  process.exit(64);
 }
-
-/**
- * @typedef {object} QuestDbServer
- * @property {string} httpUrl
- * @property {number} httpPort
- * @property {number} pgPort
- * @property {string} dataDir
- * @property {number | undefined} pid
- * @property {() => Promise<void>} stop  SIGTERM, then SIGKILL after 20 s
- * @property {() => Promise<void>} kill  SIGKILL at once
- * @property {() => string} log          what the server printed so far (tail)
- */
-
-/**
- * Starts QuestDB on loopback and resolves once its HTTP endpoint answers.
- * @param {{ dataDir: string, httpPort?: number, pgPort?: number, heap?: string, env?: Record<string, string> }} options
- * @returns {Promise<QuestDbServer>}
- */
-export async function startQuestDb(options) {
-  const jar = await fetchQuestDb();
-  const java = findJava();
-  const dataDir = resolve(options.dataDir);
-  mkdirSync(dataDir, { recursive: true });
-  const httpPort = options.httpPort ?? (await freePort());
-  const pgPort = options.pgPort ?? (await freePort());
-  const child = spawn(
-    java,
-    [`-Xmx${options.heap ?? '1g'}`, '-XX:+UseParallelGC', '-Dout=stdout', '-p', jar, '-m', 'io.questdb/io.questdb.ServerMain', '-d', dataDir],
-    {
-      env: {
-        ...process.env,
-        QDB_HTTP_BIND_TO: `127.0.0.1:${httpPort}`,
-        QDB_HTTP_MIN_ENABLED: 'false',
-        QDB_PG_NET_BIND_TO: `127.0.0.1:${pgPort}`,
-        QDB_LINE_TCP_ENABLED: 'false',
-        QDB_LINE_UDP_ENABLED: 'false',
-        QDB_TELEMETRY_ENABLED: 'false',
-        ...options.env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let output = '';
-  const keep = (/** @type {Buffer} */ chunk) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise((resolveExit) => child.once('exit', (code, signal) => resolveExit({ code, signal })));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-
-  const httpUrl = `http://127.0.0.1:${httpPort}`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`QuestDB exited during startup (${child.exitCode ?? child.signalCode}):\n${output.slice(-4000)}`);
-    }
-    try {
-      const response = await fetch(`${httpUrl}/settings`);
-      if (response.ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`QuestDB did not answer on ${httpUrl} within 90 s:\n${output.slice(-4000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-
-  const stopWith = async (/** @type {NodeJS.Signals} */ signal) => {
-    process.off('exit', killOnExit);
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  return {
-    httpUrl,
-    httpPort,
-    pgPort,
-    dataDir,
-    pid: child.pid,
-    stop: () => stopWith('SIGTERM'),
-    kill: () => stopWith('SIGKILL'),
-    log: () => output,
-  };
-}
-
-async function cli() {
-  const [command, ...rest] = process.argv.slice(2);
-  /** @type {Record<string, string>} */
-  const flags = {};
-  for (let i = 0; i < rest.length; i += 2) flags[String(rest[i]).replace(/^--/, '')] = String(rest[i + 1]);
-  if (command === 'fetch') {
-    process.stdout.write(`${await fetchQuestDb()}\n`);
-  } else if (command === 'start') {
-    const server = await startQuestDb({
-      dataDir: flags['data-dir'] ?? './data/questdb',
-      httpPort: flags['http-port'] ? Number(flags['http-port']) : undefined,
-      pgPort: flags['pg-port'] ? Number(flags['pg-port']) : undefined,
-    });
-    process.stdout.write(`QuestDB ${QUESTDB_VERSION}: HTTP ${server.httpUrl}, PostgreSQL wire 127.0.0.1:${server.pgPort}, data ${server.dataDir}\n`);
-    const stop = () => server.stop().then(() => process.exit(0));
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  } else {
-    process.stderr.write('usage: node scripts/questdb.mjs fetch | start [--data-dir DIR] [--http-port N] [--pg-port N]\n');
-    process.exit(64);
-  }
-}
-
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await cli();
-}
-
-export const projectRoot = dirname(dirname(fileURLToPath(import.meta.url)));

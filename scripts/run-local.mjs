@@ -3,8 +3,10 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { GATEWAY_NODE_OPTIONS } from './node-options.mjs';
-import { QUESTDB_VERSION, freePort, projectRoot, startQuestDb } from './questdb.mjs';
+import { GATEWAY_NODE_OPTIONS } from './lib/node-options.mjs';
+import { QUESTDB_VERSION, startQuestDb } from './lib/questdb.mjs';
+import { freePort } from './lib/ports.mjs';
+import { projectRoot } from './lib/paths.mjs';
 
 /** The preferred port when it is free, otherwise any free one. */
 const portOr = (/** @type {number} */ preferred) =>

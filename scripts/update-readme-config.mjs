@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot } from './questdb.mjs';
+import { projectRoot } from './lib/paths.mjs';
 
 const readmePath = join(projectRoot, 'README.md');
 const table = execFileSync(process.execPath, [join(projectRoot, 'dist', 'gateway.mjs'), 'config-table'], { encoding: 'utf8' }).trim();

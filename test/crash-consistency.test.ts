@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { runCrashConsistency } from '../scripts/faults/crash-consistency.mjs';
+import { runCrashConsistency } from '../scripts/lib/crash-consistency.mjs';
 
 // A few rounds here; `npm run test:faults` runs many.
 describe.each(['process-crash', 'power-loss'] as const)('kill -9 under load (%s)', (durability) => {

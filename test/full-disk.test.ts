@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
-import { startGatewayProcess } from '../scripts/gateway-process.mjs';
+import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { storedCounts, uniqueTable } from './support/questdb-sql.js';

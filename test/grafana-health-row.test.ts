@@ -6,7 +6,7 @@ import { QuestDbHttp } from '../src/questdb/questdb-http.js';
 import { HealthReporter } from '../src/health/health-reporter.js';
 import type { GatewaySnapshot } from '../src/health/snapshot.js';
 import { createLogger } from '../src/log/logger.js';
-import { dashboardQueries, expandSql, loadDashboard } from './support/grafana-expand.mjs';
+import { dashboardQueries, expandSql, loadDashboard } from '../scripts/lib/grafana-expand.mjs';
 import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
 
 const MB = 1024 * 1024;

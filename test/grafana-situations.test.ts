@@ -1,10 +1,10 @@
 // The dashboard in the situations a site meets: devices without a clock, GPS halves posted one by
 // one, a fresh install with no readings, and a ship that starts reporting while the dashboard is open.
-// Every query is run as Grafana sends it (see support/grafana-expand.mjs) against the suite's QuestDB.
+// Every query is run as Grafana sends it (see scripts/lib/grafana-expand.mjs) against the suite's QuestDB.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHealthTable, createKeyHealthTable } from '../src/health/health-reporter.js';
-import { ALL, dashboardQueries, expandSql, loadDashboard, type VariableValue } from './support/grafana-expand.mjs';
+import { ALL, dashboardQueries, expandSql, loadDashboard, type VariableValue } from '../scripts/lib/grafana-expand.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 

@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { inject } from 'vitest';
-import { freePort } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { waitUntil } from './support/wait.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { TEST_KEY, startTestGateway } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { storedCounts, uniqueTable, waitForDrained } from './support/questdb-sql.js';

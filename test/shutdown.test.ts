@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { freePort } from '../scripts/questdb.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';

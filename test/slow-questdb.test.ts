@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, inject, it } from 'vitest';
+import { startDevices } from '../scripts/lib/device-load.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
@@ -28,23 +29,7 @@ describe('QuestDB that does not answer, or answers slowly', () => {
     });
     const status = async () =>
       (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number }; flush: { consecutiveFailures: number } };
-    let accepted = 0;
-    let refused = 0;
-    let sequence = 0;
-    let running = true;
-    const device = async (id: number) => {
-      while (running) {
-        const batch = Array.from({ length: 100 }, () => {
-          const n = sequence++;
-          return { time: `2026-08-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: `d${id}`, cargo_id: 'seq', value: n };
-        });
-        const response = await fetch(`${gw.url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(batch) });
-        await response.arrayBuffer();
-        if (response.status === 200) accepted += batch.length;
-        else refused += 1;
-      }
-    };
-    const load = Promise.all([0, 1, 2, 3].map(device));
+    const load = startDevices({ url: gw.url, apiKey: TEST_KEY, date: '2026-08-01', batchSize: 100 });
     // The gateway's own connections to QuestDB (through the proxy), sampled from the kernel.
     let maxConnections = 0;
     const sampler = setInterval(() => (maxConnections = Math.max(maxConnections, connectionsTo(gw.child.pid!, proxy.port))), 10);
@@ -61,14 +46,13 @@ describe('QuestDB that does not answer, or answers slowly', () => {
       await new Promise((r) => setTimeout(r, 2000));
       proxy.set('pass');
     } finally {
-      running = false;
-      await load;
+      await load.stop();
       clearInterval(sampler);
     }
-    expect(refused).toBe(0);
+    expect(load.refused).toBe(0);
     expect(maxConnections).toBeGreaterThanOrEqual(1);
     expect(maxConnections).toBeLessThanOrEqual(2);
-    // Bounded: the heaps are capped (scripts/node-options.mjs, the flusher thread's limits), far
+    // Bounded: the heaps are capped (scripts/lib/node-options.mjs, the flusher thread's limits), far
     // below the systemd unit's MemoryMax of 256 MB however long QuestDB stalls.
     expect(peakRssMb(gw.child.pid!)).toBeLessThan(MAX_PEAK_RSS_MB);
 
@@ -76,6 +60,6 @@ describe('QuestDB that does not answer, or answers slowly', () => {
     gw.child.kill('SIGTERM');
     await gw.exited;
     await proxy.close();
-    expect(await storedCounts(table)).toEqual({ rows: accepted, distinct: accepted });
+    expect(await storedCounts(table)).toEqual({ rows: load.accepted, distinct: load.accepted });
   }, 60_000);
 });

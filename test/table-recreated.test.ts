@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { startQuestDb, type QuestDbServer } from '../scripts/questdb.mjs';
+import { startQuestDb, type QuestDbServer } from '../scripts/lib/questdb.mjs';
 import { startTestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheDir } from '../../scripts/questdb.mjs';
+import { cacheDir } from '../../scripts/lib/paths.mjs';
 
 /** The repository root. */
 export const repoRoot = join(import.meta.dirname, '..', '..');

@@ -1,6 +1,6 @@
 // The gateway under test: the built bundle as its own process (pinned to its CPUs), its JSON log
 // lines kept for the figures they carry, and its /status endpoint.
-import { startGatewayProcess } from '../../scripts/gateway-process.mjs';
+import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
 
 /**
  * @typedef {object} GatewayStatus
@@ -19,7 +19,7 @@ import { startGatewayProcess } from '../../scripts/gateway-process.mjs';
  */
 
 /**
- * Starts the bundle (scripts/gateway-process.mjs) pinned to `cpus` and resolves once it listens.
+ * Starts the bundle (scripts/lib/gateway-process.mjs) pinned to `cpus` and resolves once it listens.
  * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string }} options
  * @returns {Promise<BenchGateway>}
  */

@@ -1,5 +1,5 @@
 // Medians over runs, targets beside them, and the Markdown table for docs/benchmarks.md.
-import { percentile, summarize } from './stats.mjs';
+import { percentile, summarize } from '../../scripts/lib/stats.mjs';
 
 /** The budgets of a Pi-class board, for the mode that survives a process crash. */
 export const TARGETS = {

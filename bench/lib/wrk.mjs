@@ -2,7 +2,7 @@
 // generator's CPUs, its result read from the line the Lua script prints when it is done.
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds } from './proc.mjs';
+import { cpuSeconds } from '../../scripts/lib/proc.mjs';
 
 export const WRK_SCRIPT = fileURLToPath(new URL('../wrk/ingest.lua', import.meta.url));
 

@@ -1,6 +1,6 @@
 -- wrk script of the ingest benchmarks. Configured by environment variables (set by bench/run.mjs):
 --   BENCH_KIND       single | batch
---   BENCH_FILE       batch: the body template; single: reading tails, one a line (bench/lib/readings.mjs)
+--   BENCH_FILE       batch: the body template; single: reading tails, one a line (scripts/lib/readings.mjs)
 --   BENCH_API_KEY    the gateway's API key
 --   BENCH_RATE       requests per second for all threads together; 0 or unset sends as fast as answered
 --   BENCH_THREADS    wrk's -t, to share the rate among the threads

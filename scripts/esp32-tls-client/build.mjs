@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { aptInstall } from '../apt.mjs';
-import { cacheDir } from '../questdb.mjs';
+import { aptInstall } from '../lib/apt.mjs';
+import { cacheDir } from '../lib/paths.mjs';
 
 const SOURCE = fileURLToPath(new URL('client.c', import.meta.url));
 

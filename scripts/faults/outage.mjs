@@ -4,8 +4,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGatewayProcess } from '../gateway-process.mjs';
-import { startQuestDb } from '../questdb.mjs';
+import { startDevices } from '../lib/device-load.mjs';
+import { startGatewayProcess } from '../lib/gateway-process.mjs';
+import { startQuestDb } from '../lib/questdb.mjs';
+import { storedCounts } from '../lib/questdb-sql.mjs';
 
 const KEY = 'outage-test-key-0123456789';
 
@@ -35,29 +37,12 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
   const status = async () =>
     /** @type {{ ready: boolean, queue: { readings: number } }} */ (await (await fetch(`${url}/status`, { headers: { 'x-api-key': KEY } })).json());
 
-  let accepted = 0;
-  let refused = 0;
-  let sequence = 0;
-  let running = true;
-  const device = async (/** @type {number} */ id) => {
-    while (running) {
-      const batch = Array.from({ length: 200 }, () => {
-        const n = sequence++;
-        return { time: `2026-10-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: `device-${id}`, cargo_id: 'seq', value: n };
-      });
-      const response = await fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': KEY }, body: JSON.stringify(batch) });
-      await response.arrayBuffer();
-      if (response.status === 200) accepted += batch.length;
-      else refused += 1;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
-  const load = Promise.all([0, 1, 2, 3].map(device));
+  const load = startDevices({ url, apiKey: KEY, date: '2026-10-01', batchSize: 200, pauseMs: 5 });
   let backlogDuringOutage = 0;
   let readyDuringOutage = true;
   try {
     await new Promise((r) => setTimeout(r, 2000));
-    log(`stopping QuestDB for ${outageMs} ms under load (${accepted} readings accepted so far)`);
+    log(`stopping QuestDB for ${outageMs} ms under load (${load.accepted} readings accepted so far)`);
     await questdb.stop();
     const until = Date.now() + outageMs;
     while (Date.now() < until) {
@@ -70,8 +55,7 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
     questdb = await startQuestDb({ dataDir: qdbDir, httpPort, pgPort });
     await new Promise((r) => setTimeout(r, 2000));
   } finally {
-    running = false;
-    await load;
+    await load.stop();
   }
   const deadline = Date.now() + 120_000;
   while ((await status()).queue.readings > 0) {
@@ -81,17 +65,9 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
   const peak = peakRssMb();
   child.kill('SIGTERM');
   await exited;
-  const query = async (/** @type {string} */ sql) =>
-    Number((/** @type {{ dataset: number[][] }} */ (await (await fetch(`${questdb.httpUrl}/exec?query=${encodeURIComponent(sql)}`)).json())).dataset[0]?.[0]);
-  for (let i = 0; i < 300; i++) {
-    const [row] = /** @type {{ dataset: number[][] }} */ (await (await fetch(`${questdb.httpUrl}/exec?query=${encodeURIComponent("SELECT writerTxn, sequencerTxn FROM wal_tables() WHERE name = 'outage'")}`)).json()).dataset;
-    if (row && row[0] === row[1]) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const stored = await query('SELECT count() FROM outage');
-  const distinct = await query('SELECT count() FROM (SELECT DISTINCT value FROM outage)');
+  const { rows: stored, distinct } = await storedCounts(questdb.httpUrl, 'outage');
   await questdb.stop();
   rmSync(qdbDir, { recursive: true, force: true });
   rmSync(dataDir, { recursive: true, force: true });
-  return { accepted, refused, stored, distinct, peakRssMb: peak, backlogDuringOutage, readyDuringOutage };
+  return { accepted: load.accepted, refused: load.refused, stored, distinct, peakRssMb: peak, backlogDuringOutage, readyDuringOutage };
 }

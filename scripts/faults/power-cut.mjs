@@ -6,7 +6,7 @@
 // power-loss mode must deliver every reading answered 2xx exactly once. process-crash mode must
 // lose some: that proves the cuts bite, and measures how far back an answered reading can be lost.
 import { createPowercutDisk } from '../powercut-fs.mjs';
-import { runCrashConsistency } from './crash-consistency.mjs';
+import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 
 /**
  * @typedef {{ cuts: number, torn: number, undoneWrites: number, undoneEntries: number, errors: string[] }} CutTally
@@ -14,7 +14,7 @@ import { runCrashConsistency } from './crash-consistency.mjs';
 
 /**
  * A powercut-fs disk as the crash rounds' storage.
- * @returns {Promise<import('./crash-consistency.mjs').CrashStorage & { tally: CutTally, settle: () => Promise<void> }>}
+ * @returns {Promise<import('../lib/crash-consistency.mjs').CrashStorage & { tally: CutTally, settle: () => Promise<void> }>}
  */
 export async function powerCutStorage() {
   const disk = await createPowercutDisk();

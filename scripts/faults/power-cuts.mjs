@@ -4,7 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot, startQuestDb } from '../questdb.mjs';
+import { projectRoot } from '../lib/paths.mjs';
+import { startQuestDb } from '../lib/questdb.mjs';
 import { runPowerCuts } from './power-cut.mjs';
 
 const cutsArg = process.argv.indexOf('--cuts');

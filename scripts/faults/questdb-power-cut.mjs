@@ -6,10 +6,12 @@
 // and then lost in the cut is missing.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startGatewayProcess } from '../gateway-process.mjs';
+import { startGatewayProcess } from '../lib/gateway-process.mjs';
 import { createPowercutDisk } from '../powercut-fs.mjs';
-import { freePort, projectRoot, startQuestDb } from '../questdb.mjs';
-import { runCrashConsistency } from './crash-consistency.mjs';
+import { freePort } from '../lib/ports.mjs';
+import { projectRoot } from '../lib/paths.mjs';
+import { startQuestDb } from '../lib/questdb.mjs';
+import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { powerCutStorage } from './power-cut.mjs';
 
 /** The QuestDB settings of the shipped unit that decide what survives a cut. */
@@ -37,12 +39,12 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
   const questdbDisk = await createPowercutDisk({ entries });
   /** @type {import('../powercut-fs.mjs').PowercutMount | undefined} */
   let questdbMount;
-  /** @type {import('../questdb.mjs').QuestDbServer | undefined} */
+  /** @type {import('../lib/questdb.mjs').QuestDbServer | undefined} */
   let questdb;
   const questdbCuts = { cuts: 0, undoneWrites: 0, undoneEntries: 0, errors: /** @type {string[]} */ ([]) };
   log(`QuestDB power cuts: ${cuts} cuts, entry changes durable ${entries}, ${JSON.stringify(settings)}`);
 
-  /** @type {import('./crash-consistency.mjs').CrashStorage} */
+  /** @type {import('../lib/crash-consistency.mjs').CrashStorage} */
   const storage = {
     async open() {
       const dataDir = await gatewayStorage.open();

@@ -3,7 +3,7 @@
 // bundle and exits non-zero when a reading answered 2xx is missing afterwards.
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { projectRoot } from '../questdb.mjs';
+import { projectRoot } from '../lib/paths.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 
 const argument = (/** @type {string} */ name) => {

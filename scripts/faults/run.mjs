@@ -6,8 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot, startQuestDb } from '../questdb.mjs';
-import { runCrashConsistency } from './crash-consistency.mjs';
+import { projectRoot } from '../lib/paths.mjs';
+import { startQuestDb } from '../lib/questdb.mjs';
+import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
 import { runPowerCuts } from './power-cut.mjs';
 

@@ -1,5 +1,5 @@
 // The soak's outputs: its samples as CSV, one SVG chart per watched figure, and the verdict.
-import { median } from '../../bench/lib/stats.mjs';
+import { median } from '../lib/stats.mjs';
 
 /**
  * @typedef {object} Sample

@@ -7,9 +7,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlink
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { sql, waitWalApplied } from '../../bench/lib/questdb-sql.mjs';
-import { startGatewayProcess } from '../gateway-process.mjs';
-import { QUESTDB_VERSION, freePort, projectRoot, startQuestDb } from '../questdb.mjs';
+import { sql, walApplied } from '../lib/questdb-sql.mjs';
+import { startGatewayProcess } from '../lib/gateway-process.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../lib/questdb.mjs';
+import { freePort } from '../lib/ports.mjs';
+import { projectRoot } from '../lib/paths.mjs';
 import { startLoad } from './load.mjs';
 import { CHARTS, FLAT_RULES, flatness, toCsv, toSvg } from './report.mjs';
 
@@ -143,7 +145,7 @@ while ((await status()).queue.readings > 0) {
   if (Date.now() > drainDeadline) throw new Error('the queue did not drain within 5 minutes of the end');
   await sleep(200);
 }
-await waitWalApplied(questdbUrl, table, 120_000);
+await walApplied(questdbUrl, table, 120_000);
 const one = async (/** @type {string} */ query) => Number((await sql(questdbUrl, query)).dataset[0]?.[0] ?? 0);
 const stored = await one(`SELECT count() FROM "${table}"`);
 const distinct = await one(`SELECT count() FROM (SELECT DISTINCT value FROM "${table}")`);

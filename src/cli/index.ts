@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from '../config/config.js';
+import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { renderConfigTable } from '../config/config-table.js';
-import { startGateway } from '../gateway.js';
+import { type Gateway, startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { CertificateError } from '../tls/certificate-store.js';
 import { QueueFormatError } from '../queue/queue-format.js';
@@ -31,7 +31,7 @@ Usage: harbor-gateway [command]
 `;
 
 async function serve(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
@@ -49,7 +49,7 @@ async function serve(): Promise<void> {
     process.exit(1);
   });
 
-  let gateway;
+  let gateway: Gateway;
   try {
     gateway = await startGateway(config, logger);
   } catch (error) {

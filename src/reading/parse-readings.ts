@@ -73,7 +73,8 @@ export function parseBatch(body: unknown, { schema, limits }: Validator, maxRead
     } else {
       const issues = explain(body[i], schema);
       total += issues.length;
-      if ((problems ??= []).length < MAX_REPORTED_PROBLEMS) problems.push(...toReadingIssues(issues, ['body', i]));
+      problems ??= [];
+      if (problems.length < MAX_REPORTED_PROBLEMS) problems.push(...toReadingIssues(issues, ['body', i]));
     }
   }
   return problems === undefined ? { ok: true, readings } : schemaError(problems, total, 'Batch');

@@ -7,13 +7,29 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { composeClient } from '../../scripts/compose-client.mjs';
-import { QUESTDB_VERSION, startQuestDb } from '../../scripts/questdb.mjs';
+import { composeClient } from '../../scripts/lib/compose-client.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../../scripts/lib/questdb.mjs';
 import { tempDir } from '../support/temp-dir.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const composeFile = join(root, 'compose.yaml');
 const envExample = join(root, '.env.example');
+
+/** The parts of `docker compose config --format json` these tests read. */
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile: string };
+  restart?: string;
+  healthcheck?: { test?: string[] };
+  depends_on: Record<string, { condition: string }>;
+  ports: { host_ip?: string; published: string; target: number }[];
+  volumes: unknown[];
+  environment: Record<string, string>;
+}
+interface ComposeConfig {
+  services: { gateway: ComposeService; grafana: ComposeService; questdb: ComposeService };
+  volumes: Record<string, unknown>;
+}
 
 /** NAME=value lines of an env file. */
 function readEnvFile(path: string): Map<string, string> {
@@ -27,7 +43,7 @@ function readEnvFile(path: string): Map<string, string> {
 
 describe('compose stack', () => {
   let compose: string[];
-  const config = (envFile: string): any => {
+  const config = (envFile: string): ComposeConfig => {
     const [file, ...args] = compose;
     const output = execFileSync(file!, [...args, '--project-directory', root, '-f', composeFile, '--env-file', envFile, 'config', '--format', 'json'], {
       encoding: 'utf8',
@@ -48,18 +64,18 @@ describe('compose stack', () => {
     expect(stack.services.questdb.image).toBe(`questdb/questdb:${QUESTDB_VERSION}`);
     expect(stack.services.grafana.image).toMatch(/^grafana\/grafana:\d+\.\d+\.\d+$/);
     expect(stack.services.gateway.build).toMatchObject({ context: root, dockerfile: 'Dockerfile' });
-    for (const [name, service] of Object.entries<any>(stack.services)) {
+    for (const [name, service] of Object.entries(stack.services)) {
       expect(service.restart, name).toBe('unless-stopped');
       expect(service.healthcheck?.test?.length, name).toBeGreaterThan(1);
     }
-    expect(stack.services.grafana.depends_on.questdb.condition).toBe('service_healthy');
-    expect(stack.services.gateway.depends_on.questdb.condition).toBe('service_started');
+    expect(stack.services.grafana.depends_on.questdb?.condition).toBe('service_healthy');
+    expect(stack.services.gateway.depends_on.questdb?.condition).toBe('service_started');
     expect(Object.keys(stack.volumes).sort()).toEqual(['gateway-data', 'grafana-data', 'questdb-data']);
   });
 
   it('publishes the API on 8000 (HTTP and TLS) and 8443 (HTTPS), Grafana on 3000, QuestDB on localhost only', () => {
     const { services } = config(envExample);
-    const published = (service: any) => service.ports.map((p: any) => [p.host_ip ?? '', String(p.published), p.target]);
+    const published = (service: ComposeService) => service.ports.map((p) => [p.host_ip ?? '', String(p.published), p.target]);
     expect(published(services.gateway)).toEqual([['', '8000', 8000], ['', '8443', 8443]]);
     expect(published(services.grafana)).toEqual([['', '3000', 3000]]);
     expect(published(services.questdb)).toEqual([['127.0.0.1', '9000', 9000], ['127.0.0.1', '8812', 8812]]);
@@ -93,7 +109,7 @@ describe('compose stack', () => {
     writeFileSync(site, `GATEWAY_ENV=production\nRETENTION_DAYS=90\nGATEWAY_PORT=18000\n${Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n')}\n`);
     const { services } = config(site);
     expect(services.gateway.environment).toMatchObject({ GATEWAY_ENV: 'production', RETENTION_DAYS: '90', ...secrets });
-    expect(services.gateway.ports[0].published).toBe('18000');
+    expect(services.gateway.ports[0]?.published).toBe('18000');
     expect(services.questdb.environment).toMatchObject({
       QDB_HTTP_PASSWORD: secrets.QUESTDB_PASSWORD,
       QDB_PG_PASSWORD: secrets.QUESTDB_PASSWORD,

@@ -17,24 +17,61 @@ import {
   intervalFor,
   intervalText,
   loadDashboard,
-} from '../support/grafana-expand.mjs';
+} from '../../scripts/lib/grafana-expand.mjs';
 
 // QuestDB sends timestamps without a zone, in UTC; pg would read them in the machine's zone.
 pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
 
 const root = join(import.meta.dirname, '..', '..');
 const provisioning = join(root, 'grafana', 'provisioning');
-const readYaml = (path: string): any => parse(readFileSync(path, 'utf8'));
+const readYaml = (path: string): unknown => parse(readFileSync(path, 'utf8'));
+
+/** The parts of the provisioning files and the dashboard JSON these tests read. */
+interface DataSourceRef {
+  uid: string;
+  type: string;
+}
+interface DataSourcesFile {
+  apiVersion: number;
+  datasources: (DataSourceRef & { password?: string })[];
+}
+interface ProvidersFile {
+  apiVersion: number;
+  providers: { options: { path: string } }[];
+}
+interface Target {
+  datasource: DataSourceRef;
+  refId: string;
+  format: string;
+  rawSql: string;
+}
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  gridPos: { x: number; w: number; h: number };
+  datasource: DataSourceRef;
+  targets: Target[];
+  repeat?: string;
+  options: { layers: { filterData: { options: string }; location: unknown }[] };
+}
+interface Dashboard {
+  title: string;
+  uid: string;
+  id?: number | null;
+  panels: Panel[];
+  templating: { list: { name: string; datasource: DataSourceRef }[] };
+}
 
 /** Grafana's provisioning replaces $NAME and ${NAME} with the environment's values. */
 const withEnv = (text: string, env: Record<string, string>): string =>
   text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, braced, plain) => env[braced ?? plain] ?? whole);
 
 describe('Grafana provisioning files', () => {
-  const datasources = readYaml(join(provisioning, 'datasources', 'questdb.yaml'));
-  const providers = readYaml(join(provisioning, 'dashboards', 'harbor.yaml'));
-  const dashboard = loadDashboard();
-  const datasourceUids = new Set<string>(datasources.datasources.map((d: any) => d.uid));
+  const datasources = readYaml(join(provisioning, 'datasources', 'questdb.yaml')) as DataSourcesFile;
+  const providers = readYaml(join(provisioning, 'dashboards', 'harbor.yaml')) as ProvidersFile;
+  const dashboard: Dashboard = loadDashboard();
+  const datasourceUids = new Set<string>(datasources.datasources.map((d) => d.uid));
 
   it('provisions QuestDB through the built-in PostgreSQL data source, read-only, password from the environment', () => {
     expect(datasources.apiVersion).toBe(1);
@@ -45,20 +82,22 @@ describe('Grafana provisioning files', () => {
       uid: 'questdb',
       type: 'grafana-postgresql-datasource',
       access: 'proxy',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${NAME} syntax, not a template literal
       url: '${QUESTDB_PG_ADDRESS}',
       user: 'grafana',
       isDefault: true,
       jsonData: { database: 'qdb', sslmode: 'disable', timescaledb: false },
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${NAME} syntax, not a template literal
       secureJsonData: { password: '${QUESTDB_PASSWORD}' },
     });
-    expect(questdb.password).toBeUndefined();
+    expect(questdb!.password).toBeUndefined();
   });
 
   it('loads the dashboard folder from the provisioning directory', () => {
     expect(providers.apiVersion).toBe(1);
     const [provider] = providers.providers;
     expect(provider).toMatchObject({ type: 'file', orgId: 1, disableDeletion: true, allowUiUpdates: false });
-    const path = withEnv(provider.options.path, { GF_PATHS_PROVISIONING: provisioning });
+    const path = withEnv(provider!.options.path, { GF_PATHS_PROVISIONING: provisioning });
     expect(existsSync(join(path, 'comprehensive-telemetry.json'))).toBe(true);
     expect(join(path, 'comprehensive-telemetry.json')).toBe(DASHBOARD_PATH);
   });
@@ -68,7 +107,7 @@ describe('Grafana provisioning files', () => {
     expect(dashboard.uid).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
     expect(dashboard.id ?? null).toBeNull();
     const variables = dashboard.templating.list;
-    expect(variables.map((v: any) => v.name)).toEqual(['ship', 'cargo']);
+    expect(variables.map((v) => v.name)).toEqual(['ship', 'cargo']);
     for (const v of variables) {
       // All is '' rather than the list of options, which is empty on an empty gateway (`IN ()` is an error);
       // refresh 2: re-run on every time range change and auto-refresh, so new ships appear on a wall screen.
@@ -79,10 +118,10 @@ describe('Grafana provisioning files', () => {
   });
 
   it('has panels with unique ids inside the 24-column grid, each bound to a provisioned data source', () => {
-    const panels = dashboard.panels as any[];
+    const { panels } = dashboard;
     const ids = panels.map((p) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
-    const variableNames = new Set(dashboard.templating.list.map((v: any) => v.name));
+    const variableNames = new Set(dashboard.templating.list.map((v) => v.name));
     for (const panel of panels) {
       expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
       expect(panel.gridPos.h).toBeGreaterThan(0);
@@ -111,8 +150,8 @@ describe('Grafana provisioning files', () => {
   });
 
   it('draws the Geomap layers from latitude and longitude fields of queries that exist', () => {
-    const geomap = (dashboard.panels as any[]).find((p) => p.type === 'geomap');
-    const refIds = new Set(geomap.targets.map((t: any) => t.refId));
+    const geomap = dashboard.panels.find((p) => p.type === 'geomap')!;
+    const refIds = new Set(geomap.targets.map((t) => t.refId));
     expect(geomap.options.layers.length).toBeGreaterThanOrEqual(2);
     for (const layer of geomap.options.layers) {
       expect(refIds.has(layer.filterData.options)).toBe(true);
@@ -135,9 +174,11 @@ describe('the Grafana macro expander of these tests', () => {
 
   it('expands the time macros and both interval forms', () => {
     const variables = { ship: { model: { multi: true }, value: ['s1', 's2'] } };
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${NAME} syntax, not a template literal
     expect(expandSql('WHERE $__timeFilter(time) AND ship_id IN ($ship) AND x = ${ship}', { range, variables })).toBe(
       "WHERE time BETWEEN '2026-11-21T10:00:00Z' AND '2026-11-21T16:00:00.25Z' AND ship_id IN ('s1','s2') AND x = 's1','s2'",
     );
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${NAME} syntax, not a template literal
     expect(expandSql('$__timeFrom() $__timeTo() ${__interval_ms}T $__interval $1', { range })).toBe(
       "'2026-11-21T10:00:00Z' '2026-11-21T16:00:00.25Z' 20000T 20s $1",
     );

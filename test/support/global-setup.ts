@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import type { TestProject } from 'vitest/node';
-import { startQuestDb, type QuestDbServer } from '../../scripts/questdb.mjs';
+import { startQuestDb, type QuestDbServer } from '../../scripts/lib/questdb.mjs';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { parse } from 'yaml';
-import { expandSql } from './grafana-expand.mjs';
+import { expandSql } from '../../scripts/lib/grafana-expand.mjs';
 
 export const ALERTING_DIR = join(import.meta.dirname, '..', '..', 'grafana', 'provisioning', 'alerting');
 

@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { startGatewayProcess, type GatewayProcess } from '../../scripts/gateway-process.mjs';
+import { startGatewayProcess, type GatewayProcess } from '../../scripts/lib/gateway-process.mjs';
 
 export type { GatewayProcess };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CLOCK_TICKS, cpuSecondsFromStat } from '../../bench/lib/proc.mjs';
-import { batchTemplate, fillBatchBody, jsonBytesPerReading, readingTail } from '../../bench/lib/readings.mjs';
-import { median, percentile, queueBounded, slope, summarize } from '../../bench/lib/stats.mjs';
+import { CLOCK_TICKS, cpuSecondsFromStat } from '../../scripts/lib/proc.mjs';
+import { batchTemplate, fillBatchBody, jsonBytesPerReading, readingTail } from '../../scripts/lib/readings.mjs';
+import { median, percentile, queueBounded, slope, summarize } from '../../scripts/lib/stats.mjs';
 
 // The benchmark's own arithmetic: wrong medians or a wrong growth test would print wrong figures.
 describe('benchmark statistics', () => {

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { unitEnvironment, unitWords } from '../../appliance/firstboot/unit.mjs';
-import { startGatewayProcess } from '../../scripts/gateway-process.mjs';
-import { GATEWAY_NODE_OPTIONS } from '../../scripts/node-options.mjs';
+import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
+import { GATEWAY_NODE_OPTIONS } from '../../scripts/lib/node-options.mjs';
 
 const root = join(import.meta.dirname, '..', '..');
 

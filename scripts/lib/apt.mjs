@@ -1,6 +1,6 @@
 // Installs Debian packages that tests and tools need, when what they provide is missing. Several
 // test files may ask at once, so apt waits for dpkg's lock instead of failing on it.
-//   import { aptInstall } from './apt.mjs'; aptInstall(['libmbedtls-dev'], '/usr/include/mbedtls/ssl.h')
+//   import { aptInstall } from '../scripts/lib/apt.mjs'; aptInstall(['libmbedtls-dev'], '/usr/include/mbedtls/ssl.h')
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 

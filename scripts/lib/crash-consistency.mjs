@@ -5,11 +5,12 @@
 // The data directory is a plain temporary directory (a process crash), or a `storage` that also
 // loses what was not fsynced after each kill (a power cut, scripts/faults/power-cut.mjs).
 //
-// Used by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
+// Run by test/crash-consistency.test.ts (a few rounds) and by scripts/faults/run.mjs (many).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGatewayProcess } from '../gateway-process.mjs';
+import { startGatewayProcess } from './gateway-process.mjs';
+import { sql, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
 const BASE_NS = 1_780_000_000_000_000_000n;
@@ -48,13 +49,6 @@ function prng(seed) {
   };
 }
 
-/** @param {string} url @param {string} query */
-async function sql(url, query) {
-  const response = await fetch(`${url}/exec?query=${encodeURIComponent(query)}`);
-  if (!response.ok) throw new Error(`QuestDB ${response.status}: ${await response.text()}`);
-  return /** @type {{ dataset: unknown[][] }} */ (await response.json());
-}
-
 /** @param {CrashOptions} options @returns {Promise<CrashReport>} */
 export async function runCrashConsistency(options) {
   const { rounds, durability, questdbUrl, bundlePath, clients = 6, seed = Date.now(), storage = processCrashStorage(), log = () => undefined } = options;
@@ -70,7 +64,7 @@ export async function runCrashConsistency(options) {
   let sequence = 0n;
   let requests = 0;
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
-  /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('../gateway-process.mjs').GatewayProcess | undefined} */
+  /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('./gateway-process.mjs').GatewayProcess | undefined} */
   let final;
 
   try {
@@ -135,7 +129,7 @@ export async function runCrashConsistency(options) {
     }
     final.child.kill('SIGTERM');
     await final.exited;
-    await waitForWal(questdbUrl, table);
+    await waitForWalApplied(questdbUrl, table, 30_000);
 
     const rows = (await sql(questdbUrl, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
     const stored = new Map();
@@ -195,16 +189,4 @@ function isoOf(ns) {
   const seconds = ns / 1_000_000_000n;
   const fraction = String(ns % 1_000_000_000n).padStart(9, '0');
   return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
-}
-
-/** @param {string} url @param {string} table */
-async function waitForWal(url, table) {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const [row] = (await sql(url, `SELECT writerTxn, sequencerTxn FROM wal_tables() WHERE name = '${table}'`)).dataset;
-    if (row && row[0] === row[1]) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const state = (await sql(url, `SELECT * FROM wal_tables() WHERE name = '${table}'`)).dataset;
-  throw new Error(`WAL of ${table} not applied within 30 s: ${JSON.stringify(state)}`);
 }

@@ -2,11 +2,10 @@
 // it reaches QuestDB, so tests and the query benchmark run exactly what a browser would send:
 // dashboard variables first (in the browser), then the data source's macros (in Grafana's server).
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { projectRoot } from './paths.mjs';
 
-const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
-export const DASHBOARD_PATH = join(root, 'grafana', 'provisioning', 'dashboards', 'harbor', 'comprehensive-telemetry.json');
+export const DASHBOARD_PATH = join(projectRoot, 'grafana', 'provisioning', 'dashboards', 'harbor', 'comprehensive-telemetry.json');
 
 /**
  * @typedef {{ from: number, to: number }} TimeRange  epoch milliseconds
