@@ -104,18 +104,33 @@ export async function fillQueueWith({ bundle, dataDir }) {
       SHUTDOWN_TIMEOUT_MS: '500',
     },
   });
+  /** @type {number} */
+  let readings;
   try {
-    for (const batch of upgradeBatches()) {
-      const response = await fetch(`${gateway.url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': API_KEY }, body: JSON.stringify(batch) });
-      if (response.status !== 200) throw new Error(`the previous release answered ${response.status}: ${await response.text()}`);
-    }
-    const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': API_KEY } })).json());
-    return status.queue.readings;
-  } finally {
-    gateway.child.kill('SIGTERM');
-    const exit = await gateway.exited;
-    if (exit.code !== 0) throw new Error(`the previous release exited with ${exit.code ?? exit.signal}: ${gateway.stderr()}`);
+    readings = await pushUpgradeBatches(gateway.url);
+  } catch (error) {
+    // A release that exits badly explains the failed push better than the push does.
+    await stopGracefully(gateway);
+    throw error;
   }
+  await stopGracefully(gateway);
+  return readings;
+}
+
+/** Pushes `upgradeBatches()`, each to be answered 200; returns the readings /status counts as queued. */
+async function pushUpgradeBatches(/** @type {string} */ url) {
+  for (const batch of upgradeBatches()) {
+    const response = await fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': API_KEY }, body: JSON.stringify(batch) });
+    if (response.status !== 200) throw new Error(`the previous release answered ${response.status}: ${await response.text()}`);
+  }
+  const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${url}/status`, { headers: { 'x-api-key': API_KEY } })).json());
+  return status.queue.readings;
+}
+
+async function stopGracefully(/** @type {import('./lib/gateway-process.mjs').GatewayProcess} */ gateway) {
+  gateway.child.kill('SIGTERM');
+  const exit = await gateway.exited;
+  if (exit.code !== 0) throw new Error(`the previous release exited with ${exit.code ?? exit.signal}: ${gateway.stderr()}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === 'fixture') {

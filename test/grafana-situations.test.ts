@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHealthTable, createKeyHealthTable } from '../src/health/health-reporter.js';
-import { ALL, dashboardQueries, expandSql, loadDashboard, type VariableValue } from '../scripts/lib/grafana-expand.mjs';
+import { ALL, dashboardQueries, expandSql, loadDashboard, type DashboardVariable, type VariableValue } from '../scripts/lib/grafana-expand.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 
@@ -13,7 +13,7 @@ pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T'
 
 const dashboard = loadDashboard();
 const queries = dashboardQueries(dashboard);
-const model = (name: string) => dashboard.templating.list.find((v: any) => v.name === name);
+const model = (name: string) => dashboard.templating.list.find((v: DashboardVariable) => v.name === name);
 const find = (title: string, refId = 'A') => {
   const found = queries.find((q) => q.title === title && (q.kind === 'variable' || q.refId === refId));
   if (found === undefined) throw new Error(`no query ${title} ${refId}`);
@@ -134,7 +134,7 @@ describe('GPS from devices without a clock and from single posts', () => {
     expect((await single({ ship_id: 'late-ship', cargo_id: 'draught', value: 7.5 })).status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'late-ship'`, 1)).toBe(1);
     // refresh 2: Grafana re-runs the variable queries on every time range change, auto-refresh included.
-    expect(dashboard.templating.list.map((v: any) => v.refresh)).toEqual([2, 2]);
+    expect(dashboard.templating.list.map((v: DashboardVariable) => v.refresh)).toEqual([2, 2]);
     expect(await ships()).toContain('late-ship');
     const cargo = await run(find('cargo').rawSql, { table: gw.table, healthTable, ship: { model: model('ship'), value: ['late-ship'] } });
     expect(cargo.rows.map((r) => r.cargo_id)).toEqual(['draught']);

@@ -59,7 +59,7 @@ describe('start-grafana.sh', () => {
 
   it('drops the contact point at the next start once the setting is removed', () => {
     const first = start({ ALERT_WEBHOOK_URL: 'http://alerts.site.lan/hook' });
-    expect(parse(readFileSync(first.contactPoints, 'utf8')).contactPoints[0].receivers.map((r: any) => r.type)).toEqual(['webhook']);
+    expect(parse(readFileSync(first.contactPoints, 'utf8')).contactPoints[0].receivers.map((r: { type: string }) => r.type)).toEqual(['webhook']);
     const again = spawnSync('/bin/sh', [script, 'true'], { env: { PATH: process.env.PATH ?? '/bin', HARBOR_PROVISIONING: shipped, GF_PATHS_PROVISIONING: first.target } });
     expect(again.status).toBe(0);
     expect(existsSync(first.contactPoints)).toBe(false);
@@ -86,7 +86,9 @@ describe('start-grafana.sh', () => {
     expect(grafana.environment).toMatchObject({
       HARBOR_PROVISIONING: '/etc/grafana/provisioning',
       GF_PATHS_PROVISIONING: '/var/lib/grafana/provisioning',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Compose's own ${NAME:-} syntax, not a template literal
       ALERT_EMAIL: '${ALERT_EMAIL:-}',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Compose's own ${NAME:-} syntax, not a template literal
       ALERT_WEBHOOK_URL: '${ALERT_WEBHOOK_URL:-}',
     });
   });

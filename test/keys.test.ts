@@ -15,7 +15,9 @@ const tempDir = (): string => {
   dirs.push(dir);
   return dir;
 };
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** The keys command of the built bundle, as an operator runs it. */
 const keys = (file: string, ...args: string[]) =>

@@ -10,6 +10,7 @@ export const DASHBOARD_PATH = join(projectRoot, 'grafana', 'provisioning', 'dash
 /**
  * @typedef {{ from: number, to: number }} TimeRange  epoch milliseconds
  * @typedef {{ multi?: boolean, includeAll?: boolean, allValue?: string | null }} VariableModel
+ * @typedef {VariableModel & { name: string, type: string, refresh?: number }} DashboardVariable  one of the dashboard's templating.list
  * @typedef {{ model: VariableModel, value: string | string[], options?: string[] }} VariableValue
  *   value `$__all` is the All choice; `options` are the values the variable's query returned
  * @typedef {object} ExpandOptions

@@ -79,7 +79,7 @@ export function flatness(samples) {
   });
 }
 
-const escape = (/** @type {string} */ s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+const escapeXml = (/** @type {string} */ s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 /**
  * A line chart of one figure over the run; the spans where QuestDB was down are shaded.
@@ -116,7 +116,7 @@ export function toSvg(samples, outages, { key, title, unit }) {
 ${down.join('\n')}
 ${ticksY.join('\n')}
 ${ticksX.join('\n')}
-<text x="${left}" y="18" font-size="13">${escape(title)}${unit ? ` (${escape(unit)})` : ''}</text>
+<text x="${left}" y="18" font-size="13">${escapeXml(title)}${unit ? ` (${escapeXml(unit)})` : ''}</text>
 <text x="${width - right}" y="18" text-anchor="end" fill="#a04040">shaded: QuestDB down</text>
 <text x="${(left + width - right) / 2}" y="${height - 6}" text-anchor="middle">minutes</text>
 <path d="${line}" fill="none" stroke="#2060a0" stroke-width="1.5"/>

@@ -1,6 +1,6 @@
 import { SETTINGS } from '../config/settings.js';
 import { defaultKeysFile } from '../config/config.js';
-import { DEFAULT_KEY_NAME, KEY_NAME_PATTERN, SHIP_PREFIX_PATTERN, readKeyFile, writeKeyFile } from '../keys/key-file.js';
+import { DEFAULT_KEY_NAME, KEY_NAME_PATTERN, SHIP_PREFIX_PATTERN, readKeyFile, writeKeyFile, type ParsedKeyFile } from '../keys/key-file.js';
 import { generateKey, hashKey } from '../keys/key-hash.js';
 
 export const KEYS_USAGE = `harbor-gateway keys <command> [options]
@@ -35,7 +35,7 @@ export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output):
     io.out(KEYS_USAGE);
     return command === 'help' ? 0 : 64;
   }
-  let file;
+  let file: ParsedKeyFile;
   try {
     file = readKeyFile(path);
   } catch (error) {

@@ -48,7 +48,7 @@ export function parseKeyFile(text: string): ParsedKeyFile {
 }
 
 export function formatKeyFile(entries: readonly KeyEntry[]): string {
-  return HEADER + entries.map((e) => [e.name, e.hash, ...(e.shipPrefix === undefined ? [] : [e.shipPrefix])].join(' ') + '\n').join('');
+  return HEADER + entries.map((e) => `${e.name} ${e.hash}${e.shipPrefix === undefined ? '' : ` ${e.shipPrefix}`}\n`).join('');
 }
 
 /** The file's entries; a missing file is an empty one. */

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { KeyCounterTable } from './key-counters.js';
-import { DEFAULT_KEY_NAME, readKeyFile, type KeyEntry } from './key-file.js';
+import { DEFAULT_KEY_NAME, readKeyFile, type KeyEntry, type ParsedKeyFile } from './key-file.js';
 import { keyDigest, keyMatches } from './key-hash.js';
 
 /** Who a request authenticated as. */
@@ -57,7 +57,7 @@ export class KeyStore {
 
   /** Re-reads the key file; keeps the previous keys when it cannot be read at all. */
   reload(): void {
-    let parsed;
+    let parsed: ParsedKeyFile;
     try {
       parsed = readKeyFile(this.options.path);
     } catch (error) {

@@ -1,4 +1,4 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -62,7 +62,7 @@ function readPair(certPath: string, keyPath: string, source: CertificateSource):
   } catch {
     throw new CertificateError(`${certPath} holds no PEM certificate`);
   }
-  let privateKey;
+  let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(key);
   } catch {

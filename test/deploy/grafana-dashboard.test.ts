@@ -17,6 +17,7 @@ import {
   intervalFor,
   intervalText,
   loadDashboard,
+  type DashboardVariable,
 } from '../../scripts/lib/grafana-expand.mjs';
 
 // QuestDB sends timestamps without a zone, in UTC; pg would read them in the machine's zone.
@@ -270,7 +271,7 @@ describe('dashboard queries on QuestDB', () => {
   const allShips = ['ship-a', 'ship-b', 'ship-c', 'ship-d', "o'brien"];
   const allCargo = [...new Set(readings.map((r) => r.cargo_id))].sort();
 
-  const model = (name: string) => loadDashboard().templating.list.find((v: any) => v.name === name);
+  const model = (name: string) => loadDashboard().templating.list.find((v: DashboardVariable) => v.name === name);
   const run = async (rawSql: string, options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {}) => {
     const text = expandSql(rawSql.replace(/\bcargo_data\b/g, gw.table).replace(/\bgateway_health\b/g, healthTable).replace(/\bgateway_key_health\b/g, keyHealthTable), {
       range: options.range ?? range,

@@ -46,7 +46,8 @@ async function start(): Promise<Started> {
  * it at the end was left by this run, whatever other runs on the machine do meanwhile.
  */
 export async function setup(project: TestProject): Promise<void> {
-  const shared = (slots[SLOT] ??= { started: start(), users: 0 });
+  const shared = slots[SLOT] ?? { started: start(), users: 0 };
+  slots[SLOT] = shared;
   shared.users += 1;
   const { questdb, bundlePath } = await shared.started;
   project.provide('questdbUrl', questdb.httpUrl);
