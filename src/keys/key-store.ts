@@ -61,10 +61,14 @@ export class KeyStore {
     try {
       parsed = readKeyFile(this.options.path);
     } catch (error) {
-      this.options.logger.error({ event: 'keys_unreadable', path: this.options.path, code: (error as NodeJS.ErrnoException).code }, 'key file cannot be read; keeping the keys loaded before');
+      this.options.logger.error(
+        { event: 'keys_unreadable', path: this.options.path, code: (error as NodeJS.ErrnoException).code },
+        'key file cannot be read; keeping the keys loaded before',
+      );
       return;
     }
-    for (const problem of parsed.problems) this.options.logger.warn({ event: 'keys_line_skipped', path: this.options.path, problem }, 'key file line skipped');
+    for (const problem of parsed.problems)
+      this.options.logger.warn({ event: 'keys_line_skipped', path: this.options.path, problem }, 'key file line skipped');
     this.#entries = parsed.entries;
     this.#matched = new Map();
     this.#fileVersion = this.#version();
@@ -95,4 +99,5 @@ export class KeyStore {
   }
 }
 
-const principal = (entry: KeyEntry): Principal => (entry.shipPrefix === undefined ? { name: entry.name } : { name: entry.name, shipPrefix: entry.shipPrefix });
+const principal = (entry: KeyEntry): Principal =>
+  entry.shipPrefix === undefined ? { name: entry.name } : { name: entry.name, shipPrefix: entry.shipPrefix };

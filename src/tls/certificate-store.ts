@@ -68,7 +68,8 @@ function readPair(certPath: string, keyPath: string, source: CertificateSource):
   } catch {
     throw new CertificateError(`${keyPath} holds no PEM private key (or it is encrypted)`);
   }
-  if (!x509.checkPrivateKey(privateKey)) throw new CertificateError(`the key in ${keyPath} does not belong to the certificate in ${certPath}`);
+  if (!x509.checkPrivateKey(privateKey))
+    throw new CertificateError(`the key in ${keyPath} does not belong to the certificate in ${certPath}`);
   return {
     cert,
     key,

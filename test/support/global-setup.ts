@@ -68,6 +68,8 @@ export async function teardown(): Promise<void> {
   if (left.length > 0) {
     // vitest reports an error thrown here but still exits 0; the exit code is what CI reads.
     process.exitCode = 1;
-    throw new Error(`tests left ${left.length} entries in the temporary directory (each test must remove what it makes): ${left.sort().join(', ')}`);
+    throw new Error(
+      `tests left ${left.length} entries in the temporary directory (each test must remove what it makes): ${left.sort().join(', ')}`,
+    );
   }
 }
