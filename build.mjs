@@ -20,6 +20,8 @@ await build({
   legalComments: 'linked',
   define: { __GATEWAY_VERSION__: JSON.stringify(pkg.version) },
   // Bundled CommonJS dependencies call require(); give the ESM bundle one.
-  banner: { js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
+  banner: {
+    js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
+  },
   logLevel: 'warning',
 });

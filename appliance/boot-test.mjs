@@ -14,7 +14,18 @@
 // wait in the queue and the boots stay within minutes under emulation.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { freePort } from '../scripts/lib/ports.mjs';
@@ -44,7 +55,9 @@ try {
   if (!boot || !root || !variable) throw new Error(`${image} does not have the appliance's three partitions`);
   const fat = `${disk}@@${boot.start * 512}`;
 
-  const names = output('mdir', ['-b', '-i', fat, '::/']).split('\n').map((line) => line.replace('::/', ''));
+  const names = output('mdir', ['-b', '-i', fat, '::/'])
+    .split('\n')
+    .map((line) => line.replace('::/', ''));
   const kernel = names.find((name) => name.startsWith('vmlinuz-'));
   const initrd = names.find((name) => name.startsWith('initrd.img-'));
   if (!kernel || !initrd) throw new Error('no Debian kernel on the boot partition: boot-test needs an image built with --kernel debian');
@@ -83,12 +96,20 @@ try {
     expect(status.queue.maxBytes > 512 * 1024 * 1024, `queue bound ${status.queue.maxBytes} does not reflect the grown /var`);
     const serial = readFileSync(first.serial, 'utf8');
     expect(serial.includes('Harbor Gateway "Boot test" on gw-boot-test'), 'the console does not show the site and hostname');
-    expect(serial.includes('GRAFANA_ADMIN_PASSWORD=') && !serial.includes(apiKey), 'the console must show the generated secrets and only those');
+    expect(
+      serial.includes('GRAFANA_ADMIN_PASSWORD=') && !serial.includes(apiKey),
+      'the console must show the generated secrets and only those',
+    );
     // systemd marks unit names with colour codes on the console, and stops writing status there
     // once the login prompt has it: "Started" may never show when the gateway is ready after the
     // prompt, so the answers above stand for it and the console shows who started it.
-    expect(/Starting harbor-gateway\.service/.test(stripVTControlCharacters(serial)), 'the console does not show systemd starting harbor-gateway.service');
-    say(`boot 1: first boot applied, gateway up after ${first.seconds} s, 2 readings queued, queue bound ${(status.queue.maxBytes / 2 ** 20).toFixed(0)} MiB`);
+    expect(
+      /Starting harbor-gateway\.service/.test(stripVTControlCharacters(serial)),
+      'the console does not show systemd starting harbor-gateway.service',
+    );
+    say(
+      `boot 1: first boot applied, gateway up after ${first.seconds} s, 2 readings queued, queue bound ${(status.queue.maxBytes / 2 ** 20).toFixed(0)} MiB`,
+    );
   } finally {
     first.cut();
   }
@@ -96,13 +117,21 @@ try {
   const bootFiles = output('mdir', ['-b', '-i', fat, '::/']);
   expect(!bootFiles.includes('harbor.conf'), 'harbor.conf is still on the boot partition');
   expect(bootFiles.includes('harbor-credentials.txt') && bootFiles.includes('harbor-applied.txt'), 'credentials or applied file missing');
-  const grown = /** @type {{ partitiontable: { partitions: { start: number, size: number }[] } }} */ (JSON.parse(output('sfdisk', ['--json', disk])));
+  const grown = /** @type {{ partitiontable: { partitions: { start: number, size: number }[] } }} */ (
+    JSON.parse(output('sfdisk', ['--json', disk]))
+  );
   const varAfter = grown.partitiontable.partitions[2];
-  expect(varAfter !== undefined && (varAfter.start + varAfter.size) * 512 > statSync(disk).size - 2 ** 20, '/var was not grown to the end of the card');
+  expect(
+    varAfter !== undefined && (varAfter.start + varAfter.size) * 512 > statSync(disk).size - 2 ** 20,
+    '/var was not grown to the end of the card',
+  );
   say('power cut; /var fills the card, harbor.conf replaced by harbor-applied.txt and harbor-credentials.txt');
   expect(readPartitionFile(disk, root, `/${credentialFile('api_key')}`) === apiKey, `the API key is not in /${credentialFile('api_key')}`);
   const gatewayEnv = parseEnvText(readPartitionFile(disk, root, `/${GATEWAY_ENV}`));
-  expect(gatewayEnv['GATEWAY_NAME'] === 'Boot test' && Number(gatewayEnv['QUEUE_MAX_BYTES']) > 512 * 2 ** 20, `/${GATEWAY_ENV} holds ${JSON.stringify(gatewayEnv)}`);
+  expect(
+    gatewayEnv['GATEWAY_NAME'] === 'Boot test' && Number(gatewayEnv['QUEUE_MAX_BYTES']) > 512 * 2 ** 20,
+    `/${GATEWAY_ENV} holds ${JSON.stringify(gatewayEnv)}`,
+  );
   say(`the card holds the API key in /${credentialFile('api_key')} and gateway.env from harbor.conf`);
 
   const second = await bootMachine(disk, join(work, 'serial-2.log'));
@@ -127,9 +156,14 @@ try {
 
 function newestImage() {
   const dir = join(repoRoot, 'dist/appliance');
-  const images = existsSync(dir) ? readdirSync(dir).filter((name) => /-debian-arm64.*\.img$/.test(name)).map((name) => join(dir, name)) : [];
+  const images = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((name) => /-debian-arm64.*\.img$/.test(name))
+        .map((name) => join(dir, name))
+    : [];
   images.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  if (images[0] === undefined) throw new Error('no dist/appliance/*-debian-arm64*.img: run npm run appliance:build -- --kernel debian --no-compress first');
+  if (images[0] === undefined)
+    throw new Error('no dist/appliance/*-debian-arm64*.img: run npm run appliance:build -- --kernel debian --no-compress first');
   return images[0];
 }
 
@@ -165,12 +199,33 @@ async function bootMachine(/** @type {string} */ disk, /** @type {string} */ ser
   const machine = spawn(
     'qemu-system-aarch64',
     [
-      '-M', 'virt', '-cpu', 'cortex-a72', '-smp', '2', '-m', '2048', '-nographic', '-monitor', 'none',
-      '-kernel', join(work, 'vmlinuz'), '-initrd', join(work, 'initrd'),
-      '-append', 'root=LABEL=harbor-root rw console=ttyAMA0 net.ifnames=0 fsck.repair=yes rootwait',
-      '-drive', `file=${disk},format=raw,if=none,id=disk`, '-device', 'virtio-blk-device,drive=disk',
-      '-netdev', `user,id=net,hostfwd=tcp:127.0.0.1:${port}-:8000`, '-device', 'virtio-net-device,netdev=net',
-      '-serial', `file:${serial}`,
+      '-M',
+      'virt',
+      '-cpu',
+      'cortex-a72',
+      '-smp',
+      '2',
+      '-m',
+      '2048',
+      '-nographic',
+      '-monitor',
+      'none',
+      '-kernel',
+      join(work, 'vmlinuz'),
+      '-initrd',
+      join(work, 'initrd'),
+      '-append',
+      'root=LABEL=harbor-root rw console=ttyAMA0 net.ifnames=0 fsck.repair=yes rootwait',
+      '-drive',
+      `file=${disk},format=raw,if=none,id=disk`,
+      '-device',
+      'virtio-blk-device,drive=disk',
+      '-netdev',
+      `user,id=net,hostfwd=tcp:127.0.0.1:${port}-:8000`,
+      '-device',
+      'virtio-net-device,netdev=net',
+      '-serial',
+      `file:${serial}`,
     ],
     { stdio: ['ignore', log, log] },
   );
@@ -179,7 +234,8 @@ async function bootMachine(/** @type {string} */ disk, /** @type {string} */ ser
   const url = `http://127.0.0.1:${port}`;
   const started = Date.now();
   for (;;) {
-    if (machine.exitCode !== null || machine.signalCode !== null) throw new Error(`qemu exited: ${readFileSync(join(work, 'qemu.log'), 'utf8').slice(-2000)}`);
+    if (machine.exitCode !== null || machine.signalCode !== null)
+      throw new Error(`qemu exited: ${readFileSync(join(work, 'qemu.log'), 'utf8').slice(-2000)}`);
     try {
       if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) })).ok) break;
     } catch {

@@ -31,7 +31,10 @@ const GRAFANA_VERSION = process.env['GRAFANA_VERSION'] ?? '13.2.3';
 const GRAFANA_SOURCE = 'deb https://apt.grafana.com stable main';
 const GRAFANA_KEY = { url: 'https://apt.grafana.com/gpg-full.key', fingerprint: 'B53AE77BADB630A683046005963FA27710458545' };
 const RASPBERRYPI_SOURCE = `deb http://archive.raspberrypi.com/debian ${SUITE} main`;
-const RASPBERRYPI_KEY = { url: 'https://archive.raspberrypi.com/debian/raspberrypi.gpg.key', fingerprint: 'CF8A1AF502A2AA2D763BAE7E82B129927FA3303E' };
+const RASPBERRYPI_KEY = {
+  url: 'https://archive.raspberrypi.com/debian/raspberrypi.gpg.key',
+  fingerprint: 'CF8A1AF502A2AA2D763BAE7E82B129927FA3303E',
+};
 
 const BASE_PACKAGES = [
   'systemd-sysv',
@@ -110,7 +113,10 @@ try {
   // appliance/rootfs holds what only the appliance has; the units and their files come from systemd/.
   const overlay = join(work, 'overlay');
   const grafanaDropIns = join(repoRoot, 'appliance/rootfs', UNIT_DIR, 'harbor-grafana.service.d');
-  cpSync(join(repoRoot, 'appliance/rootfs'), overlay, { recursive: true, filter: (path) => withGrafana || !path.startsWith(grafanaDropIns) });
+  cpSync(join(repoRoot, 'appliance/rootfs'), overlay, {
+    recursive: true,
+    filter: (path) => withGrafana || !path.startsWith(grafanaDropIns),
+  });
   const sysroot = unpackSysroot(join(work, 'sysroot'), { refresh: args.includes('--refresh') });
   stageGateway({ sysroot, destination: join(overlay, GATEWAY_HOME) });
   installSystemdFiles(overlay, { withGrafana });
@@ -126,7 +132,10 @@ try {
   if (kernel === 'raspberrypi') {
     // Raspberry Pi's firmware reads these; Debian's raspi-firmware writes its own from /etc/default.
     writeFileSync(join(overlay, 'boot/firmware/config.txt'), 'arm_64bit=1\nauto_initramfs=1\nenable_uart=1\ndisable_overscan=1\n');
-    writeFileSync(join(overlay, 'boot/firmware/cmdline.txt'), 'console=serial0,115200 console=tty1 root=LABEL=harbor-root rootfstype=ext4 fsck.repair=yes rootwait\n');
+    writeFileSync(
+      join(overlay, 'boot/firmware/cmdline.txt'),
+      'console=serial0,115200 console=tty1 root=LABEL=harbor-root rootfstype=ext4 fsck.repair=yes rootwait\n',
+    );
   }
   writeFileSync(
     join(overlay, 'etc/harbor-appliance-release'),
@@ -190,7 +199,8 @@ try {
 
   smokeTest(rootfs);
   checkUnitPaths(rootfs, enabled);
-  const isEnabled = (/** @type {string} */ unit) => spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
+  const isEnabled = (/** @type {string} */ unit) =>
+    spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
   for (const unit of enabled) {
     // A unit without an [Install] section is accepted by `systemctl enable` but would never start.
     const state = isEnabled(unit);
@@ -211,7 +221,9 @@ try {
   say(`image written: ${artefact} (${(statSync(artefact).size / MIB).toFixed(0)} MiB)`);
 } finally {
   // A failed bootstrap can leave /proc, /sys or /dev mounted in the root; never delete through them.
-  const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((line) => line.split(' ')[1] ?? '');
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[1] ?? '');
   for (const mount of mounts.filter((path) => path.startsWith(`${work}/`)).reverse()) run('umount', ['--lazy', mount]);
   rmSync(work, { recursive: true, force: true });
 }
@@ -228,7 +240,9 @@ function pinnedKey(key, destination) {
     .filter((line) => line.startsWith('fpr:'))
     .map((line) => line.split(':')[9]);
   if (!fingerprints.includes(key.fingerprint)) {
-    throw new Error(`${key.url} does not hold key ${key.fingerprint} (found ${fingerprints.join(', ')}); check the archive's announcement before changing the pin`);
+    throw new Error(
+      `${key.url} does not hold key ${key.fingerprint} (found ${fingerprints.join(', ')}); check the archive's announcement before changing the pin`,
+    );
   }
 }
 
@@ -236,7 +250,9 @@ function pinnedKey(key, destination) {
 function smokeTest(/** @type {string} */ rootfs) {
   const inRoot = (/** @type {string[]} */ command) => output('chroot', [rootfs, ...command]);
   inRoot(['/usr/bin/node', '-e', `new (require('/${GATEWAY_HOME}/node_modules/better-sqlite3'))(':memory:').close()`]);
-  say(`gateway ${inRoot(['/usr/bin/node', `/${GATEWAY_HOME}/dist/gateway.mjs`, 'version'])} on Node ${inRoot(['/usr/bin/node', '--version'])}`);
+  say(
+    `gateway ${inRoot(['/usr/bin/node', `/${GATEWAY_HOME}/dist/gateway.mjs`, 'version'])} on Node ${inRoot(['/usr/bin/node', '--version'])}`,
+  );
   const java = spawnSync('chroot', [rootfs, '/usr/bin/java', '-version'], { encoding: 'utf8' });
   if (java.status !== 0) throw new Error(`java does not start in the image: ${java.stderr}`);
   say(java.stderr.split('\n')[0] ?? 'java runs');
@@ -271,7 +287,8 @@ function checkUnitPaths(rootfs, enabled) {
           if (key === 'EnvironmentFile' && value.startsWith('-')) continue;
           for (const token of value.split(/[\s'"=:;<>|]+/)) {
             const path = token.replace(/^[-@+!]+/, '');
-            if (/^\/(opt|usr|etc|bin|sbin|lib)\//.test(path) && !existsInImage(path)) missing.push(`${path} (${key}= of ${basename(file)})`);
+            if (/^\/(opt|usr|etc|bin|sbin|lib)\//.test(path) && !existsInImage(path))
+              missing.push(`${path} (${key}= of ${basename(file)})`);
           }
         }
       }
@@ -313,7 +330,26 @@ function assemble(rootfs, image) {
   const ext4 = (/** @type {string} */ label, /** @type {string} */ tree, /** @type {number} */ mib) => {
     const file = join(parts, `${label}.ext4`);
     // 4 KiB blocks although the file system starts small: /var grows to the whole card.
-    run('mkfs.ext4', ['-q', '-F', '-b', '4096', '-L', label, '-U', uuid(label), '-E', `hash_seed=${uuid(`${label}-hash`)},root_owner=0:0`, '-d', tree, file, `${mib}M`], { env: fakeTime });
+    run(
+      'mkfs.ext4',
+      [
+        '-q',
+        '-F',
+        '-b',
+        '4096',
+        '-L',
+        label,
+        '-U',
+        uuid(label),
+        '-E',
+        `hash_seed=${uuid(`${label}-hash`)},root_owner=0:0`,
+        '-d',
+        tree,
+        file,
+        `${mib}M`,
+      ],
+      { env: fakeTime },
+    );
     return file;
   };
   const rootImage = ext4('harbor-root', rootfs, rootMiB);
@@ -322,7 +358,8 @@ function assemble(rootfs, image) {
   const bootImage = join(parts, 'boot.vfat');
   run('mkfs.vfat', ['-F', '32', '-n', 'HARBOR-BOOT', '--invariant', '-C', bootImage, String(BOOT_MIB * 1024)], { quiet: true });
   const entries = readdirSync(bootTree).map((entry) => join(bootTree, entry));
-  if (!entries.some((entry) => /\.(dtb|img)$|^vmlinuz/.test(basename(entry)))) throw new Error('no kernel or device tree in /boot/firmware: the card would not boot');
+  if (!entries.some((entry) => /\.(dtb|img)$|^vmlinuz/.test(basename(entry))))
+    throw new Error('no kernel or device tree in /boot/firmware: the card would not boot');
   run('mcopy', ['-s', '-p', '-m', '-i', bootImage, ...entries, '::/'], { env: fakeTime });
 
   // 4 MiB before the first partition keeps every partition aligned to the card's erase blocks.
@@ -343,7 +380,11 @@ function assemble(rootfs, image) {
   ].join('\n');
   writeFileSync(join(parts, 'table.sfdisk'), table);
   run('sh', ['-c', `sfdisk --quiet ${image} < ${join(parts, 'table.sfdisk')}`]);
-  for (const [file, start] of /** @type {const} */ ([[bootImage, bootStart], [rootImage, rootStart], [varImage, varStart]])) {
+  for (const [file, start] of /** @type {const} */ ([
+    [bootImage, bootStart],
+    [rootImage, rootStart],
+    [varImage, varStart],
+  ])) {
     run('dd', [`if=${file}`, `of=${image}`, 'bs=1M', `seek=${start}`, 'conv=notrunc,sparse', 'status=none']);
   }
   return image;

@@ -13,7 +13,19 @@
 // Runs as root (chroot; apt-get for missing host tools). Flags: --refresh (fetch the arm64 packages
 // again), --keep (leave the work folder for a look).
 import { spawn } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  openSync,
+  closeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { freePort } from '../scripts/lib/ports.mjs';
@@ -35,13 +47,19 @@ const step = (/** @type {string} */ name) => {
 };
 
 requireRoot('chroot into the arm64 root');
-ensureHostPackages({ 'qemu-aarch64-static': 'qemu-user-static', 'update-binfmts': 'binfmt-support', mmdebstrap: 'mmdebstrap', ...CROSS_TOOLS });
+ensureHostPackages({
+  'qemu-aarch64-static': 'qemu-user-static',
+  'update-binfmts': 'binfmt-support',
+  mmdebstrap: 'mmdebstrap',
+  ...CROSS_TOOLS,
+});
 // First boot, itself under emulation, starts the arm64 gateway for its check.
 ensureBinfmt();
 
 mkdirSync(applianceCache(), { recursive: true });
 // A work folder kept by an earlier run (failed, or --keep) has had its look.
-for (const name of readdirSync(applianceCache())) if (name.startsWith('check-')) rmSync(join(applianceCache(), name), { recursive: true, force: true });
+for (const name of readdirSync(applianceCache()))
+  if (name.startsWith('check-')) rmSync(join(applianceCache(), name), { recursive: true, force: true });
 const work = mkdtempSync(join(applianceCache(), 'check-'));
 const root = join(work, 'root');
 let failed = true;
@@ -138,24 +156,34 @@ try {
       await (await fetch(`${url}/status`, { headers })).json()
     );
     expect(status.queue.readings === 3, `/status shows ${status.queue.readings} queued readings, expected 3`);
-    expect(status.queue.maxBytes === Number(env['QUEUE_MAX_BYTES']), `queue bound ${status.queue.maxBytes} is not first boot's ${env['QUEUE_MAX_BYTES']}`);
+    expect(
+      status.queue.maxBytes === Number(env['QUEUE_MAX_BYTES']),
+      `queue bound ${status.queue.maxBytes} is not first boot's ${env['QUEUE_MAX_BYTES']}`,
+    );
     step(`3 readings accepted and queued while QuestDB is away (${status.flush.consecutiveFailures} failed flush attempts so far)`);
   } finally {
     gateway.kill('SIGTERM');
   }
-  const { code, signal } = /** @type {{ code: number | null, signal: string | null }} */ (await withTimeout(exited, 60_000, 'gateway did not stop on SIGTERM'));
+  const { code, signal } = /** @type {{ code: number | null, signal: string | null }} */ (
+    await withTimeout(exited, 60_000, 'gateway did not stop on SIGTERM')
+  );
   expect(code === 0, `gateway exited with ${code ?? signal} on SIGTERM:\n${tail(logPath)}`);
   step('gateway stopped on SIGTERM with exit status 0');
 
   const queue = new Database(join(root, String(env['DATA_DIR']), 'queue.db'), { readonly: true });
   try {
     // Records live in segment tables; nothing was flushed, so every segment is still unread.
-    const segments = /** @type {string[]} */ (queue.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'").pluck().all());
+    const segments = /** @type {string[]} */ (
+      queue.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'").pluck().all()
+    );
     const all = segments.map((name) => `SELECT readings, payload FROM ${name}`).join(' UNION ALL ');
     const row = /** @type {{ records: number, readings: number, ours: number }} */ (
       queue.prepare(`SELECT count(*) AS records, sum(readings) AS readings, sum(payload LIKE '%ship-arm64%') AS ours FROM (${all})`).get()
     );
-    expect(row.records === 2 && row.readings === 3 && row.ours === 2, `queue.db holds ${JSON.stringify(row)}, expected 2 records with 3 readings`);
+    expect(
+      row.records === 2 && row.readings === 3 && row.ours === 2,
+      `queue.db holds ${JSON.stringify(row)}, expected 2 records with 3 readings`,
+    );
   } finally {
     queue.close();
   }
@@ -190,7 +218,11 @@ function withTimeout(promise, ms, message) {
 }
 
 /** Polls /readyz: the first start under emulation takes seconds (V8 on qemu). */
-async function waitUntilReady(/** @type {string} */ url, /** @type {import('node:child_process').ChildProcess} */ child, /** @type {string} */ logPath) {
+async function waitUntilReady(
+  /** @type {string} */ url,
+  /** @type {import('node:child_process').ChildProcess} */ child,
+  /** @type {string} */ logPath,
+) {
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`gateway exited during start:\n${tail(logPath)}`);

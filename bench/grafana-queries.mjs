@@ -29,8 +29,29 @@ const runs = Number(args.runs);
 
 // Readings come in pairs of the same ship and time: 2 of every 25 pairs are GPS fixes (latitude and
 // longitude, or gps_lat and gps_lon), the others two readings of other sensors.
-const SENSORS = ['temperature', 'humidity', 'pressure', 'voltage', 'current', 'rpm', 'fuel_level', 'oil_temp', 'speed',
-  'heading', 'co2', 'door_open', 'vibration', 'load', 'battery', 'rssi', 'snr', 'water_temp', 'wind_speed', 'wind_dir', 'depth'];
+const SENSORS = [
+  'temperature',
+  'humidity',
+  'pressure',
+  'voltage',
+  'current',
+  'rpm',
+  'fuel_level',
+  'oil_temp',
+  'speed',
+  'heading',
+  'co2',
+  'door_open',
+  'vibration',
+  'load',
+  'battery',
+  'rssi',
+  'snr',
+  'water_temp',
+  'wind_speed',
+  'wind_dir',
+  'depth',
+];
 
 const questdb = await startQuestDb({ dataDir: args['data-dir'], heap: '4g' });
 const client = new pg.Client({ host: '127.0.0.1', port: questdb.pgPort, user: 'admin', password: 'quest', database: 'qdb' });
@@ -101,7 +122,8 @@ try {
     'ship: DISTINCT over the whole table': 'SELECT DISTINCT ship_id FROM cargo_data',
     'ship: DISTINCT over the last 30 days': "SELECT DISTINCT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now())",
     'ship: LATEST ON ship, whole table': 'SELECT ship_id FROM cargo_data LATEST ON time PARTITION BY ship_id',
-    'ship: LATEST ON ship, last 30 days': "SELECT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now()) LATEST ON time PARTITION BY ship_id",
+    'ship: LATEST ON ship, last 30 days':
+      "SELECT ship_id FROM cargo_data WHERE time > dateadd('d', -30, now()) LATEST ON time PARTITION BY ship_id",
     'cargo: DISTINCT for the selected ships, whole table': 'SELECT DISTINCT cargo_id FROM cargo_data WHERE ship_id IN ($ship)',
     'cargo: DISTINCT for the selected ships, last 30 days':
       "SELECT DISTINCT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ($ship)",
@@ -116,7 +138,9 @@ try {
   };
 
   const table = (await query('SELECT count() AS n FROM cargo_data')).rows[0].n;
-  process.stdout.write(`\ncargo_data: ${table} rows, ${allShips.length} ships, ${allCargo.length} cargo ids; median of ${runs} runs after a warm-up\n\n`);
+  process.stdout.write(
+    `\ncargo_data: ${table} rows, ${allShips.length} ships, ${allCargo.length} cargo ids; median of ${runs} runs after a warm-up\n\n`,
+  );
   process.stdout.write('| query | range | rows | ms |\n|---|---|---|---|\n');
   const range30 = { from: end - 30 * 86_400_000, to: end };
   for (const [name, sql] of Object.entries(alternatives)) {

@@ -67,21 +67,34 @@ const median = (/** @type {number[]} */ values) => /** @type {number} */ ([...va
 /** @type {[string, () => unknown][]} */
 const cases = [
   ['JSON.parse of the body', () => JSON.parse(body)],
-  ['zod schema, every reading (reportInput)', () => { for (const r of parsed) schema.safeParse(r, { reportInput: true }); }],
-  ['zod schema, every reading', () => { for (const r of parsed) schema.safeParse(r); }],
+  [
+    'zod schema, every reading (reportInput)',
+    () => {
+      for (const r of parsed) schema.safeParse(r, { reportInput: true });
+    },
+  ],
+  [
+    'zod schema, every reading',
+    () => {
+      for (const r of parsed) schema.safeParse(r);
+    },
+  ],
   ['fastValidate (the gateway), whole batch', () => hot.parseBatch(parsed, { schema, limits }, 10_000)],
   ['queue record encoding', () => hot.encodeRecord(readings, clock)],
   ['queue record decoding', () => hot.decodeRecord(payload)],
-  ['ILP, @questdb/nodejs-client SenderBufferV2', () => {
-    const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1 << 20, max_buf_size: 1 << 28 });
-    for (const row of rows) {
-      buffer.table('cargo_data').symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
-      buffer.at(BigInt(row.timeNs), 'ns');
-    }
-    buffer.toBufferNew();
-  }],
-  ['ILP, the gateway\'s IlpEncoder, from readings', () => encoder.encode(rows)],
-  ['ILP, the gateway\'s IlpEncoder, from queue records (the flusher)', () => encoder.encodeRecords([payload])],
+  [
+    'ILP, @questdb/nodejs-client SenderBufferV2',
+    () => {
+      const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1 << 20, max_buf_size: 1 << 28 });
+      for (const row of rows) {
+        buffer.table('cargo_data').symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
+        buffer.at(BigInt(row.timeNs), 'ns');
+      }
+      buffer.toBufferNew();
+    },
+  ],
+  ["ILP, the gateway's IlpEncoder, from readings", () => encoder.encode(rows)],
+  ["ILP, the gateway's IlpEncoder, from queue records (the flusher)", () => encoder.encodeRecords([payload])],
 ];
 
 console.log(`per ${READINGS} readings (body ${body.length} bytes), median of 5 runs, Node ${process.version}`);

@@ -52,7 +52,11 @@ const scenarios = [
   { name: 'HTTP, keep-alive', url: `http://127.0.0.1:${port}/api/v2/ingest/`, headers: [] },
   { name: 'HTTPS, keep-alive', url: `https://127.0.0.1:${httpsPort}/api/v2/ingest/`, headers: [] },
   { name: 'HTTP, new connection per request', url: `http://127.0.0.1:${port}/api/v2/ingest/`, headers: ['Connection: close'] },
-  { name: 'HTTPS, new connection per request (a handshake each)', url: `https://127.0.0.1:${httpsPort}/api/v2/ingest/`, headers: ['Connection: close'] },
+  {
+    name: 'HTTPS, new connection per request (a handshake each)',
+    url: `https://127.0.0.1:${httpsPort}/api/v2/ingest/`,
+    headers: ['Connection: close'],
+  },
 ];
 const env = { BENCH_KIND: 'single', BENCH_FILE: load.path, BENCH_API_KEY: API_KEY };
 const rows = [];

@@ -90,7 +90,11 @@ const num = (value, fallback, name) => {
   return n;
 };
 /** @param {string} value */
-const list = (value) => value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+const list = (value) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 
 const quick = args.quick;
 const cores = os.availableParallelism();
@@ -119,18 +123,20 @@ const options = {
   batches: [100, 1000],
   batchConnections: num(args['batch-connections'], 16, 'batch-connections'),
   wrkThreads: num(args['wrk-threads'], 2, 'wrk-threads'),
-  pinning: args['no-pin'] || cores < 2
-    ? null
-    : {
-        gateway: args['gateway-cpus'] ?? '0',
-        load: args['load-cpus'] ?? '1',
-        questdb: args['questdb-cpus'] ?? (cores === 2 ? '1' : `2-${cores - 1}`),
-      },
+  pinning:
+    args['no-pin'] || cores < 2
+      ? null
+      : {
+          gateway: args['gateway-cpus'] ?? '0',
+          load: args['load-cpus'] ?? '1',
+          questdb: args['questdb-cpus'] ?? (cores === 2 ? '1' : `2-${cores - 1}`),
+        },
   workDir: args['work-dir'] ?? join(projectRoot, 'bench', '.work'),
   outDir: args.out ?? join(projectRoot, 'bench', 'results'),
 };
 for (const mode of options.modes) if (mode !== 'process-crash' && mode !== 'power-loss') throw new Error(`unknown durability mode ${mode}`);
-for (const s of options.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
+for (const s of options.scenarios)
+  if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; known: ${ALL_SCENARIOS.join(', ')}`);
 // Thread digits 0..8 are wrk's in the readings' times; 9 is the harness's own fill.
 if (options.wrkThreads > 9) throw new Error('--wrk-threads must be 9 or fewer');
 if (options.drainReadings % 1000 !== 0) throw new Error('--drain-readings must be a multiple of 1000');
@@ -184,14 +190,18 @@ const result = {
   failure: undefined,
   machine: describeMachine({ root: projectRoot, workDir, wrk: wrkVersion, questdb: questdbVersion, pinning: options.pinning }),
   options,
-  gatewayDefaults: 'shipped defaults except HOST, PORT, API_KEY, DATA_DIR, DURABILITY, QUESTDB_URL, QUESTDB_TABLE, GATEWAY_NAME, and QUEUE_MAX_BYTES=8GiB in batch runs',
+  gatewayDefaults:
+    'shipped defaults except HOST, PORT, API_KEY, DATA_DIR, DURABILITY, QUESTDB_URL, QUESTDB_TABLE, GATEWAY_NAME, and QUEUE_MAX_BYTES=8GiB in batch runs',
   /** @type {{ idle: any[], single: any[], batch: any[], e2e: any[], drain: any[] }} */
   runs: { idle: [], single: [], batch: [], e2e: [], drain: [] },
   /** @type {{ label: string, error: string }[]} */
   failedRuns: [],
 };
-say(`machine: ${result.machine.cpuModel}, ${result.machine.cores} cores, ${result.machine.ramGiB} GiB, load average ${result.machine.loadAverageAtStart.join(' ')}`);
-if ((result.machine.loadAverageAtStart[0] ?? 0) > 0.5) say('note: the machine is not idle (load average above 0.5); figures will be lower and noisier');
+say(
+  `machine: ${result.machine.cpuModel}, ${result.machine.cores} cores, ${result.machine.ramGiB} GiB, load average ${result.machine.loadAverageAtStart.join(' ')}`,
+);
+if ((result.machine.loadAverageAtStart[0] ?? 0) > 0.5)
+  say('note: the machine is not idle (load average above 0.5); figures will be lower and noisier');
 
 /**
  * Sets the CPU affinity of every thread of a process.
@@ -273,7 +283,9 @@ function footprint(before, after, readings) {
 function cpuList(spec) {
   return list(spec).flatMap((part) => {
     const [a, b] = part.split('-').map(Number);
-    return b === undefined ? [/** @type {number} */ (a)] : Array.from({ length: b - /** @type {number} */ (a) + 1 }, (_, i) => /** @type {number} */ (a) + i);
+    return b === undefined
+      ? [/** @type {number} */ (a)]
+      : Array.from({ length: b - /** @type {number} */ (a) + 1 }, (_, i) => /** @type {number} */ (a) + i);
   });
 }
 
@@ -283,7 +295,11 @@ function cpuList(spec) {
  * @param {string} body
  */
 async function post(run, path, body) {
-  const response = await fetch(`${run.gateway.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-API-Key': apiKey }, body });
+  const response = await fetch(`${run.gateway.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-API-Key': apiKey },
+    body,
+  });
   await response.arrayBuffer();
   if (!response.ok) throw new Error(`POST ${path} answered ${response.status}`);
 }
@@ -324,7 +340,11 @@ async function idleRun(mode, run) {
   const gw = await freshGateway(mode, 'idle');
   try {
     // One reading through the whole path, so the idle figure includes a set-up table and a flush.
-    await post(gw, '/api/v2/ingest/', JSON.stringify({ time: new Date().toISOString(), ship_id: 'ship-000', cargo_id: 'temperature', value: 21.5 }));
+    await post(
+      gw,
+      '/api/v2/ingest/',
+      JSON.stringify({ time: new Date().toISOString(), ship_id: 'ship-000', cargo_id: 'temperature', value: 21.5 }),
+    );
     const flushed = await waitFor(async () => (await gw.gateway.status()).totals.flushedReadings >= 1, 30_000);
     await sleep(options.idleSettleS * 1000);
     const sample = sampleProcess(gw.gateway.pid);
@@ -346,7 +366,11 @@ async function idleRun(mode, run) {
 async function ingestRun(mode, kind, size, connections, run) {
   // Batch runs outpace the flusher and queue millions of readings: a larger bound than the shipped
   // 1 GiB keeps a fast gateway from answering 503 before the run ends.
-  const gw = await freshGateway(mode, kind === 'single' ? `single_c${connections}` : `batch${size}`, kind === 'batch' ? { QUEUE_MAX_BYTES: '8GiB' } : {});
+  const gw = await freshGateway(
+    mode,
+    kind === 'single' ? `single_c${connections}` : `batch${size}`,
+    kind === 'batch' ? { QUEUE_MAX_BYTES: '8GiB' } : {},
+  );
   try {
     const file = kind === 'single' ? loadFiles.single : batchFile(size);
     const load = {
@@ -379,7 +403,10 @@ async function ingestRun(mode, kind, size, connections, run) {
       requestsPerSec: accepted / seconds,
       readingsPerSec: (accepted * size) / seconds,
       // A run in which no request completed has no latency; its rate (0) stands.
-      latencyMs: accepted === 0 ? { p50: null, p90: null, p99: null, max: null } : { p50: wrk.latencyUs.p50 / 1000, p90: wrk.latencyUs.p90 / 1000, p99: wrk.latencyUs.p99 / 1000, max: wrk.latencyUs.max / 1000 },
+      latencyMs:
+        accepted === 0
+          ? { p50: null, p90: null, p99: null, max: null }
+          : { p50: wrk.latencyUs.p50 / 1000, p90: wrk.latencyUs.p90 / 1000, p99: wrk.latencyUs.p99 / 1000, max: wrk.latencyUs.max / 1000 },
       errors: wrk.errors,
       gatewayAcceptedReadings: gatewayAccepted,
       queueAtEnd: status1.queue.readings,
@@ -509,8 +536,12 @@ async function e2eRun(mode, rate, windowS, what) {
     const errors = wrk.errors.connect + wrk.errors.read + wrk.errors.write + wrk.errors.timeout + wrk.errors.status;
     const reasons = [];
     if (errors > 0) reasons.push(`${errors} failed requests`);
-    if (acceptedRate < 0.95 * rate) reasons.push(`accepted ${Math.round(acceptedRate)}/s of ${rate}/s offered (wrk sent ${wrk.requests} requests)`);
-    if (!queue.bounded) reasons.push(`queue grew ${Math.round(queue.growthPerSecond)}/s (allowed ${Math.round(queue.allowedGrowthPerSecond)}/s) to ${queue.lastDepth}`);
+    if (acceptedRate < 0.95 * rate)
+      reasons.push(`accepted ${Math.round(acceptedRate)}/s of ${rate}/s offered (wrk sent ${wrk.requests} requests)`);
+    if (!queue.bounded)
+      reasons.push(
+        `queue grew ${Math.round(queue.growthPerSecond)}/s (allowed ${Math.round(queue.allowedGrowthPerSecond)}/s) to ${queue.lastDepth}`,
+      );
     const probe = prober ? await prober.finish(30_000) : undefined;
     /** @type {boolean | null} */
     let verified = null;
@@ -558,7 +589,9 @@ async function e2eScenario(mode) {
   let good = 0;
   let bad = Infinity;
   for (let i = 0; i < options.e2eMaxSteps; i++) {
-    const step = await attempt(`e2e ${mode} step ${fmtRate(rate)}`, () => e2eRun(mode, rate, options.e2eStepS, { probe: false, verify: false }));
+    const step = await attempt(`e2e ${mode} step ${fmtRate(rate)}`, () =>
+      e2eRun(mode, rate, options.e2eStepS, { probe: false, verify: false }),
+    );
     if (step) {
       steps.push(step);
       say(`e2e ${mode} step ${fmtRate(rate)}: ${step.sustained ? 'sustained' : `not sustained (${step.reasons.join('; ')})`}`);
@@ -575,7 +608,9 @@ async function e2eScenario(mode) {
   for (let reductions = 0; confirmedRate > 0 && reductions <= 2; reductions++) {
     let failed = false;
     for (let run = 1; run <= options.runs; run++) {
-      const r = await attempt(`e2e ${mode} run ${run} at ${fmtRate(confirmedRate)}`, () => e2eRun(mode, confirmedRate, options.e2eDurationS, { probe: true, verify: true }));
+      const r = await attempt(`e2e ${mode} run ${run} at ${fmtRate(confirmedRate)}`, () =>
+        e2eRun(mode, confirmedRate, options.e2eDurationS, { probe: true, verify: true }),
+      );
       if (!r) {
         failed = true;
         break;
@@ -621,7 +656,12 @@ async function drainRun(mode, run) {
   const env = { DATA_DIR: dataDir, DURABILITY: mode, QUESTDB_TABLE: table };
   const total = options.drainReadings;
   // QuestDB "down": nothing listens on this port, so every flush fails and the readings queue up.
-  const down = await startBenchGateway({ bundle, apiKey, cpus: options.pinning?.gateway, env: { ...env, QUESTDB_URL: `http://127.0.0.1:${await freePort()}` } });
+  const down = await startBenchGateway({
+    bundle,
+    apiKey,
+    cpus: options.pinning?.gateway,
+    env: { ...env, QUESTDB_URL: `http://127.0.0.1:${await freePort()}` },
+  });
   const fillStarted = performance.now();
   try {
     await fill({ gateway: down }, total);
@@ -654,7 +694,8 @@ async function drainRun(mode, run) {
       600_000,
       50,
     );
-    if (!drained || after === undefined) throw new Error(`drain: ${(await up.status()).queue.readings} readings still queued or not queryable after 600 s`);
+    if (!drained || after === undefined)
+      throw new Error(`drain: ${(await up.status()).queue.readings} readings still queued or not queryable after 600 s`);
     const flushes = up.logs.filter((l) => l.event === 'flush');
     const first = /** @type {Record<string, any>} */ (flushes[0]);
     const last = /** @type {Record<string, any>} */ (flushes[flushes.length - 1]);
@@ -722,7 +763,9 @@ try {
           const r = await attempt(`single ${mode} c=${connections} run ${run}`, () => ingestRun(mode, 'single', 1, connections, run));
           if (!r) continue;
           result.runs.single.push(r);
-          say(`single ${mode} c=${connections} run ${run}: ${fmtRate(r.requestsPerSec)}, p50 ${r.latencyMs.p50?.toFixed(2)} ms, p99 ${r.latencyMs.p99?.toFixed(2)} ms`);
+          say(
+            `single ${mode} c=${connections} run ${run}: ${fmtRate(r.requestsPerSec)}, p50 ${r.latencyMs.p50?.toFixed(2)} ms, p99 ${r.latencyMs.p99?.toFixed(2)} ms`,
+          );
         }
       }
       if (has('batch')) {

@@ -24,7 +24,11 @@ export function buildPowercutFs() {
   if (existsSync(binary)) return binary;
   const partial = `${binary}.${process.pid}.part`;
   try {
-    execFileSync('go', ['build', '-o', partial, '.'], { cwd: SOURCE, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, GOFLAGS: '-mod=mod' } });
+    execFileSync('go', ['build', '-o', partial, '.'], {
+      cwd: SOURCE,
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, GOFLAGS: '-mod=mod' },
+    });
   } catch (error) {
     rmSync(partial, { force: true });
     const missing = /** @type {NodeJS.ErrnoException} */ (error).code === 'ENOENT';
@@ -65,7 +69,13 @@ export async function createPowercutDisk(options = {}) {
     mountPoint,
     /** @returns {Promise<PowercutMount>} */
     async mount() {
-      mounted = await mountPowercutFs(binary, { backing, trash: join(root, 'trash'), mountPoint, control: join(root, 'control.sock'), entries: options.entries ?? 'per-directory' });
+      mounted = await mountPowercutFs(binary, {
+        backing,
+        trash: join(root, 'trash'),
+        mountPoint,
+        control: join(root, 'control.sock'),
+        entries: options.entries ?? 'per-directory',
+      });
       return mounted;
     },
     /** Unmounts when still mounted and removes everything. */
@@ -85,7 +95,11 @@ export async function createPowercutDisk(options = {}) {
  * @returns {Promise<PowercutMount>}
  */
 async function mountPowercutFs(binary, paths) {
-  const child = spawn(binary, ['-backing', paths.backing, '-trash', paths.trash, '-mount', paths.mountPoint, '-control', paths.control, '-entries', paths.entries], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    binary,
+    ['-backing', paths.backing, '-trash', paths.trash, '-mount', paths.mountPoint, '-control', paths.control, '-entries', paths.entries],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   child.stdout.on('data', (/** @type {Buffer} */ chunk) => (output += chunk.toString()));
   child.stderr.on('data', (/** @type {Buffer} */ chunk) => (output += chunk.toString()));
@@ -125,7 +139,9 @@ async function mountPowercutFs(binary, paths) {
 
 /** @param {string} path */
 function isMounted(path) {
-  return readFileSync('/proc/self/mounts', 'utf8').split('\n').some((line) => line.split(' ')[1] === path);
+  return readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .some((line) => line.split(' ')[1] === path);
 }
 
 /** Sends one command line to the control socket and resolves with the answer line. @param {string} socket @param {string} line */

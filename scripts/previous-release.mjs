@@ -15,7 +15,8 @@ export const PREVIOUS_RELEASE = 'v0.1.0';
 export const PREVIOUS_QUEUE_FIXTURE = join(projectRoot, 'test', 'fixtures', `queue-${PREVIOUS_RELEASE}.db`);
 const API_KEY = 'upgrade-test-key-0123456789';
 
-const git = (/** @type {string[]} */ args) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const git = (/** @type {string[]} */ args) =>
+  execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
 /** The commit of `tag`, fetched from origin when a shallow clone lacks it; undefined when unavailable. */
 function commitOf(/** @type {string} */ tag) {
@@ -81,7 +82,12 @@ export function upgradeBatches() {
   return Array.from({ length: 40 }, (_, request) =>
     Array.from({ length: 25 }, (_, i) => {
       const n = request * 25 + i;
-      return { time: `2026-03-01T00:${String(request).padStart(2, '0')}:00.${String(i).padStart(6, '0')}Z`, ship_id: 'upgrade-ship', cargo_id: `c${i % 5}`, value: n };
+      return {
+        time: `2026-03-01T00:${String(request).padStart(2, '0')}:00.${String(i).padStart(6, '0')}Z`,
+        ship_id: 'upgrade-ship',
+        cargo_id: `c${i % 5}`,
+        value: n,
+      };
     }),
   );
 }
@@ -104,18 +110,39 @@ export async function fillQueueWith({ bundle, dataDir }) {
       SHUTDOWN_TIMEOUT_MS: '500',
     },
   });
+  /** @type {number} */
+  let readings;
   try {
-    for (const batch of upgradeBatches()) {
-      const response = await fetch(`${gateway.url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': API_KEY }, body: JSON.stringify(batch) });
-      if (response.status !== 200) throw new Error(`the previous release answered ${response.status}: ${await response.text()}`);
-    }
-    const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': API_KEY } })).json());
-    return status.queue.readings;
-  } finally {
-    gateway.child.kill('SIGTERM');
-    const exit = await gateway.exited;
-    if (exit.code !== 0) throw new Error(`the previous release exited with ${exit.code ?? exit.signal}: ${gateway.stderr()}`);
+    readings = await pushUpgradeBatches(gateway.url);
+  } catch (error) {
+    // A release that exits badly explains the failed push better than the push does.
+    await stopGracefully(gateway);
+    throw error;
   }
+  await stopGracefully(gateway);
+  return readings;
+}
+
+/** Pushes `upgradeBatches()`, each to be answered 200; returns the readings /status counts as queued. */
+async function pushUpgradeBatches(/** @type {string} */ url) {
+  for (const batch of upgradeBatches()) {
+    const response = await fetch(`${url}/api/v2/ingest/batch`, {
+      method: 'POST',
+      headers: { 'x-api-key': API_KEY },
+      body: JSON.stringify(batch),
+    });
+    if (response.status !== 200) throw new Error(`the previous release answered ${response.status}: ${await response.text()}`);
+  }
+  const status = /** @type {{ queue: { readings: number } }} */ (
+    await (await fetch(`${url}/status`, { headers: { 'x-api-key': API_KEY } })).json()
+  );
+  return status.queue.readings;
+}
+
+async function stopGracefully(/** @type {import('./lib/gateway-process.mjs').GatewayProcess} */ gateway) {
+  gateway.child.kill('SIGTERM');
+  const exit = await gateway.exited;
+  if (exit.code !== 0) throw new Error(`the previous release exited with ${exit.code ?? exit.signal}: ${gateway.stderr()}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === 'fixture') {

@@ -15,7 +15,9 @@ if (command === 'fetch') {
     httpPort: flags['http-port'] ? Number(flags['http-port']) : undefined,
     pgPort: flags['pg-port'] ? Number(flags['pg-port']) : undefined,
   });
-  process.stdout.write(`QuestDB ${QUESTDB_VERSION}: HTTP ${server.httpUrl}, PostgreSQL wire 127.0.0.1:${server.pgPort}, data ${server.dataDir}\n`);
+  process.stdout.write(
+    `QuestDB ${QUESTDB_VERSION}: HTTP ${server.httpUrl}, PostgreSQL wire 127.0.0.1:${server.pgPort}, data ${server.dataDir}\n`,
+  );
   const stop = () => server.stop().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -167,7 +167,8 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       await http.close(deadline);
       await flusher.stop(deadline);
       await questdb.close();
-      if (!queue.close()) logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
+      if (!queue.close())
+        logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
       logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
     })());
 

@@ -62,7 +62,8 @@ function layerViolations(files: readonly SourceFile[]): string[] {
     }
     for (const target of importsOf(file)) {
       const to = layerOf(target);
-      if (to !== from && !allowed.includes(to)) violations.push(`${from} → ${to} (${relative(SRC, file.path)} imports ${relative(SRC, target)})`);
+      if (to !== from && !allowed.includes(to))
+        violations.push(`${from} → ${to} (${relative(SRC, file.path)} imports ${relative(SRC, target)})`);
     }
   }
   return violations;

@@ -11,7 +11,10 @@ describe('harbor-gateway command line', () => {
     const good = await gateway(['check-config'], { GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key' });
     expect(good.stdout).toMatch(/^configuration valid \(production, API key from environment\)/);
     const bad = gateway(['check-config'], { GATEWAY_ENV: 'production', API_KEY: 'harbor-dev-key', PORT: 'x' });
-    await expect(bad).rejects.toMatchObject({ code: 78, stderr: expect.stringMatching(/PORT must be a whole number[\s\S]*API_KEY is a shipped test default/) });
+    await expect(bad).rejects.toMatchObject({
+      code: 78,
+      stderr: expect.stringMatching(/PORT must be a whole number[\s\S]*API_KEY is a shipped test default/),
+    });
   });
 
   it('prints its version, usage and the configuration table', async () => {

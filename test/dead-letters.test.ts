@@ -16,7 +16,8 @@ describe('poison rows', () => {
   it('are dead-lettered with the reason while the rest flows, and the CLI lists, re-queues and purges them', async () => {
     const dataDir = tempDir('poison');
     const queue = QueueWriter.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
-    const times = (from: number, count: number) => Array.from({ length: count }, (_, i) => `${1790000000000000000n + BigInt(from + i)}\tgood-ship\tc\t${from + i}`);
+    const times = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => `${1790000000000000000n + BigInt(from + i)}\tgood-ship\tc\t${from + i}`);
     await queue.append(times(0, 10).join('\n'), 10, Date.now());
     await queue.append([...times(10, 5), POISON, ...times(15, 5)].join('\n'), 11, Date.now());
     await queue.append(times(20, 10).join('\n'), 10, Date.now());
@@ -28,7 +29,10 @@ describe('poison rows', () => {
       await waitForWalApplied(gw.table);
       expect((await sql<[number]>(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'good-ship'`)).dataset[0]![0]).toBe(30);
       expect(gw.gateway.queue.deadLetterCount()).toBe(1);
-      const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { deadLetters: number; totals: { deadLettered: number } };
+      const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+        deadLetters: number;
+        totals: { deadLettered: number };
+      };
       expect(status).toMatchObject({ deadLetters: 1, totals: { deadLettered: 1 } });
 
       const listed = JSON.parse(await cli('list', '--json', '--data-dir', dataDir)) as { id: number; reason: string; line: string }[];
@@ -56,8 +60,12 @@ describe('poison rows', () => {
 
   it('the CLI refuses ambiguous or unknown arguments', async () => {
     const dataDir = tempDir('poison-cli');
-    await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'purge', '--data-dir', dataDir])).rejects.toMatchObject({ code: 64 });
-    await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'list', '--data-dir', dataDir])).rejects.toMatchObject({ code: 66 });
+    await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'purge', '--data-dir', dataDir])).rejects.toMatchObject({
+      code: 64,
+    });
+    await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'list', '--data-dir', dataDir])).rejects.toMatchObject({
+      code: 66,
+    });
     await expect(run(process.execPath, [inject('bundlePath'), 'dead-letters', 'list', '--bogus'])).rejects.toMatchObject({ code: 64 });
   });
 });

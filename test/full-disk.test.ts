@@ -61,9 +61,18 @@ describe('full disk (ENOSPC on the data directory)', () => {
     const postBatch = async () => {
       const batch = Array.from({ length: 100 }, () => {
         const n = sequence++;
-        return { time: `2026-09-01T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: 'disk', cargo_id: `metric-with-a-long-name-${n % 50}`, value: n };
+        return {
+          time: `2026-09-01T00:00:00.${String(n).padStart(9, '0')}Z`,
+          ship_id: 'disk',
+          cargo_id: `metric-with-a-long-name-${n % 50}`,
+          value: n,
+        };
       });
-      const response = await fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(batch) });
+      const response = await fetch(`${url}/api/v2/ingest/batch`, {
+        method: 'POST',
+        headers: { 'x-api-key': TEST_KEY },
+        body: JSON.stringify(batch),
+      });
       const body = (await response.json()) as { details?: { type: string }[] };
       if (response.status === 200) accepted += batch.length;
       return { status: response.status, type: body.details?.[0]?.type, retryAfter: response.headers.get('retry-after') };
@@ -82,7 +91,9 @@ describe('full disk (ENOSPC on the data directory)', () => {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect(integrity()).toBe('ok');
       // The log line comes through a pipe and can trail the answer.
-      await waitUntil('the disk-full log line', () => logs.some((l) => l['event'] === 'queue_write_failed' && l['refusal'] === 'disk_full'));
+      await waitUntil('the disk-full log line', () =>
+        logs.some((l) => l['event'] === 'queue_write_failed' && l['refusal'] === 'disk_full'),
+      );
 
       unlinkSync(ballast);
       expect((await postBatch()).status).toBe(200);
@@ -90,7 +101,9 @@ describe('full disk (ENOSPC on the data directory)', () => {
       proxy.set('pass');
       const drainedBy = Date.now() + 30_000;
       for (;;) {
-        const status = (await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } };
+        const status = (await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+          queue: { readings: number };
+        };
         if (status.queue.readings === 0) break;
         if (Date.now() > drainedBy) throw new Error(`queue did not drain: ${status.queue.readings}`);
         await new Promise((r) => setTimeout(r, 50));

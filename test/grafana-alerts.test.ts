@@ -16,10 +16,18 @@ const rule = (uid: string): AlertRule => {
 };
 
 describe('alert rule files', () => {
-  it('provisions the rules in the dashboard\'s folder, evaluated every minute against QuestDB', () => {
-    expect(file.groups.map((g) => [g.folder, g.interval])).toEqual([['Harbor', '1m'], ['Harbor', '1m']]);
+  it("provisions the rules in the dashboard's folder, evaluated every minute against QuestDB", () => {
+    expect(file.groups.map((g) => [g.folder, g.interval])).toEqual([
+      ['Harbor', '1m'],
+      ['Harbor', '1m'],
+    ]);
     expect(rules.map((r) => r.uid)).toEqual([
-      'harbor-ship-silent', 'harbor-series-silent', 'harbor-oldest-queued', 'harbor-flush-failures', 'harbor-dead-letters', 'harbor-clock-unsynchronised',
+      'harbor-ship-silent',
+      'harbor-series-silent',
+      'harbor-oldest-queued',
+      'harbor-flush-failures',
+      'harbor-dead-letters',
+      'harbor-clock-unsynchronised',
     ]);
     for (const r of rules) {
       expect(r.uid).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
@@ -80,8 +88,7 @@ describe('alert rule queries on QuestDB', () => {
 
   const evaluate = (uid: string, table = gw.table, health = healthTable) =>
     evaluateRule(client, rule(uid), (text) => text.replace(/\bcargo_data\b/g, table).replace(/\bgateway_health\b/g, health));
-  const firing = async (uid: string) =>
-    (await evaluate(uid)).filter((i) => i.firing).map((i) => Object.values(i.labels).join(' / '));
+  const firing = async (uid: string) => (await evaluate(uid)).filter((i) => i.firing).map((i) => Object.values(i.labels).join(' / '));
 
   it('alerts for a ship silent for over 15 minutes, not for one reporting or one gone for days', async () => {
     const instances = await evaluate('harbor-ship-silent');
@@ -95,7 +102,12 @@ describe('alert rule queries on QuestDB', () => {
 
   it('alerts for a gateway whose oldest queued reading is over 10 minutes old, from its latest report', async () => {
     const instances = await evaluate('harbor-oldest-queued');
-    expect(instances.map((i) => [i.labels.gateway, i.value])).toEqual(expect.arrayContaining([['gw-down', 25], ['gw-ok', 2 / 60]]));
+    expect(instances.map((i) => [i.labels.gateway, i.value])).toEqual(
+      expect.arrayContaining([
+        ['gw-down', 25],
+        ['gw-ok', 2 / 60],
+      ]),
+    );
     // A gateway silent for 20 minutes is out of the window: its alerts resolve, its state panel says "no report".
     expect(instances.map((i) => i.labels.gateway)).not.toContain('gw-stopped');
     expect(await firing('harbor-oldest-queued')).toEqual(['gw-down']);

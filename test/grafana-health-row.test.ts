@@ -25,7 +25,15 @@ function snapshot(failures: number, lastErrorAt?: number): GatewaySnapshot {
       lastError: lastErrorAt === undefined ? null : { at: new Date(lastErrorAt).toISOString(), message: 'connect ECONNREFUSED' },
       consecutiveFailures: failures,
     },
-    totals: { acceptedRequests: 40, acceptedReadings: 4000, refusedRequests: 0, flushes: 3, flushFailures: failures, flushedReadings: 100, deadLettered: 0 },
+    totals: {
+      acceptedRequests: 40,
+      acceptedReadings: 4000,
+      refusedRequests: 0,
+      flushes: 3,
+      flushFailures: failures,
+      flushedReadings: 100,
+      deadLettered: 0,
+    },
     tls: null,
     keys: [],
     auth: { wrongKeyRequests: 0, addressesTracked: 0 },
@@ -63,19 +71,42 @@ describe('the gateway state on the dashboard', () => {
     expect(await reporter.report(snapshot(70, outageBegan), outageBegan + 5_000)).toBe(true);
     expect(await reporter.report(snapshot(140, now - 1_000), now)).toBe(true);
     await waitForWalApplied(table);
-    const columns = (await sql<[string, string]>(`SELECT "column", type FROM table_columns('${table}')`)).dataset.map(([name, type]) => `${name} ${type}`);
-    expect(columns).toEqual(expect.arrayContaining(['state SYMBOL', 'state_text VARCHAR', 'queue_max_bytes LONG', 'outage_s DOUBLE', 'clock SYMBOL', 'clock_synced BOOLEAN']));
-    const [latest] = (await sql<[string, string, number, number, string]>(
-      `SELECT state, state_text, outage_s, queue_max_bytes, clock FROM ${table} WHERE gateway = 'gw-buffering' LATEST ON time PARTITION BY gateway`,
-    )).dataset;
-    expect(latest).toEqual(['buffering', 'buffering — QuestDB unreachable for 12 min, queue 82 % full, clock not synchronised', 730, 100 * MB, 'unsynchronised']);
+    const columns = (await sql<[string, string]>(`SELECT "column", type FROM table_columns('${table}')`)).dataset.map(
+      ([name, type]) => `${name} ${type}`,
+    );
+    expect(columns).toEqual(
+      expect.arrayContaining([
+        'state SYMBOL',
+        'state_text VARCHAR',
+        'queue_max_bytes LONG',
+        'outage_s DOUBLE',
+        'clock SYMBOL',
+        'clock_synced BOOLEAN',
+      ]),
+    );
+    const [latest] = (
+      await sql<[string, string, number, number, string]>(
+        `SELECT state, state_text, outage_s, queue_max_bytes, clock FROM ${table} WHERE gateway = 'gw-buffering' LATEST ON time PARTITION BY gateway`,
+      )
+    ).dataset;
+    expect(latest).toEqual([
+      'buffering',
+      'buffering — QuestDB unreachable for 12 min, queue 82 % full, clock not synchronised',
+      730,
+      100 * MB,
+      'unsynchronised',
+    ]);
   });
 
   it('shows each gateway\'s latest state, a stale report as "no report", and older gateways without a state', async () => {
-    await sql(`INSERT INTO ${table} (time, gateway, state, state_text) VALUES (dateadd('m', -7, now()), 'gw-gone', 'delivering', 'delivering')`);
+    await sql(
+      `INSERT INTO ${table} (time, gateway, state, state_text) VALUES (dateadd('m', -7, now()), 'gw-gone', 'delivering', 'delivering')`,
+    );
     await waitForWalApplied(table);
     const panel = dashboardQueries(loadDashboard()).find((q) => q.title === 'Gateway state')!;
-    const text = expandSql(panel.rawSql.replace(/\bgateway_health\b/g, table), { range: { from: Date.now() - 6 * 3_600_000, to: Date.now() } });
+    const text = expandSql(panel.rawSql.replace(/\bgateway_health\b/g, table), {
+      range: { from: Date.now() - 6 * 3_600_000, to: Date.now() },
+    });
     const rows = (await client.query(text)).rows.map((r) => [r.gateway, r.state]);
     expect(rows).toEqual([
       ['gw-buffering', 'buffering — QuestDB unreachable for 12 min, queue 82 % full, clock not synchronised'],

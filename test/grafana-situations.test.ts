@@ -4,7 +4,14 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHealthTable, createKeyHealthTable } from '../src/health/health-reporter.js';
-import { ALL, dashboardQueries, expandSql, loadDashboard, type VariableValue } from '../scripts/lib/grafana-expand.mjs';
+import {
+  ALL,
+  dashboardQueries,
+  expandSql,
+  loadDashboard,
+  type DashboardVariable,
+  type VariableValue,
+} from '../scripts/lib/grafana-expand.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 
@@ -13,7 +20,7 @@ pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T'
 
 const dashboard = loadDashboard();
 const queries = dashboardQueries(dashboard);
-const model = (name: string) => dashboard.templating.list.find((v: any) => v.name === name);
+const model = (name: string) => dashboard.templating.list.find((v: DashboardVariable) => v.name === name);
 const find = (title: string, refId = 'A') => {
   const found = queries.find((q) => q.title === title && (q.kind === 'variable' || q.refId === refId));
   if (found === undefined) throw new Error(`no query ${title} ${refId}`);
@@ -42,11 +49,20 @@ const recent = () => ({ from: Date.now() - 10 * 60_000, to: Date.now() + 60_000 
 
 const run = (rawSql: string, options: RunOptions) =>
   client.query(
-    expandSql(rawSql.replace(/\bcargo_data\b/g, options.table).replace(/\bgateway_key_health\b/g, `${options.healthTable}_keys`).replace(/\bgateway_health\b/g, options.healthTable), {
-      range: recent(),
-      maxDataPoints: options.maxDataPoints ?? 1000,
-      variables: { ship: options.ship ?? { model: model('ship'), value: ALL }, cargo: options.cargo ?? { model: model('cargo'), value: ALL } },
-    }),
+    expandSql(
+      rawSql
+        .replace(/\bcargo_data\b/g, options.table)
+        .replace(/\bgateway_key_health\b/g, `${options.healthTable}_keys`)
+        .replace(/\bgateway_health\b/g, options.healthTable),
+      {
+        range: recent(),
+        maxDataPoints: options.maxDataPoints ?? 1000,
+        variables: {
+          ship: options.ship ?? { model: model('ship'), value: ALL },
+          cargo: options.cargo ?? { model: model('cargo'), value: ALL },
+        },
+      },
+    ),
   );
 
 describe('GPS from devices without a clock and from single posts', () => {
@@ -58,10 +74,14 @@ describe('GPS from devices without a clock and from single posts', () => {
     gw = await startTestGateway();
     await sql(createHealthTable(healthTable));
     // A device without a clock posts [latitude, longitude]: both get its receive time, 1 ns apart.
-    expect((await gw.post('/api/v2/ingest/batch', [
-      { ship_id: 'no-clock', cargo_id: 'latitude', value: 53.1 },
-      { ship_id: 'no-clock', cargo_id: 'longitude', value: 9.1 },
-    ])).status).toBe(200);
+    expect(
+      (
+        await gw.post('/api/v2/ingest/batch', [
+          { ship_id: 'no-clock', cargo_id: 'latitude', value: 53.1 },
+          { ship_id: 'no-clock', cargo_id: 'longitude', value: 9.1 },
+        ])
+      ).status,
+    ).toBe(200);
     // Devices that post each half on its own, milliseconds apart, in either order, with a device prefix.
     expect((await single({ ship_id: 'one-by-one', cargo_id: 'lat', value: 54.2 })).status).toBe(200);
     expect((await single({ ship_id: 'one-by-one', cargo_id: 'lon', value: 10.2 })).status).toBe(200);
@@ -70,11 +90,15 @@ describe('GPS from devices without a clock and from single posts', () => {
     // A device with a clock sends exact pairs; a lone latitude has no partner within the tolerance.
     const exact = new Date(Date.now() - 60_000).toISOString();
     const lone = new Date(Date.now() - 120_000).toISOString();
-    expect((await gw.post('/api/v2/ingest/batch', [
-      { time: exact, ship_id: 'clocked', cargo_id: 'engine_latitude', value: 56.4 },
-      { time: exact, ship_id: 'clocked', cargo_id: 'engine_longitude', value: 12.4 },
-      { time: lone, ship_id: 'clocked', cargo_id: 'lat', value: 1 },
-    ])).status).toBe(200);
+    expect(
+      (
+        await gw.post('/api/v2/ingest/batch', [
+          { time: exact, ship_id: 'clocked', cargo_id: 'engine_latitude', value: 56.4 },
+          { time: exact, ship_id: 'clocked', cargo_id: 'engine_longitude', value: 12.4 },
+          { time: lone, ship_id: 'clocked', cargo_id: 'lat', value: 1 },
+        ])
+      ).status,
+    ).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, 9)).toBe(9);
   });
 
@@ -83,7 +107,9 @@ describe('GPS from devices without a clock and from single posts', () => {
   });
 
   it('stores the halves of a clockless fix 1 ns apart and single posts milliseconds apart', async () => {
-    const times = await client.query(`SELECT ship_id, cast(time AS long) AS ns FROM "${gw.table}" WHERE ship_id IN ('no-clock', 'one-by-one') ORDER BY time`);
+    const times = await client.query(
+      `SELECT ship_id, cast(time AS long) AS ns FROM "${gw.table}" WHERE ship_id IN ('no-clock', 'one-by-one') ORDER BY time`,
+    );
     const gap = (ship: string) => {
       const [a, b] = times.rows.filter((r) => r.ship_id === ship).map((r) => BigInt(r.ns));
       return b! - a!;
@@ -125,7 +151,11 @@ describe('GPS from devices without a clock and from single posts', () => {
       variables: { ship: { model: model('ship'), value: ['every-second'] } },
     });
     const tracks = await client.query(text);
-    expect(tracks.rows.map((r) => [r.latitude, r.longitude])).toEqual([[60, 20], [61, 21], [62, 22]]);
+    expect(tracks.rows.map((r) => [r.latitude, r.longitude])).toEqual([
+      [60, 20],
+      [61, 21],
+      [62, 22],
+    ]);
   });
 
   it('shows a ship that starts reporting after the dashboard was opened at the next variable refresh', async () => {
@@ -134,7 +164,7 @@ describe('GPS from devices without a clock and from single posts', () => {
     expect((await single({ ship_id: 'late-ship', cargo_id: 'draught', value: 7.5 })).status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'late-ship'`, 1)).toBe(1);
     // refresh 2: Grafana re-runs the variable queries on every time range change, auto-refresh included.
-    expect(dashboard.templating.list.map((v: any) => v.refresh)).toEqual([2, 2]);
+    expect(dashboard.templating.list.map((v: DashboardVariable) => v.refresh)).toEqual([2, 2]);
     expect(await ships()).toContain('late-ship');
     const cargo = await run(find('cargo').rawSql, { table: gw.table, healthTable, ship: { model: model('ship'), value: ['late-ship'] } });
     expect(cargo.rows.map((r) => r.cargo_id)).toEqual(['draught']);

@@ -40,7 +40,10 @@ describe('start-grafana.sh', () => {
   });
 
   it('writes an e-mail and a webhook contact point and routes every alert to them', () => {
-    const run = start({ ALERT_EMAIL: "ops@example.com;o'neil@example.com", ALERT_WEBHOOK_URL: 'https://hooks.example.com/harbor?token=a$b' });
+    const run = start({
+      ALERT_EMAIL: "ops@example.com;o'neil@example.com",
+      ALERT_WEBHOOK_URL: 'https://hooks.example.com/harbor?token=a$b',
+    });
     expect(run.status).toBe(0);
     const file = parse(readFileSync(run.contactPoints, 'utf8'));
     expect(file.contactPoints).toEqual([
@@ -50,7 +53,11 @@ describe('start-grafana.sh', () => {
         receivers: [
           { uid: 'harbor-alerts-email', type: 'email', settings: { addresses: "ops@example.com;o'neil@example.com", singleEmail: true } },
           // Grafana reads $$ in a provisioning file as one $.
-          { uid: 'harbor-alerts-webhook', type: 'webhook', settings: { url: 'https://hooks.example.com/harbor?token=a$$b', httpMethod: 'POST' } },
+          {
+            uid: 'harbor-alerts-webhook',
+            type: 'webhook',
+            settings: { url: 'https://hooks.example.com/harbor?token=a$$b', httpMethod: 'POST' },
+          },
         ],
       },
     ]);
@@ -59,8 +66,12 @@ describe('start-grafana.sh', () => {
 
   it('drops the contact point at the next start once the setting is removed', () => {
     const first = start({ ALERT_WEBHOOK_URL: 'http://alerts.site.lan/hook' });
-    expect(parse(readFileSync(first.contactPoints, 'utf8')).contactPoints[0].receivers.map((r: any) => r.type)).toEqual(['webhook']);
-    const again = spawnSync('/bin/sh', [script, 'true'], { env: { PATH: process.env.PATH ?? '/bin', HARBOR_PROVISIONING: shipped, GF_PATHS_PROVISIONING: first.target } });
+    expect(parse(readFileSync(first.contactPoints, 'utf8')).contactPoints[0].receivers.map((r: { type: string }) => r.type)).toEqual([
+      'webhook',
+    ]);
+    const again = spawnSync('/bin/sh', [script, 'true'], {
+      env: { PATH: process.env.PATH ?? '/bin', HARBOR_PROVISIONING: shipped, GF_PATHS_PROVISIONING: first.target },
+    });
     expect(again.status).toBe(0);
     expect(existsSync(first.contactPoints)).toBe(false);
   });
@@ -86,7 +97,9 @@ describe('start-grafana.sh', () => {
     expect(grafana.environment).toMatchObject({
       HARBOR_PROVISIONING: '/etc/grafana/provisioning',
       GF_PATHS_PROVISIONING: '/var/lib/grafana/provisioning',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Compose's own ${NAME:-} syntax, not a template literal
       ALERT_EMAIL: '${ALERT_EMAIL:-}',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Compose's own ${NAME:-} syntax, not a template literal
       ALERT_WEBHOOK_URL: '${ALERT_WEBHOOK_URL:-}',
     });
   });

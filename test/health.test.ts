@@ -14,7 +14,9 @@ describe('health report', () => {
       expect((await gw.post('/api/v2/ingest/', { ship_id: 's', cargo_id: 'c', value: 1 })).status).toBe(200);
       const where = `FROM gateway_health WHERE gateway = '${name}' AND accepted_readings >= 1`;
       expect(await waitForCount(`SELECT count() ${where}`, 1, 10_000)).toBeGreaterThanOrEqual(1);
-      const [row] = (await sql<[boolean, number, number, number]>(`SELECT ready, queue_readings, dead_letters, flush_failures ${where} LIMIT 1`)).dataset;
+      const [row] = (
+        await sql<[boolean, number, number, number]>(`SELECT ready, queue_readings, dead_letters, flush_failures ${where} LIMIT 1`)
+      ).dataset;
       expect(row).toEqual([true, expect.any(Number), 0, 0]);
     } finally {
       await gw.stop();
@@ -25,7 +27,9 @@ describe('health report', () => {
 describe('systemd notification', () => {
   it('reports ready, feeds the watchdog while healthy and says when it stops', async () => {
     const socketPath = join(tempDir('notify'), 'notify.sock');
-    const receiver = spawn('python3', [join(import.meta.dirname, 'support', 'notify-socket.py'), socketPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const receiver = spawn('python3', [join(import.meta.dirname, 'support', 'notify-socket.py'), socketPath], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let received = '';
     receiver.stdout.on('data', (chunk: Buffer) => (received += chunk.toString()));
     try {

@@ -78,9 +78,27 @@ describe('hostile bodies get their documented answer', () => {
     ['a control character', '/api/v2/ingest', '{"ship_id":"bell\\u0007","cargo_id":"c","value":1}', 422, 'string_control_character'],
     ['an escaped NUL', '/api/v2/ingest', '{"ship_id":"s","cargo_id":"\\u0000","value":1}', 422, 'string_control_character'],
     ['a lone surrogate', '/api/v2/ingest', '{"ship_id":"\\ud83d","cargo_id":"c","value":1}', 422, 'string_unicode'],
-    ['an impossible date', '/api/v2/ingest', '{"time":"2026-02-30T00:00:00Z","ship_id":"s","cargo_id":"c","value":1}', 422, 'datetime_value'],
-    ['a date before 1970', '/api/v2/ingest', '{"time":"1969-07-20T20:17:00Z","ship_id":"s","cargo_id":"c","value":1}', 422, 'datetime_range'],
-    ['a date after 2261', '/api/v2/ingest', '{"time":"2262-05-01T00:00:00Z","ship_id":"s","cargo_id":"c","value":1}', 422, 'datetime_range'],
+    [
+      'an impossible date',
+      '/api/v2/ingest',
+      '{"time":"2026-02-30T00:00:00Z","ship_id":"s","cargo_id":"c","value":1}',
+      422,
+      'datetime_value',
+    ],
+    [
+      'a date before 1970',
+      '/api/v2/ingest',
+      '{"time":"1969-07-20T20:17:00Z","ship_id":"s","cargo_id":"c","value":1}',
+      422,
+      'datetime_range',
+    ],
+    [
+      'a date after 2261',
+      '/api/v2/ingest',
+      '{"time":"2262-05-01T00:00:00Z","ship_id":"s","cargo_id":"c","value":1}',
+      422,
+      'datetime_range',
+    ],
   ])('%s', async (_name, path, body, status, type) => {
     const response = await post(path, body);
     expect(response.status).toBe(status);

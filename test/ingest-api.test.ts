@@ -18,15 +18,19 @@ afterAll(() => gw.stop());
 const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
 
 describe('ingest paths', () => {
-  it.each(['/api/v2/ingest', '/api/v2/ingest/', '/api/v2/ingest/ingest/harbor-1', '/api/v2/ingest/harbor-1', '/api/v2/ingest/harbor-1/', '/api/v1/ingest/ingest/harbor-1'])(
-    'single push to %s answers 200 with the ids',
-    async (path) => {
-      expect(await json(await gw.post(path, reading))).toEqual({
-        status: 200,
-        body: { status: 'Data received and queued', ship_id: 'ship-1', cargo_id: 'temperature' },
-      });
-    },
-  );
+  it.each([
+    '/api/v2/ingest',
+    '/api/v2/ingest/',
+    '/api/v2/ingest/ingest/harbor-1',
+    '/api/v2/ingest/harbor-1',
+    '/api/v2/ingest/harbor-1/',
+    '/api/v1/ingest/ingest/harbor-1',
+  ])('single push to %s answers 200 with the ids', async (path) => {
+    expect(await json(await gw.post(path, reading))).toEqual({
+      status: 200,
+      body: { status: 'Data received and queued', ship_id: 'ship-1', cargo_id: 'temperature' },
+    });
+  });
 
   it.each([
     '/api/v2/ingest/batch',
@@ -59,7 +63,10 @@ describe('ingest paths', () => {
         settings: { data_rate: { lora: { bandwidth: 125000, spreading_factor: 7 } }, frequency: '868100000' },
       },
     };
-    expect(await json(await gw.post('/api/v2/ingest/ttn', uplink))).toEqual({ status: 200, body: { status: 'Uplink received and queued', count: 8 } });
+    expect(await json(await gw.post('/api/v2/ingest/ttn', uplink))).toEqual({
+      status: 200,
+      body: { status: 'Uplink received and queued', count: 8 },
+    });
     const empty = await json(await gw.post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'd' }, uplink_message: {} }));
     expect(empty).toEqual({ status: 200, body: { status: 'No numeric data extracted', count: 0 } });
     expect((await json(await gw.post('/api/v2/ingest/ttn', { hello: 1 }))).status).toBe(422);
@@ -84,7 +91,10 @@ describe('harbor id', () => {
 describe('authentication', () => {
   it('answers 401 saying whether the key is missing or wrong', async () => {
     const missing = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': '' }));
-    expect(missing).toMatchObject({ status: 401, body: { message: 'Missing X-API-Key header', details: [{ loc: ['header', 'x-api-key'], type: 'missing' }] } });
+    expect(missing).toMatchObject({
+      status: 401,
+      body: { message: 'Missing X-API-Key header', details: [{ loc: ['header', 'x-api-key'], type: 'missing' }] },
+    });
     const wrong = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': 'nope' }));
     expect(wrong).toMatchObject({ status: 401, body: { message: 'Invalid API key' } });
     expect(JSON.stringify(wrong.body)).not.toContain(TEST_KEY);
@@ -119,7 +129,9 @@ describe('refusals', () => {
   });
 
   it('answers 422 with one detail per problem, naming batch index and field', async () => {
-    const response = await json(await gw.post('/api/v2/ingest/batch', [reading, { ...reading, value: 'hot' }, { ...reading, ship_id: '', time: 'noon' }]));
+    const response = await json(
+      await gw.post('/api/v2/ingest/batch', [reading, { ...reading, value: 'hot' }, { ...reading, ship_id: '', time: 'noon' }]),
+    );
     expect(response.status).toBe(422);
     expect(response.body['details']).toEqual([
       { loc: ['body', 1, 'value'], msg: 'Input should be a number, not string', type: 'number_type' },
@@ -131,12 +143,19 @@ describe('refusals', () => {
   it('answers 413 for a body over the limit, declared or chunked, before reading it whole', async () => {
     const large = JSON.stringify(new Array(100).fill(reading));
     expect(large.length).toBeGreaterThan(4096);
-    expect(await json(await gw.post('/api/v2/ingest/batch', large))).toMatchObject({ status: 413, body: { details: [{ type: 'too_large' }] } });
+    expect(await json(await gw.post('/api/v2/ingest/batch', large))).toMatchObject({
+      status: 413,
+      body: { details: [{ type: 'too_large' }] },
+    });
     const chunked = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${gw.url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY, 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        `${gw.url}/api/v2/ingest/batch`,
+        { method: 'POST', headers: { 'x-api-key': TEST_KEY, 'transfer-encoding': 'chunked' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.write(large.slice(0, 3000));
       req.write(large.slice(3000));
@@ -154,7 +173,9 @@ describe('refusals', () => {
     for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'application/octet-stream']) {
       expect((await gw.post('/api/v2/ingest/', reading, { 'content-type': type })).status).toBe(200);
     }
-    expect((await gw.post('/api/v2/ingest/', 'ship_id=a&value=1', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(400);
+    expect((await gw.post('/api/v2/ingest/', 'ship_id=a&value=1', { 'content-type': 'application/x-www-form-urlencoded' })).status).toBe(
+      400,
+    );
   });
 
   it('answers 404 for unknown paths and 405 with Allow for wrong methods', async () => {
@@ -175,7 +196,11 @@ describe('queue bound', () => {
     const full = await startTestGateway({ QUESTDB_URL: proxy.url, QUEUE_MAX_BYTES: '1MiB', MAX_BODY_BYTES: '1MiB' });
     try {
       const batch = (round: number) =>
-        Array.from({ length: 1000 }, (_, i) => ({ ...reading, time: `2026-02-01T00:${String(round).padStart(2, '0')}:00.${String(i).padStart(3, '0')}Z`, cargo_id: `c${i % 10}`.padEnd(90, 'x') }));
+        Array.from({ length: 1000 }, (_, i) => ({
+          ...reading,
+          time: `2026-02-01T00:${String(round).padStart(2, '0')}:00.${String(i).padStart(3, '0')}Z`,
+          cargo_id: `c${i % 10}`.padEnd(90, 'x'),
+        }));
       let accepted = 0;
       let refused: Response | undefined;
       for (let round = 0; refused === undefined; round++) {

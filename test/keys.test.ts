@@ -15,13 +15,16 @@ const tempDir = (): string => {
   dirs.push(dir);
   return dir;
 };
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** The keys command of the built bundle, as an operator runs it. */
 const keys = (file: string, ...args: string[]) =>
   run(process.execPath, [inject('bundlePath'), 'keys', ...args, '--file', file], { env: { PATH: process.env['PATH'] ?? '' } });
 
-const addKey = async (file: string, name: string, ...options: string[]): Promise<string> => (await keys(file, 'add', name, ...options)).stdout.trim();
+const addKey = async (file: string, name: string, ...options: string[]): Promise<string> =>
+  (await keys(file, 'add', name, ...options)).stdout.trim();
 
 const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
 
@@ -77,16 +80,33 @@ describe('keys in a running gateway', () => {
   it('refuses readings of other ships to a key with a ship prefix with 403, per reading, storing none of the request', async () => {
     const key = await addKey(file, 'crane', '--ship-prefix', 'crane-');
     const post = (path: string, body: unknown) => gw.post(path, body, { 'x-api-key': key });
-    await until(() => post('/api/v2/ingest', reading('crane-1', 10)).then((r) => r.status), (status) => status === 200, 'the crane key');
+    await until(
+      () => post('/api/v2/ingest', reading('crane-1', 10)).then((r) => r.status),
+      (status) => status === 200,
+      'the crane key',
+    );
 
     const batch = await json(await post('/api/v2/ingest/batch', [reading('crane-1', 11), reading('ship-9', 12), reading('ship-9', 13)]));
-    expect(batch).toMatchObject({ status: 403, body: { details: [{ loc: ['body', 1, 'ship_id'], type: 'ship_not_allowed' }, { loc: ['body', 2, 'ship_id'] }] } });
+    expect(batch).toMatchObject({
+      status: 403,
+      body: { details: [{ loc: ['body', 1, 'ship_id'], type: 'ship_not_allowed' }, { loc: ['body', 2, 'ship_id'] }] },
+    });
     expect(batch.body['message']).toMatch(/crane may only send readings of ships starting with "crane-"/);
-    expect(await json(await post('/api/v2/ingest', reading('ship-9', 14)))).toMatchObject({ status: 403, body: { details: [{ loc: ['body', 'ship_id'] }] } });
-    const gps = await json(await post('/api/v2/ingest/gps', [{ ship_id: 'crane-1', latitude: 1, longitude: 2 }, { ship_id: 'tug', latitude: 1, longitude: 2 }]));
+    expect(await json(await post('/api/v2/ingest', reading('ship-9', 14)))).toMatchObject({
+      status: 403,
+      body: { details: [{ loc: ['body', 'ship_id'] }] },
+    });
+    const gps = await json(
+      await post('/api/v2/ingest/gps', [
+        { ship_id: 'crane-1', latitude: 1, longitude: 2 },
+        { ship_id: 'tug', latitude: 1, longitude: 2 },
+      ]),
+    );
     expect(gps).toMatchObject({ status: 403, body: { details: [{ loc: ['body', 1, 'ship_id'] }] } });
     expect((gps.body['details'] as unknown[]).length).toBe(1);
-    const ttn = await json(await post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'lora-1' }, uplink_message: { decoded_payload: { level: 15 } } }));
+    const ttn = await json(
+      await post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'lora-1' }, uplink_message: { decoded_payload: { level: 15 } } }),
+    );
     expect(ttn).toMatchObject({ status: 403, body: { details: [{ loc: ['body', 'end_device_ids', 'device_id'] }] } });
     expect((await post('/api/v2/ingest/batch', [reading('crane-2', 16)])).status).toBe(200);
 
@@ -107,7 +127,7 @@ describe('keys in a running gateway', () => {
 });
 
 describe('per-key health rows', () => {
-  it('writes every key\'s counters to gateway_key_health beside gateway_health', async () => {
+  it("writes every key's counters to gateway_key_health beside gateway_health", async () => {
     const file = join(tempDir(), 'api-keys');
     const key = await addKey(file, 'mast-7');
     const name = `gw-keys-${process.pid}-${Date.now()}`;
@@ -120,7 +140,9 @@ describe('per-key health rows', () => {
       const [row] = (await sql<[number, string | null]>(`SELECT accepted_requests, last_seen ${where} LIMIT 1`)).dataset;
       expect(row?.[0]).toBe(1);
       expect(row?.[1]).toMatch(/^\d{4}-\d\d-\d\dT/);
-      expect(await waitForCount(`SELECT count() FROM gateway_key_health WHERE gateway = '${name}' AND key = 'default'`, 1, 15_000)).toBeGreaterThanOrEqual(1);
+      expect(
+        await waitForCount(`SELECT count() FROM gateway_key_health WHERE gateway = '${name}' AND key = 'default'`, 1, 15_000),
+      ).toBeGreaterThanOrEqual(1);
     } finally {
       await gw.stop();
     }
@@ -139,7 +161,10 @@ describe('a wrong-key neighbour', () => {
         return r.status;
       }),
     );
-    const status = () => fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }).then((r) => r.json() as Promise<{ auth: { wrongKeyRequests: number } }>);
+    const status = () =>
+      fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }).then(
+        (r) => r.json() as Promise<{ auth: { wrongKeyRequests: number } }>,
+      );
     await until(status, (s) => s.auth.wrongKeyRequests === flood, 'the flood to arrive');
     try {
       for (let i = 0; i < 20; i++) {
@@ -158,15 +183,31 @@ describe('a wrong-key neighbour', () => {
   it('re-reads the key file on SIGHUP', async () => {
     const dir = tempDir();
     const file = join(dir, 'api-keys');
-    const gateway = await spawnGateway({ API_KEY: TEST_KEY, API_KEYS_FILE: file, API_KEYS_POLL_MS: '600000', DATA_DIR: join(dir, 'data'), QUESTDB_URL: inject('questdbUrl'), HEALTH_REPORT: 'false' });
+    const gateway = await spawnGateway({
+      API_KEY: TEST_KEY,
+      API_KEYS_FILE: file,
+      API_KEYS_POLL_MS: '600000',
+      DATA_DIR: join(dir, 'data'),
+      QUESTDB_URL: inject('questdbUrl'),
+      HEALTH_REPORT: 'false',
+    });
     try {
       const key = await addKey(file, 'late');
-      const send = () => fetch(`${gateway.url}/api/v2/ingest`, { method: 'POST', headers: { 'x-api-key': key }, body: JSON.stringify(reading('late', 1)) }).then((r) => r.status);
+      const send = () =>
+        fetch(`${gateway.url}/api/v2/ingest`, {
+          method: 'POST',
+          headers: { 'x-api-key': key },
+          body: JSON.stringify(reading('late', 1)),
+        }).then((r) => r.status);
       expect(await send()).toBe(401);
       const loaded = () => gateway.logs.filter((line) => line['event'] === 'keys_loaded').length;
       const before = loaded();
       gateway.child.kill('SIGHUP');
-      await until(async () => loaded(), (count) => count > before, 'the reload');
+      await until(
+        async () => loaded(),
+        (count) => count > before,
+        'the reload',
+      );
       expect(await send()).toBe(200);
     } finally {
       gateway.child.kill('SIGTERM');

@@ -28,10 +28,17 @@ function render(day: number, t: { offsetNs: bigint; digits: number; offsetMinute
   const unit = 10n ** BigInt(9 - t.digits);
   const ns = BASE_NS + BigInt(day) * DAY_NS + (t.offsetNs / unit) * unit;
   const local = new Date(Number(ns / 1_000_000n) + t.offsetMinutes * 60_000);
-  const fraction = t.digits === 0 ? '' : `.${String(ns % 1_000_000_000n).padStart(9, '0').slice(0, t.digits)}`;
+  const fraction =
+    t.digits === 0
+      ? ''
+      : `.${String(ns % 1_000_000_000n)
+          .padStart(9, '0')
+          .slice(0, t.digits)}`;
   const abs = Math.abs(t.offsetMinutes);
   const zone =
-    t.offsetMinutes === 0 ? 'Z' : `${t.offsetMinutes < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+    t.offsetMinutes === 0
+      ? 'Z'
+      : `${t.offsetMinutes < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
   return { text: `${local.toISOString().slice(0, 19)}${fraction}${zone}`, ns };
 }
 

@@ -44,7 +44,10 @@ describe('readings land in QuestDB exactly', () => {
 
   it('keeps doubles exactly, a float32-widened value, -0 and the extremes included', async () => {
     const ship = 'double-ship';
-    const values = [23.700000762939453, -0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308, 0.1, 1e21, 123456789012345680];
+    const values = [
+      23.700000762939453, -0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308, 0.1, 1e21,
+      123456789012345680,
+    ];
     const batch = values.map((value, i) => ({ time: `2026-03-02T00:00:00.00000000${i}Z`, ship_id: ship, cargo_id: 'v', value }));
     // JSON.stringify writes -0 as 0; devices can send -0, so send its text as they would.
     const body = JSON.stringify(batch, (key, value: unknown) => (key === 'value' && Object.is(value, -0) ? '@minus-zero@' : value));
@@ -67,7 +70,14 @@ describe('readings land in QuestDB exactly', () => {
     const ship = 'clockless-ship';
     const before = BigInt(Date.now()) * 1_000_000n;
     expect((await gw.post('/api/v2/ingest/', { ship_id: ship, cargo_id: 'temp', value: 1 })).status).toBe(200);
-    expect((await gw.post('/api/v2/ingest/batch', [1, 2, 3].map((value) => ({ ship_id: ship, cargo_id: 'temp', value })))).status).toBe(200);
+    expect(
+      (
+        await gw.post(
+          '/api/v2/ingest/batch',
+          [1, 2, 3].map((value) => ({ ship_id: ship, cargo_id: 'temp', value })),
+        )
+      ).status,
+    ).toBe(200);
     const after = BigInt(Date.now() + 1) * 1_000_000n;
     const rows = await rowsOf(ship, 4);
     expect(rows.map((r) => r[3])).toEqual([1, 1, 2, 3]);

@@ -25,7 +25,9 @@ describe('graceful shutdown', () => {
     const answered = new Promise<void>((resolve) => (firstAnswer = resolve));
     const requests = Array.from({ length: 40 }, async (_, i) => {
       try {
-        const response = await post(gw.url, [{ time: `2026-06-01T00:00:00.${String(i).padStart(3, '0')}Z`, ship_id: 's', cargo_id: 'c', value: i }]);
+        const response = await post(gw.url, [
+          { time: `2026-06-01T00:00:00.${String(i).padStart(3, '0')}Z`, ship_id: 's', cargo_id: 'c', value: i },
+        ]);
         outcomes.push(String(response.status));
         if (response.status === 200) accepted += 1;
       } catch {

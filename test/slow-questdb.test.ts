@@ -28,7 +28,10 @@ describe('QuestDB that does not answer, or answers slowly', () => {
       HEALTH_REPORT: 'false',
     });
     const status = async () =>
-      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number }; flush: { consecutiveFailures: number } };
+      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+        queue: { readings: number };
+        flush: { consecutiveFailures: number };
+      };
     const load = startDevices({ url: gw.url, apiKey: TEST_KEY, date: '2026-08-01', batchSize: 100 });
     // The gateway's own connections to QuestDB (through the proxy), sampled from the kernel.
     let maxConnections = 0;

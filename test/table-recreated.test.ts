@@ -25,7 +25,9 @@ describe('a table dropped by hand while the gateway runs', () => {
       await waitForDrained(gw);
       await waitForWalApplied('dropped', 20_000, questdb.httpUrl);
       expect((await sql<[number]>('SELECT count() FROM dropped', questdb.httpUrl)).dataset[0]![0]).toBe(2);
-      expect((await sql<[string]>('SHOW CREATE TABLE dropped', questdb.httpUrl)).dataset[0]![0]).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+      expect((await sql<[string]>('SHOW CREATE TABLE dropped', questdb.httpUrl)).dataset[0]![0]).toMatch(
+        /DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/,
+      );
       expect(gw.gateway.queue.deadLetterCount()).toBe(0);
     } finally {
       await gw.stop();

@@ -24,7 +24,11 @@ beforeAll(async () => {
     KEEP_ALIVE_TIMEOUT_MS: '60000',
   });
   port = Number(new URL(gw.url).port);
-  httpsPort = Number(String(gw.logs.find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
+  httpsPort = Number(
+    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
+      .split(':')
+      .pop(),
+  );
 });
 afterAll(async () => {
   gw.child.kill('SIGTERM');

@@ -16,7 +16,24 @@ let httpsPort: number;
 
 /** An operator's certificate, as openssl makes it; replaced by renaming, as deployment tools do. */
 function makeCertificate(keyAlgorithm: string[], name: string): void {
-  const result = spawnSync('openssl', ['req', '-x509', ...keyAlgorithm, '-nodes', '-days', '30', '-subj', `/CN=${name}`, '-keyout', `${keyFile}.new`, '-out', `${certFile}.new`], { encoding: 'utf8' });
+  const result = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      ...keyAlgorithm,
+      '-nodes',
+      '-days',
+      '30',
+      '-subj',
+      `/CN=${name}`,
+      '-keyout',
+      `${keyFile}.new`,
+      '-out',
+      `${certFile}.new`,
+    ],
+    { encoding: 'utf8' },
+  );
   if (result.status !== 0) throw new Error(result.stderr);
   renameSync(`${keyFile}.new`, keyFile);
   renameSync(`${certFile}.new`, certFile);
@@ -34,7 +51,11 @@ beforeAll(async () => {
     TLS_KEY_FILE: keyFile,
     KEEP_ALIVE_TIMEOUT_MS: '60000',
   });
-  httpsPort = Number(String(gw.logs.find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
+  httpsPort = Number(
+    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
+      .split(':')
+      .pop(),
+  );
 });
 afterAll(async () => {
   gw.child.kill('SIGTERM');
@@ -70,7 +91,11 @@ function request(socket: TLSSocket, body: string): Promise<string> {
 }
 
 const statusFingerprint = async (): Promise<{ fingerprintSha256: string; source: string }> =>
-  ((await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { tls: { fingerprintSha256: string; source: string } }).tls;
+  (
+    (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+      tls: { fingerprintSha256: string; source: string };
+    }
+  ).tls;
 
 describe('SIGHUP re-reads the certificate', () => {
   it('serves the new certificate to new connections while a keep-alive connection keeps working', async () => {
@@ -106,7 +131,8 @@ describe('SIGHUP re-reads the certificate', () => {
     spawnSync('sh', ['-c', `echo broken > ${certFile}`]);
     gw.child.kill('SIGHUP');
     const deadline = Date.now() + 10_000;
-    while (!gw.logs.some((line) => line.event === 'certificate_reload_failed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!gw.logs.some((line) => line.event === 'certificate_reload_failed') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const failure = gw.logs.find((line) => line.event === 'certificate_reload_failed');
     expect(JSON.stringify(failure)).toContain(certFile);
     expect((await statusFingerprint()).fingerprintSha256).toBe(before.fingerprintSha256);
@@ -118,7 +144,11 @@ describe('SIGHUP re-reads the certificate', () => {
 
 describe('refused certificate settings', () => {
   const bundle = (env: Record<string, string>) =>
-    spawnSync(process.execPath, [inject('bundlePath')], { env: { PATH: process.env['PATH'] ?? '', HTTPS_PORT: '0', PORT: '0', HOST: '127.0.0.1', DATA_DIR: join(dir, 'refused'), ...env }, encoding: 'utf8', timeout: 15_000 });
+    spawnSync(process.execPath, [inject('bundlePath')], {
+      env: { PATH: process.env['PATH'] ?? '', HTTPS_PORT: '0', PORT: '0', HOST: '127.0.0.1', DATA_DIR: join(dir, 'refused'), ...env },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
 
   it('names the missing half of a certificate pair', () => {
     const result = bundle({ TLS_CERT_FILE: certFile });

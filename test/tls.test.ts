@@ -30,7 +30,11 @@ beforeAll(async () => {
     HEALTH_REPORT: 'false',
   });
   port = Number(new URL(gw.url).port);
-  httpsPort = Number(String(gw.logs.find((line) => line.event === 'started')!.httpsAddress).split(':').pop());
+  httpsPort = Number(
+    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
+      .split(':')
+      .pop(),
+  );
 });
 afterAll(async () => {
   gw.child.kill('SIGTERM');
@@ -43,7 +47,8 @@ const run = (command: string, args: string[], input = '') => {
   return { status: result.status, out: `${result.stdout}${result.stderr}` };
 };
 
-const esp32 = (targetPort: number, ...args: string[]) => run(esp32Client, ['127.0.0.1', String(targetPort), '/api/v2/ingest', TEST_KEY, ...args]);
+const esp32 = (targetPort: number, ...args: string[]) =>
+  run(esp32Client, ['127.0.0.1', String(targetPort), '/api/v2/ingest', TEST_KEY, ...args]);
 
 /** One TLS version offered by openssl s_client; security level 0 so the client offers old versions at all. */
 const handshake = (targetPort: number, version: string) =>
@@ -95,7 +100,11 @@ describe('protocol versions', () => {
   });
 
   it('refuses TLS 1.2 suites without ECDHE and AEAD', () => {
-    const result = run('openssl', ['s_client', '-connect', `127.0.0.1:${httpsPort}`, '-tls1_2', '-cipher', 'AES128-SHA:ECDHE-ECDSA-AES128-SHA'], '');
+    const result = run(
+      'openssl',
+      ['s_client', '-connect', `127.0.0.1:${httpsPort}`, '-tls1_2', '-cipher', 'AES128-SHA:ECDHE-ECDSA-AES128-SHA'],
+      '',
+    );
     expect(result.out).toMatch(/handshake failure/);
   });
 });
@@ -104,7 +113,20 @@ describe('curl and plain HTTP', () => {
   it('answers curl -k on both ports and plain HTTP on the plain port', () => {
     const body = JSON.stringify({ ship_id: 'curl', cargo_id: 'c', value: 1 });
     for (const url of [`https://127.0.0.1:${httpsPort}`, `https://127.0.0.1:${port}`, `http://127.0.0.1:${port}`]) {
-      const result = run('curl', ['-sk', '-o', '/dev/null', '-w', '%{http_code}', '-H', `X-API-Key: ${TEST_KEY}`, '-H', 'Content-Type: application/json', '-d', body, `${url}/api/v2/ingest`]);
+      const result = run('curl', [
+        '-sk',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        '-H',
+        `X-API-Key: ${TEST_KEY}`,
+        '-H',
+        'Content-Type: application/json',
+        '-d',
+        body,
+        `${url}/api/v2/ingest`,
+      ]);
       expect(result.out, url).toBe('200');
     }
   });
@@ -173,7 +195,9 @@ describe('the generated certificate', () => {
   it('has one fingerprint in the start log, /status, the CLI and the handshake', async () => {
     const logged = (gw.logs.find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
     expect(logged).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
-    const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { tls: { fingerprintSha256: string; source: string } };
+    const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+      tls: { fingerprintSha256: string; source: string };
+    };
     expect(status.tls).toMatchObject({ fingerprintSha256: logged, source: 'self-signed' });
     const cli = run('env', [`DATA_DIR=${dataDir}`, process.execPath, inject('bundlePath'), 'tls-certificate', '--fingerprint']);
     expect(cli.status).toBe(0);

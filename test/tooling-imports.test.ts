@@ -19,7 +19,13 @@ const importsOf = (file: string): string[] =>
 
 /** Imports of `dirs` that break `allowed`, as "file → module". */
 function violations(dirs: string[], allowed: (module: string) => boolean): string[] {
-  return dirs.flatMap((dir) => sources(dir).flatMap((file) => importsOf(file).filter((module) => !allowed(module)).map((module) => `${file} → ${module}`)));
+  return dirs.flatMap((dir) =>
+    sources(dir).flatMap((file) =>
+      importsOf(file)
+        .filter((module) => !allowed(module))
+        .map((module) => `${file} → ${module}`),
+    ),
+  );
 }
 
 const within = (module: string, dir: string) => module.startsWith(`${dir}/`);

@@ -13,7 +13,9 @@ const json = async (response: Response) => ({ status: response.status, body: (aw
 async function rowsOf(device: string): Promise<[string, number, string][]> {
   await waitForDrained(gw);
   await waitForWalApplied(gw.table);
-  return (await sql<[string, number, string]>(`SELECT cargo_id, value, time FROM "${gw.table}" WHERE ship_id = '${device}' ORDER BY cargo_id`)).dataset;
+  return (
+    await sql<[string, number, string]>(`SELECT cargo_id, value, time FROM "${gw.table}" WHERE ship_id = '${device}' ORDER BY cargo_id`)
+  ).dataset;
 }
 
 const uplink = (device: string, payload: Record<string, unknown>) => ({
@@ -30,7 +32,12 @@ const uplink = (device: string, payload: Record<string, unknown>) => ({
 
 describe('The Things Network webhook as the existing stack answers it', () => {
   it('stores numbers and numeric strings of the payload and the radio metadata, at the message received_at', async () => {
-    const answer = await json(await gw.post('/api/v2/ingest/ttn', uplink('lora-1', { temperature: 21.5, battery: '3.3', label: 'dock', on: true, nested: { a: 1 } })));
+    const answer = await json(
+      await gw.post(
+        '/api/v2/ingest/ttn',
+        uplink('lora-1', { temperature: 21.5, battery: '3.3', label: 'dock', on: true, nested: { a: 1 } }),
+      ),
+    );
     expect(answer).toEqual({ status: 200, body: { status: 'Uplink received and queued', count: 8 } });
     const at = '2026-02-04T10:00:01.500000000Z';
     expect(await rowsOf('lora-1')).toEqual([
@@ -54,17 +61,36 @@ describe('The Things Network webhook as the existing stack answers it', () => {
   });
 
   it('answers 200 to an uplink without numbers and to other message types, storing nothing', async () => {
-    const noNumbers = { end_device_ids: { device_id: 'lora-3' }, received_at: '2026-02-04T10:00:00Z', uplink_message: { decoded_payload: { label: 'x' } } };
-    const joinAccept = { end_device_ids: { device_id: 'lora-3' }, received_at: '2026-02-04T10:00:00Z', join_accept: { session_key_id: 'AYa', received_at: '2026-02-04T10:00:00Z' } };
+    const noNumbers = {
+      end_device_ids: { device_id: 'lora-3' },
+      received_at: '2026-02-04T10:00:00Z',
+      uplink_message: { decoded_payload: { label: 'x' } },
+    };
+    const joinAccept = {
+      end_device_ids: { device_id: 'lora-3' },
+      received_at: '2026-02-04T10:00:00Z',
+      join_accept: { session_key_id: 'AYa', received_at: '2026-02-04T10:00:00Z' },
+    };
     const downlinkAck = { end_device_ids: { device_id: 'lora-3' }, downlink_ack: { f_port: 1, frm_payload: 'AQ==' } };
-    const badMetadata = { end_device_ids: { device_id: 'lora-3' }, uplink_message: { decoded_payload: 'x', rx_metadata: 'none', settings: 5 } };
+    const badMetadata = {
+      end_device_ids: { device_id: 'lora-3' },
+      uplink_message: { decoded_payload: 'x', rx_metadata: 'none', settings: 5 },
+    };
     for (const message of [noNumbers, joinAccept, downlinkAck, badMetadata]) {
-      expect(await json(await gw.post('/api/v2/ingest/ttn', message))).toEqual({ status: 200, body: { status: 'No numeric data extracted', count: 0 } });
+      expect(await json(await gw.post('/api/v2/ingest/ttn', message))).toEqual({
+        status: 200,
+        body: { status: 'No numeric data extracted', count: 0 },
+      });
     }
     expect(await rowsOf('lora-3')).toEqual([]);
   });
 
-  it.each(['/api/v2/ingest/harbor-1/ttn', '/api/v2/ingest/ingest/harbor-1/ttn', '/api/v1/ingest/ingest/harbor-1/ttn', '/api/v2/ingest/ttn/'])('serves %s', async (path) => {
+  it.each([
+    '/api/v2/ingest/harbor-1/ttn',
+    '/api/v2/ingest/ingest/harbor-1/ttn',
+    '/api/v1/ingest/ingest/harbor-1/ttn',
+    '/api/v2/ingest/ttn/',
+  ])('serves %s', async (path) => {
     expect((await json(await gw.post(path, uplink('lora-4', { level: 1 })))).status).toBe(200);
   });
 

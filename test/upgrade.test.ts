@@ -3,7 +3,13 @@ import { copyFileSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
-import { PREVIOUS_QUEUE_FIXTURE, PREVIOUS_RELEASE, fillQueueWith, previousReleaseBundle, upgradeBatches } from '../scripts/previous-release.mjs';
+import {
+  PREVIOUS_QUEUE_FIXTURE,
+  PREVIOUS_RELEASE,
+  fillQueueWith,
+  previousReleaseBundle,
+  upgradeBatches,
+} from '../scripts/previous-release.mjs';
 import { QUEUE_FORMAT, readQueueFormat } from '../src/queue/queue-format.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
@@ -18,10 +24,17 @@ async function expectBacklogDeliveredOnce(dataDir: string): Promise<void> {
   expect(readQueueFormat(queueFile).version).toBe(1);
   // A table of its own: every row in it came from the old queue.
   const table = uniqueTable('upgrade');
-  const gateway = await spawnGateway({ API_KEY: TEST_KEY, DATA_DIR: dataDir, QUESTDB_TABLE: table, QUESTDB_URL: inject('questdbUrl'), FLUSH_INTERVAL_MS: '50' });
+  const gateway = await spawnGateway({
+    API_KEY: TEST_KEY,
+    DATA_DIR: dataDir,
+    QUESTDB_TABLE: table,
+    QUESTDB_URL: inject('questdbUrl'),
+    FLUSH_INTERVAL_MS: '50',
+  });
   try {
     const queued = async (): Promise<number> =>
-      ((await (await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } }).queue.readings;
+      ((await (await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } })
+        .queue.readings;
     await expect.poll(queued, { timeout: 30_000, interval: 100 }).toBe(0);
     expect(await storedCounts(table)).toEqual({ rows: readings, distinct: readings });
   } finally {
@@ -60,12 +73,21 @@ describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
     db.close();
     const before = readFileSync(queueFile);
     const run = spawnSync(process.execPath, [inject('bundlePath')], {
-      env: { PATH: process.env['PATH'] ?? '', API_KEY: TEST_KEY, DATA_DIR: dataDir, QUESTDB_URL: 'http://127.0.0.1:9', PORT: '0', HOST: '127.0.0.1' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        API_KEY: TEST_KEY,
+        DATA_DIR: dataDir,
+        QUESTDB_URL: 'http://127.0.0.1:9',
+        PORT: '0',
+        HOST: '127.0.0.1',
+      },
       encoding: 'utf8',
       timeout: 20_000,
     });
     expect(run.status).toBe(78);
-    expect(run.stdout).toContain(`has format version ${QUEUE_FORMAT + 1}, newer than format version ${QUEUE_FORMAT} that this release reads`);
+    expect(run.stdout).toContain(
+      `has format version ${QUEUE_FORMAT + 1}, newer than format version ${QUEUE_FORMAT} that this release reads`,
+    );
     expect(readFileSync(queueFile).equals(before)).toBe(true);
     expect(readdirSync(dataDir)).toEqual(['queue.db']);
   });

@@ -152,7 +152,12 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     secrets[credential] = secret;
   }
   const hostname = settings.hostname ?? defaultHostname(system.machineId());
-  const gatewayEnv = renderGatewayEnv({ current: currentEnv, settings, hostname, queueMaxBytes: 'bytes' in bound ? bound.bytes : undefined });
+  const gatewayEnv = renderGatewayEnv({
+    current: currentEnv,
+    settings,
+    hostname,
+    queueMaxBytes: 'bytes' in bound ? bound.bytes : undefined,
+  });
 
   // The gateway checks its own settings exactly as it will start with them: the unit's environment,
   // gateway.env, the credentials. Its rules (production secrets, HARBOR_ID, sizes) live in one place.
@@ -165,7 +170,9 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   if (problems.length > 0 || !('bytes' in bound)) {
     writeAtomic(
       join(boot, ERROR_FILE),
-      [`harbor.conf was not applied (${now.toISOString()}). Fix these lines and boot again:`, ...problems.map((p) => `- ${p}`), ''].join('\r\n'),
+      [`harbor.conf was not applied (${now.toISOString()}). Fix these lines and boot again:`, ...problems.map((p) => `- ${p}`), ''].join(
+        '\r\n',
+      ),
     );
     writeAtomic(at(ISSUE), `Harbor Gateway: harbor.conf was not applied; see ${ERROR_FILE} on the boot partition.\n\n`, 0o600);
     system.log(`harbor.conf not applied: ${problems.length} problem(s), listed in ${ERROR_FILE} on the boot partition`);
@@ -271,7 +278,10 @@ export function checkGatewayConfig({ command, env, secrets, scratch }) {
     if (result.status === 0) return [];
     const stderr = result.stderr ?? '';
     if (result.status === 78) {
-      const named = stderr.split('\n').filter((line) => line.startsWith('  ')).map((line) => line.trim());
+      const named = stderr
+        .split('\n')
+        .filter((line) => line.startsWith('  '))
+        .map((line) => line.trim());
       return named.length > 0 ? named : [stderr.trim()];
     }
     return [`the gateway could not check the settings (${result.error?.message ?? `exit status ${result.status ?? result.signal}`})`];
@@ -289,7 +299,11 @@ export function checkGatewayConfig({ command, env, secrets, scratch }) {
  */
 export function createGatewayCertificate({ command, env }) {
   const [program, ...args] = command;
-  const result = spawnSync(String(program), args, { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env }, encoding: 'utf8', timeout: 120_000 });
+  const result = spawnSync(String(program), args, {
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   const fingerprint = (result.stdout ?? '').trim();
   if (result.status !== 0 || !/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/.test(fingerprint)) {
     throw new Error(`${(result.stderr ?? '').trim() || result.error?.message || `exit status ${result.status ?? result.signal}`}`);
@@ -421,7 +435,8 @@ export function treeSystem(/** @type {string} */ root) {
     // The running system's Node and bundle (the tree is a card's root, not one that runs).
     checkGateway: (check) => checkGatewayConfig({ ...check, scratch: join(root, 'run') }),
     // The certificate goes into the tree's state directory.
-    createCertificate: (run) => createGatewayCertificate({ ...run, env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR'] ?? 'var/lib/harbor-gateway') } }),
+    createCertificate: (run) =>
+      createGatewayCertificate({ ...run, env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR'] ?? 'var/lib/harbor-gateway') } }),
     log,
   };
 }

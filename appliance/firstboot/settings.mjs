@@ -174,7 +174,8 @@ export function validateSettings(values, env) {
 
   const ntpServers = (get('NTP_SERVERS') ?? '').split(/[\s,]+/).filter((server) => server !== '');
   for (const server of ntpServers) {
-    if (isIP(server) === 0 && !isHostName(server)) problems.push(`NTP_SERVERS: ${JSON.stringify(server.slice(0, 60))} is not a host name or IP address`);
+    if (isIP(server) === 0 && !isHostName(server))
+      problems.push(`NTP_SERVERS: ${JSON.stringify(server.slice(0, 60))} is not a host name or IP address`);
   }
 
   /** @type {Network} */
@@ -190,7 +191,11 @@ export function validateSettings(values, env) {
     for (const server of dns) if (isIP(server) === 0) problems.push(`DNS: ${JSON.stringify(server.slice(0, 60))} is not an IP address`);
     network = { mode: 'static', address: address ?? '', gateway, dns };
   } else if (mode === 'dhcp') {
-    for (const [key, value] of [['ADDRESS', address], ['GATEWAY', gateway], ['DNS', dns.length > 0 ? 'set' : undefined]]) {
+    for (const [key, value] of [
+      ['ADDRESS', address],
+      ['GATEWAY', gateway],
+      ['DNS', dns.length > 0 ? 'set' : undefined],
+    ]) {
       if (value !== undefined) problems.push(`${key} applies only with NETWORK=static`);
     }
   } else {
@@ -210,16 +215,26 @@ export function validateSettings(values, env) {
   }
 
   const alerts = {
-    email: (get('ALERT_EMAIL') ?? '').split(/[\s;,]+/).filter((address) => address !== '').join(';'),
+    email: (get('ALERT_EMAIL') ?? '')
+      .split(/[\s;,]+/)
+      .filter((address) => address !== '')
+      .join(';'),
     webhookUrl: get('ALERT_WEBHOOK_URL') ?? '',
     smtpHost: get('ALERT_SMTP_HOST') ?? '',
     smtpFrom: get('ALERT_SMTP_FROM') ?? '',
   };
   const isAddress = (/** @type {string} */ text) => /^[^\s@;,"'\\]+@[^\s@;,"'\\]+$/.test(text);
-  if (alerts.email !== '' && !alerts.email.split(';').every(isAddress)) problems.push('ALERT_EMAIL must be e-mail addresses (name@example.com) separated by spaces or ;');
-  if (alerts.webhookUrl !== '' && !/^https?:\/\/[^\s"'\\]+$/.test(alerts.webhookUrl)) problems.push('ALERT_WEBHOOK_URL must be an http:// or https:// address without spaces or quotes');
+  if (alerts.email !== '' && !alerts.email.split(';').every(isAddress))
+    problems.push('ALERT_EMAIL must be e-mail addresses (name@example.com) separated by spaces or ;');
+  if (alerts.webhookUrl !== '' && !/^https?:\/\/[^\s"'\\]+$/.test(alerts.webhookUrl))
+    problems.push('ALERT_WEBHOOK_URL must be an http:// or https:// address without spaces or quotes');
   const [smtpName, smtpPort, ...rest] = alerts.smtpHost.split(':');
-  if (alerts.smtpHost !== '' && (rest.length > 0 || !isHostName(String(smtpName)) && isIP(String(smtpName)) === 0 || (smtpPort !== undefined && !/^\d{1,5}$/.test(smtpPort)))) {
+  if (
+    alerts.smtpHost !== '' &&
+    (rest.length > 0 ||
+      (!isHostName(String(smtpName)) && isIP(String(smtpName)) === 0) ||
+      (smtpPort !== undefined && !/^\d{1,5}$/.test(smtpPort)))
+  ) {
     problems.push('ALERT_SMTP_HOST must be a mail server as host or host:port, for example mail.site.lan:25');
   }
   if (alerts.email !== '' && alerts.smtpHost === '') problems.push('ALERT_EMAIL needs ALERT_SMTP_HOST, the mail server that sends it');
@@ -265,14 +280,18 @@ export function queueBound({ requested, current, freeBytes }) {
   const limit = Math.floor(freeBytes * MAX_QUEUE_SHARE);
   if (requested !== undefined) {
     if (requested > limit) {
-      return { problem: `QUEUE_MAX_BYTES is more than half of the ${Math.floor(freeBytes / MIB)}MiB free on the card; at most ${Math.floor(limit / MIB)}MiB` };
+      return {
+        problem: `QUEUE_MAX_BYTES is more than half of the ${Math.floor(freeBytes / MIB)}MiB free on the card; at most ${Math.floor(limit / MIB)}MiB`,
+      };
     }
     return { bytes: requested };
   }
   if (current !== undefined) return { bytes: current };
   const bytes = Math.floor((freeBytes * DEFAULT_QUEUE_SHARE) / MIB) * MIB;
   if (bytes < MIN_QUEUE_BYTES) {
-    return { problem: `only ${Math.floor(freeBytes / MIB)}MiB free on the card; the queue needs at least ${(MIN_QUEUE_BYTES / MIB) * 4}MiB free` };
+    return {
+      problem: `only ${Math.floor(freeBytes / MIB)}MiB free on the card; the queue needs at least ${(MIN_QUEUE_BYTES / MIB) * 4}MiB free`,
+    };
   }
   return { bytes };
 }
@@ -338,7 +357,7 @@ export function renderGatewayEnv({ current, settings, hostname, queueMaxBytes })
  * @param {Alerts} alerts
  */
 export function renderGrafanaEnv(alerts) {
-  const lines = ['# Written by harbor-firstboot from harbor.conf (ALERT_*): who hears of the dashboard\'s alerts.'];
+  const lines = ["# Written by harbor-firstboot from harbor.conf (ALERT_*): who hears of the dashboard's alerts."];
   if (alerts.email !== '') lines.push(`ALERT_EMAIL=${envValue(alerts.email)}`);
   if (alerts.webhookUrl !== '') lines.push(`ALERT_WEBHOOK_URL=${envValue(alerts.webhookUrl)}`);
   if (alerts.smtpHost !== '') lines.push('GF_SMTP_ENABLED=true', `GF_SMTP_HOST=${envValue(alerts.smtpHost)}`);
@@ -391,7 +410,9 @@ export function setRootReadOnly(/** @type {string} */ fstab, /** @type {boolean}
     .map((line) => {
       const fields = line.trim().split(/\s+/);
       if (line.trim().startsWith('#') || fields.length < 4 || fields[1] !== '/') return line;
-      const options = String(fields[3]).split(',').filter((option) => option !== 'ro' && option !== 'rw' && option !== 'defaults');
+      const options = String(fields[3])
+        .split(',')
+        .filter((option) => option !== 'ro' && option !== 'rw' && option !== 'defaults');
       fields[3] = [readOnly ? 'ro' : 'rw', ...options].join(',');
       return fields.join('\t');
     })

@@ -44,7 +44,13 @@ const onPath = (/** @type {string} */ command) =>
  * @param {Record<string, string>} commands  command -> Debian package that provides it
  */
 export function ensureHostPackages(commands) {
-  const missing = [...new Set(Object.entries(commands).filter(([command]) => !onPath(command)).map(([, pkg]) => pkg))];
+  const missing = [
+    ...new Set(
+      Object.entries(commands)
+        .filter(([command]) => !onPath(command))
+        .map(([, pkg]) => pkg),
+    ),
+  ];
   if (missing.length === 0) return;
   requireRoot(`install ${missing.join(' ')}`);
   process.stdout.write(`installing host packages: ${missing.join(' ')}\n`);

@@ -33,7 +33,10 @@ export async function startBenchGateway(options) {
   /** The process's state and its last words, for errors. */
   const describe = () => {
     const state = child.exitCode !== null || child.signalCode !== null ? `exited with ${child.exitCode ?? child.signalCode}` : 'running';
-    const last = logs.slice(-3).map((l) => JSON.stringify(l)).join(' ');
+    const last = logs
+      .slice(-3)
+      .map((l) => JSON.stringify(l))
+      .join(' ');
     return `pid ${child.pid} ${state}; last log lines: ${last}${stderr() ? `; stderr: ${stderr().slice(-500)}` : ''}`;
   };
   return {

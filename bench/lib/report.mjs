@@ -113,7 +113,11 @@ export function summarizeResult(result) {
       ...e2e.filter((s) => s.mode === mode).map((s) => ({ scenario: `end to end at ${fmt(s.rate)}/s`, hwmMb: s.hwmMb })),
       ...drain.filter((s) => s.mode === mode).map((s) => ({ scenario: 'drain', hwmMb: s.hwmMb })),
     ].filter((p) => p.hwmMb.median !== null);
-    const peak = peaks.reduce((/** @type {typeof peaks[number] | undefined} */ best, p) => (best === undefined || /** @type {number} */ (p.hwmMb.median) > /** @type {number} */ (best.hwmMb.median) ? p : best), undefined);
+    const peak = peaks.reduce(
+      (/** @type {typeof peaks[number] | undefined} */ best, p) =>
+        best === undefined || /** @type {number} */ (p.hwmMb.median) > /** @type {number} */ (best.hwmMb.median) ? p : best,
+      undefined,
+    );
     if (idle.length === 0 && peak === undefined) continue;
     footprint.push({
       mode,
@@ -212,10 +216,14 @@ export function renderMarkdown(result, summary) {
   const m = result.machine;
   const o = result.options;
   const lines = [];
-  lines.push(`### ${o.quick ? 'Quick run' : 'Run'} of ${result.startedAt.slice(0, 10)}, commit ${m.gitCommit.slice(0, 12)}${m.gitDirty ? ' (with uncommitted changes)' : ''}`);
+  lines.push(
+    `### ${o.quick ? 'Quick run' : 'Run'} of ${result.startedAt.slice(0, 10)}, commit ${m.gitCommit.slice(0, 12)}${m.gitDirty ? ' (with uncommitted changes)' : ''}`,
+  );
   lines.push('');
   if (result.failure) lines.push(`**Partial results: the run stopped with an error** (${String(result.failure).split('\n')[0]}).`, '');
-  lines.push(`Command: \`${result.command}\` (${fmt(result.durationSeconds / 60, 1)} min). ${o.runs} run${o.runs === 1 ? '' : 's'} per figure; cells are median (min–max).`);
+  lines.push(
+    `Command: \`${result.command}\` (${fmt(result.durationSeconds / 60, 1)} min). ${o.runs} run${o.runs === 1 ? '' : 's'} per figure; cells are median (min–max).`,
+  );
   lines.push('');
   lines.push('| Machine | |');
   lines.push('|---|---|');
@@ -250,7 +258,9 @@ export function renderMarkdown(result, summary) {
         s.connections === 64
           ? `${verdict(s.requestsPerSec.median, '>=', TARGETS.singleRequestsPerSec, ' req/s')}; ${verdict(s.p99Ms.median, '<=', TARGETS.singleP99Ms, ' ms p99')}`
           : '';
-      lines.push(`| ${s.mode} | ${s.connections} | ${cell(s.requestsPerSec)} | ${cell(s.p50Ms, 2)} | ${cell(s.p99Ms, 2)} | ${target} | ${s.verifiedRuns}/${s.checkedRuns} | ${cpuCells(s)} |`);
+      lines.push(
+        `| ${s.mode} | ${s.connections} | ${cell(s.requestsPerSec)} | ${cell(s.p50Ms, 2)} | ${cell(s.p99Ms, 2)} | ${target} | ${s.verifiedRuns}/${s.checkedRuns} | ${cpuCells(s)} |`,
+      );
     }
     noteErrors(lines, summary.single);
   }
@@ -273,7 +283,9 @@ export function renderMarkdown(result, summary) {
       'Each offered rate the confirmation runs tried; the figure is the last rate, when all its runs held. Medians are over the runs that held.',
       '',
     );
-    lines.push('| Mode | Offered readings/s | Runs sustained | Into QuestDB readings/s | 2xx → queryable p50 ms | p99 ms | Max queue depth | Rows verified | Target | Gateway CPU | Others on gateway CPU (held / worst failed) |');
+    lines.push(
+      '| Mode | Offered readings/s | Runs sustained | Into QuestDB readings/s | 2xx → queryable p50 ms | p99 ms | Max queue depth | Rows verified | Target | Gateway CPU | Others on gateway CPU (held / worst failed) |',
+    );
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|');
     for (const s of summary.e2e) {
       lines.push(
@@ -282,7 +294,10 @@ export function renderMarkdown(result, summary) {
     }
     /** @type {Map<string, any>} */
     const searched = new Map(summary.e2e.map((s) => [s.mode, s]));
-    const searches = [...searched.values()].map((s) => `${s.mode}: highest sustained step ${fmt(s.searchedRate)}/s, first failed step ${s.firstFailedRate === null ? 'none' : `${fmt(s.firstFailedRate)}/s`}`);
+    const searches = [...searched.values()].map(
+      (s) =>
+        `${s.mode}: highest sustained step ${fmt(s.searchedRate)}/s, first failed step ${s.firstFailedRate === null ? 'none' : `${fmt(s.firstFailedRate)}/s`}`,
+    );
     const probes = summary.e2e.reduce((n, s) => n + s.probes, 0);
     const lost = summary.e2e.reduce((n, s) => n + s.probesLost, 0);
     lines.push('', `Rate search (${o.e2eStepS} s steps): ${searches.join('; ')}. Probes measured: ${probes} (lost ${lost}).`);
@@ -290,10 +305,14 @@ export function renderMarkdown(result, summary) {
 
   if (summary.drain.length > 0) {
     lines.push('', `#### Drain (backlog queued while QuestDB was unreachable, then flushed)`, '');
-    lines.push('| Mode | Backlog | Flushed readings/s | Queryable readings/s | Rows verified | Target | Gateway CPU | Others on gateway CPU |');
+    lines.push(
+      '| Mode | Backlog | Flushed readings/s | Queryable readings/s | Rows verified | Target | Gateway CPU | Others on gateway CPU |',
+    );
     lines.push('|---|---:|---:|---:|---:|---|---:|---:|');
     for (const s of summary.drain) {
-      lines.push(`| ${s.mode} | ${fmt(s.readings)} | ${cell(s.flushedReadingsPerSec)} | ${cell(s.queryableReadingsPerSec)} | ${s.verifiedRuns}/${s.runs} | ${verdict(s.flushedReadingsPerSec.median, '>=', TARGETS.drainReadingsPerSec)} | ${pct(s.gatewayCpuShare.median)} | ${pct(s.othersOnGatewayCpus.median)} |`);
+      lines.push(
+        `| ${s.mode} | ${fmt(s.readings)} | ${cell(s.flushedReadingsPerSec)} | ${cell(s.queryableReadingsPerSec)} | ${s.verifiedRuns}/${s.runs} | ${verdict(s.flushedReadingsPerSec.median, '>=', TARGETS.drainReadingsPerSec)} | ${pct(s.gatewayCpuShare.median)} | ${pct(s.othersOnGatewayCpus.median)} |`,
+      );
     }
   }
 
@@ -307,23 +326,36 @@ export function renderMarkdown(result, summary) {
       );
     }
     lines.push('');
-    lines.push('| Mode | Scenario | CPU s per million readings | Bytes written per reading | JSON bytes per reading | Target (written ≤ 4 × JSON) |');
+    lines.push(
+      '| Mode | Scenario | CPU s per million readings | Bytes written per reading | JSON bytes per reading | Target (written ≤ 4 × JSON) |',
+    );
     lines.push('|---|---|---:|---:|---:|---|');
     /** @type {{ mode: string, label: string, s: any, json: number | null }[]} */
     const rows = [];
-    for (const s of summary.single) if (s.connections === Math.max(...o.connections)) rows.push({ mode: s.mode, label: `single push, ${s.connections} connections`, s, json: s.jsonBytesPerReading });
+    for (const s of summary.single)
+      if (s.connections === Math.max(...o.connections))
+        rows.push({ mode: s.mode, label: `single push, ${s.connections} connections`, s, json: s.jsonBytesPerReading });
     for (const s of summary.batch) rows.push({ mode: s.mode, label: `batch of ${s.batch}`, s, json: s.jsonBytesPerReading });
-    for (const s of summary.e2e) rows.push({ mode: s.mode, label: `end to end at ${fmt(s.rate)}/s (queued, flushed, deleted)`, s, json: s.jsonBytesPerReading });
+    for (const s of summary.e2e)
+      rows.push({ mode: s.mode, label: `end to end at ${fmt(s.rate)}/s (queued, flushed, deleted)`, s, json: s.jsonBytesPerReading });
     for (const s of summary.drain) rows.push({ mode: s.mode, label: 'drain (flushed, deleted)', s, json: null });
     rows.sort((a, b) => (a.mode === b.mode ? 0 : a.mode === TARGET_MODE ? -1 : 1));
     for (const { mode, label, s, json } of rows) {
       const bytes = s.writeBytesPerReading.median;
-      const target = json === null || bytes === null ? '' : `${fmt(bytes / json, 2)} ×: ${bytes <= TARGETS.writeBytesPerJsonByte * json ? 'met' : '**missed**'}`;
-      lines.push(`| ${mode} | ${label} | ${cell(s.cpuSecondsPerMillion, 2)} | ${cell(s.writeBytesPerReading, 1)} | ${json === null ? '–' : fmt(json, 1)} | ${target} |`);
+      const target =
+        json === null || bytes === null
+          ? ''
+          : `${fmt(bytes / json, 2)} ×: ${bytes <= TARGETS.writeBytesPerJsonByte * json ? 'met' : '**missed**'}`;
+      lines.push(
+        `| ${mode} | ${label} | ${cell(s.cpuSecondsPerMillion, 2)} | ${cell(s.writeBytesPerReading, 1)} | ${json === null ? '–' : fmt(json, 1)} | ${target} |`,
+      );
     }
   }
   if (result.failedRuns?.length > 0) {
-    lines.push('', `Failed runs (no figure): ${result.failedRuns.map((/** @type {{ label: string, error: string }} */ f) => `${f.label}: ${f.error.split('\n')[0]}`).join('; ')}.`);
+    lines.push(
+      '',
+      `Failed runs (no figure): ${result.failedRuns.map((/** @type {{ label: string, error: string }} */ f) => `${f.label}: ${f.error.split('\n')[0]}`).join('; ')}.`,
+    );
   }
   lines.push('');
   return lines.join('\n');
@@ -336,5 +368,8 @@ export function renderMarkdown(result, summary) {
 function noteErrors(lines, rows) {
   const bad = rows.filter((r) => r.non2xx > 0 || r.socketErrors > 0);
   if (bad.length === 0) return;
-  lines.push('', `Errors: ${bad.map((r) => `${r.mode}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors or timeouts`).join('; ')}.`);
+  lines.push(
+    '',
+    `Errors: ${bad.map((r) => `${r.mode}: ${r.non2xx} non-2xx answers, ${r.socketErrors} socket errors or timeouts`).join('; ')}.`,
+  );
 }

@@ -20,7 +20,10 @@ function apt(args) {
   const asRoot = process.getuid?.() === 0;
   const command = asRoot ? 'apt-get' : 'sudo';
   const full = asRoot ? args : ['-n', 'apt-get', ...args];
-  const result = spawnSync(command, full, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const result = spawnSync(command, full, {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   return result.status === 0;
 }
 
@@ -57,11 +60,16 @@ export function ensureWrk() {
  */
 export function runWrk(options) {
   const args = [
-    '-t', String(options.threads),
-    '-c', String(options.connections),
-    '-d', `${options.durationS}s`,
-    '--timeout', `${options.timeoutS ?? 10}s`,
-    '-s', WRK_SCRIPT,
+    '-t',
+    String(options.threads),
+    '-c',
+    String(options.connections),
+    '-d',
+    `${options.durationS}s`,
+    '--timeout',
+    `${options.timeoutS ?? 10}s`,
+    '-s',
+    WRK_SCRIPT,
     ...(options.headers ?? []).flatMap((header) => ['-H', header]),
     options.url,
   ];

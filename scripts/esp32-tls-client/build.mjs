@@ -20,7 +20,9 @@ export function buildEsp32TlsClient() {
   aptInstall(['libmbedtls-dev'], '/usr/include/mbedtls/ssl.h');
   // Compiled under a temporary name and renamed, so concurrent runs never run half a file.
   const partial = `${binary}.${process.pid}.part`;
-  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', '-o', partial, SOURCE, '-lmbedtls', '-lmbedx509', '-lmbedcrypto'], { stdio: 'inherit' });
+  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', '-o', partial, SOURCE, '-lmbedtls', '-lmbedx509', '-lmbedcrypto'], {
+    stdio: 'inherit',
+  });
   renameSync(partial, binary);
   return binary;
 }

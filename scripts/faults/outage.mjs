@@ -35,7 +35,9 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
   });
   const peakRssMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   const status = async () =>
-    /** @type {{ ready: boolean, queue: { readings: number } }} */ (await (await fetch(`${url}/status`, { headers: { 'x-api-key': KEY } })).json());
+    /** @type {{ ready: boolean, queue: { readings: number } }} */ (
+      await (await fetch(`${url}/status`, { headers: { 'x-api-key': KEY } })).json()
+    );
 
   const load = startDevices({ url, apiKey: KEY, date: '2026-10-01', batchSize: 200, pauseMs: 5 });
   let backlogDuringOutage = 0;

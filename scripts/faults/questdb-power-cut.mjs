@@ -79,7 +79,14 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
   // table is ready, stop both, and let everything reach the disk before the rounds begin.
   const gateway = await startGatewayProcess({
     bundle: bundlePath,
-    env: { API_KEY: 'powercut-setup-key-0123456789', DATA_DIR: await storage.open(), QUESTDB_URL: `http://127.0.0.1:${httpPort}`, QUESTDB_TABLE: table, HEALTH_REPORT: 'false', RETENTION_DAYS: '0' },
+    env: {
+      API_KEY: 'powercut-setup-key-0123456789',
+      DATA_DIR: await storage.open(),
+      QUESTDB_URL: `http://127.0.0.1:${httpPort}`,
+      QUESTDB_TABLE: table,
+      HEALTH_REPORT: 'false',
+      RETENTION_DAYS: '0',
+    },
   });
   const deadline = Date.now() + 60_000;
   while (!gateway.logs.some((line) => line.event === 'table_ready')) {
@@ -93,9 +100,23 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
   await mount.writeBack();
   await mount.unmount();
   await gatewayStorage.settle();
-  const report = await runCrashConsistency({ rounds: cuts, durability: 'power-loss', questdbUrl: `http://127.0.0.1:${httpPort}`, bundlePath, clients, storage, table, log });
+  const report = await runCrashConsistency({
+    rounds: cuts,
+    durability: 'power-loss',
+    questdbUrl: `http://127.0.0.1:${httpPort}`,
+    bundlePath,
+    clients,
+    storage,
+    table,
+    log,
+  });
   const errors = [...questdbCuts.errors, ...gatewayStorage.tally.errors];
-  const ok = report.missing.length === 0 && report.forbidden.length === 0 && report.strangers.length === 0 && report.duplicates === 0 && errors.length === 0;
+  const ok =
+    report.missing.length === 0 &&
+    report.forbidden.length === 0 &&
+    report.strangers.length === 0 &&
+    report.duplicates === 0 &&
+    errors.length === 0;
   const summary = {
     ...report,
     lost: report.missing.length,
@@ -105,6 +126,8 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
     questdb: { ...questdbCuts, errors: questdbCuts.errors.slice(0, 5) },
     gateway: { ...gatewayStorage.tally, errors: gatewayStorage.tally.errors.slice(0, 5) },
   };
-  log(`power cuts of the gateway and QuestDB, entry changes durable ${entries} (expect 0 lost): ${ok ? 'PASS' : 'FAIL'} ${JSON.stringify(summary)}`);
+  log(
+    `power cuts of the gateway and QuestDB, entry changes durable ${entries} (expect 0 lost): ${ok ? 'PASS' : 'FAIL'} ${JSON.stringify(summary)}`,
+  );
   return ok;
 }

@@ -26,12 +26,21 @@ const questdb = await startQuestDb({ dataDir });
 let failed = false;
 try {
   for (const durability of /** @type {const} */ (['process-crash', 'power-loss'])) {
-    const report = await runCrashConsistency({ rounds, durability, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log });
+    const report = await runCrashConsistency({
+      rounds,
+      durability,
+      questdbUrl: questdb.httpUrl,
+      bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+      log,
+    });
     const violations = report.missing.length + report.forbidden.length + report.strangers.length + report.duplicates;
-    log(`${durability}: ${violations === 0 ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...report, missing: report.missing.slice(0, 10), forbidden: report.forbidden.slice(0, 10), strangers: report.strangers.slice(0, 10) })}`);
+    log(
+      `${durability}: ${violations === 0 ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...report, missing: report.missing.slice(0, 10), forbidden: report.forbidden.slice(0, 10), strangers: report.strangers.slice(0, 10) })}`,
+    );
     if (violations > 0) failed = true;
   }
-  if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log }))) failed = true;
+  if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
+    failed = true;
   const outage = await runOutage({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), outageMs: 20_000, log });
   const outageOk =
     outage.refused === 0 &&

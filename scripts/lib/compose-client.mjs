@@ -20,9 +20,13 @@ function isCompose(/** @type {string[]} */ command) {
 
 function findGo() {
   if (spawnSync('go', ['version']).status === 0) return 'go';
-  if (process.getuid?.() !== 0) throw new Error('building Docker Compose needs Go: install golang-go, or run as root so it can be installed');
+  if (process.getuid?.() !== 0)
+    throw new Error('building Docker Compose needs Go: install golang-go, or run as root so it can be installed');
   execFileSync('apt-get', ['update'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'golang-go'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'golang-go'], {
+    stdio: 'inherit',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   return 'go';
 }
 

@@ -34,7 +34,11 @@ const MIN_ANSWERS_PER_ROUND = 30;
 /** A temporary directory that survives the kills whole, as the page cache does. @returns {CrashStorage} */
 function processCrashStorage() {
   const dataDir = mkdtempSync(join(tmpdir(), 'harbor-crash-'));
-  return { open: async () => dataDir, afterKill: async () => undefined, close: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  return {
+    open: async () => dataDir,
+    afterKill: async () => undefined,
+    close: async () => rmSync(dataDir, { recursive: true, force: true }),
+  };
 }
 
 /** A small deterministic PRNG so a failing run can be repeated with its seed. @param {number} seed */
@@ -51,10 +55,27 @@ function prng(seed) {
 
 /** @param {CrashOptions} options @returns {Promise<CrashReport>} */
 export async function runCrashConsistency(options) {
-  const { rounds, durability, questdbUrl, bundlePath, clients = 6, seed = Date.now(), storage = processCrashStorage(), log = () => undefined } = options;
+  const {
+    rounds,
+    durability,
+    questdbUrl,
+    bundlePath,
+    clients = 6,
+    seed = Date.now(),
+    storage = processCrashStorage(),
+    log = () => undefined,
+  } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
-  const env = { DURABILITY: durability, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, FLUSH_INTERVAL_MS: '20', FLUSH_BATCH_READINGS: '500', HEALTH_REPORT: 'false', RETENTION_DAYS: '0' };
+  const env = {
+    DURABILITY: durability,
+    QUESTDB_URL: questdbUrl,
+    QUESTDB_TABLE: table,
+    FLUSH_INTERVAL_MS: '20',
+    FLUSH_BATCH_READINGS: '500',
+    HEALTH_REPORT: 'false',
+    RETENTION_DAYS: '0',
+  };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
   /** When each reading was answered 2xx and in which round, for the loss window. @type {Map<string, { at: number, round: number }>} */
@@ -122,7 +143,9 @@ export async function runCrashConsistency(options) {
     final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const status = /** @type {{ queue: { readings: number } }} */ (await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json());
+      const status = /** @type {{ queue: { readings: number } }} */ (
+        await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json()
+      );
       if (status.queue.readings === 0) break;
       if (Date.now() > deadline) throw new Error(`queue did not drain: ${status.queue.readings} readings left`);
       await new Promise((r) => setTimeout(r, 50));

@@ -68,7 +68,9 @@ export async function startGatewayProcess(options) {
     }
     if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`gateway did not start (${child.exitCode ?? child.signalCode ?? 'timeout'}): ${stderr}\n${JSON.stringify(logs.slice(-5))}`);
+      throw new Error(
+        `gateway did not start (${child.exitCode ?? child.signalCode ?? 'timeout'}): ${stderr}\n${JSON.stringify(logs.slice(-5))}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -10,6 +10,7 @@ export const DASHBOARD_PATH = join(projectRoot, 'grafana', 'provisioning', 'dash
 /**
  * @typedef {{ from: number, to: number }} TimeRange  epoch milliseconds
  * @typedef {{ multi?: boolean, includeAll?: boolean, allValue?: string | null }} VariableModel
+ * @typedef {VariableModel & { name: string, type: string, refresh?: number }} DashboardVariable  one of the dashboard's templating.list
  * @typedef {{ model: VariableModel, value: string | string[], options?: string[] }} VariableValue
  *   value `$__all` is the All choice; `options` are the values the variable's query returned
  * @typedef {object} ExpandOptions
@@ -47,11 +48,33 @@ export function formatVariable({ model, value, options = [] }) {
 
 // Grafana's rounding of a raw interval to a "nice" one (rangeutil's roundInterval), in milliseconds.
 const NICE_INTERVALS = [
-  [15, 10], [35, 20], [75, 50], [150, 100], [350, 200], [750, 500], [1500, 1000], [3500, 2000],
-  [7500, 5000], [12500, 10000], [17500, 15000], [25000, 20000], [45000, 30000], [90000, 60000],
-  [210000, 120000], [450000, 300000], [750000, 600000], [1050000, 900000], [1500000, 1200000],
-  [2700000, 1800000], [5400000, 3600000], [9000000, 7200000], [16200000, 10800000],
-  [32400000, 21600000], [86400000, 43200000], [604800000, 86400000], [1814400000, 604800000],
+  [15, 10],
+  [35, 20],
+  [75, 50],
+  [150, 100],
+  [350, 200],
+  [750, 500],
+  [1500, 1000],
+  [3500, 2000],
+  [7500, 5000],
+  [12500, 10000],
+  [17500, 15000],
+  [25000, 20000],
+  [45000, 30000],
+  [90000, 60000],
+  [210000, 120000],
+  [450000, 300000],
+  [750000, 600000],
+  [1050000, 900000],
+  [1500000, 1200000],
+  [2700000, 1800000],
+  [5400000, 3600000],
+  [9000000, 7200000],
+  [16200000, 10800000],
+  [32400000, 21600000],
+  [86400000, 43200000],
+  [604800000, 86400000],
+  [1814400000, 604800000],
   [3628800000, 2592000000],
 ];
 
@@ -64,13 +87,23 @@ export function intervalFor(/** @type {TimeRange} */ range, maxDataPoints = 1000
 
 /** $__interval's text, as Grafana's secondsToHms writes it: the largest unit that is not zero (20ms, 30s, 1h, 7d). */
 export function intervalText(/** @type {number} */ ms) {
-  const units = /** @type {const} */ ([['y', 31536000000], ['d', 86400000], ['h', 3600000], ['m', 60000], ['s', 1000]]);
+  const units = /** @type {const} */ ([
+    ['y', 31536000000],
+    ['d', 86400000],
+    ['h', 3600000],
+    ['m', 60000],
+    ['s', 1000],
+  ]);
   for (const [unit, size] of units) if (ms >= size) return `${Math.floor(ms / size)}${unit}`;
   return `${ms}ms`;
 }
 
 /** Go's RFC3339Nano in UTC, as the PostgreSQL data source writes times into $__timeFilter. */
-const rfc3339 = (/** @type {number} */ ms) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z').replace(/(\.\d*?)0+Z$/, '$1Z');
+const rfc3339 = (/** @type {number} */ ms) =>
+  new Date(ms)
+    .toISOString()
+    .replace(/\.000Z$/, 'Z')
+    .replace(/(\.\d*?)0+Z$/, '$1Z');
 
 /**
  * The SQL Grafana sends for `rawSql`.
@@ -123,7 +156,15 @@ export function dashboardQueries(dashboard) {
   const panels = (dashboard.panels ?? []).flatMap((/** @type {any} */ p) => (p.type === 'row' ? [p, ...(p.panels ?? [])] : [p]));
   for (const panel of panels) {
     for (const target of panel.targets ?? []) {
-      queries.push({ kind: 'panel', title: panel.title, refId: target.refId, format: target.format, rawSql: target.rawSql, maxDataPoints: panel.maxDataPoints, panel });
+      queries.push({
+        kind: 'panel',
+        title: panel.title,
+        refId: target.refId,
+        format: target.format,
+        rawSql: target.rawSql,
+        maxDataPoints: panel.maxDataPoints,
+        panel,
+      });
     }
   }
   return queries;

@@ -73,7 +73,17 @@ export async function startQuestDb(options) {
   const pgPort = options.pgPort ?? (await freePort());
   const child = spawn(
     java,
-    [`-Xmx${options.heap ?? '1g'}`, '-XX:+UseParallelGC', '-Dout=stdout', '-p', jar, '-m', 'io.questdb/io.questdb.ServerMain', '-d', dataDir],
+    [
+      `-Xmx${options.heap ?? '1g'}`,
+      '-XX:+UseParallelGC',
+      '-Dout=stdout',
+      '-p',
+      jar,
+      '-m',
+      'io.questdb/io.questdb.ServerMain',
+      '-d',
+      dataDir,
+    ],
     {
       env: {
         ...process.env,

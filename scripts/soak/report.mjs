@@ -17,11 +17,25 @@ import { median } from '../lib/stats.mjs';
  */
 
 /** @type {(keyof Sample)[]} */
-const COLUMNS = ['seconds', 'rssMb', 'heapMb', 'fds', 'sockets', 'queueFileMb', 'queuedReadings', 'p50Ms', 'p99Ms', 'requests', 'questdbUp'];
+const COLUMNS = [
+  'seconds',
+  'rssMb',
+  'heapMb',
+  'fds',
+  'sockets',
+  'queueFileMb',
+  'queuedReadings',
+  'p50Ms',
+  'p99Ms',
+  'requests',
+  'questdbUp',
+];
 
 /** @param {Sample[]} samples */
 export function toCsv(samples) {
-  const rows = samples.map((s) => COLUMNS.map((c) => (s[c] === null ? '' : typeof s[c] === 'number' ? Number(s[c].toFixed(3)) : String(s[c]))).join(','));
+  const rows = samples.map((s) =>
+    COLUMNS.map((c) => (s[c] === null ? '' : typeof s[c] === 'number' ? Number(s[c].toFixed(3)) : String(s[c]))).join(','),
+  );
   return `${COLUMNS.join(',')}\n${rows.join('\n')}\n`;
 }
 
@@ -69,7 +83,8 @@ export function flatness(samples) {
   const last = samples.slice(2 * third);
   return FLAT_RULES.map(({ key, label, unit, ratio, slack }) => {
     /** @param {Sample[]} part */
-    const points = (part) => part.flatMap((s) => (typeof s[key] === 'number' ? [/** @type {[number, number]} */ ([s.seconds, s[key]])] : []));
+    const points = (part) =>
+      part.flatMap((s) => (typeof s[key] === 'number' ? [/** @type {[number, number]} */ ([s.seconds, s[key]])] : []));
     const m = median(points(middle).map(([, v]) => v)) ?? null;
     const l = median(points(last).map(([, v]) => v)) ?? null;
     const allowance = m === null ? null : Math.max(m * (ratio - 1), slack);
@@ -79,7 +94,7 @@ export function flatness(samples) {
   });
 }
 
-const escape = (/** @type {string} */ s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+const escapeXml = (/** @type {string} */ s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 /**
  * A line chart of one figure over the run; the spans where QuestDB was down are shaded.
@@ -100,9 +115,12 @@ export function toSvg(samples, outages, { key, title, unit }) {
   const x = (/** @type {number} */ seconds) => left + (seconds / maxX) * (width - left - right);
   const y = (/** @type {number} */ value) => top + (1 - value / maxY) * (height - top - bottom);
   const down = outages.map(
-    ({ from, to }) => `<rect x="${x(from).toFixed(1)}" y="${top}" width="${(x(Math.min(to, maxX)) - x(from)).toFixed(1)}" height="${height - top - bottom}" fill="#f3d6d6"/>`,
+    ({ from, to }) =>
+      `<rect x="${x(from).toFixed(1)}" y="${top}" width="${(x(Math.min(to, maxX)) - x(from)).toFixed(1)}" height="${height - top - bottom}" fill="#f3d6d6"/>`,
   );
-  const line = points.map((s, i) => `${i === 0 ? 'M' : 'L'}${x(s.seconds).toFixed(1)},${y(/** @type {number} */ (s[key])).toFixed(1)}`).join(' ');
+  const line = points
+    .map((s, i) => `${i === 0 ? 'M' : 'L'}${x(s.seconds).toFixed(1)},${y(/** @type {number} */ (s[key])).toFixed(1)}`)
+    .join(' ');
   const ticksY = [0, 0.25, 0.5, 0.75, 1].map((f) => {
     const value = (maxY / 1.1) * f;
     return `<line x1="${left}" x2="${width - right}" y1="${y(value).toFixed(1)}" y2="${y(value).toFixed(1)}" stroke="#e4e4e4"/><text x="${left - 6}" y="${(y(value) + 4).toFixed(1)}" text-anchor="end">${Number(value.toPrecision(3))}</text>`;
@@ -116,7 +134,7 @@ export function toSvg(samples, outages, { key, title, unit }) {
 ${down.join('\n')}
 ${ticksY.join('\n')}
 ${ticksX.join('\n')}
-<text x="${left}" y="18" font-size="13">${escape(title)}${unit ? ` (${escape(unit)})` : ''}</text>
+<text x="${left}" y="18" font-size="13">${escapeXml(title)}${unit ? ` (${escapeXml(unit)})` : ''}</text>
 <text x="${width - right}" y="18" text-anchor="end" fill="#a04040">shaded: QuestDB down</text>
 <text x="${(left + width - right) / 2}" y="${height - 6}" text-anchor="middle">minutes</text>
 <path d="${line}" fill="none" stroke="#2060a0" stroke-width="1.5"/>

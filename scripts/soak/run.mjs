@@ -93,7 +93,9 @@ const status = async () => {
   return /** @type {{ queue: { readings: number }, memory: { heapUsedBytes: number } }} */ (await response.json());
 };
 const queueFileBytes = () =>
-  ['queue.db', 'queue.db-wal'].map((name) => join(dataDir, name)).reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
+  ['queue.db', 'queue.db-wal']
+    .map((name) => join(dataDir, name))
+    .reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
 const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.pid}/status`, 'utf8'))?.[1]);
 /** The gateway's open file descriptors, sockets apart; one may close between the listing and its link. */
 const descriptors = () => {
@@ -134,7 +136,9 @@ while (Date.now() < endMs) {
     questdbUp,
   });
   const s = /** @type {import('./report.mjs').Sample} */ (samples.at(-1));
-  log(`${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB, heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`);
+  log(
+    `${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB, heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`,
+  );
 }
 
 await load.stop();
@@ -212,10 +216,12 @@ the last two thirds, continued for an hour, adds at most the allowance too.
 
 | figure (ratio, slack) | median, middle third | median, last third | allowance | trend per hour | flat |
 |---|---|---|---|---|---|
-${flat.map((f) => {
-  const rule = FLAT_RULES.find((r) => r.key === f.key);
-  return `| ${f.label}${f.unit ? ` (${f.unit})` : ''} (×${rule?.ratio}, +${rule?.slack}) | ${fmt(f.middle)} | ${fmt(f.last)} | ${fmt(f.allowance)} | ${fmt(f.trendPerHour)} | ${f.flat ? 'yes' : 'NO'} |`;
-}).join('\n')}
+${flat
+  .map((f) => {
+    const rule = FLAT_RULES.find((r) => r.key === f.key);
+    return `| ${f.label}${f.unit ? ` (${f.unit})` : ''} (×${rule?.ratio}, +${rule?.slack}) | ${fmt(f.middle)} | ${fmt(f.last)} | ${fmt(f.allowance)} | ${fmt(f.trendPerHour)} | ${f.flat ? 'yes' : 'NO'} |`;
+  })
+  .join('\n')}
 
 ## Charts
 
@@ -224,5 +230,7 @@ Shaded: QuestDB down. The samples are in [samples.csv](samples.csv).
 ${CHARTS.map((c) => `![${c.title}](${c.file})`).join('\n')}
 `;
 writeFileSync(join(outDir, 'summary.md'), summary);
-log(`verdict: ${allFlat ? 'flat' : 'NOT flat'}, ${deliveryOk ? 'nothing lost or duplicated' : 'delivery FAILED'} (${JSON.stringify(delivery)}); wrote ${outDir}`);
+log(
+  `verdict: ${allFlat ? 'flat' : 'NOT flat'}, ${deliveryOk ? 'nothing lost or duplicated' : 'delivery FAILED'} (${JSON.stringify(delivery)}); wrote ${outDir}`,
+);
 process.exit(allFlat && deliveryOk ? 0 : 1);

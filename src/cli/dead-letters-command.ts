@@ -64,11 +64,15 @@ export function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv, io: O
     if (command === 'list') {
       const letters = store.list(limit);
       if (json) {
-        io.out(`${JSON.stringify(letters.map((l) => ({ ...l, receivedAt: new Date(l.receivedMs).toISOString(), failedAt: new Date(l.failedMs).toISOString() })))}\n`);
+        io.out(
+          `${JSON.stringify(letters.map((l) => ({ ...l, receivedAt: new Date(l.receivedMs).toISOString(), failedAt: new Date(l.failedMs).toISOString() })))}\n`,
+        );
       } else {
         io.out(`${store.count()} dead letter(s)${letters.length < store.count() ? `, showing ${letters.length}` : ''}\n`);
         for (const l of letters) {
-          io.out(`#${l.id} failed ${new Date(l.failedMs).toISOString()}: ${l.reason}\n    ${l.line.replaceAll('\t', ' | ').replaceAll('\n', '\n    ')}\n`);
+          io.out(
+            `#${l.id} failed ${new Date(l.failedMs).toISOString()}: ${l.reason}\n    ${l.line.replaceAll('\t', ' | ').replaceAll('\n', '\n    ')}\n`,
+          );
         }
       }
     } else if (command === 'requeue') {

@@ -1,6 +1,13 @@
 import { SETTINGS } from '../config/settings.js';
 import { defaultKeysFile } from '../config/config.js';
-import { DEFAULT_KEY_NAME, KEY_NAME_PATTERN, SHIP_PREFIX_PATTERN, readKeyFile, writeKeyFile } from '../keys/key-file.js';
+import {
+  DEFAULT_KEY_NAME,
+  KEY_NAME_PATTERN,
+  SHIP_PREFIX_PATTERN,
+  readKeyFile,
+  writeKeyFile,
+  type ParsedKeyFile,
+} from '../keys/key-file.js';
 import { generateKey, hashKey } from '../keys/key-hash.js';
 
 export const KEYS_USAGE = `harbor-gateway keys <command> [options]
@@ -35,7 +42,7 @@ export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output):
     io.out(KEYS_USAGE);
     return command === 'help' ? 0 : 64;
   }
-  let file;
+  let file: ParsedKeyFile;
   try {
     file = readKeyFile(path);
   } catch (error) {
@@ -47,7 +54,8 @@ export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output):
     case 'list': {
       if (names.length > 0 || shipPrefix !== undefined) return usage(io, 'list takes no names');
       io.out(file.entries.length === 0 ? `no keys in ${path} (API_KEY, if set, is the key named ${DEFAULT_KEY_NAME})\n` : '');
-      for (const entry of file.entries) io.out(`${entry.name}\t${entry.shipPrefix === undefined ? 'all ships' : `ships starting with ${entry.shipPrefix}`}\n`);
+      for (const entry of file.entries)
+        io.out(`${entry.name}\t${entry.shipPrefix === undefined ? 'all ships' : `ships starting with ${entry.shipPrefix}`}\n`);
       return 0;
     }
     case 'add': {
@@ -55,7 +63,8 @@ export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output):
       if (name === undefined || names.length > 1) return usage(io, 'add takes exactly one NAME');
       if (!KEY_NAME_PATTERN.test(name)) return usage(io, 'NAME must be 1-64 characters of A-Z a-z 0-9 _ . -');
       if (name === DEFAULT_KEY_NAME) return usage(io, `the name ${DEFAULT_KEY_NAME} is API_KEY's`);
-      if (shipPrefix !== undefined && !SHIP_PREFIX_PATTERN.test(shipPrefix)) return usage(io, '--ship-prefix must be 1-100 characters without spaces or control characters');
+      if (shipPrefix !== undefined && !SHIP_PREFIX_PATTERN.test(shipPrefix))
+        return usage(io, '--ship-prefix must be 1-100 characters without spaces or control characters');
       if (file.entries.some((e) => e.name === name)) {
         io.err(`a key named ${name} exists; revoke it first to replace it\n`);
         return 65;
@@ -73,7 +82,12 @@ export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output):
         io.err(`no key named ${name} in ${path}\n`);
         return 65;
       }
-      return save(io, path, file.entries.filter((e) => e.name !== name), () => io.err(`key ${name} revoked\n`));
+      return save(
+        io,
+        path,
+        file.entries.filter((e) => e.name !== name),
+        () => io.err(`key ${name} revoked\n`),
+      );
     }
     default:
       return usage(io, `unknown keys command: ${command}`);

@@ -66,7 +66,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_KEY_FILE: secretFile('from-file-key\n') })).toMatchObject({ apiKey: 'from-file-key', apiKeySource: 'file' });
     const credentials = tempDir('cred');
     writeFileSync(join(credentials, 'api_key'), 'credential-key');
-    expect(loadConfig({ CREDENTIALS_DIRECTORY: credentials })).toMatchObject({ apiKey: 'credential-key', apiKeySource: 'systemd credential' });
+    expect(loadConfig({ CREDENTIALS_DIRECTORY: credentials })).toMatchObject({
+      apiKey: 'credential-key',
+      apiKeySource: 'systemd credential',
+    });
   });
 
   it('wants a key that survives an HTTP header: printable ASCII without spaces', () => {
@@ -85,7 +88,12 @@ describe('loadConfig', () => {
     expect(problemsOf({ GATEWAY_ENV: 'production', API_KEY: DEVELOPMENT_API_KEY })[0]).toMatch(/shipped test default/);
     expect(problemsOf({ GATEWAY_ENV: 'production', API_KEY: 'short' })[0]).toMatch(/at least 16 characters/);
     expect(
-      problemsOf({ GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key', QUESTDB_USERNAME: 'admin', QUESTDB_PASSWORD: 'quest' })[0],
+      problemsOf({
+        GATEWAY_ENV: 'production',
+        API_KEY: 'a-long-enough-production-key',
+        QUESTDB_USERNAME: 'admin',
+        QUESTDB_PASSWORD: 'quest',
+      })[0],
     ).toMatch(/QUESTDB_PASSWORD is a shipped test default/);
     expect(loadConfig({ GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key' }).apiKey).toBe('a-long-enough-production-key');
   });

@@ -8,7 +8,14 @@ import { Flusher, type FlusherOptions, type FlusherQueue } from './flusher.js';
 // The flusher against stand-ins for its queue and QuestDB, on fake timers: what it sends, what it
 // sets aside and when it tries again, without a database or a clock.
 
-const OPTIONS: FlusherOptions = { table: 'cargo_data', retentionDays: 0, intervalMs: 1000, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 4000 };
+const OPTIONS: FlusherOptions = {
+  table: 'cargo_data',
+  retentionDays: 0,
+  intervalMs: 1000,
+  batchReadings: 10,
+  batchBytes: 1 << 20,
+  backoffMaxMs: 4000,
+};
 
 /** Queue records in memory, with the progress mark and the dead letters the flusher leaves. */
 class FakeQueue implements FlusherQueue {
@@ -76,7 +83,12 @@ class FakeQuestDb implements QuestDbClient {
   async exec<T>(sql: string): Promise<T> {
     if (sql.includes('FROM tables()')) return { dataset: [[true]] } as T;
     if (sql.includes('table_columns')) {
-      const columns = [['time', 'TIMESTAMP_NS', true], ['ship_id', 'SYMBOL', false], ['cargo_id', 'SYMBOL', false], ['value', 'DOUBLE', false]];
+      const columns = [
+        ['time', 'TIMESTAMP_NS', true],
+        ['ship_id', 'SYMBOL', false],
+        ['cargo_id', 'SYMBOL', false],
+        ['value', 'DOUBLE', false],
+      ];
       return { dataset: columns } as T;
     }
     return {} as T;
@@ -170,7 +182,10 @@ describe('Flusher', () => {
 
     // One request with QuestDB, not yet answered; the batch after it already read, from its end.
     expect(questdb.requests).toEqual([10]);
-    expect(queue.reads).toEqual([{ segment: 1, lastId: 0 }, { segment: 1, lastId: 10 }]);
+    expect(queue.reads).toEqual([
+      { segment: 1, lastId: 0 },
+      { segment: 1, lastId: 10 },
+    ]);
     expect(queue.mark.lastId).toBe(0);
     release();
     questdb.hold = undefined;
@@ -223,7 +238,15 @@ describe('Flusher', () => {
     queue.add(record(['bad'], 1));
     const exec = questdb.exec.bind(questdb);
     questdb.exec = async <T>(sql: string): Promise<T> =>
-      sql.includes('table_columns') ? ({ dataset: [['time', 'TIMESTAMP_NS', true], ['ship_id', 'SYMBOL', false], ['cargo_id', 'SYMBOL', false]] } as T) : exec<T>(sql);
+      sql.includes('table_columns')
+        ? ({
+            dataset: [
+              ['time', 'TIMESTAMP_NS', true],
+              ['ship_id', 'SYMBOL', false],
+              ['cargo_id', 'SYMBOL', false],
+            ],
+          } as T)
+        : exec<T>(sql);
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
     expect(queue.deadLetters).toHaveLength(1);
     expect(queue.mark.lastId).toBe(1);

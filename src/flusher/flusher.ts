@@ -110,7 +110,11 @@ export class Flusher {
       else delay = this.#options.intervalMs;
     }
     // Last flush: drain while QuestDB answers, until the queue is empty or stop() gives up.
-    for (let outcome = await this.#flushOnce(); !this.#abandoned && (outcome === 'flushed' || outcome === 'full'); outcome = await this.#flushOnce()) {
+    for (
+      let outcome = await this.#flushOnce();
+      !this.#abandoned && (outcome === 'flushed' || outcome === 'full');
+      outcome = await this.#flushOnce()
+    ) {
       /* keep draining */
     }
   }
@@ -134,7 +138,13 @@ export class Flusher {
         const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
         this.#tableReady = true;
         this.#log.info(
-          { event: 'table_ready', table: this.#options.table, created: table.created, retentionDays: this.#options.retentionDays, timestamp: table.timestampType },
+          {
+            event: 'table_ready',
+            table: this.#options.table,
+            created: table.created,
+            retentionDays: this.#options.retentionDays,
+            timestamp: table.timestampType,
+          },
           'QuestDB table ready',
         );
       } catch (error) {
@@ -155,7 +165,14 @@ export class Flusher {
       if (batch.full) this.#readAhead = this.#read({ segment: last.segment, lastId: last.id });
       const outcome = await sending;
       if (this.#abandoned) return 'failed';
-      if (outcome.ok) return this.#completed(started, batch.records, [], 1, batch.records.reduce((sum, r) => sum + r.readings, 0));
+      if (outcome.ok)
+        return this.#completed(
+          started,
+          batch.records,
+          [],
+          1,
+          batch.records.reduce((sum, r) => sum + r.readings, 0),
+        );
       this.#readAhead = undefined;
       if (outcome.kind === 'failed') return this.#writeFailed(started, batch.records, outcome.message);
     }
@@ -231,10 +248,21 @@ export class Flusher {
 
   #writeFailed(started: number, records: readonly QueueRecord[], message: string): Outcome {
     if (/table|column/i.test(message)) this.#tableReady = false;
-    return this.#failed(started, records.reduce((sum, r) => sum + r.readings, 0), message, 'warn');
+    return this.#failed(
+      started,
+      records.reduce((sum, r) => sum + r.readings, 0),
+      message,
+      'warn',
+    );
   }
 
-  #completed(started: number, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], requests: number, flushed: number): Outcome {
+  #completed(
+    started: number,
+    records: readonly QueueRecord[],
+    deadLetters: readonly DeadLetterInput[],
+    requests: number,
+    flushed: number,
+  ): Outcome {
     const completion = this.#reader.complete(records, deadLetters);
     this.#backoff.reset();
     const durationMs = Math.round(performance.now() - started);
@@ -244,9 +272,13 @@ export class Flusher {
       'flushed readings to QuestDB',
     );
     if (deadLetters.length > 0) {
-      this.#log.error({ event: 'dead_letters', count: deadLetters.length, reason: deadLetters[0]!.reason }, 'QuestDB refused readings; kept as dead letters');
+      this.#log.error(
+        { event: 'dead_letters', count: deadLetters.length, reason: deadLetters[0]!.reason },
+        'QuestDB refused readings; kept as dead letters',
+      );
     }
-    const full = completion.readings >= this.#options.batchReadings || records.reduce((bytes, r) => bytes + r.bytes, 0) >= this.#options.batchBytes;
+    const full =
+      completion.readings >= this.#options.batchReadings || records.reduce((bytes, r) => bytes + r.bytes, 0) >= this.#options.batchBytes;
     return full ? 'full' : 'flushed';
   }
 
@@ -263,7 +295,10 @@ export class Flusher {
   #failed(started: number, readings: number, message: string, level: 'warn' | 'error'): Outcome {
     const durationMs = Math.round(performance.now() - started);
     this.#events.failed({ message, readings, durationMs });
-    this.#log[level]({ event: 'flush_failed', error: message, attempt: this.#backoff.attempts + 1 }, 'flush to QuestDB failed; readings stay queued');
+    this.#log[level](
+      { event: 'flush_failed', error: message, attempt: this.#backoff.attempts + 1 },
+      'flush to QuestDB failed; readings stay queued',
+    );
     return 'failed';
   }
 }

@@ -25,7 +25,10 @@ const row = fc.record({
   timeNs: fc.bigInt({ min: 0n, max: 9_223_372_036_854_775_807n }).map(String),
   shipId: id,
   cargoId: id,
-  value: fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(-0, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 2.2250738585072014e-308)),
+  value: fc.oneof(
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.constantFrom(-0, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 2.2250738585072014e-308),
+  ),
 });
 
 describe('IlpEncoder', () => {
@@ -59,7 +62,12 @@ describe('IlpEncoder', () => {
 
   it('encodes a sub-range and grows its buffer for large batches', () => {
     const encoder = new IlpEncoder('t');
-    const rows = Array.from({ length: 30_000 }, (_, i) => ({ timeNs: String(1_700_000_000_000_000_000n + BigInt(i)), shipId: `ship ${i % 7}`, cargoId: 'c=1', value: i / 3 }));
+    const rows = Array.from({ length: 30_000 }, (_, i) => ({
+      timeNs: String(1_700_000_000_000_000_000n + BigInt(i)),
+      shipId: `ship ${i % 7}`,
+      cargoId: 'c=1',
+      value: i / 3,
+    }));
     expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
     expect(encoder.encode(rows, 10, 20).equals(clientEncode('t', rows.slice(10, 20)))).toBe(true);
   });
@@ -77,7 +85,10 @@ describe('IlpEncoder', () => {
     const rows = [...tricky, ...many, ...tricky].map((pair, i) => ({ ...pair, timeNs: String(i), value: i }));
     expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
     const recordRows = [...many, ...many.slice(0, 10)].map((pair, i) => ({ ...pair, timeNs: String(i), value: i }));
-    const payloads = [encodeRecord(recordRows.slice(0, 2500), new ReceiveClock()), encodeRecord(recordRows.slice(2500), new ReceiveClock())];
+    const payloads = [
+      encodeRecord(recordRows.slice(0, 2500), new ReceiveClock()),
+      encodeRecord(recordRows.slice(2500), new ReceiveClock()),
+    ];
     expect(encoder.encodeRecords(payloads).equals(clientEncode('t', recordRows))).toBe(true);
   });
 });

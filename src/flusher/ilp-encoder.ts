@@ -56,7 +56,8 @@ export class IlpEncoder {
   readonly #visit = (payload: string, time: number, tab1: number, tab2: number, tab3: number, value: number): void => {
     // A record's "ship_id<TAB>cargo_id" is a key as it is: its ids hold no control characters.
     const key = payload.slice(tab1 + 1, tab3);
-    const head = this.#recordHeads.get(key) ?? this.#head(this.#recordHeads, key, payload.slice(tab1 + 1, tab2), payload.slice(tab2 + 1, tab3));
+    const head =
+      this.#recordHeads.get(key) ?? this.#head(this.#recordHeads, key, payload.slice(tab1 + 1, tab2), payload.slice(tab2 + 1, tab3));
     this.#line(head, value, payload, time, tab1);
   };
 

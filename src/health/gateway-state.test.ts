@@ -5,7 +5,17 @@ import type { GatewaySnapshot } from './snapshot.js';
 const MB = 1024 * 1024;
 const now = Date.parse('2026-11-24T12:00:00Z');
 
-function snapshot(change: { ready?: boolean; bytes?: number; oldest?: number | null; failures?: number; lastErrorAt?: string; deadLetters?: number; clock?: boolean | null } = {}): GatewaySnapshot {
+function snapshot(
+  change: {
+    ready?: boolean;
+    bytes?: number;
+    oldest?: number | null;
+    failures?: number;
+    lastErrorAt?: string;
+    deadLetters?: number;
+    clock?: boolean | null;
+  } = {},
+): GatewaySnapshot {
   return {
     version: '0.1.0',
     uptimeSeconds: 100,
@@ -19,7 +29,15 @@ function snapshot(change: { ready?: boolean; bytes?: number; oldest?: number | n
       lastError: change.lastErrorAt === undefined ? null : { at: change.lastErrorAt, message: 'connect ECONNREFUSED' },
       consecutiveFailures: change.failures ?? 0,
     },
-    totals: { acceptedRequests: 0, acceptedReadings: 0, refusedRequests: 0, flushes: 0, flushFailures: 0, flushedReadings: 0, deadLettered: 0 },
+    totals: {
+      acceptedRequests: 0,
+      acceptedReadings: 0,
+      refusedRequests: 0,
+      flushes: 0,
+      flushFailures: 0,
+      flushedReadings: 0,
+      deadLettered: 0,
+    },
     tls: null,
     keys: [],
     auth: { wrongKeyRequests: 0, addressesTracked: 0 },
@@ -29,7 +47,11 @@ function snapshot(change: { ready?: boolean; bytes?: number; oldest?: number | n
 
 describe('the gateway state in words', () => {
   it('says "delivering" while flushes succeed and the queue is short', () => {
-    expect(describeGatewayState(snapshot({ oldest: 2 }), undefined, now)).toEqual({ code: 'delivering', text: 'delivering', outageSeconds: null });
+    expect(describeGatewayState(snapshot({ oldest: 2 }), undefined, now)).toEqual({
+      code: 'delivering',
+      text: 'delivering',
+      outageSeconds: null,
+    });
   });
 
   it('says how long QuestDB has been unreachable while readings are buffered', () => {
@@ -38,26 +60,44 @@ describe('the gateway state in words', () => {
   });
 
   it('names the queue fill from half full on, and a full queue that refuses readings', () => {
-    expect(describeGatewayState(snapshot({ bytes: 80 * MB, failures: 3 }), now - 30_000, now).text).toBe('buffering — QuestDB unreachable for 30 s, queue 80 % full');
+    expect(describeGatewayState(snapshot({ bytes: 80 * MB, failures: 3 }), now - 30_000, now).text).toBe(
+      'buffering — QuestDB unreachable for 30 s, queue 80 % full',
+    );
     expect(describeGatewayState(snapshot({ bytes: 49 * MB }), undefined, now).text).toBe('delivering');
     expect(describeGatewayState(snapshot({ ready: false, bytes: 99.5 * MB, failures: 9 }), now - 3 * 3_600_000, now)).toMatchObject({
       code: 'refusing',
       text: 'refusing readings — queue full',
     });
-    expect(describeGatewayState(snapshot({ ready: false }), undefined, now).text).toBe('refusing readings — stopping, or queue disk failing');
+    expect(describeGatewayState(snapshot({ ready: false }), undefined, now).text).toBe(
+      'refusing readings — stopping, or queue disk failing',
+    );
   });
 
   it('says "catching up" when flushes succeed but the oldest queued reading is over a minute old', () => {
-    expect(describeGatewayState(snapshot({ oldest: 190 }), undefined, now)).toMatchObject({ code: 'catching_up', text: 'catching up — oldest queued reading 3 min old' });
+    expect(describeGatewayState(snapshot({ oldest: 190 }), undefined, now)).toMatchObject({
+      code: 'catching_up',
+      text: 'catching up — oldest queued reading 3 min old',
+    });
   });
 
   it('adds dead letters and an unsynchronised clock, and stays silent about a clock it cannot know', () => {
-    expect(describeGatewayState(snapshot({ deadLetters: 1, clock: false }), undefined, now).text).toBe('delivering, 1 dead letter, clock not synchronised');
+    expect(describeGatewayState(snapshot({ deadLetters: 1, clock: false }), undefined, now).text).toBe(
+      'delivering, 1 dead letter, clock not synchronised',
+    );
     expect(describeGatewayState(snapshot({ deadLetters: 3, clock: null }), undefined, now).text).toBe('delivering, 3 dead letters');
   });
 
   it('writes durations in the largest units that read well', () => {
-    expect([0, 59.6, 60, 725, 3600, 3660 * 2, 47 * 3600, 49 * 3600].map(formatDuration)).toEqual(['0 s', '1 min', '1 min', '12 min', '1 h', '2 h 2 min', '47 h', '2 d']);
+    expect([0, 59.6, 60, 725, 3600, 3660 * 2, 47 * 3600, 49 * 3600].map(formatDuration)).toEqual([
+      '0 s',
+      '1 min',
+      '1 min',
+      '12 min',
+      '1 h',
+      '2 h 2 min',
+      '47 h',
+      '2 d',
+    ]);
   });
 });
 

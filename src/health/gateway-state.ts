@@ -33,7 +33,8 @@ export function formatDuration(seconds: number): string {
  * flushes began (epoch ms), known to the caller that watches successive snapshots.
  */
 export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: number | undefined, now: number): GatewayState {
-  const outageSeconds = snapshot.flush.consecutiveFailures > 0 && outageSince !== undefined ? Math.max(0, (now - outageSince) / 1000) : null;
+  const outageSeconds =
+    snapshot.flush.consecutiveFailures > 0 && outageSince !== undefined ? Math.max(0, (now - outageSince) / 1000) : null;
   const fill = snapshot.queue.maxBytes > 0 ? snapshot.queue.bytes / snapshot.queue.maxBytes : 0;
   const oldest = snapshot.queue.oldestAgeSeconds;
 

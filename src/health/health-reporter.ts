@@ -102,7 +102,11 @@ function encode(table: string, gateway: string, s: GatewaySnapshot, state: Gatew
 /** One ILP line per key with its counters, so a site manager sees which device is failing. */
 function encodeKeys(gateway: string, s: GatewaySnapshot, now: number): Buffer {
   const lines = s.keys.map((k) => {
-    const columns = [`accepted_requests=${k.acceptedRequests}i`, `accepted_readings=${k.acceptedReadings}i`, `refused_requests=${k.refusedRequests}i`];
+    const columns = [
+      `accepted_requests=${k.acceptedRequests}i`,
+      `accepted_readings=${k.acceptedReadings}i`,
+      `refused_requests=${k.refusedRequests}i`,
+    ];
     if (k.shipPrefix !== null) columns.push(`ship_prefix=${JSON.stringify(k.shipPrefix)}`);
     if (k.lastSeen !== null) columns.push(`last_seen=${Date.parse(k.lastSeen)}000t`);
     return `${KEY_HEALTH_TABLE},gateway=${escapeIlp(gateway)},key=${escapeIlp(k.name)} ${columns.join(',')} ${now}000000n\n`;

@@ -62,7 +62,10 @@ export interface SnapshotSources {
   tls?: () => TlsSummary;
 }
 
-export function takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version, tls }: SnapshotSources, now = Date.now()): GatewaySnapshot {
+export function takeSnapshot(
+  { queue, stats, keys, failureDelay, isStopping, version, tls }: SnapshotSources,
+  now = Date.now(),
+): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   const memory = process.memoryUsage();

@@ -58,11 +58,19 @@ export function createApp(deps: AppDeps): Hono {
   registerHealthRoutes(app, { ...deps, requireApiKey });
 
   const allow = (methods: string) => (c: Context) =>
-    problem(c, 405, `Method ${c.req.method} not allowed; use ${methods}`, [{ loc: ['method'], msg: `Allowed: ${methods}`, type: 'method_not_allowed' }], { Allow: methods });
+    problem(
+      c,
+      405,
+      `Method ${c.req.method} not allowed; use ${methods}`,
+      [{ loc: ['method'], msg: `Allowed: ${methods}`, type: 'method_not_allowed' }],
+      { Allow: methods },
+    );
   for (const { path } of INGEST_ROUTES) app.all(path, allow('POST'));
   for (const path of HEALTH_ROUTES) app.all(path, allow('GET, HEAD'));
 
-  app.notFound((c) => problem(c, 404, `No endpoint at ${c.req.path.slice(0, 200)}`, [{ loc: ['path'], msg: 'Not found', type: 'not_found' }]));
+  app.notFound((c) =>
+    problem(c, 404, `No endpoint at ${c.req.path.slice(0, 200)}`, [{ loc: ['path'], msg: 'Not found', type: 'not_found' }]),
+  );
   app.onError((error, c) => {
     deps.logger.error({ event: 'request_failed', err: error, method: c.req.method, path: c.req.path }, 'request failed');
     return problem(c, 500, 'Internal server error', []);

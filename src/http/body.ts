@@ -2,9 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Context } from 'hono';
 import type { ProblemDetail } from './problem-details.js';
 
-export type BodyResult =
-  | { ok: true; json: unknown }
-  | { ok: false; status: 400 | 413 | 415; message: string; details: ProblemDetail[] };
+export type BodyResult = { ok: true; json: unknown } | { ok: false; status: 400 | 413 | 415; message: string; details: ProblemDetail[] };
 
 const BODY = ['body'];
 
@@ -39,10 +37,20 @@ export async function readJsonBody(c: Context, limit: number): Promise<BodyResul
     bytes = read;
   } catch {
     // The client went away mid-body; nobody reads this answer, but it is not a server error.
-    return { ok: false, status: 400, message: 'Body could not be read', details: [{ loc: BODY, msg: 'Connection closed before the body was complete', type: 'body_incomplete' }] };
+    return {
+      ok: false,
+      status: 400,
+      message: 'Body could not be read',
+      details: [{ loc: BODY, msg: 'Connection closed before the body was complete', type: 'body_incomplete' }],
+    };
   }
   if (!isUtf8(bytes)) {
-    return { ok: false, status: 400, message: 'Body is not valid UTF-8', details: [{ loc: BODY, msg: 'Body must be UTF-8 encoded JSON', type: 'utf8_invalid' }] };
+    return {
+      ok: false,
+      status: 400,
+      message: 'Body is not valid UTF-8',
+      details: [{ loc: BODY, msg: 'Body must be UTF-8 encoded JSON', type: 'utf8_invalid' }],
+    };
   }
   try {
     return { ok: true, json: JSON.parse(bytes.toString('utf8')) };

@@ -19,7 +19,14 @@ export class KeyCounterTable {
     for (const key of keys) {
       const counters = this.#counters.get(key.name);
       if (counters === undefined) {
-        this.#counters.set(key.name, { name: key.name, shipPrefix: key.shipPrefix ?? null, acceptedRequests: 0, acceptedReadings: 0, refusedRequests: 0, lastSeen: null });
+        this.#counters.set(key.name, {
+          name: key.name,
+          shipPrefix: key.shipPrefix ?? null,
+          acceptedRequests: 0,
+          acceptedReadings: 0,
+          refusedRequests: 0,
+          lastSeen: null,
+        });
       } else {
         counters.shipPrefix = key.shipPrefix ?? null;
       }

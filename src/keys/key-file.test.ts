@@ -22,7 +22,10 @@ describe('key hashes', () => {
 
 describe('key file', () => {
   it('round-trips entries and skips bad lines naming them', () => {
-    const good = [{ name: 'buoy-1', hash: hashKey('a') }, { name: 'crane', hash: hashKey('b'), shipPrefix: 'crane-' }];
+    const good = [
+      { name: 'buoy-1', hash: hashKey('a') },
+      { name: 'crane', hash: hashKey('b'), shipPrefix: 'crane-' },
+    ];
     expect(parseKeyFile(formatKeyFile(good))).toEqual({ entries: good, problems: [] });
     const text = [
       formatKeyFile(good),

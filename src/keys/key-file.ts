@@ -34,10 +34,12 @@ export function parseKeyFile(text: string): ParsedKeyFile {
     if (line === '' || line.startsWith('#')) return;
     const [name, hash, shipPrefix, ...extra] = line.split(/\s+/);
     const where = `line ${index + 1}`;
-    if (name === undefined || !KEY_NAME_PATTERN.test(name)) problems.push(`${where}: the name must be 1-64 characters of A-Z a-z 0-9 _ . -`);
+    if (name === undefined || !KEY_NAME_PATTERN.test(name))
+      problems.push(`${where}: the name must be 1-64 characters of A-Z a-z 0-9 _ . -`);
     else if (name === DEFAULT_KEY_NAME) problems.push(`${where}: the name "${DEFAULT_KEY_NAME}" is reserved for API_KEY`);
     else if (names.has(name)) problems.push(`${where}: the name ${name} is used twice`);
-    else if (hash === undefined || !isKeyHash(hash)) problems.push(`${where}: the second field must be a key hash written by \`harbor-gateway keys add\``);
+    else if (hash === undefined || !isKeyHash(hash))
+      problems.push(`${where}: the second field must be a key hash written by \`harbor-gateway keys add\``);
     else if (extra.length > 0) problems.push(`${where}: expected name, hash and an optional ship_id prefix`);
     else {
       names.add(name);
@@ -48,7 +50,7 @@ export function parseKeyFile(text: string): ParsedKeyFile {
 }
 
 export function formatKeyFile(entries: readonly KeyEntry[]): string {
-  return HEADER + entries.map((e) => [e.name, e.hash, ...(e.shipPrefix === undefined ? [] : [e.shipPrefix])].join(' ') + '\n').join('');
+  return HEADER + entries.map((e) => `${e.name} ${e.hash}${e.shipPrefix === undefined ? '' : ` ${e.shipPrefix}`}\n`).join('');
 }
 
 /** The file's entries; a missing file is an empty one. */

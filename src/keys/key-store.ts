@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { KeyCounterTable } from './key-counters.js';
-import { DEFAULT_KEY_NAME, readKeyFile, type KeyEntry } from './key-file.js';
+import { DEFAULT_KEY_NAME, readKeyFile, type KeyEntry, type ParsedKeyFile } from './key-file.js';
 import { keyDigest, keyMatches } from './key-hash.js';
 
 /** Who a request authenticated as. */
@@ -57,14 +57,18 @@ export class KeyStore {
 
   /** Re-reads the key file; keeps the previous keys when it cannot be read at all. */
   reload(): void {
-    let parsed;
+    let parsed: ParsedKeyFile;
     try {
       parsed = readKeyFile(this.options.path);
     } catch (error) {
-      this.options.logger.error({ event: 'keys_unreadable', path: this.options.path, code: (error as NodeJS.ErrnoException).code }, 'key file cannot be read; keeping the keys loaded before');
+      this.options.logger.error(
+        { event: 'keys_unreadable', path: this.options.path, code: (error as NodeJS.ErrnoException).code },
+        'key file cannot be read; keeping the keys loaded before',
+      );
       return;
     }
-    for (const problem of parsed.problems) this.options.logger.warn({ event: 'keys_line_skipped', path: this.options.path, problem }, 'key file line skipped');
+    for (const problem of parsed.problems)
+      this.options.logger.warn({ event: 'keys_line_skipped', path: this.options.path, problem }, 'key file line skipped');
     this.#entries = parsed.entries;
     this.#matched = new Map();
     this.#fileVersion = this.#version();
@@ -95,4 +99,5 @@ export class KeyStore {
   }
 }
 
-const principal = (entry: KeyEntry): Principal => (entry.shipPrefix === undefined ? { name: entry.name } : { name: entry.name, shipPrefix: entry.shipPrefix });
+const principal = (entry: KeyEntry): Principal =>
+  entry.shipPrefix === undefined ? { name: entry.name } : { name: entry.name, shipPrefix: entry.shipPrefix };

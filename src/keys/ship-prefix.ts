@@ -7,7 +7,11 @@ import type { Principal } from './key-store.js';
  * The readings a key limited to a ship_id prefix may not send, one detail per place in the body
  * (a GPS fix or TTN message yields several readings from one ship id); undefined when all are allowed.
  */
-export function foreignShips(principal: Principal, readings: readonly Reading[], shipLoc: (index: number) => Loc): { message: string; details: ReadingIssue[] } | undefined {
+export function foreignShips(
+  principal: Principal,
+  readings: readonly Reading[],
+  shipLoc: (index: number) => Loc,
+): { message: string; details: ReadingIssue[] } | undefined {
   const prefix = principal.shipPrefix;
   if (prefix === undefined) return undefined;
   const details: ReadingIssue[] = [];

@@ -8,7 +8,16 @@ export function createLogger(level: LevelWithSilent, destination?: pino.Destinat
       base: { service: 'harbor-gateway' },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: {
-        paths: ['apiKey', 'questdbPassword', '*.apiKey', '*.questdbPassword', 'headers["x-api-key"]', '*.headers["x-api-key"]', 'authorization', '*.authorization'],
+        paths: [
+          'apiKey',
+          'questdbPassword',
+          '*.apiKey',
+          '*.questdbPassword',
+          'headers["x-api-key"]',
+          '*.headers["x-api-key"]',
+          'authorization',
+          '*.authorization',
+        ],
         censor: '[redacted]',
       },
     },

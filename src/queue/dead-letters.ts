@@ -34,7 +34,9 @@ export class DeadLetterStore {
 
   list(limit: number, afterId = 0): DeadLetter[] {
     return this.#db
-      .prepare('SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, reason, line FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?')
+      .prepare(
+        'SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, reason, line FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?',
+      )
       .all(afterId, limit) as DeadLetter[];
   }
 

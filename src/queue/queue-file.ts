@@ -49,7 +49,10 @@ export function segmentInsert(db: Database.Database, segment: number): Database.
 }
 
 /** Records of segment `n` after an id, oldest first: [id, received_ms, readings, bytes, payload]. */
-export function segmentRecordsAfter(db: Database.Database, segment: number): Database.Statement<[number], [number, number, number, number, string]> {
+export function segmentRecordsAfter(
+  db: Database.Database,
+  segment: number,
+): Database.Statement<[number], [number, number, number, number, string]> {
   return db
     .prepare<[number], [number, number, number, number, string]>(
       `SELECT id, received_ms, readings, bytes, payload FROM ${segmentTable(segment)} WHERE id > ? ORDER BY id`,

@@ -54,7 +54,14 @@ function writeNewerFile(dataDir: string): Database.Database {
 
 /** Each file's SHA-256, by name. */
 const snapshot = (dataDir: string): Record<string, string> =>
-  Object.fromEntries(readdirSync(dataDir).map((name) => [name, createHash('sha256').update(readFileSync(join(dataDir, name))).digest('hex')]));
+  Object.fromEntries(
+    readdirSync(dataDir).map((name) => [
+      name,
+      createHash('sha256')
+        .update(readFileSync(join(dataDir, name)))
+        .digest('hex'),
+    ]),
+  );
 
 describe('queue file format', () => {
   it('creates a new file at the current format and records the release that made it', () => {
@@ -62,7 +69,9 @@ describe('queue file format', () => {
     openQueue(dataDir).close();
     expect(readQueueFormat(queuePath(dataDir)).version).toBe(QUEUE_FORMAT);
     const db = new Database(queuePath(dataDir), { readonly: true });
-    expect(db.prepare('SELECT version, gateway_version AS release FROM format_history').all()).toEqual([{ version: 2, release: '0.0.0-dev' }]);
+    expect(db.prepare('SELECT version, gateway_version AS release FROM format_history').all()).toEqual([
+      { version: 2, release: '0.0.0-dev' },
+    ]);
     db.close();
   });
 

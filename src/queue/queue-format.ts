@@ -139,7 +139,11 @@ export function migrateQueueFile(db: Database.Database, path: string, gatewayVer
       db.pragma(`user_version = ${step.version}`);
       // format_history exists from version 2 on.
       if (step.version >= 2) {
-        db.prepare('INSERT OR REPLACE INTO format_history (version, applied_ms, gateway_version) VALUES (?, ?, ?)').run(step.version, now, gatewayVersion);
+        db.prepare('INSERT OR REPLACE INTO format_history (version, applied_ms, gateway_version) VALUES (?, ?, ?)').run(
+          step.version,
+          now,
+          gatewayVersion,
+        );
       }
     }).immediate();
   }

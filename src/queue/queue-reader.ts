@@ -1,5 +1,13 @@
 import type Database from 'better-sqlite3';
-import { dropSegment, listSegments, openQueueFile, readProgress, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
+import {
+  dropSegment,
+  listSegments,
+  openQueueFile,
+  readProgress,
+  segmentRecordsAfter,
+  type Durability,
+  type Progress,
+} from './queue-file.js';
 
 /** One request's readings, as stored. */
 export interface QueueRecord {
@@ -46,17 +54,19 @@ export class QueueReader {
     const insertDeadLetter = db.prepare<[number, number, string, string]>(
       'INSERT INTO dead_letters (received_ms, failed_ms, reason, line) VALUES (?, ?, ?, ?)',
     );
-    this.#advance = db.transaction((to: Progress, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], failedMs: number) => {
-      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line);
-      setProgress.run(to.segment, to.lastId);
-      let readings = 0;
-      let bytes = 0;
-      for (const r of records) {
-        readings += r.readings;
-        bytes += r.bytes;
-      }
-      countRemoved.run(records.length, readings, bytes);
-    });
+    this.#advance = db.transaction(
+      (to: Progress, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], failedMs: number) => {
+        for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line);
+        setProgress.run(to.segment, to.lastId);
+        let readings = 0;
+        let bytes = 0;
+        for (const r of records) {
+          readings += r.readings;
+          bytes += r.bytes;
+        }
+        countRemoved.run(records.length, readings, bytes);
+      },
+    );
   }
 
   /**

@@ -19,18 +19,48 @@ const validTime = fc
     const date = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}`;
     return `${date}${separator}${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}${fraction}${zone}`;
   });
-const oddTime = fc.constantFrom('2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '1969-12-31T23:59:59Z', '2262-01-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:00:60Z', '2026-01-01', '2026-01-01T00:00:00', '', 'now');
+const oddTime = fc.constantFrom(
+  '2026-02-30T00:00:00Z',
+  '2026-13-01T00:00:00Z',
+  '1969-12-31T23:59:59Z',
+  '2262-01-01T00:00:00Z',
+  '2026-01-01T24:00:00Z',
+  '2026-01-01T00:00:60Z',
+  '2026-01-01',
+  '2026-01-01T00:00:00',
+  '',
+  'now',
+);
 const time = fc.oneof(validTime, oddTime, fc.string(), fc.constant(undefined), fc.constant(null), fc.integer(), fc.boolean(), fc.object());
 const id = fc.oneof(
   fc.string({ unit: 'binary', minLength: 0, maxLength: 14 }),
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 14 }),
-  fc.constantFrom('', 'a\tb', 'nul\u0000', 'c1\u0085', 'lone\ud800', '\udc00x', '😀'.repeat(12), '😀'.repeat(13), 'x'.repeat(12), 'x'.repeat(13)),
+  fc.constantFrom(
+    '',
+    'a\tb',
+    'nul\u0000',
+    'c1\u0085',
+    'lone\ud800',
+    '\udc00x',
+    '😀'.repeat(12),
+    '😀'.repeat(13),
+    'x'.repeat(12),
+    'x'.repeat(13),
+  ),
   fc.constant(undefined),
   fc.integer(),
   fc.constant(null),
   fc.array(fc.string(), { maxLength: 2 }),
 );
-const value = fc.oneof(fc.double(), fc.constantFrom(-0, NaN, Infinity, -Infinity, 5e-324), fc.string(), fc.constant(null), fc.boolean(), fc.constant(undefined), fc.object());
+const value = fc.oneof(
+  fc.double(),
+  fc.constantFrom(-0, NaN, Infinity, -Infinity, 5e-324),
+  fc.string(),
+  fc.constant(null),
+  fc.boolean(),
+  fc.constant(undefined),
+  fc.object(),
+);
 const reading = fc.record({ time, ship_id: id, cargo_id: id, value, extra: fc.anything() }, { requiredKeys: [] });
 
 describe('fastValidate agrees with the zod schema of record', () => {

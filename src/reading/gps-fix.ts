@@ -28,10 +28,19 @@ const kind = (input: unknown): string => (input === null ? 'null' : Array.isArra
 export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: number, clock: ReceiveClock): ParseResult {
   const single = !Array.isArray(body);
   const fixes: unknown[] = single ? [body] : (body as unknown[]);
-  const shapeError = (message: string, msg: string, type: string): ParseResult => ({ ok: false, refusal: 'malformed', message, details: [{ loc: ['body'], msg, type }] });
+  const shapeError = (message: string, msg: string, type: string): ParseResult => ({
+    ok: false,
+    refusal: 'malformed',
+    message,
+    details: [{ loc: ['body'], msg, type }],
+  });
   if (fixes.length === 0) return shapeError('No GPS fixes in the body', 'Send one fix object or a non-empty array of them', 'too_short');
   if (fixes.length > maxFixes) {
-    return shapeError(`Body has ${fixes.length} fixes; at most ${maxFixes} are accepted per request`, `At most ${maxFixes} fixes`, 'too_long');
+    return shapeError(
+      `Body has ${fixes.length} fixes; at most ${maxFixes} are accepted per request`,
+      `At most ${maxFixes} fixes`,
+      'too_long',
+    );
   }
   const readings: Reading[] = [];
   const shipLocs: Loc[] = [];
@@ -88,8 +97,10 @@ function fixReadings(fix: Record<string, unknown>, { schema, limits }: Validator
     if (result.success) continue;
     for (const detail of toReadingIssues(result.error.issues, prefix)) {
       const at = detail.loc[detail.loc.length - 1];
-      if (at === 'cargo_id') problems.push({ ...detail, loc: [...prefix, field], msg: `Field name cannot be stored as a cargo_id: ${detail.msg}` });
-      else if (!problems.some((p) => p.loc.length === detail.loc.length && p.loc.every((part, j) => part === detail.loc[j]))) problems.push(detail);
+      if (at === 'cargo_id')
+        problems.push({ ...detail, loc: [...prefix, field], msg: `Field name cannot be stored as a cargo_id: ${detail.msg}` });
+      else if (!problems.some((p) => p.loc.length === detail.loc.length && p.loc.every((part, j) => part === detail.loc[j])))
+        problems.push(detail);
     }
   }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, readings };

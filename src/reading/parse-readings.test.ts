@@ -85,7 +85,10 @@ describe('parseBatch', () => {
 
   it('refuses an empty batch, too many readings and non-arrays with 400', () => {
     expect(problems(parseBatch([], schema, 10))).toMatchObject({ refusal: 'malformed', details: [{ type: 'too_short' }] });
-    expect(problems(parseBatch(new Array(11).fill(valid), schema, 10))).toMatchObject({ refusal: 'malformed', details: [{ type: 'too_long' }] });
+    expect(problems(parseBatch(new Array(11).fill(valid), schema, 10))).toMatchObject({
+      refusal: 'malformed',
+      details: [{ type: 'too_long' }],
+    });
     expect(problems(parseBatch(valid, schema, 10))).toMatchObject({ refusal: 'malformed', details: [{ type: 'array_type' }] });
   });
 

@@ -30,8 +30,7 @@ function codePointLength(text: string): number {
 }
 
 function identifier(limits: ReadingLimits) {
-  const problem = (ctx: z.RefinementCtx, type: string, message: string) =>
-    ctx.addIssue({ code: 'custom', message, params: { type } });
+  const problem = (ctx: z.RefinementCtx, type: string, message: string) => ctx.addIssue({ code: 'custom', message, params: { type } });
   return z.string().superRefine((id, ctx) => {
     if (id.length === 0) {
       problem(ctx, 'string_too_short', 'String should have at least 1 character');

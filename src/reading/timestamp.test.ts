@@ -90,15 +90,20 @@ describe('parseTimestampNs', () => {
     const digit = fc.constantFrom(...'0123456789');
     const digits = (n: number) => fc.array(digit, { minLength: n, maxLength: n }).map((d) => d.join(''));
     const part = fc.oneof(
-      fc.tuple(digits(4), digits(2), digits(2), fc.constantFrom('T', 't', ' ', 'x'), digits(2), digits(2), digits(2)).map(
-        ([y, mo, d, sep, h, mi, se]) => `${y}-${mo}-${d}${sep}${h}:${mi}:${se}`,
-      ),
+      fc
+        .tuple(digits(4), digits(2), digits(2), fc.constantFrom('T', 't', ' ', 'x'), digits(2), digits(2), digits(2))
+        .map(([y, mo, d, sep, h, mi, se]) => `${y}-${mo}-${d}${sep}${h}:${mi}:${se}`),
       fc.date({ min: new Date(0), max: new Date(Date.UTC(2262, 0, 2)), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 19)),
     );
-    const fraction = fc.oneof(fc.constant(''), fc.tuple(fc.constantFrom('.', ',', ':'), fc.array(digit, { maxLength: 11 })).map(([m, d]) => m + d.join('')));
+    const fraction = fc.oneof(
+      fc.constant(''),
+      fc.tuple(fc.constantFrom('.', ',', ':'), fc.array(digit, { maxLength: 11 })).map(([m, d]) => m + d.join('')),
+    );
     const zone = fc.oneof(
       fc.constantFrom('Z', 'z', '', 'UTC', '+', '+1', '-05:', '+05:3', '+05:30:00'),
-      fc.tuple(fc.constantFrom('+', '-'), digits(2), fc.constantFrom('', ':'), fc.oneof(fc.constant(''), digits(2))).map(([s, h, c, m]) => s + h + c + m),
+      fc
+        .tuple(fc.constantFrom('+', '-'), digits(2), fc.constantFrom('', ':'), fc.oneof(fc.constant(''), digits(2)))
+        .map(([s, h, c, m]) => s + h + c + m),
     );
     fc.assert(
       fc.property(fc.tuple(part, fraction, zone, fc.oneof(fc.constant(''), fc.string({ maxLength: 2 }))), ([p, f, z, tail]) => {
@@ -128,11 +133,7 @@ describe('ReceiveClock', () => {
   it('gives readings received in the same millisecond distinct, increasing nanoseconds', () => {
     let now = 1_767_225_600_123;
     const clock = new ReceiveClock(() => now);
-    expect([clock.nextNs(), clock.nextNs(), clock.nextNs()]).toEqual([
-      '1767225600123000000',
-      '1767225600123000001',
-      '1767225600123000002',
-    ]);
+    expect([clock.nextNs(), clock.nextNs(), clock.nextNs()]).toEqual(['1767225600123000000', '1767225600123000001', '1767225600123000002']);
     now += 1;
     expect(clock.nextNs()).toBe('1767225600124000000');
   });

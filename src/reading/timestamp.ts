@@ -55,8 +55,17 @@ export function parseTimestampNs(text: string): string | TimestampProblem {
   const second = twoDigits(text, 17);
   const separator = text.charCodeAt(10);
   if (
-    century < 0 || yy < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0 ||
-    text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58 ||
+    century < 0 ||
+    yy < 0 ||
+    month < 0 ||
+    day < 0 ||
+    hour < 0 ||
+    minute < 0 ||
+    second < 0 ||
+    text.charCodeAt(4) !== 45 ||
+    text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(13) !== 58 ||
+    text.charCodeAt(16) !== 58 ||
     (separator !== 84 && separator !== 116 && separator !== 32)
   ) {
     return FORMAT;

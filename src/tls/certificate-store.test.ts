@@ -45,7 +45,9 @@ describe('loadServerCertificate', () => {
     const credential = writePair(credentials, 'credential');
     writeFileSync(join(credentials, 'tls_cert'), readFileSync(credential.cert));
     writeFileSync(join(credentials, 'tls_key'), readFileSync(credential.key));
-    expect(loadServerCertificate(location({ certFile: files.cert, keyFile: files.key, credentialsDirectory: credentials })).source).toBe('file');
+    expect(loadServerCertificate(location({ certFile: files.cert, keyFile: files.key, credentialsDirectory: credentials })).source).toBe(
+      'file',
+    );
     const fromCredentials = loadServerCertificate(location({ credentialsDirectory: credentials }));
     expect(fromCredentials.source).toBe('systemd credential');
     expect(fromCredentials.subjectAltName).toBe('DNS:credential');
@@ -59,7 +61,9 @@ describe('loadServerCertificate', () => {
     const b = writePair(dir, 'b');
     writeFileSync(join(dir, 'junk'), 'not pem');
     const attempt = (certFile: string, keyFile: string) => () => loadServerCertificate(location({ certFile, keyFile }));
-    expect(attempt(join(dir, 'absent'), a.key)).toThrow(new CertificateError(`cannot read the TLS certificate ${join(dir, 'absent')}: ENOENT`));
+    expect(attempt(join(dir, 'absent'), a.key)).toThrow(
+      new CertificateError(`cannot read the TLS certificate ${join(dir, 'absent')}: ENOENT`),
+    );
     expect(attempt(join(dir, 'junk'), a.key)).toThrow(`${join(dir, 'junk')} holds no PEM certificate`);
     expect(attempt(a.cert, join(dir, 'junk'))).toThrow(`${join(dir, 'junk')} holds no PEM private key`);
     expect(attempt(a.cert, b.key)).toThrow(`the key in ${b.key} does not belong to the certificate in ${a.cert}`);

@@ -1,4 +1,4 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -62,13 +62,14 @@ function readPair(certPath: string, keyPath: string, source: CertificateSource):
   } catch {
     throw new CertificateError(`${certPath} holds no PEM certificate`);
   }
-  let privateKey;
+  let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(key);
   } catch {
     throw new CertificateError(`${keyPath} holds no PEM private key (or it is encrypted)`);
   }
-  if (!x509.checkPrivateKey(privateKey)) throw new CertificateError(`the key in ${keyPath} does not belong to the certificate in ${certPath}`);
+  if (!x509.checkPrivateKey(privateKey))
+    throw new CertificateError(`the key in ${keyPath} does not belong to the certificate in ${certPath}`);
   return {
     cert,
     key,

@@ -4,7 +4,12 @@ import { createSelfSignedCertificate } from './self-signed.js';
 
 describe('createSelfSignedCertificate', () => {
   const now = new Date('2026-11-24T12:00:00Z');
-  const pair = createSelfSignedCertificate({ commonName: 'harbor-3f9a0c', altNames: ['harbor-3f9a0c', 'localhost', '127.0.0.1', '::1', 'fe80::1:2', 'localhost'], validDays: 3650, now });
+  const pair = createSelfSignedCertificate({
+    commonName: 'harbor-3f9a0c',
+    altNames: ['harbor-3f9a0c', 'localhost', '127.0.0.1', '::1', 'fe80::1:2', 'localhost'],
+    validDays: 3650,
+    now,
+  });
   const certificate = new X509Certificate(pair.cert);
 
   it('is signed by its own ECDSA P-256 key', () => {
@@ -17,7 +22,9 @@ describe('createSelfSignedCertificate', () => {
   });
 
   it('names every host name and address once', () => {
-    expect(certificate.subjectAltName).toBe('DNS:harbor-3f9a0c, DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, IP Address:FE80:0:0:0:0:0:1:2');
+    expect(certificate.subjectAltName).toBe(
+      'DNS:harbor-3f9a0c, DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, IP Address:FE80:0:0:0:0:0:1:2',
+    );
     expect(certificate.checkHost('harbor-3f9a0c')).toBe('harbor-3f9a0c');
     expect(certificate.checkIP('::1')).toBe('::1');
   });

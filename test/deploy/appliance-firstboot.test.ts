@@ -3,7 +3,20 @@
 // partition. First boot has the real gateway bundle check the settings (check-config); the last test
 // starts the bundle in production with what systemd would give harbor-gateway.service: the unit's
 // environment, the gateway.env first boot wrote and the credentials the unit loads.
-import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +38,14 @@ import {
   firstBoot,
   type System,
 } from '../../appliance/firstboot/firstboot.mjs';
-import { SECRETS, parseConfigText, parseEnvText, queueBound, setRootReadOnly, validateSettings } from '../../appliance/firstboot/settings.mjs';
+import {
+  SECRETS,
+  parseConfigText,
+  parseEnvText,
+  queueBound,
+  setRootReadOnly,
+  validateSettings,
+} from '../../appliance/firstboot/settings.mjs';
 import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/firstboot/unit.mjs';
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
 import { spawnGateway, type GatewayProcess } from '../support/process.js';
@@ -41,10 +61,16 @@ const validate = (text: string) => validateSettings(parseConfigText(text).values
 
 describe('harbor.conf parsing', () => {
   it('reads keys and values the way a laptop editor writes them', () => {
-    const text = '\uFEFF# site\r\nsite_name = "Pier 4, Hamburg"\r\nAPI_KEY=abc#def ghi\r\n\r\n  TIMEZONE=Europe/Berlin  \r\nHARBOR_ID=\'h-1\'';
+    const text =
+      '\uFEFF# site\r\nsite_name = "Pier 4, Hamburg"\r\nAPI_KEY=abc#def ghi\r\n\r\n  TIMEZONE=Europe/Berlin  \r\nHARBOR_ID=\'h-1\'';
     const { values, problems } = parseConfigText(text);
     expect(problems).toEqual([]);
-    expect(Object.fromEntries(values)).toEqual({ SITE_NAME: 'Pier 4, Hamburg', API_KEY: 'abc#def ghi', TIMEZONE: 'Europe/Berlin', HARBOR_ID: 'h-1' });
+    expect(Object.fromEntries(values)).toEqual({
+      SITE_NAME: 'Pier 4, Hamburg',
+      API_KEY: 'abc#def ghi',
+      TIMEZONE: 'Europe/Berlin',
+      HARBOR_ID: 'h-1',
+    });
   });
 
   it('reads the template shipped on the boot partition as all defaults', () => {
@@ -85,7 +111,9 @@ describe('harbor.conf validation', () => {
   });
 
   it('takes alert contacts, and refuses e-mail without a mail server or a webhook that is not http(s)', () => {
-    const good = validate('ALERT_EMAIL=ops@pier4.example  chief@pier4.example\nALERT_SMTP_HOST=mail.pier4.lan:25\nALERT_SMTP_FROM=harbor@pier4.example\nALERT_WEBHOOK_URL=https://hooks.pier4.example/alerts');
+    const good = validate(
+      'ALERT_EMAIL=ops@pier4.example  chief@pier4.example\nALERT_SMTP_HOST=mail.pier4.lan:25\nALERT_SMTP_FROM=harbor@pier4.example\nALERT_WEBHOOK_URL=https://hooks.pier4.example/alerts',
+    );
     expect(good.problems).toEqual([]);
     expect(good.settings.alerts).toEqual({
       email: 'ops@pier4.example;chief@pier4.example',
@@ -119,7 +147,12 @@ describe('harbor.conf validation', () => {
     );
     expect(problems).toEqual([]);
     expect(settings.hostname).toBe('gw-pier4');
-    expect(settings.network).toEqual({ mode: 'static', address: '192.168.10.20/24', gateway: '192.168.10.1', dns: ['192.168.10.1', '2001:db8::53'] });
+    expect(settings.network).toEqual({
+      mode: 'static',
+      address: '192.168.10.20/24',
+      gateway: '192.168.10.1',
+      dns: ['192.168.10.1', '2001:db8::53'],
+    });
     expect(settings.ntpServers).toEqual(['ntp.pier4.example', '192.168.10.1']);
     expect(settings.readOnlyRoot).toBe(true);
     expect(settings.queueMaxBytes).toBe(2 * GiB);
@@ -153,7 +186,7 @@ describe('harbor.conf validation', () => {
     expect(settings.grafanaAdminPassword).toBeUndefined();
   });
 
-  it('leaves the gateway\'s own rules to the gateway', () => {
+  it("leaves the gateway's own rules to the gateway", () => {
     const { settings, problems } = validate('API_KEY=short\nQUESTDB_PASSWORD=quest\nHARBOR_ID=a/b');
     expect(problems).toEqual([]);
     expect(settings).toMatchObject({ apiKey: 'short', questdbPassword: 'quest', harborId: 'a/b' });
@@ -274,7 +307,11 @@ describe('first boot on a root tree', () => {
       checkGateway: (check) => {
         // The board runs the unit's Node and bundle; here the suite's build of the same bundle.
         expect(check.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'check-config']);
-        return checkGatewayConfig({ ...check, command: [process.execPath, inject('bundlePath'), 'check-config'], scratch: join(root, 'run') });
+        return checkGatewayConfig({
+          ...check,
+          command: [process.execPath, inject('bundlePath'), 'check-config'],
+          scratch: join(root, 'run'),
+        });
       },
       createCertificate: (run) => {
         expect(run.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'tls-certificate', '--fingerprint']);
@@ -290,7 +327,8 @@ describe('first boot on a root tree', () => {
     const newSecret = () => `generated-secret-${++counter}-0123456789abcdef`;
     const boot1 = (now = new Date('2026-11-21T10:00:00Z')) => firstBoot({ root, boot, system, now, newSecret });
     const read = (path: string) => readFileSync(join(root, path), 'utf8');
-    const leftInRun = () => (existsSync(join(root, 'run')) ? readdirSync(join(root, 'run')).filter((name) => name.startsWith('harbor-firstboot-')) : []);
+    const leftInRun = () =>
+      existsSync(join(root, 'run')) ? readdirSync(join(root, 'run')).filter((name) => name.startsWith('harbor-firstboot-')) : [];
     return { root, boot, calls, logs, boot1, read, leftInRun, setReadOnly: (value: boolean) => (readOnly = value) };
   }
 
@@ -380,7 +418,11 @@ describe('first boot on a root tree', () => {
     expect(board.read('etc/systemd/timesyncd.conf.d/10-harbor.conf')).toContain('NTP=192.168.10.1');
     expect(board.read('etc/machine-info')).toBe('PRETTY_HOSTNAME="Pier 4 \\"north\\""\n');
     expect(board.read(GATEWAY_ENV)).toContain('\nGATEWAY_NAME="Pier 4 \\"north\\""\n');
-    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'Pier 4 "north"', HARBOR_ID: 'pier4' });
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({
+      QUEUE_MAX_BYTES: String(3 * GiB),
+      GATEWAY_NAME: 'Pier 4 "north"',
+      HARBOR_ID: 'pier4',
+    });
     expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({ ALERT_WEBHOOK_URL: 'http://alerts.pier4.lan/harbor' });
     // A setting written into gateway.env by hand is kept when harbor.conf is applied again.
     appendFileSync(join(board.root, GATEWAY_ENV), 'RETENTION_DAYS=90\n');
@@ -393,14 +435,23 @@ describe('first boot on a root tree', () => {
     expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
     expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
     expect(board.read(credentialFile('api_key'))).toBe('pier4-sensor-key-0123456789');
-    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'Pier 4 "north"', HARBOR_ID: 'pier4', RETENTION_DAYS: '90' });
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({
+      QUEUE_MAX_BYTES: String(3 * GiB),
+      GATEWAY_NAME: 'Pier 4 "north"',
+      HARBOR_ID: 'pier4',
+      RETENTION_DAYS: '90',
+    });
     expect(existsSync(join(board.root, GRAFANA_PASSWORD_FLAG))).toBe(false);
 
     // A harbor.conf is the whole configuration: an empty HARBOR_ID (any id) takes its line away,
     // no SITE_NAME or HOSTNAME names the gateway by the card's own hostname.
     writeFileSync(join(board.boot, CONFIG_FILE), 'HARBOR_ID=\n');
     expect(board.boot1().status).toBe('applied');
-    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({ QUEUE_MAX_BYTES: String(3 * GiB), GATEWAY_NAME: 'harbor-3f9a0c', RETENTION_DAYS: '90' });
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({
+      QUEUE_MAX_BYTES: String(3 * GiB),
+      GATEWAY_NAME: 'harbor-3f9a0c',
+      RETENTION_DAYS: '90',
+    });
     // No ALERT_* setting: nobody is notified any more.
     expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({});
   });
@@ -439,7 +490,10 @@ describe('first boot on a root tree', () => {
 
   it('refuses what the gateway refuses in production, in the gateway’s words', () => {
     const board = makeBoard();
-    writeFileSync(join(board.boot, CONFIG_FILE), 'API_KEY=harbor-dev-key\nQUESTDB_PASSWORD=Quest\nGRAFANA_ADMIN_PASSWORD=change-me\nHARBOR_ID=pier/4\n');
+    writeFileSync(
+      join(board.boot, CONFIG_FILE),
+      'API_KEY=harbor-dev-key\nQUESTDB_PASSWORD=Quest\nGRAFANA_ADMIN_PASSWORD=change-me\nHARBOR_ID=pier/4\n',
+    );
     const result = board.boot1();
     expect(result.status).toBe('invalid');
     expect(result.problems).toEqual([
@@ -491,7 +545,12 @@ describe('first boot on a root tree', () => {
       mkdirSync(credentials, { recursive: true });
       for (const { name, path } of unitCredentials(unit)) copyFileSync(join(board.root, path), join(credentials, name));
       const env = { ...unitEnvironment(unit), ...parseEnvText(board.read(GATEWAY_ENV)) };
-      expect(env).toMatchObject({ GATEWAY_ENV: 'production', GATEWAY_NAME: 'Pier 7', HARBOR_ID: 'pier7', QUEUE_MAX_BYTES: String(7 * GiB) });
+      expect(env).toMatchObject({
+        GATEWAY_ENV: 'production',
+        GATEWAY_NAME: 'Pier 7',
+        HARBOR_ID: 'pier7',
+        QUEUE_MAX_BYTES: String(7 * GiB),
+      });
       gateway = await spawnGateway({
         ...env,
         DATA_DIR: join(board.root, 'var/lib/harbor-gateway'),
@@ -521,7 +580,7 @@ describe('first boot on a root tree', () => {
       // It serves the certificate whose fingerprint first boot put on the console.
       expect(env['HTTPS_PORT']).toBe('443');
       const shown = /HTTPS certificate SHA-256: (\S+)/.exec(board.read(ISSUE))?.[1];
-      expect((started?.['tls'] as { fingerprintSha256: string }).fingerprintSha256).toBe(shown);
+      expect(started?.['tls']).toMatchObject({ fingerprintSha256: shown });
     });
   });
 });

@@ -45,11 +45,15 @@ describe('compose stack', () => {
   let compose: string[];
   const config = (envFile: string): ComposeConfig => {
     const [file, ...args] = compose;
-    const output = execFileSync(file!, [...args, '--project-directory', root, '-f', composeFile, '--env-file', envFile, 'config', '--format', 'json'], {
-      encoding: 'utf8',
-      // The client must read only the env file given, not a developer's own .env or shell settings.
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir() },
-    });
+    const output = execFileSync(
+      file!,
+      [...args, '--project-directory', root, '-f', composeFile, '--env-file', envFile, 'config', '--format', 'json'],
+      {
+        encoding: 'utf8',
+        // The client must read only the env file given, not a developer's own .env or shell settings.
+        env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir() },
+      },
+    );
     return JSON.parse(output);
   };
 
@@ -76,26 +80,45 @@ describe('compose stack', () => {
   it('publishes the API on 8000 (HTTP and TLS) and 8443 (HTTPS), Grafana on 3000, QuestDB on localhost only', () => {
     const { services } = config(envExample);
     const published = (service: ComposeService) => service.ports.map((p) => [p.host_ip ?? '', String(p.published), p.target]);
-    expect(published(services.gateway)).toEqual([['', '8000', 8000], ['', '8443', 8443]]);
+    expect(published(services.gateway)).toEqual([
+      ['', '8000', 8000],
+      ['', '8443', 8443],
+    ]);
     expect(published(services.grafana)).toEqual([['', '3000', 3000]]);
-    expect(published(services.questdb)).toEqual([['127.0.0.1', '9000', 9000], ['127.0.0.1', '8812', 8812]]);
+    expect(published(services.questdb)).toEqual([
+      ['127.0.0.1', '9000', 9000],
+      ['127.0.0.1', '8812', 8812],
+    ]);
   });
 
-  it('mounts Grafana\'s provisioning read-only, keeps data in named volumes, and turns sign-up and anonymous access off', () => {
+  it("mounts Grafana's provisioning read-only, keeps data in named volumes, and turns sign-up and anonymous access off", () => {
     const { services } = config(envExample);
     expect(services.grafana.volumes).toContainEqual(
-      expect.objectContaining({ type: 'bind', source: join(root, 'grafana', 'provisioning'), target: '/etc/grafana/provisioning', read_only: true }),
+      expect.objectContaining({
+        type: 'bind',
+        source: join(root, 'grafana', 'provisioning'),
+        target: '/etc/grafana/provisioning',
+        read_only: true,
+      }),
     );
-    for (const [name, target] of [['gateway', '/var/lib/harbor-gateway'], ['questdb', '/var/lib/questdb'], ['grafana', '/var/lib/grafana']] as const) {
+    for (const [name, target] of [
+      ['gateway', '/var/lib/harbor-gateway'],
+      ['questdb', '/var/lib/questdb'],
+      ['grafana', '/var/lib/grafana'],
+    ] as const) {
       expect(services[name].volumes).toContainEqual(expect.objectContaining({ type: 'volume', target }));
     }
-    expect(services.grafana.environment).toMatchObject({ GF_USERS_ALLOW_SIGN_UP: 'false', GF_AUTH_ANONYMOUS_ENABLED: 'false', GF_SECURITY_ADMIN_PASSWORD: 'admin' });
+    expect(services.grafana.environment).toMatchObject({
+      GF_USERS_ALLOW_SIGN_UP: 'false',
+      GF_AUTH_ANONYMOUS_ENABLED: 'false',
+      GF_SECURITY_ADMIN_PASSWORD: 'admin',
+    });
     expect(services.grafana.environment.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(
       '/etc/grafana/provisioning/dashboards/harbor/comprehensive-telemetry.json',
     );
   });
 
-  it('takes every setting from the env file: the shipped test values, or the site\'s own', () => {
+  it("takes every setting from the env file: the shipped test values, or the site's own", () => {
     const shipped = config(envExample).services;
     expect(shipped.gateway.environment).toMatchObject({
       GATEWAY_ENV: 'development',
@@ -105,8 +128,17 @@ describe('compose stack', () => {
       RETENTION_DAYS: '365',
     });
     const site = join(tempDir('env'), '.env');
-    const secrets = { API_KEY: 'site-key-0123456789abcdef', QUESTDB_PASSWORD: 'quest-site-pw-42', GRAFANA_ADMIN_PASSWORD: 'grafana-site-pw-42' };
-    writeFileSync(site, `GATEWAY_ENV=production\nRETENTION_DAYS=90\nGATEWAY_PORT=18000\n${Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join('\n')}\n`);
+    const secrets = {
+      API_KEY: 'site-key-0123456789abcdef',
+      QUESTDB_PASSWORD: 'quest-site-pw-42',
+      GRAFANA_ADMIN_PASSWORD: 'grafana-site-pw-42',
+    };
+    writeFileSync(
+      site,
+      `GATEWAY_ENV=production\nRETENTION_DAYS=90\nGATEWAY_PORT=18000\n${Object.entries(secrets)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('\n')}\n`,
+    );
     const { services } = config(site);
     expect(services.gateway.environment).toMatchObject({ GATEWAY_ENV: 'production', RETENTION_DAYS: '90', ...secrets });
     expect(services.gateway.ports[0]?.published).toBe('18000');
@@ -115,13 +147,17 @@ describe('compose stack', () => {
       QDB_PG_PASSWORD: secrets.QUESTDB_PASSWORD,
       QDB_PG_READONLY_PASSWORD: secrets.QUESTDB_PASSWORD,
     });
-    expect(services.grafana.environment).toMatchObject({ GF_SECURITY_ADMIN_PASSWORD: secrets.GRAFANA_ADMIN_PASSWORD, QUESTDB_PASSWORD: secrets.QUESTDB_PASSWORD });
+    expect(services.grafana.environment).toMatchObject({
+      GF_SECURITY_ADMIN_PASSWORD: secrets.GRAFANA_ADMIN_PASSWORD,
+      QUESTDB_PASSWORD: secrets.QUESTDB_PASSWORD,
+    });
   });
 
   it('names every setting of compose.yaml in .env.example, with the same default', () => {
     const example = readEnvFile(envExample);
     const used = new Map<string, string>();
-    for (const [, name, fallback] of readFileSync(composeFile, 'utf8').matchAll(/\$\{(\w+)(?::-([^}]*))?\}/g)) used.set(name!, fallback ?? '');
+    for (const [, name, fallback] of readFileSync(composeFile, 'utf8').matchAll(/\$\{(\w+)(?::-([^}]*))?\}/g))
+      used.set(name!, fallback ?? '');
     expect([...example.keys()].sort()).toEqual([...used.keys()].sort());
     for (const [name, fallback] of used) expect(example.get(name), name).toBe(fallback);
   });
@@ -133,10 +169,18 @@ describe('compose stack', () => {
     try {
       const gateway = services.gateway.environment;
       const basic = `Basic ${Buffer.from(`${gateway.QUESTDB_USERNAME}:${gateway.QUESTDB_PASSWORD}`).toString('base64')}`;
-      const exec = (query: string, headers: Record<string, string> = {}) => fetch(`${questdb.httpUrl}/exec?query=${encodeURIComponent(query)}`, { headers });
+      const exec = (query: string, headers: Record<string, string> = {}) =>
+        fetch(`${questdb.httpUrl}/exec?query=${encodeURIComponent(query)}`, { headers });
       expect((await exec('SELECT 1')).status).toBe(401);
-      expect((await exec('CREATE TABLE cargo_data (time TIMESTAMP, v DOUBLE) TIMESTAMP(time) PARTITION BY DAY WAL', { authorization: basic })).status).toBe(200);
-      const write = await fetch(`${questdb.httpUrl}/write`, { method: 'POST', headers: { authorization: basic }, body: 'cargo_data v=1\n' });
+      expect(
+        (await exec('CREATE TABLE cargo_data (time TIMESTAMP, v DOUBLE) TIMESTAMP(time) PARTITION BY DAY WAL', { authorization: basic }))
+          .status,
+      ).toBe(200);
+      const write = await fetch(`${questdb.httpUrl}/write`, {
+        method: 'POST',
+        headers: { authorization: basic },
+        body: 'cargo_data v=1\n',
+      });
       expect(write.status).toBe(204);
 
       // The provisioned data source, with the compose file's values for its environment.
@@ -161,16 +205,23 @@ describe('compose stack', () => {
     }
   });
 
-  it('refuses to start in production while the compose file\'s shipped credentials are unchanged', () => {
+  it("refuses to start in production while the compose file's shipped credentials are unchanged", () => {
     const { services } = config(envExample);
     const result = spawnSync(process.execPath, [inject('bundlePath')], {
-      env: { PATH: process.env['PATH'] ?? '', ...services.gateway.environment, GATEWAY_ENV: 'production', DATA_DIR: tempDir('prod'), PORT: '0' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        ...services.gateway.environment,
+        GATEWAY_ENV: 'production',
+        DATA_DIR: tempDir('prod'),
+        PORT: '0',
+      },
       encoding: 'utf8',
       timeout: 20_000,
     });
     expect(result.status).toBe(78);
     const output = `${result.stdout}${result.stderr}`;
-    for (const name of ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD']) expect(output).toMatch(new RegExp(`^  ${name} is a shipped test default`, 'm'));
+    for (const name of ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'])
+      expect(output).toMatch(new RegExp(`^  ${name} is a shipped test default`, 'm'));
     expect(output).not.toContain('harbor-dev-key');
   });
 });

@@ -17,6 +17,7 @@ import {
   intervalFor,
   intervalText,
   loadDashboard,
+  type DashboardVariable,
 } from '../../scripts/lib/grafana-expand.mjs';
 
 // QuestDB sends timestamps without a zone, in UTC; pg would read them in the machine's zone.
@@ -142,7 +143,7 @@ describe('Grafana provisioning files', () => {
     expect(new Set(panels.map((p) => p.type))).toEqual(new Set(['row', 'stat', 'timeseries', 'table', 'geomap']));
   });
 
-  it('filters by ship and cargo only in the form that All (\'\') passes: no bare IN ($ship)', () => {
+  it("filters by ship and cargo only in the form that All ('') passes: no bare IN ($ship)", () => {
     for (const q of dashboardQueries(dashboard)) {
       const sqlText = q.rawSql.replace(/\('' IN \(\$(ship|cargo)\) OR (ship|cargo)_id IN \(\$(ship|cargo)\)\)/g, '');
       expect(sqlText, `${q.title} ${q.refId}`).not.toMatch(/\$(ship|cargo)\b/);
@@ -209,25 +210,88 @@ const EXPECTED: Record<string, [string, Kind][]> = {
   'ship variable': [['ship_id', 'string']],
   'cargo variable': [['cargo_id', 'string']],
   'Readings A': [['readings', 'number']],
-  'Ships reporting A': [['ships', 'number'], ['cargo', 'number']],
+  'Ships reporting A': [
+    ['ships', 'number'],
+    ['cargo', 'number'],
+  ],
   'Latest reading A': [['latest', 'time']],
-  'Values over time: $cargo A': [['time', 'time'], ['metric', 'string'], ['value', 'number']],
-  'Latest value per series A': [['ship_id', 'string'], ['cargo_id', 'string'], ['value', 'number'], ['time', 'time']],
-  'Summary A': [['ship_id', 'string'], ['cargo_id', 'string'], ['min', 'number'], ['avg', 'number'], ['max', 'number'], ['count', 'number']],
-  'Positions and tracks A': [['time', 'time'], ['ship_id', 'string'], ['device', 'string'], ['latitude', 'number'], ['longitude', 'number']],
-  'Positions and tracks B': [['time', 'time'], ['ship_id', 'string'], ['device', 'string'], ['latitude', 'number'], ['longitude', 'number']],
-  'Queue depth A': [['time', 'time'], ['metric', 'string'], ['queue_readings', 'number']],
-  'Oldest queued reading A': [['time', 'time'], ['metric', 'string'], ['oldest_age', 'number']],
-  'Flush errors A': [['time', 'time'], ['metric', 'string'], ['consecutive_failures', 'number'], ['failures_since_start', 'number']],
-  'Gateway state A': [['gateway', 'string'], ['state', 'string'], ['last_report', 'time']],
+  'Values over time: $cargo A': [
+    ['time', 'time'],
+    ['metric', 'string'],
+    ['value', 'number'],
+  ],
+  'Latest value per series A': [
+    ['ship_id', 'string'],
+    ['cargo_id', 'string'],
+    ['value', 'number'],
+    ['time', 'time'],
+  ],
+  'Summary A': [
+    ['ship_id', 'string'],
+    ['cargo_id', 'string'],
+    ['min', 'number'],
+    ['avg', 'number'],
+    ['max', 'number'],
+    ['count', 'number'],
+  ],
+  'Positions and tracks A': [
+    ['time', 'time'],
+    ['ship_id', 'string'],
+    ['device', 'string'],
+    ['latitude', 'number'],
+    ['longitude', 'number'],
+  ],
+  'Positions and tracks B': [
+    ['time', 'time'],
+    ['ship_id', 'string'],
+    ['device', 'string'],
+    ['latitude', 'number'],
+    ['longitude', 'number'],
+  ],
+  'Queue depth A': [
+    ['time', 'time'],
+    ['metric', 'string'],
+    ['queue_readings', 'number'],
+  ],
+  'Oldest queued reading A': [
+    ['time', 'time'],
+    ['metric', 'string'],
+    ['oldest_age', 'number'],
+  ],
+  'Flush errors A': [
+    ['time', 'time'],
+    ['metric', 'string'],
+    ['consecutive_failures', 'number'],
+    ['failures_since_start', 'number'],
+  ],
+  'Gateway state A': [
+    ['gateway', 'string'],
+    ['state', 'string'],
+    ['last_report', 'time'],
+  ],
   'Gateways A': [
-    ['gateway', 'string'], ['last_report', 'time'], ['ready', 'boolean'], ['queue_readings', 'number'], ['queue_bytes', 'number'], ['queue_max_bytes', 'number'],
-    ['oldest_age_s', 'number'], ['dead_letters', 'number'], ['flush_failures', 'number'], ['consecutive_flush_failures', 'number'],
-    ['accepted_readings', 'number'], ['flushed_readings', 'number'], ['refused_requests', 'number'],
+    ['gateway', 'string'],
+    ['last_report', 'time'],
+    ['ready', 'boolean'],
+    ['queue_readings', 'number'],
+    ['queue_bytes', 'number'],
+    ['queue_max_bytes', 'number'],
+    ['oldest_age_s', 'number'],
+    ['dead_letters', 'number'],
+    ['flush_failures', 'number'],
+    ['consecutive_flush_failures', 'number'],
+    ['accepted_readings', 'number'],
+    ['flushed_readings', 'number'],
+    ['refused_requests', 'number'],
   ],
   'Device keys A': [
-    ['gateway', 'string'], ['key', 'string'], ['ship_prefix', 'string'], ['last_seen', 'time'], ['refused_requests', 'number'],
-    ['accepted_requests', 'number'], ['accepted_readings', 'number'],
+    ['gateway', 'string'],
+    ['key', 'string'],
+    ['ship_prefix', 'string'],
+    ['last_seen', 'time'],
+    ['refused_requests', 'number'],
+    ['accepted_requests', 'number'],
+    ['accepted_readings', 'number'],
   ],
 };
 
@@ -270,13 +334,25 @@ describe('dashboard queries on QuestDB', () => {
   const allShips = ['ship-a', 'ship-b', 'ship-c', 'ship-d', "o'brien"];
   const allCargo = [...new Set(readings.map((r) => r.cargo_id))].sort();
 
-  const model = (name: string) => loadDashboard().templating.list.find((v: any) => v.name === name);
-  const run = async (rawSql: string, options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {}) => {
-    const text = expandSql(rawSql.replace(/\bcargo_data\b/g, gw.table).replace(/\bgateway_health\b/g, healthTable).replace(/\bgateway_key_health\b/g, keyHealthTable), {
-      range: options.range ?? range,
-      maxDataPoints: options.maxDataPoints ?? 1000,
-      variables: { ship: { model: model('ship'), value: options.ship ?? ALL }, cargo: { model: model('cargo'), value: options.cargo ?? ALL } },
-    });
+  const model = (name: string) => loadDashboard().templating.list.find((v: DashboardVariable) => v.name === name);
+  const run = async (
+    rawSql: string,
+    options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {},
+  ) => {
+    const text = expandSql(
+      rawSql
+        .replace(/\bcargo_data\b/g, gw.table)
+        .replace(/\bgateway_health\b/g, healthTable)
+        .replace(/\bgateway_key_health\b/g, keyHealthTable),
+      {
+        range: options.range ?? range,
+        maxDataPoints: options.maxDataPoints ?? 1000,
+        variables: {
+          ship: { model: model('ship'), value: options.ship ?? ALL },
+          cargo: { model: model('cargo'), value: options.cargo ?? ALL },
+        },
+      },
+    );
     return client.query(text);
   };
   const queries = dashboardQueries(loadDashboard());
@@ -328,7 +404,10 @@ describe('dashboard queries on QuestDB', () => {
       const key = `${q.title} ${q.refId === 'variable' ? 'variable' : q.refId}`;
       const result = await run(q.rawSql, { maxDataPoints: q.maxDataPoints });
       const columns = result.fields.map((f) => [f.name, f.dataTypeID]);
-      expect(columns.map(([name]) => name), key).toEqual(EXPECTED[key]!.map(([name]) => name));
+      expect(
+        columns.map(([name]) => name),
+        key,
+      ).toEqual(EXPECTED[key]!.map(([name]) => name));
       for (const [i, [name, kind]] of EXPECTED[key]!.entries()) {
         expect(KINDS[kind], `${key}: ${name} has type ${columns[i]![1]}`).toContain(columns[i]![1]);
       }
@@ -344,7 +423,13 @@ describe('dashboard queries on QuestDB', () => {
     expect((await run(query('ship'))).rows.map((r) => r.ship_id)).toEqual([...allShips].sort());
     expect((await run(query('cargo'))).rows.map((r) => r.cargo_id)).toEqual(allCargo);
     expect((await run(query('cargo'), { ship: ['ship-a'] })).rows.map((r) => r.cargo_id)).toEqual(['latitude', 'longitude', 'temperature']);
-    expect((await run(query('cargo'), { ship: ["o'brien", 'ship-c'] })).rows.map((r) => r.cargo_id)).toEqual(['Latitude', 'Longitude', 'humidity', 'lat', 'long']);
+    expect((await run(query('cargo'), { ship: ["o'brien", 'ship-c'] })).rows.map((r) => r.cargo_id)).toEqual([
+      'Latitude',
+      'Longitude',
+      'humidity',
+      'lat',
+      'long',
+    ]);
   });
 
   it('pairs latitude and longitude of the same ship, time and device prefix into positions', async () => {
@@ -407,18 +492,24 @@ describe('dashboard queries on QuestDB', () => {
     expect(latest.rows.map((r) => [r.value, (r.time as Date).toISOString()])).toEqual([[22, at(2)]]);
   });
 
-  it('shows each gateway\'s queue depth, oldest queued age and flush errors', async () => {
+  it("shows each gateway's queue depth, oldest queued age and flush errors", async () => {
     const gateways = await run(query('Gateways'));
     expect(gateways.rows.map((r) => [r.gateway, r.queue_readings, r.oldest_age_s, r.consecutive_flush_failures])).toEqual([
       ['gw-1', '0', null, '1'],
       ['gw-2', '500', 60, '7'],
     ]);
     const age = await run(query('Oldest queued reading'));
-    const byTimeAndGateway = age.rows.map((r) => [(r.time as Date).toISOString(), r.metric, r.oldest_age]).sort((a, b) => `${a[0]}${a[1]}`.localeCompare(`${b[0]}${b[1]}`));
-    expect(byTimeAndGateway).toEqual([[at(0), 'gw-1', 4.5], [at(0), 'gw-2', 60], [at(1), 'gw-1', 0]]);
+    const byTimeAndGateway = age.rows
+      .map((r) => [(r.time as Date).toISOString(), r.metric, r.oldest_age])
+      .sort((a, b) => `${a[0]}${a[1]}`.localeCompare(`${b[0]}${b[1]}`));
+    expect(byTimeAndGateway).toEqual([
+      [at(0), 'gw-1', 4.5],
+      [at(0), 'gw-2', 60],
+      [at(1), 'gw-1', 0],
+    ]);
   });
 
-  it('shows each device key\'s latest counters, the keys with refusals first', async () => {
+  it("shows each device key's latest counters, the keys with refusals first", async () => {
     const keys = await run(query('Device keys'));
     expect(keys.rows.map((r) => [r.gateway, r.key, r.ship_prefix, r.refused_requests, r.accepted_readings])).toEqual([
       ['gw-1', 'crane', 'crane-', '4', '1'],

@@ -9,7 +9,9 @@ import { tempDir } from '../support/temp-dir.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const unitsDir = join(root, 'systemd');
-const units = readdirSync(unitsDir).filter((f) => f.endsWith('.service')).sort();
+const units = readdirSync(unitsDir)
+  .filter((f) => f.endsWith('.service'))
+  .sort();
 const verifyScript = join(root, 'scripts', 'verify-systemd-units.sh');
 
 const verify = (files: string[]) => spawnSync('bash', [verifyScript, ...files], { encoding: 'utf8', timeout: 5 * 60_000 });
@@ -90,7 +92,7 @@ describe('systemd units', () => {
     for (const name of named) expect(known.has(name), name).toBe(true);
   });
 
-  it('gives QuestDB its data directory and file and memory-map limits, and Grafana the repo\'s provisioning', () => {
+  it("gives QuestDB its data directory and file and memory-map limits, and Grafana the repo's provisioning", () => {
     const questdb = readUnit('harbor-questdb.service');
     expect(questdb.get('StateDirectory')).toEqual(['harbor-questdb']);
     expect(questdb.get('ExecStart')![0]).toContain('-d %S/harbor-questdb');
@@ -99,7 +101,9 @@ describe('systemd units', () => {
     const grafana = readUnit('harbor-grafana.service');
     expect(grafana.get('Environment')).toContain('HARBOR_PROVISIONING=/opt/harbor-gateway/grafana/provisioning');
     expect(grafana.get('Environment')).toContain('GF_PATHS_PROVISIONING=%S/harbor-grafana/provisioning');
-    expect(grafana.get('ExecStart')![0]).toContain('/opt/harbor-gateway/grafana/provisioning/start-grafana.sh /usr/share/grafana/bin/grafana server');
+    expect(grafana.get('ExecStart')![0]).toContain(
+      '/opt/harbor-gateway/grafana/provisioning/start-grafana.sh /usr/share/grafana/bin/grafana server',
+    );
     expect(grafana.get('Environment')).toContain('QUESTDB_PG_ADDRESS=127.0.0.1:8812');
     expect(grafana.get('Environment')).toContain('GF_AUTH_ANONYMOUS_ENABLED=false');
     expect(grafana.get('Environment')).toContain('GF_USERS_ALLOW_SIGN_UP=false');

@@ -46,7 +46,8 @@ async function start(): Promise<Started> {
  * it at the end was left by this run, whatever other runs on the machine do meanwhile.
  */
 export async function setup(project: TestProject): Promise<void> {
-  const shared = (slots[SLOT] ??= { started: start(), users: 0 });
+  const shared = slots[SLOT] ?? { started: start(), users: 0 };
+  slots[SLOT] = shared;
   shared.users += 1;
   const { questdb, bundlePath } = await shared.started;
   project.provide('questdbUrl', questdb.httpUrl);
@@ -67,6 +68,8 @@ export async function teardown(): Promise<void> {
   if (left.length > 0) {
     // vitest reports an error thrown here but still exits 0; the exit code is what CI reads.
     process.exitCode = 1;
-    throw new Error(`tests left ${left.length} entries in the temporary directory (each test must remove what it makes): ${left.sort().join(', ')}`);
+    throw new Error(
+      `tests left ${left.length} entries in the temporary directory (each test must remove what it makes): ${left.sort().join(', ')}`,
+    );
   }
 }

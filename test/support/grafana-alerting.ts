@@ -10,19 +10,30 @@ import { expandSql } from '../../scripts/lib/grafana-expand.mjs';
 
 export const ALERTING_DIR = join(import.meta.dirname, '..', '..', 'grafana', 'provisioning', 'alerting');
 
+/** A rule query's model: SQL for the data source, or a server-side expression (datasource `__expr__`). */
+export interface AlertQueryModel {
+  refId: string;
+  rawSql?: string;
+  type?: string;
+  expression?: string;
+  conditions?: { evaluator: { type: string; params: number[] } }[];
+}
+
 export interface AlertRule {
   uid: string;
   title: string;
   condition: string;
   for: string;
-  data: { refId: string; datasourceUid: string; relativeTimeRange?: { from: number; to: number }; model: any }[];
+  data: { refId: string; datasourceUid: string; relativeTimeRange?: { from: number; to: number }; model: AlertQueryModel }[];
   noDataState: string;
   execErrState: string;
   annotations: Record<string, string>;
   labels: Record<string, string>;
 }
 
-export function loadAlertRules(file = 'harbor-rules.yaml'): { groups: { name: string; folder: string; interval: string; rules: AlertRule[] }[] } {
+export function loadAlertRules(file = 'harbor-rules.yaml'): {
+  groups: { name: string; folder: string; interval: string; rules: AlertRule[] }[];
+} {
   return parse(readFileSync(join(ALERTING_DIR, file), 'utf8'));
 }
 
@@ -41,10 +52,21 @@ export interface AlertInstance {
  * Grafana refuses a table answer for alerting unless it has exactly one number column and text
  * columns otherwise; so does this.
  */
-export async function evaluateRule(client: pg.Client, rule: AlertRule, rename: (sql: string) => string, now = Date.now()): Promise<AlertInstance[]> {
+export async function evaluateRule(
+  client: pg.Client,
+  rule: AlertRule,
+  rename: (sql: string) => string,
+  now = Date.now(),
+): Promise<AlertInstance[]> {
   const query = rule.data.find((d) => d.datasourceUid !== '__expr__');
   const threshold = rule.data.find((d) => d.refId === rule.condition);
-  if (query === undefined || threshold?.model.type !== 'threshold' || threshold.model.expression !== query.refId) {
+  const evaluator = threshold?.model.conditions?.[0]?.evaluator;
+  if (
+    query?.model.rawSql === undefined ||
+    threshold?.model.type !== 'threshold' ||
+    threshold.model.expression !== query.refId ||
+    evaluator === undefined
+  ) {
     throw new Error(`${rule.uid}: expected one SQL query and a threshold on it as the condition`);
   }
   const span = query.relativeTimeRange ?? { from: 600, to: 0 };
@@ -53,17 +75,23 @@ export async function evaluateRule(client: pg.Client, rule: AlertRule, rename: (
   const numbers = result.fields.filter((f) => NUMBER_TYPES.has(f.dataTypeID));
   const others = result.fields.filter((f) => !NUMBER_TYPES.has(f.dataTypeID));
   if (numbers.length !== 1 || others.some((f) => !TEXT_TYPES.has(f.dataTypeID))) {
-    throw new Error(`${rule.uid}: Grafana needs one number column and text columns, got ${result.fields.map((f) => `${f.name}:${f.dataTypeID}`).join(', ')}`);
+    throw new Error(
+      `${rule.uid}: Grafana needs one number column and text columns, got ${result.fields.map((f) => `${f.name}:${f.dataTypeID}`).join(', ')}`,
+    );
   }
-  const [evaluator] = threshold.model.conditions.map((c: any) => c.evaluator);
   const compare = (value: number): boolean => {
-    const [a, b] = evaluator.params as number[];
+    const [a, b] = evaluator.params;
     switch (evaluator.type) {
-      case 'gt': return value > a!;
-      case 'lt': return value < a!;
-      case 'within_range': return value > a! && value < b!;
-      case 'outside_range': return value < a! || value > b!;
-      default: throw new Error(`${rule.uid}: evaluator ${evaluator.type} not emulated`);
+      case 'gt':
+        return value > a!;
+      case 'lt':
+        return value < a!;
+      case 'within_range':
+        return value > a! && value < b!;
+      case 'outside_range':
+        return value < a! || value > b!;
+      default:
+        throw new Error(`${rule.uid}: evaluator ${evaluator.type} not emulated`);
     }
   };
   return result.rows.map((row) => {

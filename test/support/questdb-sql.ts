@@ -14,7 +14,8 @@ export const waitForCount = (query: string, expected: number, timeoutMs = 20_000
   questdb.waitForCount(url, query, expected, timeoutMs);
 
 /** Waits until QuestDB has applied every committed WAL transaction of the table. */
-export const waitForWalApplied = (table: string, timeoutMs = 20_000, url = inject('questdbUrl')) => questdb.waitForWalApplied(url, table, timeoutMs);
+export const waitForWalApplied = (table: string, timeoutMs = 20_000, url = inject('questdbUrl')) =>
+  questdb.waitForWalApplied(url, table, timeoutMs);
 
 /** Rows of a table and distinct values among them, once QuestDB applied its WAL. */
 export const storedCounts = (table: string, url = inject('questdbUrl')) => questdb.storedCounts(url, table);

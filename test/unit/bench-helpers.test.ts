@@ -10,7 +10,12 @@ describe('benchmark statistics', () => {
     expect(median([4, 1, 3, 2])).toBe(2.5);
     expect(percentile([10], 99)).toBe(10);
     expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 90)).toBeCloseTo(9.1);
-    expect(percentile(Array.from({ length: 101 }, (_, i) => i), 99)).toBe(99);
+    expect(
+      percentile(
+        Array.from({ length: 101 }, (_, i) => i),
+        99,
+      ),
+    ).toBe(99);
     expect(percentile([], 50)).toBeUndefined();
     expect(() => percentile([1], 101)).toThrow(RangeError);
   });
@@ -21,9 +26,20 @@ describe('benchmark statistics', () => {
   });
 
   it('fits a least-squares slope', () => {
-    expect(slope([{ x: 0, y: 1 }, { x: 1, y: 3 }, { x: 2, y: 5 }])).toBeCloseTo(2);
+    expect(
+      slope([
+        { x: 0, y: 1 },
+        { x: 1, y: 3 },
+        { x: 2, y: 5 },
+      ]),
+    ).toBeCloseTo(2);
     expect(slope([{ x: 1, y: 1 }])).toBe(0);
-    expect(slope([{ x: 1, y: 1 }, { x: 1, y: 5 }])).toBe(0);
+    expect(
+      slope([
+        { x: 1, y: 1 },
+        { x: 1, y: 5 },
+      ]),
+    ).toBe(0);
   });
 
   it('tells a sawing queue from a growing one', () => {
@@ -42,7 +58,17 @@ describe('benchmark statistics', () => {
     expect(queueBounded(short(5_000), rate).bounded).toBe(true);
     expect(queueBounded(short(20_000), rate).bounded).toBe(false);
     // A queue that ends deep (a stall near the end) is not bounded either.
-    expect(queueBounded([{ t: 0, depth: 0 }, { t: 1, depth: 0 }, { t: 2, depth: 900_000 }], rate, { maxGrowthShare: 10 }).bounded).toBe(false);
+    expect(
+      queueBounded(
+        [
+          { t: 0, depth: 0 },
+          { t: 1, depth: 0 },
+          { t: 2, depth: 900_000 },
+        ],
+        rate,
+        { maxGrowthShare: 10 },
+      ).bounded,
+    ).toBe(false);
     expect(queueBounded([], rate).bounded).toBe(false);
   });
 });
@@ -53,7 +79,12 @@ describe('benchmark readings', () => {
     const base = Date.UTC(2026, 10, 21, 10);
     const times = new Set<string>();
     for (let request = 0; request < 30; request++) {
-      const readings = JSON.parse(fillBatchBody(template, base, request)) as { time: string; ship_id: string; cargo_id: string; value: number }[];
+      const readings = JSON.parse(fillBatchBody(template, base, request)) as {
+        time: string;
+        ship_id: string;
+        cargo_id: string;
+        value: number;
+      }[];
       expect(readings).toHaveLength(1000);
       for (const r of readings) {
         expect(r.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z$/);

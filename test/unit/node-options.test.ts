@@ -47,7 +47,9 @@ describe('V8 heap settings', () => {
   });
 
   it('are those of the systemd unit and the container image', () => {
-    expect(unitEnvironment(readFileSync(join(root, 'systemd', 'harbor-gateway.service'), 'utf8'))['NODE_OPTIONS']).toBe(GATEWAY_NODE_OPTIONS);
+    expect(unitEnvironment(readFileSync(join(root, 'systemd', 'harbor-gateway.service'), 'utf8'))['NODE_OPTIONS']).toBe(
+      GATEWAY_NODE_OPTIONS,
+    );
     expect(dockerEnvironment(readFileSync(join(root, 'Dockerfile'), 'utf8'))['NODE_OPTIONS']).toBe(GATEWAY_NODE_OPTIONS);
   });
 });

@@ -69,20 +69,29 @@ export function registerIngestRoutes(app: Hono, deps: IngestDeps, requireApiKey:
 async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Response> {
   const harbor = c.req.param('harbor');
   if (harbor !== undefined && (RESERVED.has(harbor) || (deps.harborId !== undefined && harbor !== deps.harborId))) {
-    return problem(c, 404, 'Unknown harbor', [{ loc: ['path', 'harbor_id'], msg: `No harbor ${JSON.stringify(harbor)} on this gateway`, type: 'not_found' }]);
+    return problem(c, 404, 'Unknown harbor', [
+      { loc: ['path', 'harbor_id'], msg: `No harbor ${JSON.stringify(harbor)} on this gateway`, type: 'not_found' },
+    ]);
   }
   // Refuse before reading the body when the answer cannot be yes.
   if (deps.isStopping()) return unavailable(c, new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
-  if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
+  if (deps.queue.isFull())
+    return unavailable(c, new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
 
   // Declared lengths over the limit are refused by readJsonBody; reserve what will be read.
   const declared = Number(c.req.header('content-length') ?? deps.maxBodyBytes);
   const reserved = Math.min(Number.isFinite(declared) ? declared : deps.maxBodyBytes, deps.maxBodyBytes);
   if (!deps.inflight.tryReserve(reserved)) {
-    return problem(c, 503, 'The gateway is busy with other requests; retry shortly', [{ loc: ['body'], msg: 'Too many request bytes in flight', type: 'busy' }], {
-      'Retry-After': '1',
-      Connection: 'close',
-    });
+    return problem(
+      c,
+      503,
+      'The gateway is busy with other requests; retry shortly',
+      [{ loc: ['body'], msg: 'Too many request bytes in flight', type: 'busy' }],
+      {
+        'Retry-After': '1',
+        Connection: 'close',
+      },
+    );
   }
   let parsed: ParseResult;
   try {
@@ -101,7 +110,14 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     return c.json({ status: 'No numeric data extracted', count: 0 });
   }
 
-  const foreign = principal === undefined ? undefined : foreignShips(principal, parsed.readings, (i) => parsed.shipLocs?.[i] ?? (kind === 'single' ? ['body', 'ship_id'] : ['body', i, 'ship_id']));
+  const foreign =
+    principal === undefined
+      ? undefined
+      : foreignShips(
+          principal,
+          parsed.readings,
+          (i) => parsed.shipLocs?.[i] ?? (kind === 'single' ? ['body', 'ship_id'] : ['body', i, 'ship_id']),
+        );
   if (foreign !== undefined) return problem(c, 403, foreign.message, foreign.details);
 
   const stored = await store(c, parsed.readings, deps);
@@ -111,7 +127,8 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     const reading = parsed.readings[0]!;
     return c.json({ status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId });
   }
-  const status = kind === 'batch' ? 'Batch data received and queued' : kind === 'gps' ? 'GPS data received and queued' : 'Uplink received and queued';
+  const status =
+    kind === 'batch' ? 'Batch data received and queued' : kind === 'gps' ? 'GPS data received and queued' : 'Uplink received and queued';
   return c.json({ status, count: parsed.readings.length });
 }
 
@@ -121,7 +138,12 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   if (kind === 'gps') return parseGpsFixes(json, deps.validator, deps.maxBatchReadings, deps.clock);
   const uplink = uplinkToReadings(json);
   if (!uplink.ok) {
-    return { ok: false, refusal: 'invalid', message: 'Body is not a The Things Network webhook message', details: toReadingIssues(uplink.issues, ['body']) };
+    return {
+      ok: false,
+      refusal: 'invalid',
+      message: 'Body is not a The Things Network webhook message',
+      details: toReadingIssues(uplink.issues, ['body']),
+    };
   }
   if (uplink.readings.length === 0) return { ok: true, readings: [] };
   const result = parseBatch(uplink.readings, deps.validator, deps.maxBatchReadings);

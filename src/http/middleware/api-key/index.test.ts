@@ -15,10 +15,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const app = (key: string, fileKeys: { name: string; key: string; shipPrefix?: string }[] = []) => {
   const path = join(dir, `keys-${Math.random()}`);
-  writeKeyFile(path, fileKeys.map(({ name, key: k, shipPrefix }) => ({ name, hash: hashKey(k), ...(shipPrefix === undefined ? {} : { shipPrefix }) })));
+  writeKeyFile(
+    path,
+    fileKeys.map(({ name, key: k, shipPrefix }) => ({ name, hash: hashKey(k), ...(shipPrefix === undefined ? {} : { shipPrefix }) })),
+  );
   const logger = pino({ level: 'silent' });
   const hono = new Hono();
-  hono.use(apiKey({ keys: new KeyStore({ defaultKey: key, path, pollMs: 60_000, logger }), delay: new FailureDelay(1, 60_000), clientAddress: () => 'a', stopping: new AbortController().signal, logger }));
+  hono.use(
+    apiKey({
+      keys: new KeyStore({ defaultKey: key, path, pollMs: 60_000, logger }),
+      delay: new FailureDelay(1, 60_000),
+      clientAddress: () => 'a',
+      stopping: new AbortController().signal,
+      logger,
+    }),
+  );
   hono.post('/', (c) => c.json(principalOf(c)));
   return hono;
 };
@@ -38,7 +49,10 @@ describe('apiKey middleware', () => {
   });
 
   it('knows the keys of the key file by name, with their ship prefix', async () => {
-    const hono = app('default-key-0123', [{ name: 'buoy-1', key: 'k1-abcdefghijklmnop' }, { name: 'crane', key: 'k2-abcdefghijklmnop', shipPrefix: 'crane-' }]);
+    const hono = app('default-key-0123', [
+      { name: 'buoy-1', key: 'k1-abcdefghijklmnop' },
+      { name: 'crane', key: 'k2-abcdefghijklmnop', shipPrefix: 'crane-' },
+    ]);
     expect(await (await send(hono, 'k1-abcdefghijklmnop')).json()).toEqual({ name: 'buoy-1' });
     expect(await (await send(hono, 'k2-abcdefghijklmnop')).json()).toEqual({ name: 'crane', shipPrefix: 'crane-' });
     expect(await (await send(hono, 'k2-abcdefghijklmnop')).json()).toEqual({ name: 'crane', shipPrefix: 'crane-' });
