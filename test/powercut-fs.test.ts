@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPowercutDisk } from '../scripts/powercut-fs.mjs';
+import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
 
 type Disk = Awaited<ReturnType<typeof createPowercutDisk>>;
 let disk: Disk | undefined;

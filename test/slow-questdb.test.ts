@@ -27,42 +27,50 @@ describe('QuestDB that does not answer, or answers slowly', () => {
       FLUSH_BATCH_READINGS: '2000',
       HEALTH_REPORT: 'false',
     });
-    const status = async () =>
-      (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
-        queue: { readings: number };
-        flush: { consecutiveFailures: number };
-      };
-    const load = startDevices({ url: gw.url, apiKey: TEST_KEY, date: '2026-08-01', batchSize: 100 });
-    // The gateway's own connections to QuestDB (through the proxy), sampled from the kernel.
-    let maxConnections = 0;
-    const sampler = setInterval(() => (maxConnections = Math.max(maxConnections, connectionsTo(gw.child.pid!, proxy.port))), 10);
+    // A failed expectation must not leave the gateway running after the test.
     try {
-      proxy.set('stall');
-      await waitUntil('a backlog of 10,000 readings behind a stalled QuestDB', async () => {
-        const stalled = await status();
-        return stalled.queue.readings > 10_000 && stalled.flush.consecutiveFailures > 1;
-      });
-      expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
+      const status = async () =>
+        (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+          queue: { readings: number };
+          flush: { consecutiveFailures: number };
+        };
+      const load = startDevices({ url: gw.url, apiKey: TEST_KEY, date: '2026-08-01', batchSize: 100 });
+      // The gateway's own connections to QuestDB (through the proxy), sampled from the kernel.
+      let maxConnections = 0;
+      const sampler = setInterval(() => (maxConnections = Math.max(maxConnections, connectionsTo(gw.child.pid!, proxy.port))), 10);
+      try {
+        proxy.set('stall');
+        await waitUntil('a backlog of 10,000 readings behind a stalled QuestDB', async () => {
+          const stalled = await status();
+          return stalled.queue.readings > 10_000 && stalled.flush.consecutiveFailures > 1;
+        });
+        expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
 
-      // A while of slow answers (300 ms each), not a condition to wait for.
-      proxy.set('pass', 300);
-      await new Promise((r) => setTimeout(r, 2000));
-      proxy.set('pass');
+        // A while of slow answers (300 ms each), not a condition to wait for.
+        proxy.set('pass', 300);
+        await new Promise((r) => setTimeout(r, 2000));
+        proxy.set('pass');
+      } finally {
+        await load.stop();
+        clearInterval(sampler);
+      }
+      expect(load.refused).toBe(0);
+      expect(maxConnections).toBeGreaterThanOrEqual(1);
+      expect(maxConnections).toBeLessThanOrEqual(2);
+      // Bounded: the heaps are capped (scripts/lib/node-options.mjs, the flusher thread's limits), far
+      // below the systemd unit's MemoryMax of 256 MB however long QuestDB stalls.
+      expect(peakRssMb(gw.child.pid!)).toBeLessThan(MAX_PEAK_RSS_MB);
+
+      await waitUntil('the backlog drained', async () => (await status()).queue.readings === 0, 30_000);
+      gw.child.kill('SIGTERM');
+      await gw.exited;
+      expect(await storedCounts(table)).toEqual({ rows: load.accepted, distinct: load.accepted });
     } finally {
-      await load.stop();
-      clearInterval(sampler);
+      if (gw.child.exitCode === null && gw.child.signalCode === null) {
+        gw.child.kill('SIGKILL');
+        await gw.exited;
+      }
+      await proxy.close();
     }
-    expect(load.refused).toBe(0);
-    expect(maxConnections).toBeGreaterThanOrEqual(1);
-    expect(maxConnections).toBeLessThanOrEqual(2);
-    // Bounded: the heaps are capped (scripts/lib/node-options.mjs, the flusher thread's limits), far
-    // below the systemd unit's MemoryMax of 256 MB however long QuestDB stalls.
-    expect(peakRssMb(gw.child.pid!)).toBeLessThan(MAX_PEAK_RSS_MB);
-
-    await waitUntil('the backlog drained', async () => (await status()).queue.readings === 0, 30_000);
-    gw.child.kill('SIGTERM');
-    await gw.exited;
-    await proxy.close();
-    expect(await storedCounts(table)).toEqual({ rows: load.accepted, distinct: load.accepted });
   }, 60_000);
 });

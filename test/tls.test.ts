@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildEsp32TlsClient } from '../scripts/esp32-tls-client/build.mjs';
+import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway, type GatewayProcess } from './support/process.js';
 import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';

@@ -9,7 +9,7 @@ import {
   fillQueueWith,
   previousReleaseBundle,
   upgradeBatches,
-} from '../scripts/previous-release.mjs';
+} from '../scripts/lib/previous-release.mjs';
 import { QUEUE_FORMAT, readQueueFormat } from '../src/queue/queue-format.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';

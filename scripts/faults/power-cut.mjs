@@ -5,7 +5,7 @@
 //
 // power-loss mode must deliver every reading answered 2xx exactly once. process-crash mode must
 // lose some: that proves the cuts bite, and measures how far back an answered reading can be lost.
-import { createPowercutDisk } from '../powercut-fs.mjs';
+import { createPowercutDisk } from '../lib/powercut-fs.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 
 /**
@@ -20,7 +20,7 @@ export async function powerCutStorage() {
   const disk = await createPowercutDisk();
   /** @type {CutTally} */
   const tally = { cuts: 0, torn: 0, undoneWrites: 0, undoneEntries: 0, errors: [] };
-  /** @type {import('../powercut-fs.mjs').PowercutMount | undefined} */
+  /** @type {import('../lib/powercut-fs.mjs').PowercutMount | undefined} */
   let mounted;
   return {
     tally,
@@ -29,7 +29,7 @@ export async function powerCutStorage() {
       return mounted.mountPoint;
     },
     async afterKill(random) {
-      const fs = /** @type {import('../powercut-fs.mjs').PowercutMount} */ (mounted);
+      const fs = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (mounted);
       const report = await fs.cut({ tear: random() < 0.5 });
       await fs.unmount();
       mounted = undefined;
@@ -41,7 +41,7 @@ export async function powerCutStorage() {
     },
     /** Once the gateway stopped: everything written so far reaches the disk, then unmount. */
     async settle() {
-      const fs = /** @type {import('../powercut-fs.mjs').PowercutMount} */ (mounted);
+      const fs = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (mounted);
       await fs.writeBack();
       await fs.unmount();
       mounted = undefined;

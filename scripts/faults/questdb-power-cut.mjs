@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGatewayProcess } from '../lib/gateway-process.mjs';
-import { createPowercutDisk } from '../powercut-fs.mjs';
+import { createPowercutDisk } from '../lib/powercut-fs.mjs';
 import { freePort } from '../lib/ports.mjs';
 import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
@@ -37,7 +37,7 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
   const pgPort = await freePort();
   const gatewayStorage = await powerCutStorage();
   const questdbDisk = await createPowercutDisk({ entries });
-  /** @type {import('../powercut-fs.mjs').PowercutMount | undefined} */
+  /** @type {import('../lib/powercut-fs.mjs').PowercutMount | undefined} */
   let questdbMount;
   /** @type {import('../lib/questdb.mjs').QuestDbServer | undefined} */
   let questdb;
@@ -57,7 +57,7 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
     },
     async afterKill(random) {
       await questdb?.kill();
-      const mount = /** @type {import('../powercut-fs.mjs').PowercutMount} */ (questdbMount);
+      const mount = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (questdbMount);
       const report = await mount.cut({ tear: random() < 0.5 });
       await mount.unmount();
       questdbCuts.cuts += 1;
@@ -96,7 +96,7 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, clients =
   gateway.child.kill('SIGTERM');
   await gateway.exited;
   await questdb?.stop();
-  const mount = /** @type {import('../powercut-fs.mjs').PowercutMount} */ (questdbMount);
+  const mount = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (questdbMount);
   await mount.writeBack();
   await mount.unmount();
   await gatewayStorage.settle();

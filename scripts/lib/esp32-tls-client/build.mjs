@@ -1,13 +1,13 @@
 // Builds the mbedTLS proof client into the shared cache, once per version of its source:
-//   import { buildEsp32TlsClient } from './scripts/esp32-tls-client/build.mjs'; const bin = buildEsp32TlsClient();
-//   node scripts/esp32-tls-client/build.mjs   prints the binary's path
+//   import { buildEsp32TlsClient } from './scripts/lib/esp32-tls-client/build.mjs'; const bin = buildEsp32TlsClient();
+//   node scripts/lib/esp32-tls-client/build.mjs   prints the binary's path
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { aptInstall } from '../lib/apt.mjs';
-import { cacheDir } from '../lib/paths.mjs';
+import { aptInstall } from '../apt.mjs';
+import { cacheDir } from '../paths.mjs';
 
 const SOURCE = fileURLToPath(new URL('client.c', import.meta.url));
 

@@ -1,14 +1,14 @@
 // The previous tagged release, built from git history and cached, and a queue it filled while
 // QuestDB was unreachable: what the upgrade test starts the current build on. Also a CLI that
 // writes that queue as the fixture the test falls back to when the clone lacks the tag:
-//   node scripts/previous-release.mjs fixture
+//   node scripts/lib/previous-release.mjs fixture
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGatewayProcess } from './lib/gateway-process.mjs';
-import { cacheDir, projectRoot } from './lib/paths.mjs';
-import { freePort } from './lib/ports.mjs';
+import { startGatewayProcess } from './gateway-process.mjs';
+import { cacheDir, projectRoot } from './paths.mjs';
+import { freePort } from './ports.mjs';
 
 export const PREVIOUS_RELEASE = 'v0.1.0';
 /** The queue file the fixture command wrote from PREVIOUS_RELEASE, filled with `upgradeBatches()`. */
@@ -139,7 +139,7 @@ async function pushUpgradeBatches(/** @type {string} */ url) {
   return status.queue.readings;
 }
 
-async function stopGracefully(/** @type {import('./lib/gateway-process.mjs').GatewayProcess} */ gateway) {
+async function stopGracefully(/** @type {import('./gateway-process.mjs').GatewayProcess} */ gateway) {
   gateway.child.kill('SIGTERM');
   const exit = await gateway.exited;
   if (exit.code !== 0) throw new Error(`the previous release exited with ${exit.code ?? exit.signal}: ${gateway.stderr()}`);

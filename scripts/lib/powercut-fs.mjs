@@ -8,8 +8,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { aptInstall } from './lib/apt.mjs';
-import { cacheDir, projectRoot } from './lib/paths.mjs';
+import { aptInstall } from './apt.mjs';
+import { cacheDir, projectRoot } from './paths.mjs';
 
 const SOURCE = join(projectRoot, 'scripts', 'powercut-fs');
 
