@@ -135,6 +135,12 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   await systemd?.ready(`listening on ${config.host}:${http.port}`);
   systemd?.startWatchdog(() => queue.isHealthy());
   const depth = queue.stats();
+  if (certificate.replacedDamaged !== undefined) {
+    logger.warn(
+      { event: 'certificate_replaced', reason: certificate.replacedDamaged, tls: tlsSummary(certificate) },
+      'the self-signed TLS certificate on disk was damaged; a new one was made (its fingerprint changed)',
+    );
+  }
   logger.info(
     {
       event: 'started',

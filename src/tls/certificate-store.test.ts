@@ -29,6 +29,21 @@ const writePair = (dir: string, prefix: string): { cert: string; key: string } =
 };
 
 describe('loadServerCertificate', () => {
+  it('replaces its own self-signed pair when a power cut left it damaged, and refuses a damaged operator file', () => {
+    const where = location({});
+    const first = loadServerCertificate(where);
+    writeFileSync(join(where.dataDir, 'tls', 'cert.pem'), '');
+    const second = loadServerCertificate(where);
+    expect(second.replacedDamaged).toContain('holds no PEM certificate');
+    expect(second.fingerprintSha256).not.toBe(first.fingerprintSha256);
+    expect(loadServerCertificate(where).replacedDamaged).toBeUndefined();
+
+    const dir = tempDir();
+    const files = writePair(dir, 'operator');
+    writeFileSync(files.cert, '');
+    expect(() => loadServerCertificate(location({ certFile: files.cert, keyFile: files.key }))).toThrow(CertificateError);
+  });
+
   it('generates a self-signed certificate once and keeps it', () => {
     const where = location({});
     const first = loadServerCertificate(where);

@@ -1,7 +1,7 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createSelfSignedCertificate, type PemPair } from './self-signed.js';
 
 export type CertificateSource = 'file' | 'systemd credential' | 'self-signed';
@@ -14,6 +14,8 @@ export interface ServerCertificate extends PemPair {
   fingerprintSha256: string;
   subjectAltName: string;
   notAfter: string;
+  /** Set when the self-signed pair on disk was damaged and replaced by a new one: what was wrong. */
+  replacedDamaged?: string;
 }
 
 export interface CertificateLocation {
@@ -49,7 +51,18 @@ export function loadServerCertificate(location: CertificateLocation): ServerCert
   const dir = selfSignedDir(location.dataDir);
   const certPath = join(dir, 'cert.pem');
   const keyPath = join(dir, 'key.pem');
-  if (!existsSync(certPath) || !existsSync(keyPath)) writeSelfSigned(dir, certPath, keyPath);
+  if (existsSync(certPath) && existsSync(keyPath)) {
+    try {
+      return readPair(certPath, keyPath, 'self-signed');
+    } catch (error) {
+      if (!(error instanceof CertificateError)) throw error;
+      // The gateway's own pair, damaged (a power cut before it reached the card): a new one beats
+      // refusing to start, as devices of the SDK do not verify the certificate anyway.
+      writeSelfSigned(dir, certPath, keyPath);
+      return { ...readPair(certPath, keyPath, 'self-signed'), replacedDamaged: error.message };
+    }
+  }
+  writeSelfSigned(dir, certPath, keyPath);
   return readPair(certPath, keyPath, 'self-signed');
 }
 
@@ -98,15 +111,36 @@ function localNames(): string[] {
 }
 
 function writeSelfSigned(dir: string, certPath: string, keyPath: string): void {
+  const created = !existsSync(dir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (created) syncDirectory(dirname(dir));
   const pair = createSelfSignedCertificate({ commonName: hostname(), altNames: localNames(), validDays: SELF_SIGNED_VALID_DAYS });
-  // Written beside and renamed, so a crash never leaves half a key; the key first, as the pair is complete only with the certificate.
-  const writeAtomically = (path: string, content: string, mode: number): void => {
-    const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, content, { mode });
-    chmodSync(temporary, mode);
-    renameSync(temporary, path);
-  };
-  writeAtomically(keyPath, pair.key, 0o600);
-  writeAtomically(certPath, pair.cert, 0o644);
+  // Written beside, synced and renamed, then the directory synced: neither a crash nor a power cut
+  // leaves half a key or a name without its content. The key first, as the pair is complete only
+  // with the certificate.
+  writeDurably(keyPath, pair.key, 0o600);
+  writeDurably(certPath, pair.cert, 0o644);
+  syncDirectory(dir);
+}
+
+function writeDurably(path: string, content: string, mode: number): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  const fd = openSync(temporary, 'w', mode);
+  try {
+    fchmodSync(fd, mode);
+    writeSync(fd, content);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, path);
+}
+
+function syncDirectory(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
