@@ -1,0 +1,36 @@
+import type { DeadLetterInput, QueueRecord } from '../queue/queue-reader.js';
+
+/** What one attempt to deliver a batch of queue records came to. */
+export type Delivery =
+  /**
+   * The destination holds every reading of the batch but the dead letters, which it refused for
+   * their content (sending them again would be refused again). The sink's mark moves past the batch.
+   */
+  | { ok: true; requests: number; deadLetters: DeadLetterInput[] }
+  /**
+   * Nothing of the batch may be taken as delivered: it is sent again after a backoff, or after
+   * `retryAfterMs` when the destination asked for that (429/503 Retry-After). `level: 'error'`
+   * marks a failure an operator has to fix (a refused key, a changed table), not a passing outage.
+   */
+  | { ok: false; message: string; retryAfterMs?: number; level?: 'warn' | 'error' };
+
+/**
+ * A destination of the queue's readings: how a batch gets there. The sink loop around it reads the
+ * batches in queue order, times and backs off the attempts, and moves the sink's own progress mark.
+ * A batch may reach a destination more than once (after a crash, or a timeout whose request did
+ * arrive): a target must send every reading with its stored time, so that a replay lands on the
+ * same keys.
+ */
+export interface SinkTarget {
+  /** Short and stable: the key of the sink's progress mark, dead letters, status and health rows. */
+  readonly name: string;
+  /** What the destination is, for logs and /status, with no secret in it (no key, no token). */
+  readonly describe: string;
+  /**
+   * Sends the batch. Set-up the destination needs (a table, a connection) is the target's own,
+   * done lazily here; a failure of it is a failed delivery.
+   */
+  deliver(records: readonly QueueRecord[]): Promise<Delivery>;
+  /** Closes connections; called once, at shutdown. */
+  close(): Promise<void>;
+}
