@@ -34,3 +34,18 @@ export interface SinkTarget {
   /** Closes connections; called once, at shutdown. */
   close(): Promise<void>;
 }
+
+/**
+ * What a remote sink does when the queue is full because of it (a long uplink outage): `block`
+ * refuses new readings (503) until it catches up; `drop_oldest` skips its own oldest readings,
+ * counted and logged, so the site keeps taking readings. The local QuestDB sink always blocks.
+ */
+export type SinkPolicy = 'block' | 'drop_oldest';
+
+/** Settings every remote sink has beside its own. */
+export interface RemoteSinkSettings {
+  policy: SinkPolicy;
+  /** A sink added to a running site starts at the newest reading; `true` starts it at the oldest still queued. */
+  backfill: boolean;
+  batchReadings: number;
+}
