@@ -197,7 +197,7 @@ describe('Flusher', () => {
 
   it('backs off exponentially while QuestDB fails, leaves the queue alone, and starts over after a success', async () => {
     queue.add(record(['a']));
-    questdb.outage = { ok: false, kind: 'failed', message: 'QuestDB unreachable: ECONNREFUSED' };
+    questdb.outage = { ok: false, kind: 'failed', message: 'QuestDB unreachable: ECONNREFUSED', level: 'warn' };
     flusher.start();
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
     expect(questdb.requests).toHaveLength(1);
@@ -220,7 +220,7 @@ describe('Flusher', () => {
     await nextRequest();
     expect(queue.flushedAll).toBe(true);
     queue.add(record(['b'], 1));
-    questdb.outage = { ok: false, kind: 'failed', message: 'QuestDB did not answer in time' };
+    questdb.outage = { ok: false, kind: 'failed', message: 'QuestDB did not answer in time', level: 'warn' };
     const failed = await nextRequest();
     // After a success the backoff starts again from its first step.
     const retried = await nextRequest();

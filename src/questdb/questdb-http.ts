@@ -4,20 +4,40 @@ export interface QuestDbOptions {
   url: string;
   /** Longest wait for one answer, writes and SQL alike. */
   timeoutMs: number;
+  /** HTTP basic authentication, as open-source QuestDB takes it. */
   username: string | undefined;
   password: string | undefined;
+  /** A bearer token (`Authorization: Bearer`), as QuestDB Enterprise takes it; sent instead of basic authentication. */
+  token?: string | undefined;
+  /**
+   * PEM certificates an https:// QuestDB's certificate must chain to, instead of the authorities
+   * Node trusts by default (Mozilla's list, plus `NODE_EXTRA_CA_CERTS`).
+   */
+  ca?: string | undefined;
 }
+
+/** `error`: an operator has to fix it (refused credentials, a certificate that does not verify); `warn`: it may pass. */
+export type FailureLevel = 'warn' | 'error';
 
 /** The outcome of one ILP/HTTP write. QuestDB applies a request all or nothing. */
 export type WriteOutcome =
   | { ok: true }
   /** QuestDB refused a line for its content; `line` is 1-based within the request. */
   | { ok: false; kind: 'rejected'; line: number; message: string }
-  /** Nothing was written for a reason that may pass: network, timeout, 5xx, auth or a table problem. */
-  | { ok: false; kind: 'failed'; message: string };
+  /**
+   * Nothing was written: network, timeout, 5xx, a table problem, refused credentials or TLS.
+   * `retryAfterMs` when a 429 or 503 asked for a pause (a proxy in front of QuestDB may).
+   */
+  | { ok: false; kind: 'failed'; message: string; level: FailureLevel; retryAfterMs?: number };
 
 export class QuestDbError extends Error {
   override name = 'QuestDbError';
+  constructor(
+    message: string,
+    readonly level: FailureLevel = 'warn',
+  ) {
+    super(message);
+  }
 }
 
 // Errors about the table rather than the row: retried after the table is set up again, never dead-lettered.
@@ -34,17 +54,20 @@ export class QuestDbHttp {
 
   constructor(options: QuestDbOptions) {
     this.#timeoutMs = options.timeoutMs;
-    this.#pool = new Pool(options.url, { connections: 2, pipelining: 1, keepAliveTimeout: 10_000 });
-    this.#authorization =
-      options.username === undefined
-        ? undefined
-        : `Basic ${Buffer.from(`${options.username}:${options.password ?? ''}`).toString('base64')}`;
+    this.#pool = new Pool(options.url, {
+      connections: 2,
+      pipelining: 1,
+      keepAliveTimeout: 10_000,
+      ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
+    });
+    this.#authorization = authorization(options);
   }
 
   async write(body: Buffer): Promise<WriteOutcome> {
     const timeoutMs = this.#timeoutMs;
     let statusCode: number;
     let text: string;
+    let retryAfter: string | string[] | undefined;
     try {
       const response = await this.#pool.request({
         path: '/write?precision=n',
@@ -60,15 +83,19 @@ export class QuestDbHttp {
       });
       statusCode = response.statusCode;
       text = await response.body.text();
+      retryAfter = response.headers['retry-after'];
     } catch (error) {
-      return { ok: false, kind: 'failed', message: describeNetworkError(error) };
+      const failure = describeNetworkError(error);
+      return { ok: false, kind: 'failed', ...failure };
     }
     if (statusCode === 204 || statusCode === 200) return { ok: true };
     const parsed = parseError(text);
     if (statusCode === 400 && parsed.line !== undefined && !TABLE_LEVEL.test(parsed.message)) {
       return { ok: false, kind: 'rejected', line: parsed.line, message: parsed.message };
     }
-    return { ok: false, kind: 'failed', message: `QuestDB answered ${statusCode}: ${parsed.message}` };
+    const failed = { ok: false, kind: 'failed', message: answered(statusCode, parsed.message), level: statusLevel(statusCode) } as const;
+    const retryAfterMs = statusCode === 429 || statusCode === 503 ? parseRetryAfter(retryAfter) : undefined;
+    return retryAfterMs === undefined ? failed : { ...failed, retryAfterMs };
   }
 
   /** Runs one SQL statement and returns QuestDB's JSON answer; throws QuestDbError on failure. */
@@ -88,9 +115,10 @@ export class QuestDbHttp {
       statusCode = response.statusCode;
       text = await response.body.text();
     } catch (error) {
-      throw new QuestDbError(describeNetworkError(error));
+      const failure = describeNetworkError(error);
+      throw new QuestDbError(failure.message, failure.level);
     }
-    if (statusCode !== 200) throw new QuestDbError(`QuestDB answered ${statusCode}: ${parseError(text).message}`);
+    if (statusCode !== 200) throw new QuestDbError(answered(statusCode, parseError(text).message), statusLevel(statusCode));
     return JSON.parse(text) as T;
   }
 
@@ -115,8 +143,39 @@ function parseError(text: string): { message: string; line?: number } {
   }
 }
 
-function describeNetworkError(error: unknown): string {
+function authorization(options: QuestDbOptions): string | undefined {
+  if (options.token !== undefined) return `Bearer ${options.token}`;
+  if (options.username === undefined) return undefined;
+  return `Basic ${Buffer.from(`${options.username}:${options.password ?? ''}`).toString('base64')}`;
+}
+
+/** Refused credentials do not pass by themselves; everything else the server answers may. */
+const statusLevel = (statusCode: number): FailureLevel => (statusCode === 401 || statusCode === 403 ? 'error' : 'warn');
+
+function answered(statusCode: number, message: string): string {
+  if (statusCode === 401) return `QuestDB refused the credentials (401): ${message}`;
+  if (statusCode === 403) return `QuestDB refused access (403): ${message}`;
+  return `QuestDB answered ${statusCode}: ${message}`;
+}
+
+/** Retry-After in seconds or as an HTTP date; undefined when absent or unreadable. */
+function parseRetryAfter(header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined || value.trim() === '') return undefined;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+// Node's codes for a server certificate that does not verify (unknown authority, expired, wrong name).
+const CERTIFICATE_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/;
+
+function describeNetworkError(error: unknown): { message: string; level: FailureLevel } {
   const e = error as { code?: string; name?: string; message?: string };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'QuestDB did not answer in time';
-  return `QuestDB unreachable: ${e.code ?? e.name ?? 'error'}${e.message ? ` (${e.message})` : ''}`;
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return { message: 'QuestDB did not answer in time', level: 'warn' };
+  const detail = `${e.code ?? e.name ?? 'error'}${e.message ? ` (${e.message})` : ''}`;
+  if (e.code !== undefined && CERTIFICATE_CODES.test(e.code)) {
+    return { message: `QuestDB's TLS certificate was refused: ${detail}`, level: 'error' };
+  }
+  return { message: `QuestDB unreachable: ${detail}`, level: 'warn' };
 }
