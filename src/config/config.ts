@@ -1,6 +1,8 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import type { RemoteSinkSettings } from '../sinks/sink.js';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
@@ -17,7 +19,27 @@ type Resolved =
   | 'questdbPasswordFile'
   | 'grafanaAdminPassword'
   | 'grafanaAdminPasswordFile'
-  | 'gatewayName';
+  | 'gatewayName'
+  | 'localQuestdb'
+  | RemoteQuestDbSetting;
+
+type RemoteQuestDbSetting =
+  | 'remoteQuestdbUrl'
+  | 'remoteQuestdbTokenFile'
+  | 'remoteQuestdbCaFile'
+  | 'remoteQuestdbTable'
+  | 'remoteQuestdbPolicy'
+  | 'remoteQuestdbBackfill'
+  | 'remoteQuestdbBatchReadings';
+
+/** The remote QuestDB sink: ILP/HTTP(S) with a bearer token. */
+export interface RemoteQuestDbConfig extends RemoteSinkSettings {
+  url: string;
+  token: string | undefined;
+  /** PEM of REMOTE_QUESTDB_CA_FILE, read and checked at start. */
+  ca: string | undefined;
+  table: string;
+}
 
 export interface Config extends Omit<SettingValues, Resolved> {
   apiKey: string;
@@ -25,6 +47,10 @@ export interface Config extends Omit<SettingValues, Resolved> {
   apiKeySource: SecretSource | 'development default';
   questdbPassword: string | undefined;
   gatewayName: string;
+  /** `LOCAL_QUESTDB=off` turns the local QuestDB sink off. */
+  localQuestdb: boolean;
+  /** Undefined unless REMOTE_QUESTDB_URL is set. */
+  remoteQuestdb?: RemoteQuestDbConfig;
 }
 
 export class ConfigError extends Error {
@@ -82,6 +108,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
   }
 
+  const remoteQuestdb = remoteQuestDbConfig(env, problems, readSecret, partial);
+
   if ((partial.tlsCertFile === undefined) !== (partial.tlsKeyFile === undefined)) {
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }
@@ -92,6 +120,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     checkProductionSecret(problems, 'API_KEY', apiKey?.secret);
     checkProductionSecret(problems, 'QUESTDB_PASSWORD', questdbPassword?.secret);
     checkProductionSecret(problems, 'GRAFANA_ADMIN_PASSWORD', grafanaPassword?.secret);
+    if (remoteQuestdb !== undefined) checkProductionRemote(problems, remoteQuestdb);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -100,10 +129,20 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
     grafanaAdminPasswordFile: _grafanaAdminPasswordFile,
+    localQuestdb,
+    remoteQuestdbUrl: _remoteQuestdbUrl,
+    remoteQuestdbTokenFile: _remoteQuestdbTokenFile,
+    remoteQuestdbCaFile: _remoteQuestdbCaFile,
+    remoteQuestdbTable: _remoteQuestdbTable,
+    remoteQuestdbPolicy: _remoteQuestdbPolicy,
+    remoteQuestdbBackfill: _remoteQuestdbBackfill,
+    remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
     ...rest
   } = values as SettingValues;
   return {
     ...rest,
+    localQuestdb: localQuestdb === 'on',
+    ...(remoteQuestdb === undefined ? {} : { remoteQuestdb }),
     gatewayName: rest.gatewayName ?? hostname(),
     apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(rest.dataDir),
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
@@ -157,6 +196,72 @@ function resolveSecret(
     return undefined;
   }
   return { secret: content, source: sources.file !== undefined ? 'file' : 'systemd credential' };
+}
+
+/** The remote QuestDB sink's settings, checked together; undefined when REMOTE_QUESTDB_URL is unset. */
+function remoteQuestDbConfig(
+  env: Env,
+  problems: string[],
+  readSecret: ReadSecret,
+  partial: Partial<SettingValues>,
+): RemoteQuestDbConfig | undefined {
+  const url = partial.remoteQuestdbUrl;
+  if (url === undefined) {
+    for (const name of ['REMOTE_QUESTDB_TOKEN_FILE', 'REMOTE_QUESTDB_CA_FILE'] as const) {
+      if (env[name] !== undefined && env[name] !== '') problems.push(`${name} is set but REMOTE_QUESTDB_URL is not`);
+    }
+    return undefined;
+  }
+  const token = resolveSecret(env, problems, readSecret, {
+    value: undefined,
+    valueVar: 'REMOTE_QUESTDB_TOKEN',
+    file: partial.remoteQuestdbTokenFile,
+    fileVar: 'REMOTE_QUESTDB_TOKEN_FILE',
+    credential: 'remote_questdb_token',
+    pattern: API_KEY_PATTERN,
+  });
+  let ca: string | undefined;
+  const caFile = partial.remoteQuestdbCaFile;
+  if (caFile !== undefined) {
+    if (!url.startsWith('https:')) problems.push('REMOTE_QUESTDB_CA_FILE needs an https:// REMOTE_QUESTDB_URL');
+    ca = readCertificates(problems, readSecret, caFile);
+  }
+  return {
+    url,
+    token: token?.secret,
+    ca,
+    table: partial.remoteQuestdbTable ?? 'cargo_data',
+    policy: partial.remoteQuestdbPolicy ?? 'drop_oldest',
+    backfill: partial.remoteQuestdbBackfill === 'on',
+    batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
+  };
+}
+
+/** A PEM file of certificates, refused at start rather than at the first connection. */
+function readCertificates(problems: string[], readSecret: ReadSecret, path: string): string | undefined {
+  let pem: string;
+  try {
+    pem = readSecret(path);
+  } catch (error) {
+    problems.push(`REMOTE_QUESTDB_CA_FILE cannot be read: ${(error as NodeJS.ErrnoException).code ?? 'error'} (${path})`);
+    return undefined;
+  }
+  try {
+    new X509Certificate(pem);
+  } catch {
+    problems.push(`REMOTE_QUESTDB_CA_FILE holds no PEM certificate (${path})`);
+    return undefined;
+  }
+  return pem;
+}
+
+function checkProductionRemote(problems: string[], remote: RemoteQuestDbConfig): void {
+  if (!remote.url.startsWith('https:'))
+    problems.push('REMOTE_QUESTDB_URL must be https:// in production: readings and token would cross the network in clear');
+  if (remote.token === undefined) {
+    problems.push('the remote QuestDB needs a token in production (REMOTE_QUESTDB_TOKEN_FILE or the remote_questdb_token credential)');
+  }
+  checkProductionSecret(problems, 'the remote QuestDB token', remote.token);
 }
 
 function checkProductionSecret(problems: string[], name: string, secret: string | undefined): void {

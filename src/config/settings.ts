@@ -320,6 +320,65 @@ export const SETTINGS = {
     doc: '`fatal`, `error`, `warn`, `info`, `debug` or `trace`. Info logs one line per flush and per error, not per request.',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   }),
+  localQuestdb: define({
+    env: 'LOCAL_QUESTDB',
+    default: 'on',
+    doc: '`on` or `off`. `off`: no local QuestDB sink, for a site that only forwards to its sinks (set at least one); the health rows then go to the remote QuestDB when there is one.',
+    schema: z.enum(['on', 'off']),
+  }),
+  remoteQuestdbUrl: define({
+    env: 'REMOTE_QUESTDB_URL',
+    default: undefined,
+    doc: 'A remote QuestDB (QuestDB Enterprise or a central server) that gets every reading over ILP/HTTP, beside or instead of the local one, e.g. `https://questdb.example.com:9000`. Unset: no remote QuestDB sink. Production requires `https://` and a token.',
+    schema: z
+      .string()
+      .trim()
+      .refine((value) => {
+        try {
+          const url = new URL(value);
+          return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '';
+        } catch {
+          return false;
+        }
+      }, 'must be an https:// (or http://) URL without credentials or query (the token comes from REMOTE_QUESTDB_TOKEN_FILE)')
+      .transform((value) => value.replace(/\/+$/, '')),
+  }),
+  remoteQuestdbTokenFile: define({
+    env: 'REMOTE_QUESTDB_TOKEN_FILE',
+    default: undefined,
+    doc: "File holding the remote QuestDB's token, sent as `Authorization: Bearer` (QuestDB Enterprise: a service account's REST token). Or a systemd credential named `remote_questdb_token`.",
+    schema: text(),
+  }),
+  remoteQuestdbCaFile: define({
+    env: 'REMOTE_QUESTDB_CA_FILE',
+    default: undefined,
+    doc: "PEM file of the authorities the remote QuestDB's certificate must chain to, instead of those Node trusts by default (for a private CA or a self-signed certificate).",
+    schema: text(),
+  }),
+  remoteQuestdbTable: define({
+    env: 'REMOTE_QUESTDB_TABLE',
+    default: 'cargo_data',
+    doc: 'Table of the remote QuestDB the readings go to; created with deduplication when missing. Readings of many sites may share it: `ship_id` tells them apart.',
+    schema: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,126}$/, 'must be a plain identifier (letters, digits, underscore)'),
+  }),
+  remoteQuestdbPolicy: define({
+    env: 'REMOTE_QUESTDB_POLICY',
+    default: 'drop_oldest',
+    doc: 'When the queue is full because the remote QuestDB is far behind: `drop_oldest` skips its oldest readings (counted and logged; the site keeps taking readings), `block` refuses new readings with 503 until it catches up.',
+    schema: z.enum(['block', 'drop_oldest']),
+  }),
+  remoteQuestdbBackfill: define({
+    env: 'REMOTE_QUESTDB_BACKFILL',
+    default: 'off',
+    doc: '`off`: a remote QuestDB sink added to a running site starts at the newest reading. `on`: it starts with the oldest reading still queued.',
+    schema: z.enum(['off', 'on']),
+  }),
+  remoteQuestdbBatchReadings: define({
+    env: 'REMOTE_QUESTDB_BATCH_READINGS',
+    default: '20000',
+    doc: 'Most readings in one ILP request to the remote QuestDB.',
+    schema: integer(1, 1_000_000),
+  }),
 } as const;
 
 export type SettingValues = {
