@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createHealthTable, createKeyHealthTable } from '../src/health/health-reporter.js';
+import { createSinkHealthTable } from '../src/health/sink-health.js';
 import {
   ALL,
   dashboardQueries,
@@ -53,6 +54,7 @@ const run = (rawSql: string, options: RunOptions) =>
       rawSql
         .replace(/\bcargo_data\b/g, options.table)
         .replace(/\bgateway_key_health\b/g, `${options.healthTable}_keys`)
+        .replace(/\bgateway_sink_health\b/g, `${options.healthTable}_sinks`)
         .replace(/\bgateway_health\b/g, options.healthTable),
       {
         range: recent(),
@@ -181,6 +183,7 @@ describe('a fresh gateway without readings', () => {
     gw = await startTestGateway();
     await sql(createHealthTable(healthTable));
     await sql(createKeyHealthTable(`${healthTable}_keys`));
+    await sql(createSinkHealthTable(`${healthTable}_sinks`));
     await waitForCount(`SELECT count() FROM "${gw.table}"`, 0);
     await waitForWalApplied(gw.table);
   });

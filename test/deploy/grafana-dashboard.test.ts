@@ -6,6 +6,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { createHealthTable } from '../../src/health/health-reporter.js';
+import { createSinkHealthTable, encodeSinkHealth } from '../../src/health/sink-health.js';
+import { QuestDbHttp } from '../../src/questdb/questdb-http.js';
 import { TEST_KEY, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from '../support/questdb-sql.js';
 import {
@@ -293,6 +295,28 @@ const EXPECTED: Record<string, [string, Kind][]> = {
     ['accepted_requests', 'number'],
     ['accepted_readings', 'number'],
   ],
+  'Sink backlog A': [
+    ['time', 'time'],
+    ['metric', 'string'],
+    ['backlog_readings', 'number'],
+  ],
+  'Oldest undelivered reading per sink A': [
+    ['time', 'time'],
+    ['metric', 'string'],
+    ['oldest_age', 'number'],
+  ],
+  'Sinks A': [
+    ['gateway', 'string'],
+    ['sink', 'string'],
+    ['state', 'string'],
+    ['last_report', 'time'],
+    ['backlog_readings', 'number'],
+    ['oldest_age_s', 'number'],
+    ['delivered_readings', 'number'],
+    ['failed_deliveries', 'number'],
+    ['dead_lettered', 'number'],
+    ['dropped_readings', 'number'],
+  ],
 };
 
 describe('dashboard queries on QuestDB', () => {
@@ -303,6 +327,7 @@ describe('dashboard queries on QuestDB', () => {
   const range = { from: base - 10 * minute, to: base + 60 * minute };
   const healthTable = uniqueTable('health');
   const keyHealthTable = uniqueTable('key_health');
+  const sinkHealthTable = uniqueTable('sink_health');
   let gw: TestGateway;
   let client: pg.Client;
 
@@ -343,7 +368,8 @@ describe('dashboard queries on QuestDB', () => {
       rawSql
         .replace(/\bcargo_data\b/g, gw.table)
         .replace(/\bgateway_health\b/g, healthTable)
-        .replace(/\bgateway_key_health\b/g, keyHealthTable),
+        .replace(/\bgateway_key_health\b/g, keyHealthTable)
+        .replace(/\bgateway_sink_health\b/g, sinkHealthTable),
       {
         range: options.range ?? range,
         maxDataPoints: options.maxDataPoints ?? 1000,
@@ -389,6 +415,29 @@ describe('dashboard queries on QuestDB', () => {
         ('${at(0)}', 'gw-2', 'buoy', null, 0, 0, 0, null)`,
     );
     await waitForWalApplied(keyHealthTable);
+    // The sink rows as the health reporter writes them: one gateway with a local sink up to date
+    // and a remote one behind, in two reports.
+    await sql(createSinkHealthTable(sinkHealthTable));
+    const questdb = new QuestDbHttp({ url: inject('questdbUrl'), timeoutMs: 10_000, username: undefined, password: undefined });
+    const sink = (name: string, backlog: number, oldest: number | null, state: string) => ({
+      sink: name,
+      backlogReadings: backlog,
+      oldestAgeSeconds: oldest,
+      deliveredReadings: 100,
+      failedDeliveries: name === 'local' ? 0 : 4,
+      deadLettered: 0,
+      droppedReadings: 0,
+      state,
+    });
+    for (const [minutes, backlog] of [
+      [0, 10],
+      [1, 250],
+    ] as const) {
+      const rows = [sink('local', 0, null, 'delivering'), sink('remote-questdb', backlog, 60 * (minutes + 1), 'failing')];
+      expect(await questdb.write(encodeSinkHealth('gw-1', rows, base + minutes * minute, sinkHealthTable))).toEqual({ ok: true });
+    }
+    await questdb.close();
+    await waitForWalApplied(sinkHealthTable);
     client = new pg.Client({ host: '127.0.0.1', port: inject('questdbPgPort'), user: 'admin', password: 'quest', database: 'qdb' });
     await client.connect();
   });
@@ -515,6 +564,27 @@ describe('dashboard queries on QuestDB', () => {
       ['gw-1', 'crane', 'crane-', '4', '1'],
       ['gw-1', 'default', null, '0', '12'],
       ['gw-2', 'buoy', null, '0', '0'],
+    ]);
+  });
+
+  it("shows each sink's backlog and oldest undelivered reading over time, and its latest report", async () => {
+    const backlog = await run(query('Sink backlog'));
+    const byTimeAndSink = backlog.rows
+      .map((r) => [(r.time as Date).toISOString(), r.metric, r.backlog_readings])
+      .sort((a, b) => `${a[0]}${a[1]}`.localeCompare(`${b[0]}${b[1]}`));
+    expect(byTimeAndSink).toEqual([
+      [at(0), 'gw-1 / local', '0'],
+      [at(0), 'gw-1 / remote-questdb', '10'],
+      [at(1), 'gw-1 / local', '0'],
+      [at(1), 'gw-1 / remote-questdb', '250'],
+    ]);
+    const oldest = await run(query('Oldest undelivered reading per sink'));
+    expect(oldest.rows.filter((r) => r.metric === 'gw-1 / remote-questdb').map((r) => r.oldest_age)).toEqual([60, 120]);
+    expect(oldest.rows.filter((r) => r.metric === 'gw-1 / local').map((r) => r.oldest_age)).toEqual([0, 0]);
+    const sinks = await run(query('Sinks'));
+    expect(sinks.rows.map((r) => [r.gateway, r.sink, r.state, r.backlog_readings, r.oldest_age_s, r.failed_deliveries])).toEqual([
+      ['gw-1', 'local', 'delivering', '0', null, '0'],
+      ['gw-1', 'remote-questdb', 'failing', '250', 120, '4'],
     ]);
   });
 });

@@ -1,0 +1,40 @@
+import { escapeIlp } from '../questdb/ilp-escape.js';
+
+export const SINK_HEALTH_TABLE = 'gateway_sink_health';
+
+/** One sink's row: how far behind it is and what it did since the gateway started. */
+export interface SinkHealthRow {
+  sink: string;
+  /** Readings still queued for this sink (past its progress mark). */
+  backlogReadings: number;
+  /** Age of the oldest reading the sink has not delivered; null when it is up to date. */
+  oldestAgeSeconds: number | null;
+  deliveredReadings: number;
+  failedDeliveries: number;
+  deadLettered: number;
+  /** Readings the sink skipped under `drop_oldest` while the queue was full. */
+  droppedReadings: number;
+  /** A word for the dashboard: delivering, failing, blocked, ... (the sink loop's own). */
+  state: string;
+}
+
+export const createSinkHealthTable = (table = SINK_HEALTH_TABLE): string => `CREATE TABLE IF NOT EXISTS ${table} (
+  time TIMESTAMP, gateway SYMBOL, sink SYMBOL, state SYMBOL, backlog_readings LONG, oldest_age_s DOUBLE,
+  delivered_readings LONG, failed_deliveries LONG, dead_lettered LONG, dropped_readings LONG
+) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
+
+/** One ILP line per sink; integers carry ILP's `i` suffix, the row time is in nanoseconds. */
+export function encodeSinkHealth(gateway: string, rows: readonly SinkHealthRow[], now: number, table = SINK_HEALTH_TABLE): Buffer {
+  const lines = rows.map((row) => {
+    const columns = [
+      `backlog_readings=${row.backlogReadings}i`,
+      `delivered_readings=${row.deliveredReadings}i`,
+      `failed_deliveries=${row.failedDeliveries}i`,
+      `dead_lettered=${row.deadLettered}i`,
+      `dropped_readings=${row.droppedReadings}i`,
+    ];
+    if (row.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${row.oldestAgeSeconds}`);
+    return `${table},gateway=${escapeIlp(gateway)},sink=${escapeIlp(row.sink)},state=${escapeIlp(row.state)} ${columns.join(',')} ${now}000000n\n`;
+  });
+  return Buffer.from(lines.join(''));
+}
