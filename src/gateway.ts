@@ -64,12 +64,6 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
   });
   const stats = new GatewayStats();
-  const questdbOptions = {
-    url: config.questdbUrl,
-    username: config.questdbUsername,
-    password: config.questdbPassword,
-    timeoutMs: config.flushTimeoutMs,
-  };
   const delivery = new DeliveryThread(
     options.deliveryScript ?? new URL(import.meta.url),
     {
@@ -94,8 +88,10 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       `sinks no longer configured: ${queue.registered.removed.join(', ')}; what only they still needed left the queue`,
     );
   }
-  // The health rows use their own small client: the sinks' live in the delivery thread.
-  const questdb = new QuestDbHttp(questdbOptions);
+  // The health rows go to the first QuestDB sink's server (the local one; a remote one when the
+  // local sink is off), with a small client of their own: the sinks' live in the delivery thread.
+  const healthSink = sinks.find((s) => s.kind === 'questdb');
+  const questdb = healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
   let stopping = false;
   const isStopping = (): boolean => stopping;
   const stopSignal = new AbortController();
@@ -132,7 +128,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   }
   delivery.start();
   keys.watch();
-  const reporter = config.healthReport ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
+  const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
   const housekeeping = cron.schedule(
     config.housekeepingCron,
     async () => {
@@ -185,7 +181,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
       await http.close(deadline);
       await delivery.stop(deadline);
-      await questdb.close();
+      await questdb?.close();
       if (!queue.close())
         logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
       logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');

@@ -53,7 +53,7 @@ async function serve(): Promise<void> {
   try {
     gateway = await startGateway(config, logger);
   } catch (error) {
-    if (error instanceof CertificateError) {
+    if (error instanceof CertificateError || error instanceof ConfigError) {
       process.stderr.write(`harbor-gateway: ${error.message}\n`);
       process.exit(EXIT_CONFIG);
     }

@@ -2,7 +2,6 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { RemoteSinkSettings } from '../sinks/sink.js';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
@@ -32,8 +31,11 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbBackfill'
   | 'remoteQuestdbBatchReadings';
 
-/** The remote QuestDB sink: ILP/HTTP(S) with a bearer token. */
-export interface RemoteQuestDbConfig extends RemoteSinkSettings {
+/** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
+export interface RemoteQuestDbConfig {
+  policy: 'block' | 'drop_oldest';
+  backfill: boolean;
+  batchReadings: number;
   url: string;
   token: string | undefined;
   /** PEM of REMOTE_QUESTDB_CA_FILE, read and checked at start. */

@@ -21,7 +21,8 @@ export interface QuestDbSinkSpec extends SinkSpecBase {
   /** The server's address for logs and /status. */
   describe: string;
   table: string;
-  retentionDays: number;
+  /** Undefined: the table's TTL is left as its operator set it (a central QuestDB). */
+  retentionDays: number | undefined;
 }
 
 export type SinkSpec = QuestDbSinkSpec;

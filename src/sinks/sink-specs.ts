@@ -1,25 +1,31 @@
-import type { Config } from '../config/config.js';
+import { type Config, ConfigError } from '../config/config.js';
 import type { SinkSpec } from './registry.js';
+import { remoteQuestDbSpec } from './remote-questdb/remote-questdb-spec.js';
 
-/** The sinks the configuration asks for, the local QuestDB first. */
+/** The sinks the configuration asks for, the local QuestDB first; throws ConfigError when there is none. */
 export function sinkSpecs(config: Config): SinkSpec[] {
-  return [
-    {
-      kind: 'questdb',
-      name: 'questdb',
-      // The local QuestDB is the site's own record: it never drops, and it starts with what is queued.
-      policy: 'block',
-      backfill: true,
-      batchReadings: config.flushBatchReadings,
-      questdb: {
-        url: config.questdbUrl,
-        username: config.questdbUsername,
-        password: config.questdbPassword,
-        timeoutMs: config.flushTimeoutMs,
-      },
-      describe: config.questdbUrl,
-      table: config.table,
-      retentionDays: config.retentionDays,
+  const specs = [localQuestDbSpec(config), remoteQuestDbSpec(config)].filter((spec) => spec !== undefined);
+  if (specs.length === 0) throw new ConfigError(['LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to']);
+  return specs;
+}
+
+function localQuestDbSpec(config: Config): SinkSpec | undefined {
+  if (!config.localQuestdb) return undefined;
+  return {
+    kind: 'questdb',
+    name: 'questdb',
+    // The local QuestDB is the site's own record: it never drops, and it starts with what is queued.
+    policy: 'block',
+    backfill: true,
+    batchReadings: config.flushBatchReadings,
+    questdb: {
+      url: config.questdbUrl,
+      username: config.questdbUsername,
+      password: config.questdbPassword,
+      timeoutMs: config.flushTimeoutMs,
     },
-  ];
+    describe: config.questdbUrl,
+    table: config.table,
+    retentionDays: config.retentionDays,
+  };
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { QuestDbClient } from '../../questdb/questdb-http.js';
+import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
@@ -12,7 +12,8 @@ export interface QuestDbTargetOptions {
   /** The server's address as logs and /status show it, without credentials. */
   describe: string;
   table: string;
-  retentionDays: number;
+  /** The table's TTL, applied at every start; undefined leaves it to the server's operator (a central table). */
+  retentionDays: number | undefined;
 }
 
 const MAX_REASON_LENGTH = 1000;
@@ -57,7 +58,7 @@ export class QuestDbTarget implements SinkTarget {
           'QuestDB table ready',
         );
       } catch (error) {
-        const level = error instanceof TableSchemaError ? 'error' : 'warn';
+        const level = error instanceof TableSchemaError || (error instanceof QuestDbError && error.level === 'error') ? 'error' : 'warn';
         return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
       }
     }
@@ -71,7 +72,7 @@ export class QuestDbTarget implements SinkTarget {
     if (body !== undefined) {
       const outcome = await this.#questdb.write(body);
       if (outcome.ok) return { ok: true, requests: 1, deadLetters: [] };
-      if (outcome.kind === 'failed') return this.#writeFailed(outcome.message);
+      if (outcome.kind === 'failed') return this.#writeFailed(outcome.message, outcome.level, outcome.retryAfterMs);
     }
     return this.#deliverRowByRow(records);
   }
@@ -119,15 +120,18 @@ export class QuestDbTarget implements SinkTarget {
           chunk = outcome.line - 1;
         }
       } else {
-        return this.#writeFailed(outcome.message);
+        return outcome.kind === 'failed'
+          ? this.#writeFailed(outcome.message, outcome.level, outcome.retryAfterMs)
+          : this.#writeFailed(outcome.message, 'warn');
       }
     }
     return { ok: true, requests, deadLetters };
   }
 
-  #writeFailed(message: string): Delivery {
+  /** Refused credentials and certificates are the operator's to fix (`error`); a 429/503 pause is kept. */
+  #writeFailed(message: string, level: FailureLevel, retryAfterMs?: number): Delivery {
     if (/table|column/i.test(message)) this.#tableReady = false;
-    return { ok: false, message, level: 'warn' };
+    return retryAfterMs === undefined ? { ok: false, message, level } : { ok: false, message, level, retryAfterMs };
   }
 
   async #tableProblem(): Promise<string | undefined> {

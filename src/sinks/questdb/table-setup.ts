@@ -22,19 +22,20 @@ export interface TableSetupResult {
 }
 
 /**
- * Creates the readings table when missing, applies the retention TTL and deduplication on every
- * start, and checks that an existing table can take our rows, so a schema mismatch stops the
- * QuestDB sink instead of sending every reading to the dead letters.
+ * Creates the readings table when missing, applies the retention TTL (unless `retentionDays` is
+ * undefined: a central table's TTL is its operator's) and deduplication on every start, and checks
+ * that an existing table can take our rows, so a schema mismatch stops the QuestDB sink instead of
+ * sending every reading to the dead letters.
  */
-export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number): Promise<TableSetupResult> {
+export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number | undefined): Promise<TableSetupResult> {
   const existed = (await walEnabled(questdb, table)) !== undefined;
-  const ttl = retentionDays === 0 ? '' : ` TTL ${retentionDays} DAYS`;
+  const ttl = retentionDays === undefined || retentionDays === 0 ? '' : ` TTL ${retentionDays} DAYS`;
   await questdb.exec(
     `CREATE TABLE IF NOT EXISTS "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE)` +
       ` TIMESTAMP(time) PARTITION BY DAY${ttl} WAL DEDUP UPSERT KEYS(time, ship_id, cargo_id)`,
   );
   const timestampType = await checkTable(questdb, table);
-  await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
+  if (retentionDays !== undefined) await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
   await questdb.exec(`ALTER TABLE "${table}" DEDUP ENABLE UPSERT KEYS(time, ship_id, cargo_id)`);
   return { created: !existed, timestampType };
 }

@@ -1,0 +1,32 @@
+import type { Config } from '../../config/config.js';
+import type { QuestDbSinkSpec } from '../registry.js';
+
+export const REMOTE_QUESTDB_SINK = 'remote-questdb';
+
+/**
+ * A remote QuestDB (QuestDB Enterprise, or a central server behind a TLS proxy): the local QuestDB
+ * sink's delivery with another client, ILP/HTTPS with a bearer token. The table's TTL stays the
+ * central operator's; undefined unless REMOTE_QUESTDB_URL is set.
+ */
+export function remoteQuestDbSpec(config: Config): QuestDbSinkSpec | undefined {
+  const remote = config.remoteQuestdb;
+  if (remote === undefined) return undefined;
+  return {
+    kind: 'questdb',
+    name: REMOTE_QUESTDB_SINK,
+    policy: remote.policy,
+    backfill: remote.backfill,
+    batchReadings: remote.batchReadings,
+    questdb: {
+      url: remote.url,
+      username: undefined,
+      password: undefined,
+      token: remote.token,
+      ca: remote.ca,
+      timeoutMs: config.flushTimeoutMs,
+    },
+    describe: `${remote.url} (table ${remote.table})`,
+    table: remote.table,
+    retentionDays: undefined,
+  };
+}
