@@ -305,7 +305,7 @@ export const SETTINGS = {
   healthReport: define({
     env: 'HEALTH_REPORT',
     default: 'true',
-    doc: "Write the gateway's own health (its state in words, queue depth and size, oldest queued age, flush errors, dead letters, clock) to the QuestDB table `gateway_health`, and per-key counters to `gateway_key_health`, at each housekeeping run, for the dashboard and its alerts.",
+    doc: "Write the gateway's own health (its state in words, queue depth and size, oldest queued age, flush errors, dead letters, clock) to the QuestDB table `gateway_health`, per-key counters to `gateway_key_health` and per-sink backlog and counters to `gateway_sink_health`, at each housekeeping run, for the dashboard and its alerts.",
     schema: boolean,
   }),
   housekeepingCron: define({

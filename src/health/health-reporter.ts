@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { escapeIlp } from '../questdb/ilp-escape.js';
 import type { QuestDbHttp } from '../questdb/questdb-http.js';
 import { describeGatewayState, OutageWatch, type GatewayState } from './gateway-state.js';
+import { createSinkHealthTable, encodeSinkHealth, sinkHealthRow } from './sink-health.js';
 import type { GatewaySnapshot } from './snapshot.js';
 
 export const HEALTH_TABLE = 'gateway_health';
@@ -34,7 +35,8 @@ const addColumns = (table: string): string[] =>
 
 /**
  * Writes the gateway's own health into QuestDB next to the readings, so the dashboard can show
- * queue depth, the age of the oldest queued reading and flush errors, and one row per device key. These rows are best effort:
+ * queue depth, the age of the oldest queued reading and flush errors, one row per device key and
+ * one per sink (its backlog and oldest undelivered reading). These rows are best effort:
  * they bypass the queue and are skipped while QuestDB is away.
  */
 export class HealthReporter {
@@ -57,10 +59,15 @@ export class HealthReporter {
         await this.questdb.exec(createHealthTable(this.table));
         for (const statement of addColumns(this.table)) await this.questdb.exec(statement);
         await this.questdb.exec(createKeyHealthTable(KEY_HEALTH_TABLE));
+        await this.questdb.exec(createSinkHealthTable());
         this.#tableReady = true;
       }
       const outcome = await this.questdb.write(
-        Buffer.concat([encode(this.table, this.gateway, snapshot, state, now), encodeKeys(this.gateway, snapshot, now)]),
+        Buffer.concat([
+          encode(this.table, this.gateway, snapshot, state, now),
+          encodeKeys(this.gateway, snapshot, now),
+          encodeSinkHealth(this.gateway, snapshot.sinks.map(sinkHealthRow), now),
+        ]),
       );
       if (!outcome.ok) throw new Error(outcome.message);
       this.#failing = false;

@@ -1,4 +1,5 @@
 import { escapeIlp } from '../questdb/ilp-escape.js';
+import type { SinkSnapshot } from './snapshot.js';
 
 export const SINK_HEALTH_TABLE = 'gateway_sink_health';
 
@@ -14,8 +15,23 @@ export interface SinkHealthRow {
   deadLettered: number;
   /** Readings the sink skipped under `drop_oldest` while the queue was full. */
   droppedReadings: number;
-  /** A word for the dashboard: delivering, failing, blocked, ... (the sink loop's own). */
+  /** `failing` while its latest attempts failed, `behind` while it has readings waiting, else `up to date`. */
   state: string;
+}
+
+/** A sink of the /status snapshot as its health row. */
+export function sinkHealthRow(sink: SinkSnapshot): SinkHealthRow {
+  const state = sink.consecutiveFailures > 0 ? 'failing' : sink.backlog > 0 ? 'behind' : 'up to date';
+  return {
+    sink: sink.name,
+    backlogReadings: sink.backlog,
+    oldestAgeSeconds: sink.oldestAgeSeconds,
+    deliveredReadings: sink.delivered,
+    failedDeliveries: sink.failures,
+    deadLettered: sink.deadLettered,
+    droppedReadings: sink.dropped,
+    state,
+  };
 }
 
 export const createSinkHealthTable = (table = SINK_HEALTH_TABLE): string => `CREATE TABLE IF NOT EXISTS ${table} (
