@@ -416,7 +416,7 @@ describe('dashboard queries on QuestDB', () => {
     );
     await waitForWalApplied(keyHealthTable);
     // The sink rows as the health reporter writes them: one gateway with a local sink up to date
-    // and a remote one behind, in two reports.
+    // and a remote one behind and failing, in two reports.
     await sql(createSinkHealthTable(sinkHealthTable));
     const questdb = new QuestDbHttp({ url: inject('questdbUrl'), timeoutMs: 10_000, username: undefined, password: undefined });
     const sink = (name: string, backlog: number, oldest: number | null, state: string) => ({
@@ -424,7 +424,7 @@ describe('dashboard queries on QuestDB', () => {
       backlogReadings: backlog,
       oldestAgeSeconds: oldest,
       deliveredReadings: 100,
-      failedDeliveries: name === 'local' ? 0 : 4,
+      failedDeliveries: name === 'questdb' ? 0 : 4,
       deadLettered: 0,
       droppedReadings: 0,
       state,
@@ -433,7 +433,7 @@ describe('dashboard queries on QuestDB', () => {
       [0, 10],
       [1, 250],
     ] as const) {
-      const rows = [sink('local', 0, null, 'delivering'), sink('remote-questdb', backlog, 60 * (minutes + 1), 'failing')];
+      const rows = [sink('questdb', 0, null, 'up to date'), sink('remote-questdb', backlog, 60 * (minutes + 1), 'failing')];
       expect(await questdb.write(encodeSinkHealth('gw-1', rows, base + minutes * minute, sinkHealthTable))).toEqual({ ok: true });
     }
     await questdb.close();
@@ -573,17 +573,17 @@ describe('dashboard queries on QuestDB', () => {
       .map((r) => [(r.time as Date).toISOString(), r.metric, r.backlog_readings])
       .sort((a, b) => `${a[0]}${a[1]}`.localeCompare(`${b[0]}${b[1]}`));
     expect(byTimeAndSink).toEqual([
-      [at(0), 'gw-1 / local', '0'],
+      [at(0), 'gw-1 / questdb', '0'],
       [at(0), 'gw-1 / remote-questdb', '10'],
-      [at(1), 'gw-1 / local', '0'],
+      [at(1), 'gw-1 / questdb', '0'],
       [at(1), 'gw-1 / remote-questdb', '250'],
     ]);
     const oldest = await run(query('Oldest undelivered reading per sink'));
     expect(oldest.rows.filter((r) => r.metric === 'gw-1 / remote-questdb').map((r) => r.oldest_age)).toEqual([60, 120]);
-    expect(oldest.rows.filter((r) => r.metric === 'gw-1 / local').map((r) => r.oldest_age)).toEqual([0, 0]);
+    expect(oldest.rows.filter((r) => r.metric === 'gw-1 / questdb').map((r) => r.oldest_age)).toEqual([0, 0]);
     const sinks = await run(query('Sinks'));
     expect(sinks.rows.map((r) => [r.gateway, r.sink, r.state, r.backlog_readings, r.oldest_age_s, r.failed_deliveries])).toEqual([
-      ['gw-1', 'local', 'delivering', '0', null, '0'],
+      ['gw-1', 'questdb', 'up to date', '0', null, '0'],
       ['gw-1', 'remote-questdb', 'failing', '250', 120, '4'],
     ]);
   });
