@@ -69,7 +69,16 @@ describe('systemd units', () => {
     expect(gateway.get('Environment')).toContain('DATA_DIR=%S/harbor-gateway');
     expect(gateway.get('Environment')).toContain('GATEWAY_ENV=production');
     expect(one('EnvironmentFile')).toBe('-/etc/harbor-gateway/gateway.env');
-    expect(gateway.get('LoadCredential')?.map((c) => c.split(':')[0])).toEqual(['api_key', 'questdb_password', 'grafana_admin_password']);
+    expect(gateway.get('LoadCredential')?.map((c) => c.split(':')[0])).toEqual([
+      'api_key',
+      'questdb_password',
+      'grafana_admin_password',
+      'upstream_api_key',
+      'kafka_sasl_password',
+      'remote_questdb_token',
+    ]);
+    // The forwarding secrets by name only: systemd searches its credential stores and skips a missing one.
+    expect(gateway.get('LoadCredential')?.slice(3).every((c) => !c.includes(':'))).toBe(true);
     for (const [key, value] of Object.entries({ NoNewPrivileges: 'yes', ProtectSystem: 'strict', ProtectHome: 'yes', PrivateTmp: 'yes' })) {
       expect(one(key), key).toBe(value);
     }
