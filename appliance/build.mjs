@@ -17,8 +17,8 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/lib/questdb.mjs';
-import { credentialFile } from './firstboot/firstboot.mjs';
-import { SECRETS } from './firstboot/settings.mjs';
+import { credentialFile, credstoreFile } from './firstboot/firstboot.mjs';
+import { FORWARD_SECRETS, SECRETS } from './firstboot/settings.mjs';
 import { unitCredentials, unitValues } from './firstboot/unit.mjs';
 import { DEBIAN_SOURCES, SUITE, digest } from './lib/debian.mjs';
 import { applianceCache, ensureBinfmt, ensureHostPackages, output, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
@@ -267,7 +267,10 @@ function smokeTest(/** @type {string} */ rootfs) {
  * @param {string[]} enabled
  */
 function checkUnitPaths(rootfs, enabled) {
-  const written = new Set(SECRETS.map(({ credential }) => `/${credentialFile(credential)}`));
+  const written = new Set([
+    ...SECRETS.map(({ credential }) => `/${credentialFile(credential)}`),
+    ...FORWARD_SECRETS.map(({ credential }) => `/${credstoreFile(credential)}`),
+  ]);
   // Inside the image, where links such as /usr/bin/java -> /etc/alternatives/java point into the image.
   const existsInImage = (/** @type {string} */ path) => spawnSync('chroot', [rootfs, 'test', '-e', path]).status === 0;
   /** @type {string[]} */

@@ -30,6 +30,7 @@ import {
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  FORWARD_SECRETS,
   SECRETS,
   defaultHostname,
   envValue,
@@ -70,6 +71,12 @@ export const GRAFANA_PASSWORD_FLAG = 'run/harbor-appliance/grafana-admin-passwor
 
 /** Path (relative to the root) of the file a credential is loaded from. */
 export const credentialFile = (/** @type {string} */ name) => join(CREDENTIALS_DIR, name);
+/**
+ * systemd's credential store, where the gateway unit finds the forwarding sinks' secrets by name
+ * (LoadCredential= without a path) and skips one that was never given.
+ */
+export const CREDSTORE_DIR = 'etc/credstore';
+export const credstoreFile = (/** @type {string} */ name) => join(CREDSTORE_DIR, name);
 
 /**
  * What first boot needs from the running system; a fake stands in for it in tests and when the
@@ -151,6 +158,13 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     }
     secrets[credential] = secret;
   }
+  // The forwarding sinks' secrets: from harbor.conf, else kept; none while never given.
+  for (const { credential } of FORWARD_SECRETS) {
+    const path = at(credstoreFile(credential));
+    currentSecrets[credential] = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
+    const secret = settings.forwardSecrets[credential] ?? currentSecrets[credential];
+    if (secret !== undefined) secrets[credential] = secret;
+  }
   const hostname = settings.hostname ?? defaultHostname(system.machineId());
   const gatewayEnv = renderGatewayEnv({
     current: currentEnv,
@@ -206,6 +220,14 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
       writeAtomic(at(credentialFile(credential)), secret, 0o600);
       if (key === 'GRAFANA_ADMIN_PASSWORD' && current !== undefined) writeAtomic(at(GRAFANA_PASSWORD_FLAG), '', 0o600);
       system.log(`${key} ${generated.includes(key) ? 'generated' : 'set from harbor.conf'}`);
+    }
+    for (const { key, credential } of FORWARD_SECRETS) {
+      const secret = secrets[credential];
+      if (secret === undefined || secret === currentSecrets[credential]) continue;
+      mkdirSync(at(CREDSTORE_DIR), { recursive: true });
+      chmodSync(at(CREDSTORE_DIR), 0o700);
+      writeAtomic(at(credstoreFile(credential)), secret, 0o600);
+      system.log(`${key} set from harbor.conf`);
     }
 
     writeAtomic(envPath, gatewayEnv);

@@ -19,6 +19,8 @@ import { isIP } from 'node:net';
  * @property {boolean} readOnlyRoot
  * @property {number | undefined} queueMaxBytes  undefined: keep the current bound, or derive it from free space
  * @property {Alerts} alerts
+ * @property {Record<string, string>} forwarding      forwarding settings that are set, by key, for gateway.env
+ * @property {Record<string, string>} forwardSecrets  forwarding secrets given in harbor.conf, by credential name
  */
 /**
  * @typedef {object} Alerts  who hears of the dashboard's alerts; '' = nobody that way
@@ -35,7 +37,40 @@ export const SECRETS = /** @type {const} */ ([
   { key: 'GRAFANA_ADMIN_PASSWORD', field: 'grafanaAdminPassword', credential: 'grafana_admin_password' },
 ]);
 
+/**
+ * The forwarding sinks' settings (docs/fleet.md) in harbor.conf's order. Those with a credential
+ * are secrets: kept in systemd's credential store (/etc/credstore) when given, kept as they are
+ * when empty, never generated. The others go into gateway.env as written: the gateway checks them.
+ * @type {readonly { key: string, credential?: string }[]}
+ */
+const FORWARDING = [
+  { key: 'LOCAL_QUESTDB' },
+  { key: 'UPSTREAM_URL' },
+  { key: 'UPSTREAM_API_KEY', credential: 'upstream_api_key' },
+  { key: 'UPSTREAM_PROXY' },
+  { key: 'UPSTREAM_POLICY' },
+  { key: 'UPSTREAM_BACKFILL' },
+  { key: 'KAFKA_BROKERS' },
+  { key: 'KAFKA_TOPIC' },
+  { key: 'KAFKA_TLS' },
+  { key: 'KAFKA_SASL_MECHANISM' },
+  { key: 'KAFKA_SASL_USERNAME' },
+  { key: 'KAFKA_SASL_PASSWORD', credential: 'kafka_sasl_password' },
+  { key: 'KAFKA_POLICY' },
+  { key: 'KAFKA_BACKFILL' },
+  { key: 'REMOTE_QUESTDB_URL' },
+  { key: 'REMOTE_QUESTDB_TOKEN', credential: 'remote_questdb_token' },
+  { key: 'REMOTE_QUESTDB_TABLE' },
+  { key: 'REMOTE_QUESTDB_POLICY' },
+  { key: 'REMOTE_QUESTDB_BACKFILL' },
+];
+/** The forwarding secrets, by config key and credential name. */
+export const FORWARD_SECRETS = FORWARDING.flatMap(({ key, credential }) => (credential === undefined ? [] : [{ key, credential }]));
+/** The forwarding settings first boot writes into gateway.env. */
+export const FORWARD_ENV_KEYS = FORWARDING.filter(({ credential }) => credential === undefined).map(({ key }) => key);
+
 const KEYS = new Set([
+  ...FORWARDING.map(({ key }) => key),
   'SITE_NAME',
   'HOSTNAME',
   'API_KEY',
@@ -164,6 +199,25 @@ export function validateSettings(values, env) {
     }
   }
 
+  /** @type {Record<string, string>} */
+  const forwardSecrets = {};
+  for (const { key, credential } of FORWARD_SECRETS) {
+    const secret = get(key);
+    if (secret === undefined) continue;
+    if (secret.length > MAX_SECRET_LENGTH)
+      problems.push(`${key} must be at most ${MAX_SECRET_LENGTH} characters, or empty to keep the current one`);
+    else if (!/^[\x21-\x7e]+$/.test(secret)) problems.push(`${key} may hold printable ASCII characters only, no spaces`);
+    else forwardSecrets[credential] = secret;
+  }
+  /** @type {Record<string, string>} */
+  const forwarding = {};
+  for (const key of FORWARD_ENV_KEYS) {
+    const value = get(key);
+    if (value === undefined) continue;
+    if (/\p{Cc}/u.test(value)) problems.push(`${key} must not contain control characters`);
+    else forwarding[key] = value;
+  }
+
   // Its rule is the gateway's (HARBOR_ID), checked there.
   const harborId = get('HARBOR_ID');
 
@@ -254,6 +308,8 @@ export function validateSettings(values, env) {
       network,
       readOnlyRoot: yes.has(readOnlyText),
       queueMaxBytes,
+      forwarding,
+      forwardSecrets,
     },
     problems,
   };
@@ -322,7 +378,9 @@ export function parseEnvText(/** @type {string} */ text) {
 
 /** The settings first boot owns in gateway.env; every other line stays as the template or a person wrote it. */
 export const FIRSTBOOT_ENV_KEYS = /** @type {const} */ (['GATEWAY_NAME', 'HARBOR_ID', 'QUEUE_MAX_BYTES']);
-const FIRSTBOOT_ENV_NOTE = `# On the appliance, harbor-firstboot sets ${FIRSTBOOT_ENV_KEYS.join(', ')} from harbor.conf.`;
+const FIRSTBOOT_ENV_NOTE = `# On the appliance, harbor-firstboot sets ${FIRSTBOOT_ENV_KEYS.join(', ')} and the forwarding settings from harbor.conf.`;
+/** The note of earlier releases, replaced by the one above. */
+const EARLIER_ENV_NOTE = `# On the appliance, harbor-firstboot sets ${FIRSTBOOT_ENV_KEYS.join(', ')} from harbor.conf.`;
 
 /**
  * /etc/harbor-gateway/gateway.env on the appliance: the file as it is (at first boot the annotated
@@ -332,14 +390,18 @@ const FIRSTBOOT_ENV_NOTE = `# On the appliance, harbor-firstboot sets ${FIRSTBOO
  * @param {{ current: string, settings: Settings, hostname: string, queueMaxBytes: number | undefined }} input
  */
 export function renderGatewayEnv({ current, settings, hostname, queueMaxBytes }) {
-  /** @type {Record<(typeof FIRSTBOOT_ENV_KEYS)[number], string | undefined>} */
+  /** @type {Record<string, string | undefined>} */
   const values = {
     GATEWAY_NAME: envValue(settings.siteName || hostname),
     HARBOR_ID: settings.harborId === undefined ? undefined : envValue(settings.harborId),
     QUEUE_MAX_BYTES: queueMaxBytes === undefined ? undefined : String(queueMaxBytes),
   };
-  const lines = current === '' ? [] : current.replace(/\n$/, '').split('\n');
-  for (const key of FIRSTBOOT_ENV_KEYS) {
+  for (const key of FORWARD_ENV_KEYS) {
+    const value = settings.forwarding[key];
+    values[key] = value === undefined ? undefined : envValue(value);
+  }
+  const lines = (current === '' ? [] : current.replace(/\n$/, '').split('\n')).filter((line) => line !== EARLIER_ENV_NOTE);
+  for (const key of [...FIRSTBOOT_ENV_KEYS, ...FORWARD_ENV_KEYS]) {
     const isSet = (/** @type {string} */ line) => line.trim().startsWith(`${key}=`);
     for (let i = lines.findIndex(isSet); i >= 0; i = lines.findIndex(isSet)) lines.splice(i, 1);
     const value = values[key];
@@ -449,6 +511,8 @@ export function renderApplied({ settings, hostname, queueMaxBytes, appliedAt }) 
     `ALERT_WEBHOOK_URL=${settings.alerts.webhookUrl}`,
     `ALERT_SMTP_HOST=${settings.alerts.smtpHost}`,
     `ALERT_SMTP_FROM=${settings.alerts.smtpFrom}`,
+    '# Forwarding to the centre. Empty keys, passwords and tokens keep the current ones.',
+    ...FORWARDING.map(({ key, credential }) => `${key}=${credential === undefined ? (settings.forwarding[key] ?? '') : ''}`),
     '',
   ].join('\r\n');
 }

@@ -69,6 +69,8 @@ export function unitEnvironment(/** @type {string} */ text) {
 export function unitCredentials(/** @type {string} */ text) {
   return unitValues(text, 'LoadCredential').map((value) => {
     const colon = value.indexOf(':');
+    // A name alone: systemd reads it from its credential stores, the first of which is /etc/credstore.
+    if (colon < 0) return { name: value, path: `/etc/credstore/${value}` };
     return { name: value.slice(0, colon), path: value.slice(colon + 1) };
   });
 }

@@ -35,10 +35,12 @@ import {
   checkGatewayConfig,
   createGatewayCertificate,
   credentialFile,
+  credstoreFile,
   firstBoot,
   type System,
 } from '../../appliance/firstboot/firstboot.mjs';
 import {
+  FORWARD_SECRETS,
   SECRETS,
   parseConfigText,
   parseEnvText,
@@ -107,6 +109,8 @@ describe('harbor.conf validation', () => {
       readOnlyRoot: false,
       queueMaxBytes: undefined,
       alerts: { email: '', webhookUrl: '', smtpHost: '', smtpFrom: '' },
+      forwarding: {},
+      forwardSecrets: {},
     });
   });
 
@@ -208,7 +212,10 @@ describe('the units of systemd/ on the appliance', () => {
   const gatewayUnit = repoFile('systemd/harbor-gateway.service');
 
   it('load every credential from the file first boot writes it to', () => {
-    const written = SECRETS.map(({ credential }) => ({ name: credential, path: `/${credentialFile(credential)}` }));
+    const written = [
+      ...SECRETS.map(({ credential }) => ({ name: credential, path: `/${credentialFile(credential)}` })),
+      ...FORWARD_SECRETS.map(({ credential }) => ({ name: credential, path: `/${credstoreFile(credential)}` })),
+    ];
     const loaded = serviceUnits.flatMap((unit) => unitCredentials(repoFile(`systemd/${unit}`)));
     expect(loaded.length).toBeGreaterThanOrEqual(SECRETS.length);
     for (const credential of loaded) expect(written).toContainEqual(credential);
@@ -456,6 +463,63 @@ describe('first boot on a root tree', () => {
     expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({});
   });
 
+  it('applies the forwarding settings: into gateway.env, secrets into the credential store, kept when left empty', () => {
+    const board = makeBoard();
+    const token = 'remote-token-0123456789abcdef';
+    writeFileSync(
+      join(board.boot, CONFIG_FILE),
+      [
+        'REMOTE_QUESTDB_URL=https://questdb.example.com:9000',
+        `REMOTE_QUESTDB_TOKEN=${token}`,
+        'REMOTE_QUESTDB_TABLE=sites',
+        'REMOTE_QUESTDB_POLICY=block',
+        'LOCAL_QUESTDB=on',
+      ].join('\r\n'),
+    );
+    expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'] });
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toMatchObject({
+      REMOTE_QUESTDB_URL: 'https://questdb.example.com:9000',
+      REMOTE_QUESTDB_TABLE: 'sites',
+      REMOTE_QUESTDB_POLICY: 'block',
+      LOCAL_QUESTDB: 'on',
+    });
+    expect(board.read(GATEWAY_ENV)).not.toContain(token);
+    expect(board.read(credstoreFile('remote_questdb_token'))).toBe(token);
+    expect(statSync(join(board.root, credstoreFile('remote_questdb_token'))).mode & 0o777).toBe(0o600);
+    expect(statSync(join(board.root, 'etc/credstore')).mode & 0o777).toBe(0o700);
+    expect(existsSync(join(board.root, credstoreFile('upstream_api_key')))).toBe(false);
+    expect(board.logs.join('\n')).not.toContain(token);
+
+    // The editable copy holds the settings, not the token; applied again, it keeps the token.
+    const applied = readFileSync(join(board.boot, APPLIED_FILE), 'utf8');
+    expect(applied).toContain('REMOTE_QUESTDB_URL=https://questdb.example.com:9000');
+    expect(applied).toContain('REMOTE_QUESTDB_TOKEN=\r\n');
+    expect(applied).not.toContain(token);
+    writeFileSync(join(board.boot, CONFIG_FILE), applied);
+    expect(board.boot1().status).toBe('applied');
+    expect(board.read(credstoreFile('remote_questdb_token'))).toBe(token);
+    expect(parseEnvText(board.read(GATEWAY_ENV))).toMatchObject({ REMOTE_QUESTDB_URL: 'https://questdb.example.com:9000' });
+
+    // Without its address the sink is off: the line goes, the token stays for a later harbor.conf.
+    writeFileSync(join(board.boot, CONFIG_FILE), 'HARBOR_ID=\n');
+    expect(board.boot1().status).toBe('applied');
+    expect(parseEnvText(board.read(GATEWAY_ENV))).not.toHaveProperty('REMOTE_QUESTDB_URL');
+    expect(board.read(credstoreFile('remote_questdb_token'))).toBe(token);
+  });
+
+  it('refuses a remote QuestDB the gateway refuses in production, in its words, without echoing the token', () => {
+    const board = makeBoard();
+    writeFileSync(join(board.boot, CONFIG_FILE), 'REMOTE_QUESTDB_URL=http://questdb.example.com:9000\nREMOTE_QUESTDB_TOKEN=short\n');
+    const result = board.boot1();
+    expect(result.status).toBe('invalid');
+    expect(result.problems).toEqual([
+      expect.stringMatching(/^REMOTE_QUESTDB_URL must be https:\/\/ in production/),
+      expect.stringMatching(/^the remote QuestDB token must be at least 16 characters in production/),
+    ]);
+    expect(readFileSync(join(board.boot, ERROR_FILE), 'utf8')).not.toContain('short\r');
+    expect(existsSync(join(board.root, 'etc/credstore'))).toBe(false);
+  });
+
   it('has Grafana store a new admin password given later', () => {
     const board = makeBoard();
     board.boot1();
@@ -543,7 +607,10 @@ describe('first boot on a root tree', () => {
       const unit = board.read(GATEWAY_UNIT);
       const credentials = join(board.root, 'run/credentials/harbor-gateway.service');
       mkdirSync(credentials, { recursive: true });
-      for (const { name, path } of unitCredentials(unit)) copyFileSync(join(board.root, path), join(credentials, name));
+      // The forwarding secrets, by name from the credential store, exist only once given: systemd skips them.
+      for (const { name, path } of unitCredentials(unit)) {
+        if (existsSync(join(board.root, path))) copyFileSync(join(board.root, path), join(credentials, name));
+      }
       const env = { ...unitEnvironment(unit), ...parseEnvText(board.read(GATEWAY_ENV)) };
       expect(env).toMatchObject({
         GATEWAY_ENV: 'production',
