@@ -476,7 +476,11 @@ describe('first boot on a root tree', () => {
         'LOCAL_QUESTDB=on',
       ].join('\r\n'),
     );
-    expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'] });
+    expect(board.boot1()).toEqual({
+      status: 'applied',
+      problems: [],
+      generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'],
+    });
     expect(parseEnvText(board.read(GATEWAY_ENV))).toMatchObject({
       REMOTE_QUESTDB_URL: 'https://questdb.example.com:9000',
       REMOTE_QUESTDB_TABLE: 'sites',

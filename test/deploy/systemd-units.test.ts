@@ -78,7 +78,12 @@ describe('systemd units', () => {
       'remote_questdb_token',
     ]);
     // The forwarding secrets by name only: systemd searches its credential stores and skips a missing one.
-    expect(gateway.get('LoadCredential')?.slice(3).every((c) => !c.includes(':'))).toBe(true);
+    expect(
+      gateway
+        .get('LoadCredential')
+        ?.slice(3)
+        .every((c) => !c.includes(':')),
+    ).toBe(true);
     for (const [key, value] of Object.entries({ NoNewPrivileges: 'yes', ProtectSystem: 'strict', ProtectHome: 'yes', PrivateTmp: 'yes' })) {
       expect(one(key), key).toBe(value);
     }
