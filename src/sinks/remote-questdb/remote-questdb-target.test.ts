@@ -54,17 +54,20 @@ const target = (questdb: StandIn) =>
 describe('the remote QuestDB target', () => {
   it('leaves the central table TTL alone, and keeps its deduplication', async () => {
     const questdb = new StandIn();
-    expect(await target(questdb).deliver(RECORDS)).toEqual({ ok: true, requests: 1, deadLetters: [] });
+    const sink = target(questdb);
+    expect(await sink.ready()).toEqual({ ok: true });
+    expect(await sink.deliver(RECORDS)).toEqual({ ok: true, requests: 1, deadLetters: [] });
     expect(questdb.statements.join('\n')).not.toMatch(/TTL/);
     expect(questdb.statements.join('\n')).toMatch(/DEDUP ENABLE UPSERT KEYS\(time, ship_id, cargo_id\)/);
   });
 
-  it('makes refused credentials an error for the operator, at table setup and at a write', async () => {
+  it('makes refused credentials an error for the operator, at the table set-up and at a write', async () => {
     const questdb = new StandIn();
     questdb.refuseSql = new QuestDbError('QuestDB refused the credentials (401): Unauthorized', 'error');
     const sink = target(questdb);
-    expect(await sink.deliver(RECORDS)).toMatchObject({ ok: false, level: 'error', message: expect.stringMatching(/401/) });
+    expect(await sink.ready()).toMatchObject({ ok: false, level: 'error', message: expect.stringMatching(/401/) });
     questdb.refuseSql = undefined;
+    expect(await sink.ready()).toEqual({ ok: true });
     questdb.answer = { ok: false, kind: 'failed', message: 'QuestDB refused the credentials (401): token revoked', level: 'error' };
     expect(await sink.deliver(RECORDS)).toEqual({
       ok: false,
@@ -76,7 +79,9 @@ describe('the remote QuestDB target', () => {
   it('passes a pause the server asked for on to the sink loop, as a passing failure', async () => {
     const questdb = new StandIn();
     questdb.answer = { ok: false, kind: 'failed', message: 'QuestDB answered 503: busy', level: 'warn', retryAfterMs: 7000 };
-    expect(await target(questdb).deliver(RECORDS)).toEqual({
+    const sink = target(questdb);
+    expect(await sink.ready()).toEqual({ ok: true });
+    expect(await sink.deliver(RECORDS)).toEqual({
       ok: false,
       level: 'warn',
       message: 'QuestDB answered 503: busy',
