@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import type { UpstreamSinkConfig } from '../sinks/upstream/upstream-config.js';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
@@ -17,7 +18,11 @@ type Resolved =
   | 'questdbPasswordFile'
   | 'grafanaAdminPassword'
   | 'grafanaAdminPasswordFile'
-  | 'gatewayName';
+  | 'gatewayName'
+  | UpstreamSetting;
+
+/** The UPSTREAM_* settings, gathered into `Config.upstream`. */
+type UpstreamSetting = Extract<keyof SettingValues, `upstream${string}`>;
 
 export interface Config extends Omit<SettingValues, Resolved> {
   apiKey: string;
@@ -25,6 +30,8 @@ export interface Config extends Omit<SettingValues, Resolved> {
   apiKeySource: SecretSource | 'development default';
   questdbPassword: string | undefined;
   gatewayName: string;
+  /** The upstream sink, when `UPSTREAM_URL` is set. */
+  upstream: UpstreamSinkConfig | undefined;
 }
 
 export class ConfigError extends Error {
@@ -78,6 +85,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     fileVar: 'GRAFANA_ADMIN_PASSWORD_FILE',
     credential: 'grafana_admin_password',
   });
+  const upstream = resolveUpstream(env, problems, readSecret, partial);
   if ((partial.questdbUsername === undefined) !== (questdbPassword?.secret === undefined)) {
     problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
   }
@@ -92,6 +100,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     checkProductionSecret(problems, 'API_KEY', apiKey?.secret);
     checkProductionSecret(problems, 'QUESTDB_PASSWORD', questdbPassword?.secret);
     checkProductionSecret(problems, 'GRAFANA_ADMIN_PASSWORD', grafanaPassword?.secret);
+    if (partial.upstreamApiKey !== undefined) {
+      problems.push('UPSTREAM_API_KEY is refused in production: use UPSTREAM_API_KEY_FILE or the upstream_api_key credential');
+    }
+    checkProductionSecret(problems, 'UPSTREAM_API_KEY', upstream?.apiKey);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -100,6 +112,16 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
     grafanaAdminPasswordFile: _grafanaAdminPasswordFile,
+    upstreamUrl: _upstreamUrl,
+    upstreamApiKey: _upstreamApiKey,
+    upstreamApiKeyFile: _upstreamApiKeyFile,
+    upstreamCaFile: _upstreamCaFile,
+    upstreamProxy: _upstreamProxy,
+    upstreamTimeoutMs: _upstreamTimeoutMs,
+    upstreamMaxBodyBytes: _upstreamMaxBodyBytes,
+    upstreamPolicy: _upstreamPolicy,
+    upstreamBackfill: _upstreamBackfill,
+    upstreamBatchReadings: _upstreamBatchReadings,
     ...rest
   } = values as SettingValues;
   return {
@@ -109,6 +131,44 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
+    upstream,
+  };
+}
+
+/** The upstream sink when `UPSTREAM_URL` is set; its key is then required (a keyless request only earns 401s). */
+function resolveUpstream(
+  env: Env,
+  problems: string[],
+  readSecret: ReadSecret,
+  values: Partial<SettingValues>,
+): UpstreamSinkConfig | undefined {
+  const key = resolveSecret(env, problems, readSecret, {
+    value: values.upstreamApiKey,
+    valueVar: 'UPSTREAM_API_KEY',
+    file: values.upstreamApiKeyFile,
+    fileVar: 'UPSTREAM_API_KEY_FILE',
+    credential: 'upstream_api_key',
+    pattern: API_KEY_PATTERN,
+  });
+  if (values.upstreamUrl === undefined) return undefined;
+  if (key === undefined) {
+    problems.push(
+      'UPSTREAM_URL needs a key: UPSTREAM_API_KEY_FILE or the upstream_api_key credential (UPSTREAM_API_KEY outside production)',
+    );
+    return undefined;
+  }
+  // Settings with a default are missing here only when invalid, and then loadConfig throws anyway.
+  return {
+    url: values.upstreamUrl,
+    apiKey: key.secret,
+    apiKeySource: key.source,
+    caFile: values.upstreamCaFile,
+    proxy: values.upstreamProxy,
+    timeoutMs: values.upstreamTimeoutMs!,
+    maxBodyBytes: values.upstreamMaxBodyBytes!,
+    policy: values.upstreamPolicy!,
+    backfill: values.upstreamBackfill!,
+    batchReadings: values.upstreamBatchReadings!,
   };
 }
 
