@@ -13,7 +13,8 @@ export function parseRetryAfter(header: string | undefined, nowMs = Date.now()):
   if (/^\d+$/.test(text)) {
     ms = Number(text) * 1000;
   } else {
-    const at = Date.parse(text);
+    // An HTTP date starts with the day's name; Date.parse alone would read "-5" as a year.
+    const at = /^[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
     if (Number.isNaN(at)) return undefined;
     ms = at - nowMs;
   }
