@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { UpstreamSinkConfig } from '../sinks/upstream/upstream-config.js';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
@@ -32,6 +31,22 @@ export interface Config extends Omit<SettingValues, Resolved> {
   gatewayName: string;
   /** The upstream sink, when `UPSTREAM_URL` is set. */
   upstream: UpstreamSinkConfig | undefined;
+}
+
+/** The upstream sink's settings (`UPSTREAM_*`), resolved; present only when `UPSTREAM_URL` is set. */
+export interface UpstreamSinkConfig {
+  /** The destination's batch endpoint, whole. */
+  url: string;
+  apiKey: string;
+  /** Where the key came from, for the startup log (never the key itself). */
+  apiKeySource: SecretSource;
+  caFile: string | undefined;
+  proxy: string | undefined;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  policy: SettingValues['upstreamPolicy'];
+  backfill: boolean;
+  batchReadings: number;
 }
 
 export class ConfigError extends Error {

@@ -1,8 +1,10 @@
 import type { Config } from '../config/config.js';
 import type { SinkSpec } from './registry.js';
+import { describeUpstream } from './upstream/upstream-target.js';
 
 /** The sinks the configuration asks for, the local QuestDB first. */
 export function sinkSpecs(config: Config): SinkSpec[] {
+  const upstream = config.upstream;
   return [
     {
       kind: 'questdb',
@@ -21,5 +23,23 @@ export function sinkSpecs(config: Config): SinkSpec[] {
       table: config.table,
       retentionDays: config.retentionDays,
     },
+    ...(upstream === undefined
+      ? []
+      : [
+          {
+            kind: 'upstream' as const,
+            name: 'upstream',
+            policy: upstream.policy,
+            backfill: upstream.backfill,
+            batchReadings: upstream.batchReadings,
+            describe: describeUpstream(upstream.url, upstream.proxy),
+            url: upstream.url,
+            apiKey: upstream.apiKey,
+            caFile: upstream.caFile,
+            proxy: upstream.proxy,
+            timeoutMs: upstream.timeoutMs,
+            maxBodyBytes: upstream.maxBodyBytes,
+          },
+        ]),
   ];
 }

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../config/config.js';
+import { sinkSpecs } from '../sink-specs.js';
 import { tempDir } from '../../../test/support/temp-dir.js';
 
 const problemsOf = (env: Record<string, string>): string[] => {
@@ -105,5 +106,15 @@ describe('upstream settings', () => {
       backfill: true,
       batchReadings: 100,
     });
+  });
+
+  it('add the upstream sink after the local QuestDB, its description without the key', () => {
+    const specs = sinkSpecs(
+      loadConfig({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'upstream-key-0123456789', UPSTREAM_PROXY: 'http://proxy:3128' }),
+    );
+    expect(specs.map((s) => s.name)).toEqual(['questdb', 'upstream']);
+    expect(specs[1]).toMatchObject({ kind: 'upstream', policy: 'drop_oldest', backfill: false, batchReadings: 1000 });
+    expect(specs[1]!.describe).toBe(`${URL} via proxy http://proxy:3128`);
+    expect(sinkSpecs(loadConfig({})).map((s) => s.name)).toEqual(['questdb']);
   });
 });

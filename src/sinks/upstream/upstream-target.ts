@@ -2,7 +2,6 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { formatLine } from '../../queue/record-codec.js';
-import { VERSION } from '../../version.js';
 import type { Delivery, SinkTarget } from '../sink.js';
 import { classifyAnswer, reasonText, type Answer } from './answer.js';
 import { batchBody, chunkReadings, outgoingReadings, type OutgoingReading } from './batch-json.js';
@@ -43,7 +42,7 @@ export class UpstreamTarget implements SinkTarget {
     this.#dispatcher = dispatcher;
     this.#log = logger;
     this.#maxReadings = options.maxReadings;
-    this.describe = options.proxy === undefined ? options.url : `${options.url} via proxy ${options.proxy}`;
+    this.describe = describeUpstream(options.url, options.proxy);
   }
 
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
@@ -100,7 +99,6 @@ export class UpstreamTarget implements SinkTarget {
         headers: {
           'content-type': 'application/json',
           'x-api-key': this.#options.apiKey,
-          'user-agent': `harbor-gateway/${VERSION}`,
         },
         body: batchBody(chunk),
         headersTimeout: timeoutMs,
@@ -131,6 +129,10 @@ export class UpstreamTarget implements SinkTarget {
     );
   }
 }
+
+/** The destination for logs and /status: its URL, and the proxy when there is one. */
+export const describeUpstream = (url: string, proxy: string | undefined): string =>
+  proxy === undefined ? url : `${url} via proxy ${proxy}`;
 
 const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => ({
   receivedMs: r.record.receivedMs,
