@@ -44,6 +44,8 @@ const started = Date.now();
 const log = (/** @type {string} */ line) =>
   process.stdout.write(`[fleet ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
 
+// Each gateway process registers an exit handler that kills it with this one.
+process.setMaxListeners(sites + 10);
 const work = mkdtempSync(join(tmpdir(), 'harbor-fleet-'));
 process.once('exit', () => {
   try {
@@ -115,6 +117,14 @@ const upstreamOf = async (gw) => {
   if (sink === undefined) throw new Error(`site ${gw.url} has no upstream sink`);
   return sink;
 };
+/**
+ * CPU seconds the process used so far (user + system; the clock ticks at 100 Hz on Linux).
+ * @param {import('../lib/gateway-process.mjs').GatewayProcess} gw
+ */
+const cpuSeconds = (gw) => {
+  const fields = readFileSync(`/proc/${gw.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
 let peakSiteRssMb = 0;
 const sampleRss = () => {
   for (const gw of siteGateways) peakSiteRssMb = Math.max(peakSiteRssMb, rssMb(gw));
@@ -173,6 +183,7 @@ clearInterval(sampler);
 sampleRss();
 const siteRss = siteGateways.map(rssMb);
 const centralRssMb = rssMb(central);
+const siteCpuSeconds = siteGateways.reduce((sum, gw) => sum + cpuSeconds(gw), 0);
 
 await Promise.all(
   [...siteGateways, central].map((gw) => {
@@ -217,6 +228,8 @@ const summary = {
     peak: Number(peakSiteRssMb.toFixed(1)),
   },
   centralRssMb: Number(centralRssMb.toFixed(1)),
+  /** All sites together: ingest, the local QuestDB sink and the upstream sink. */
+  siteCpuSecondsPerMillionReadings: Math.round((siteCpuSeconds / total) * 1e6),
   wallSeconds: Number(((Date.now() - started) / 1000).toFixed(1)),
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
