@@ -204,4 +204,14 @@ describe('UpstreamTarget', () => {
     expect(proxy.forwarded).toBe(1);
     expect(dest.received[0]!.headers['x-api-key']).toBe('upstream-key');
   });
+
+  it("fails deliveries, as the operator's to fix, while the CA file cannot be read", async () => {
+    const dest = await destination((_, res) => json(res, 200, {}));
+    expect(await target(dest.url, { caFile: '/nonexistent/upstream-ca.pem' }).deliver(records(1))).toMatchObject({
+      ok: false,
+      level: 'error',
+      message: /cannot set up the upstream connection: .*ENOENT.*upstream-ca\.pem/,
+    });
+    expect(dest.received).toHaveLength(0);
+  });
 });

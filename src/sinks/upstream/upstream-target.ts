@@ -32,12 +32,13 @@ export class UpstreamTarget implements SinkTarget {
   readonly name = 'upstream';
   readonly describe: string;
   readonly #options: UpstreamTargetOptions;
-  readonly #dispatcher: Dispatcher;
+  /** Made at the first delivery: a CA file that cannot be read fails deliveries, not the delivery thread. */
+  #dispatcher: Dispatcher | undefined;
   readonly #log: Logger;
   /** Lowered when the destination says a request was too large, so later batches start small enough. */
   #maxReadings: number;
 
-  constructor(options: UpstreamTargetOptions, logger: Logger, dispatcher: Dispatcher = upstreamDispatcher(options)) {
+  constructor(options: UpstreamTargetOptions, logger: Logger, dispatcher?: Dispatcher) {
     this.#options = options;
     this.#dispatcher = dispatcher;
     this.#log = logger;
@@ -86,12 +87,17 @@ export class UpstreamTarget implements SinkTarget {
     return { ok: true, requests, deadLetters };
   }
 
-  close(): Promise<void> {
-    return this.#dispatcher.close();
+  async close(): Promise<void> {
+    await this.#dispatcher?.close();
   }
 
   async #post(chunk: readonly OutgoingReading[]): Promise<Answer> {
     const timeoutMs = this.#options.timeoutMs;
+    try {
+      this.#dispatcher ??= upstreamDispatcher(this.#options);
+    } catch (error) {
+      return { kind: 'operator', message: `cannot set up the upstream connection: ${reasonText((error as Error).message)}` };
+    }
     try {
       const response = await this.#dispatcher.request({
         ...target(this.#options.url),
