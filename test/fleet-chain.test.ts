@@ -117,5 +117,8 @@ describe('site → central → QuestDB', () => {
       `SELECT count() FROM '${centralTable}' c LEFT JOIN '${siteTable}' s ON (time, ship_id, cargo_id) WHERE s.value != c.value OR s.value = NULL`,
     );
     expect(Number(differing.dataset[0]?.[0])).toBe(0);
+    // The upstream key never reaches the site's logs, failures included.
+    expect(site.logs.some((l) => l.event === 'delivery_failed' && l.sink === 'upstream')).toBe(true);
+    expect(JSON.stringify(site.logs)).not.toContain(CENTRAL_KEY);
   }, 120_000);
 });
