@@ -352,6 +352,8 @@ export const SETTINGS = {
     default: undefined,
     doc: "Forward every reading to another ingest API: the whole batch endpoint URL, e.g. the hosted `https://host/api/v2/ingest/{harbor_id}/batch`, a self-hosted stack's or another gateway's `…/api/v2/ingest/batch`. Unset: no upstream sink. Readings go in queue order with their stored time (RFC 3339, nanoseconds), so a replay lands on the same keys.",
     schema: upstreamUrl,
+    // A refused value is not echoed: it may carry the credentials that made it refused.
+    secret: true,
   }),
   upstreamApiKey: define({
     env: 'UPSTREAM_API_KEY',
@@ -377,6 +379,8 @@ export const SETTINGS = {
     default: undefined,
     doc: 'HTTP proxy for the upstream, `http://host:port`: `https://` destinations are reached through a CONNECT tunnel (TLS end to end), `http://` ones through plain proxy requests.',
     schema: proxyUrl,
+    // A refused value is not echoed: it may carry the credentials that made it refused.
+    secret: true,
   }),
   upstreamTimeoutMs: define({
     env: 'UPSTREAM_TIMEOUT_MS',

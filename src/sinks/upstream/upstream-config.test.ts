@@ -82,6 +82,7 @@ describe('upstream settings', () => {
     expect(problems.join('\n')).toMatch(/UPSTREAM_URL must be an http:\/\/ or https:\/\/ URL without credentials/);
     expect(problems.join('\n')).toMatch(/UPSTREAM_PROXY must be http:\/\/host:port/);
     expect(problems.join('\n')).toMatch(/UPSTREAM_POLICY/);
+    expect(problems.join('\n')).not.toContain('user:pw');
     expect(problemsOf({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'k', UPSTREAM_PROXY: 'http://u:p@proxy:3128' })).toHaveLength(1);
   });
 
