@@ -20,7 +20,8 @@ type Resolved =
   | 'grafanaAdminPasswordFile'
   | 'gatewayName'
   | 'localQuestdb'
-  | RemoteQuestDbSetting;
+  | RemoteQuestDbSetting
+  | UpstreamSetting;
 
 type RemoteQuestDbSetting =
   | 'remoteQuestdbUrl'
@@ -43,6 +44,9 @@ export interface RemoteQuestDbConfig {
   table: string;
 }
 
+/** The UPSTREAM_* settings, gathered into `Config.upstream`. */
+type UpstreamSetting = Extract<keyof SettingValues, `upstream${string}`>;
+
 export interface Config extends Omit<SettingValues, Resolved> {
   apiKey: string;
   /** Where the key came from, for the startup log (never the key itself). */
@@ -53,6 +57,24 @@ export interface Config extends Omit<SettingValues, Resolved> {
   localQuestdb: boolean;
   /** Undefined unless REMOTE_QUESTDB_URL is set. */
   remoteQuestdb?: RemoteQuestDbConfig;
+  /** The upstream sink, when `UPSTREAM_URL` is set. */
+  upstream: UpstreamSinkConfig | undefined;
+}
+
+/** The upstream sink's settings (`UPSTREAM_*`), resolved; present only when `UPSTREAM_URL` is set. */
+export interface UpstreamSinkConfig {
+  /** The destination's batch endpoint, whole. */
+  url: string;
+  apiKey: string;
+  /** Where the key came from, for the startup log (never the key itself). */
+  apiKeySource: SecretSource;
+  caFile: string | undefined;
+  proxy: string | undefined;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  policy: SettingValues['upstreamPolicy'];
+  backfill: boolean;
+  batchReadings: number;
 }
 
 export class ConfigError extends Error {
@@ -106,6 +128,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     fileVar: 'GRAFANA_ADMIN_PASSWORD_FILE',
     credential: 'grafana_admin_password',
   });
+  const upstream = resolveUpstream(env, problems, readSecret, partial);
   if ((partial.questdbUsername === undefined) !== (questdbPassword?.secret === undefined)) {
     problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
   }
@@ -123,6 +146,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     checkProductionSecret(problems, 'QUESTDB_PASSWORD', questdbPassword?.secret);
     checkProductionSecret(problems, 'GRAFANA_ADMIN_PASSWORD', grafanaPassword?.secret);
     if (remoteQuestdb !== undefined) checkProductionRemote(problems, remoteQuestdb);
+    if (partial.upstreamApiKey !== undefined) {
+      problems.push('UPSTREAM_API_KEY is refused in production: use UPSTREAM_API_KEY_FILE or the upstream_api_key credential');
+    }
+    checkProductionSecret(problems, 'UPSTREAM_API_KEY', upstream?.apiKey);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -139,6 +166,16 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbPolicy: _remoteQuestdbPolicy,
     remoteQuestdbBackfill: _remoteQuestdbBackfill,
     remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
+    upstreamUrl: _upstreamUrl,
+    upstreamApiKey: _upstreamApiKey,
+    upstreamApiKeyFile: _upstreamApiKeyFile,
+    upstreamCaFile: _upstreamCaFile,
+    upstreamProxy: _upstreamProxy,
+    upstreamTimeoutMs: _upstreamTimeoutMs,
+    upstreamMaxBodyBytes: _upstreamMaxBodyBytes,
+    upstreamPolicy: _upstreamPolicy,
+    upstreamBackfill: _upstreamBackfill,
+    upstreamBatchReadings: _upstreamBatchReadings,
     ...rest
   } = values as SettingValues;
   return {
@@ -150,6 +187,44 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
+    upstream,
+  };
+}
+
+/** The upstream sink when `UPSTREAM_URL` is set; its key is then required (a keyless request only earns 401s). */
+function resolveUpstream(
+  env: Env,
+  problems: string[],
+  readSecret: ReadSecret,
+  values: Partial<SettingValues>,
+): UpstreamSinkConfig | undefined {
+  const key = resolveSecret(env, problems, readSecret, {
+    value: values.upstreamApiKey,
+    valueVar: 'UPSTREAM_API_KEY',
+    file: values.upstreamApiKeyFile,
+    fileVar: 'UPSTREAM_API_KEY_FILE',
+    credential: 'upstream_api_key',
+    pattern: API_KEY_PATTERN,
+  });
+  if (values.upstreamUrl === undefined) return undefined;
+  if (key === undefined) {
+    problems.push(
+      'UPSTREAM_URL needs a key: UPSTREAM_API_KEY_FILE or the upstream_api_key credential (UPSTREAM_API_KEY outside production)',
+    );
+    return undefined;
+  }
+  // Settings with a default are missing here only when invalid, and then loadConfig throws anyway.
+  return {
+    url: values.upstreamUrl,
+    apiKey: key.secret,
+    apiKeySource: key.source,
+    caFile: values.upstreamCaFile,
+    proxy: values.upstreamProxy,
+    timeoutMs: values.upstreamTimeoutMs!,
+    maxBodyBytes: values.upstreamMaxBodyBytes!,
+    policy: values.upstreamPolicy!,
+    backfill: values.upstreamBackfill!,
+    batchReadings: values.upstreamBatchReadings!,
   };
 }
 

@@ -68,6 +68,33 @@ const cronExpression = z
   .trim()
   .refine((value) => cron.validate(value), 'must be a cron expression, e.g. */10 * * * * * (seconds first, optional)');
 
+/** The upstream's batch endpoint, kept as written (hosted paths differ); its key goes in a header, never the URL. */
+const upstreamUrl = z
+  .string()
+  .trim()
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+    } catch {
+      return false;
+    }
+  }, 'must be an http:// or https:// URL without credentials (the key goes in UPSTREAM_API_KEY_FILE)');
+
+const proxyUrl = z
+  .string()
+  .trim()
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return url.protocol === 'http:' && url.username === '' && url.password === '' && (url.pathname === '/' || url.pathname === '');
+    } catch {
+      return false;
+    }
+  }, 'must be http://host:port, without credentials or a path');
+
+const sinkPolicy = z.enum(['block', 'drop_oldest']);
+
 const define = <T>(setting: Setting<T>): Setting<T> => setting;
 
 export const SETTINGS = {
@@ -378,6 +405,70 @@ export const SETTINGS = {
     default: '20000',
     doc: 'Most readings in one ILP request to the remote QuestDB.',
     schema: integer(1, 1_000_000),
+  upstreamUrl: define({
+    env: 'UPSTREAM_URL',
+    default: undefined,
+    doc: "Forward every reading to another ingest API: the whole batch endpoint URL, e.g. the hosted `https://host/api/v2/ingest/{harbor_id}/batch`, a self-hosted stack's or another gateway's `…/api/v2/ingest/batch`. Unset: no upstream sink. Readings go in queue order with their stored time (RFC 3339, nanoseconds), so a replay lands on the same keys.",
+    schema: upstreamUrl,
+    // A refused value is not echoed: it may carry the credentials that made it refused.
+    secret: true,
+  }),
+  upstreamApiKey: define({
+    env: 'UPSTREAM_API_KEY',
+    default: undefined,
+    doc: 'The `X-API-Key` of the upstream destination. Refused in production: use `UPSTREAM_API_KEY_FILE` or a systemd credential named `upstream_api_key`.',
+    schema: apiKeyText,
+    secret: true,
+  }),
+  upstreamApiKeyFile: define({
+    env: 'UPSTREAM_API_KEY_FILE',
+    default: undefined,
+    doc: 'File holding the upstream key. `$CREDENTIALS_DIRECTORY/upstream_api_key` is read automatically under systemd.',
+    schema: text(),
+  }),
+  upstreamCaFile: define({
+    env: 'UPSTREAM_CA_FILE',
+    default: undefined,
+    doc: "PEM certificate(s) the upstream's HTTPS certificate must chain to (a private CA, or a gateway's self-signed certificate). Unset: the system's CA bundle (`/etc/ssl/certs/ca-certificates.crt` and its equivalents), else Node's built-in list.",
+    schema: text(),
+  }),
+  upstreamProxy: define({
+    env: 'UPSTREAM_PROXY',
+    default: undefined,
+    doc: 'HTTP proxy for the upstream, `http://host:port`: `https://` destinations are reached through a CONNECT tunnel (TLS end to end), `http://` ones through plain proxy requests.',
+    schema: proxyUrl,
+    // A refused value is not echoed: it may carry the credentials that made it refused.
+    secret: true,
+  }),
+  upstreamTimeoutMs: define({
+    env: 'UPSTREAM_TIMEOUT_MS',
+    default: '30000',
+    doc: 'How long one upstream request may take, connection and answer included, before it counts as failed and is retried.',
+    schema: integer(100, 600_000),
+  }),
+  upstreamMaxBodyBytes: define({
+    env: 'UPSTREAM_MAX_BODY_BYTES',
+    default: '1MiB',
+    doc: "Largest request body sent upstream (a gateway's `MAX_BODY_BYTES` default). A 413 answer, or a 400 that names no reading, halves the batch until the destination takes it.",
+    schema: byteSize(1024, 64 * 1024 * 1024),
+  }),
+  upstreamPolicy: define({
+    env: 'UPSTREAM_POLICY',
+    default: 'drop_oldest',
+    doc: '`drop_oldest`: when the queue is full because the upstream is far behind, the upstream sink skips its oldest readings (counted and logged) and the site keeps taking readings. `block`: ingest answers 503 until the upstream catches up.',
+    schema: sinkPolicy,
+  }),
+  upstreamBackfill: define({
+    env: 'UPSTREAM_BACKFILL',
+    default: 'off',
+    doc: 'When the upstream sink is added to a running gateway: `off` starts at the newest reading, `on` sends everything still queued first.',
+    schema: boolean,
+  }),
+  upstreamBatchReadings: define({
+    env: 'UPSTREAM_BATCH_READINGS',
+    default: '1000',
+    doc: 'Most readings in one upstream request (a gateway takes up to its `MAX_BATCH_READINGS`, 10000 by default).',
+    schema: integer(1, 100_000),
   }),
 } as const;
 

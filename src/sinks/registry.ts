@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
 import { QuestDbTarget } from './questdb/questdb-target.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
+import { UpstreamTarget } from './upstream/upstream-target.js';
 
 /**
  * The sinks a gateway delivers to, as plain data: made from the configuration on the main thread,
@@ -25,7 +26,19 @@ export interface QuestDbSinkSpec extends SinkSpecBase {
   retentionDays: number | undefined;
 }
 
-export type SinkSpec = QuestDbSinkSpec;
+export interface UpstreamSinkSpec extends SinkSpecBase {
+  kind: 'upstream';
+  /** The destination (and proxy) for logs and /status; never the key. */
+  describe: string;
+  url: string;
+  apiKey: string;
+  caFile: string | undefined;
+  proxy: string | undefined;
+  timeoutMs: number;
+  maxBodyBytes: number;
+}
+
+export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec;
 
 export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
   switch (spec.kind) {
@@ -35,5 +48,18 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
         logger,
         options: { name: spec.name, describe: spec.describe, table: spec.table, retentionDays: spec.retentionDays },
       });
+    case 'upstream':
+      return new UpstreamTarget(
+        {
+          url: spec.url,
+          apiKey: spec.apiKey,
+          caFile: spec.caFile,
+          proxy: spec.proxy,
+          timeoutMs: spec.timeoutMs,
+          maxReadings: spec.batchReadings,
+          maxBodyBytes: spec.maxBodyBytes,
+        },
+        logger,
+      );
   }
 }

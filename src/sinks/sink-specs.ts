@@ -1,10 +1,11 @@
 import { type Config, ConfigError } from '../config/config.js';
 import type { SinkSpec } from './registry.js';
 import { remoteQuestDbSpec } from './remote-questdb/remote-questdb-spec.js';
+import { describeUpstream } from './upstream/upstream-target.js';
 
 /** The sinks the configuration asks for, the local QuestDB first; throws ConfigError when there is none. */
 export function sinkSpecs(config: Config): SinkSpec[] {
-  const specs = [localQuestDbSpec(config), remoteQuestDbSpec(config)].filter((spec) => spec !== undefined);
+  const specs = [localQuestDbSpec(config), remoteQuestDbSpec(config), upstreamSpec(config)].filter((spec) => spec !== undefined);
   if (specs.length === 0) throw new ConfigError(['LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to']);
   return specs;
 }
@@ -27,5 +28,24 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
     describe: config.questdbUrl,
     table: config.table,
     retentionDays: config.retentionDays,
+  };
+}
+
+function upstreamSpec(config: Config): SinkSpec | undefined {
+  const upstream = config.upstream;
+  if (upstream === undefined) return undefined;
+  return {
+    kind: 'upstream',
+    name: 'upstream',
+    policy: upstream.policy,
+    backfill: upstream.backfill,
+    batchReadings: upstream.batchReadings,
+    describe: describeUpstream(upstream.url, upstream.proxy),
+    url: upstream.url,
+    apiKey: upstream.apiKey,
+    caFile: upstream.caFile,
+    proxy: upstream.proxy,
+    timeoutMs: upstream.timeoutMs,
+    maxBodyBytes: upstream.maxBodyBytes,
   };
 }

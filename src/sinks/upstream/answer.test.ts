@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_REASON_LENGTH, classifyAnswer, refusedIndices } from './answer.js';
+
+const answer = (status: number, body = '', headers: { retryAfter?: string; location?: string } = {}) =>
+  classifyAnswer({ status, body, retryAfter: headers.retryAfter, location: headers.location }, 10);
+
+const problem = (...locs: unknown[][]) =>
+  JSON.stringify({ message: 'invalid', details: locs.map((loc) => ({ loc, msg: 'bad', type: 'x' })) });
+
+describe('classifyAnswer', () => {
+  it('takes any 2xx as delivered', () => {
+    expect(answer(200).kind).toBe('delivered');
+    expect(answer(202).kind).toBe('delivered');
+  });
+
+  it('retries 429 and 503 after Retry-After, and other 5xx and 408 after the backoff', () => {
+    expect(answer(429, '', { retryAfter: '7' })).toMatchObject({ kind: 'retry', retryAfterMs: 7000 });
+    expect(answer(503, 'busy', { retryAfter: '2' })).toMatchObject({
+      kind: 'retry',
+      retryAfterMs: 2000,
+      message: 'upstream answered 503: busy',
+    });
+    expect(answer(503)).toEqual({ kind: 'retry', message: 'upstream answered 503' });
+    expect(answer(500).kind).toBe('retry');
+    expect(answer(502).kind).toBe('retry');
+    expect(answer(408).kind).toBe('retry');
+  });
+
+  it("makes a wrong key, harbor or URL the operator's problem, redirects included", () => {
+    for (const status of [401, 403, 404, 405, 407]) expect(answer(status).kind).toBe('operator');
+    expect(answer(301, '', { location: 'https://elsewhere/batch' })).toMatchObject({
+      kind: 'operator',
+      message: expect.stringMatching(/redirect to https:\/\/elsewhere\/batch/),
+    });
+  });
+
+  it('halves on 413, and on a 400 that names no reading', () => {
+    expect(answer(413).kind).toBe('too_large');
+    expect(answer(400, problem(['body']))).toMatchObject({ kind: 'too_large' });
+    expect(classifyAnswer({ status: 400, body: 'too large', retryAfter: undefined, location: undefined }, 1).kind).toBe('refused');
+  });
+
+  it('refuses just the readings a 400 or 422 names', () => {
+    expect(answer(422, problem(['body', 3, 'value'], ['body', 1, 'ship_id'], ['body', 3, 'time']))).toMatchObject({
+      kind: 'refused_readings',
+      indices: [1, 3],
+    });
+    expect(answer(400, problem(['body', 0, 'value']))).toMatchObject({ kind: 'refused_readings', indices: [0] });
+  });
+
+  it('refuses the whole batch on a 422 naming no reading and on other 4xx, with status and body', () => {
+    expect(answer(422, '{"message":"no"}')).toEqual({ kind: 'refused', message: 'upstream answered 422: {"message":"no"}' });
+    expect(answer(409, 'conflict')).toEqual({ kind: 'refused', message: 'upstream answered 409: conflict' });
+  });
+
+  it('keeps the answer on one bounded line', () => {
+    const { message } = answer(409, `line one\r\nline two ${'x'.repeat(5000)}`) as { message: string };
+    expect(message).not.toMatch(/[\r\n]/);
+    expect(message.length).toBeLessThan(MAX_REASON_LENGTH + 40);
+  });
+});
+
+describe('refusedIndices', () => {
+  it('reads loc as ["body", index, …] or [index, …] under details or detail, in range only', () => {
+    expect(refusedIndices(problem(['body', 2, 'value'], [4, 'time'], ['body', 99, 'value'], ['body', -1], ['query', 1]), 10)).toEqual([
+      2, 4,
+    ]);
+    expect(refusedIndices(JSON.stringify({ detail: [{ loc: ['body', 5, 'value'] }] }), 10)).toEqual([5]);
+  });
+
+  it('finds nothing in bodies that are not problem details', () => {
+    for (const body of ['', 'not json', 'null', '[]', '{"details":"x"}', '{"details":[null,{"loc":"body"}]}']) {
+      expect(refusedIndices(body, 10)).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,121 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../config/config.js';
+import { sinkSpecs } from '../sink-specs.js';
+import { tempDir } from '../../../test/support/temp-dir.js';
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+const keyFile = (content: string): string => {
+  const path = join(tempDir('upstream-key'), 'key');
+  writeFileSync(path, content);
+  return path;
+};
+
+const URL = 'https://harbor.example/api/v2/ingest/h-42/batch';
+const PRODUCTION = { GATEWAY_ENV: 'production', API_KEY: 'site-ingest-key-0123456789' };
+
+describe('upstream settings', () => {
+  it('leave the upstream sink off without UPSTREAM_URL', () => {
+    expect(loadConfig({}).upstream).toBeUndefined();
+  });
+
+  it('gather into one object with their defaults, the URL kept as written', () => {
+    expect(loadConfig({ UPSTREAM_URL: URL, UPSTREAM_API_KEY_FILE: keyFile('upstream-key-0123456789\n') }).upstream).toEqual({
+      url: URL,
+      apiKey: 'upstream-key-0123456789',
+      apiKeySource: 'file',
+      caFile: undefined,
+      proxy: undefined,
+      timeoutMs: 30_000,
+      maxBodyBytes: 1024 * 1024,
+      policy: 'drop_oldest',
+      backfill: false,
+      batchReadings: 1000,
+    });
+    expect(Object.keys(loadConfig({})).filter((key) => key.startsWith('upstream'))).toEqual(['upstream']);
+  });
+
+  it('read the key from the systemd credential upstream_api_key', () => {
+    const credentials = tempDir('credentials');
+    mkdirSync(credentials, { recursive: true });
+    writeFileSync(join(credentials, 'upstream_api_key'), 'credential-key-0123456789');
+    expect(loadConfig({ UPSTREAM_URL: URL, CREDENTIALS_DIRECTORY: credentials }).upstream).toMatchObject({
+      apiKey: 'credential-key-0123456789',
+      apiKeySource: 'systemd credential',
+    });
+  });
+
+  it('want a key when UPSTREAM_URL is set', () => {
+    expect(problemsOf({ UPSTREAM_URL: URL })).toEqual([expect.stringMatching(/^UPSTREAM_URL needs a key/)]);
+  });
+
+  it('take a plain UPSTREAM_API_KEY only outside production', () => {
+    expect(loadConfig({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'dev-key' }).upstream?.apiKeySource).toBe('environment');
+    const problems = problemsOf({ ...PRODUCTION, UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'upstream-key-0123456789' });
+    expect(problems).toEqual([expect.stringMatching(/^UPSTREAM_API_KEY is refused in production/)]);
+    expect(problems.join('\n')).not.toContain('upstream-key-0123456789');
+    expect(problemsOf({ ...PRODUCTION, UPSTREAM_URL: URL, UPSTREAM_API_KEY_FILE: keyFile('short') })).toEqual([
+      'UPSTREAM_API_KEY must be at least 16 characters in production',
+    ]);
+    expect(
+      loadConfig({ ...PRODUCTION, UPSTREAM_URL: URL, UPSTREAM_API_KEY_FILE: keyFile('upstream-key-0123456789') }).upstream,
+    ).toBeDefined();
+  });
+
+  it('refuse credentials in the URLs, a proxy that is not plain http://, and a bad policy', () => {
+    const problems = problemsOf({
+      UPSTREAM_URL: 'https://user:pw@harbor.example/batch',
+      UPSTREAM_API_KEY: 'k',
+      UPSTREAM_PROXY: 'https://proxy.example:3128',
+      UPSTREAM_POLICY: 'keep',
+    });
+    expect(problems.join('\n')).toMatch(/UPSTREAM_URL must be an http:\/\/ or https:\/\/ URL without credentials/);
+    expect(problems.join('\n')).toMatch(/UPSTREAM_PROXY must be http:\/\/host:port/);
+    expect(problems.join('\n')).toMatch(/UPSTREAM_POLICY/);
+    expect(problems.join('\n')).not.toContain('user:pw');
+    expect(problemsOf({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'k', UPSTREAM_PROXY: 'http://u:p@proxy:3128' })).toHaveLength(1);
+  });
+
+  it('read the sink settings', () => {
+    const upstream = loadConfig({
+      UPSTREAM_URL: URL,
+      UPSTREAM_API_KEY: 'k',
+      UPSTREAM_PROXY: 'http://proxy.site:3128',
+      UPSTREAM_CA_FILE: '/etc/harbor/ca.pem',
+      UPSTREAM_TIMEOUT_MS: '5000',
+      UPSTREAM_MAX_BODY_BYTES: '256KiB',
+      UPSTREAM_POLICY: 'block',
+      UPSTREAM_BACKFILL: 'on',
+      UPSTREAM_BATCH_READINGS: '100',
+    }).upstream;
+    expect(upstream).toMatchObject({
+      proxy: 'http://proxy.site:3128',
+      caFile: '/etc/harbor/ca.pem',
+      timeoutMs: 5000,
+      maxBodyBytes: 256 * 1024,
+      policy: 'block',
+      backfill: true,
+      batchReadings: 100,
+    });
+  });
+
+  it('add the upstream sink after the local QuestDB, its description without the key', () => {
+    const specs = sinkSpecs(
+      loadConfig({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'upstream-key-0123456789', UPSTREAM_PROXY: 'http://proxy:3128' }),
+    );
+    expect(specs.map((s) => s.name)).toEqual(['questdb', 'upstream']);
+    expect(specs[1]).toMatchObject({ kind: 'upstream', policy: 'drop_oldest', backfill: false, batchReadings: 1000 });
+    expect(specs[1]!.describe).toBe(`${URL} via proxy http://proxy:3128`);
+    expect(sinkSpecs(loadConfig({})).map((s) => s.name)).toEqual(['questdb']);
+  });
+});

@@ -1,0 +1,196 @@
+import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
+import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
+import { formatLine } from '../../queue/record-codec.js';
+import type { Delivery, SinkTarget } from '../sink.js';
+import { classifyAnswer, reasonText, type Answer } from './answer.js';
+import { batchBody, chunkReadings, outgoingReadings, type OutgoingReading } from './batch-json.js';
+import { upstreamDispatcher } from './dispatcher.js';
+
+export interface UpstreamTargetOptions {
+  /** The destination's batch endpoint, whole. */
+  url: string;
+  apiKey: string;
+  caFile: string | undefined;
+  proxy: string | undefined;
+  timeoutMs: number;
+  /** Most readings and body bytes in one request. */
+  maxReadings: number;
+  maxBodyBytes: number;
+}
+
+/** An answer body is read up to this much: enough for any refusal's details, bounded against a hostile peer. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * Forwards batches to another ingest API (the hosted service, a self-hosted stack, another gateway)
+ * as the API's batch JSON, in queue order, each reading with its stored time. A request too large
+ * for the destination is halved; readings it refuses for their content become dead letters with
+ * its status and answer; a wrong key or URL fails every delivery until the operator fixes it.
+ */
+export class UpstreamTarget implements SinkTarget {
+  readonly name = 'upstream';
+  readonly describe: string;
+  readonly #options: UpstreamTargetOptions;
+  /** Made at the first delivery: a CA file that cannot be read fails deliveries, not the delivery thread. */
+  #dispatcher: Dispatcher | undefined;
+  readonly #log: Logger;
+  /** Lowered when the destination says a request was too large, so later batches start small enough. */
+  #maxReadings: number;
+
+  constructor(options: UpstreamTargetOptions, logger: Logger, dispatcher?: Dispatcher) {
+    this.#options = options;
+    this.#dispatcher = dispatcher;
+    this.#log = logger;
+    this.#maxReadings = options.maxReadings;
+    this.describe = describeUpstream(options.url, options.proxy);
+  }
+
+  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
+    const deadLetters: DeadLetterInput[] = [];
+    const readings = outgoingReadings(records, deadLetters, reasonText);
+    const pending = chunkReadings(readings, this.#maxReadings, this.#options.maxBodyBytes);
+    let requests = 0;
+    for (let chunk = pending.shift(); chunk !== undefined; chunk = pending.shift()) {
+      const answer = await this.#post(chunk);
+      requests += 1;
+      switch (answer.kind) {
+        case 'delivered':
+          break;
+        case 'retry':
+          return answer.retryAfterMs === undefined
+            ? { ok: false, message: answer.message, level: 'warn' }
+            : { ok: false, message: answer.message, retryAfterMs: answer.retryAfterMs, level: 'warn' };
+        case 'operator':
+          return { ok: false, message: answer.message, level: 'error' };
+        case 'too_large':
+          if (chunk.length === 1) {
+            deadLetters.push(deadLetter(chunk[0]!, answer.message));
+          } else {
+            const half = Math.ceil(chunk.length / 2);
+            this.#lowerMaxReadings(half, answer.message);
+            pending.unshift(chunk.slice(0, half), chunk.slice(half));
+          }
+          break;
+        case 'refused_readings': {
+          const refused = new Set(answer.indices);
+          for (const i of answer.indices) deadLetters.push(deadLetter(chunk[i]!, answer.message));
+          const rest = chunk.filter((_, i) => !refused.has(i));
+          if (rest.length > 0) pending.unshift(rest);
+          break;
+        }
+        case 'refused':
+          for (const r of chunk) deadLetters.push(deadLetter(r, answer.message));
+          break;
+      }
+    }
+    return { ok: true, requests, deadLetters };
+  }
+
+  async close(): Promise<void> {
+    await this.#dispatcher?.close();
+  }
+
+  async #post(chunk: readonly OutgoingReading[]): Promise<Answer> {
+    const timeoutMs = this.#options.timeoutMs;
+    try {
+      this.#dispatcher ??= upstreamDispatcher(this.#options);
+    } catch (error) {
+      return { kind: 'operator', message: `cannot set up the upstream connection: ${reasonText((error as Error).message)}` };
+    }
+    try {
+      const response = await this.#dispatcher.request({
+        ...target(this.#options.url),
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': this.#options.apiKey,
+        },
+        body: batchBody(chunk),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const body = await readBounded(response.body);
+      return classifyAnswer(
+        {
+          status: response.statusCode,
+          retryAfter: header(response.headers['retry-after']),
+          location: header(response.headers['location']),
+          body,
+        },
+        chunk.length,
+      );
+    } catch (error) {
+      return networkAnswer(error, timeoutMs);
+    }
+  }
+
+  #lowerMaxReadings(readings: number, message: string): void {
+    if (readings >= this.#maxReadings) return;
+    this.#maxReadings = readings;
+    this.#log.warn(
+      { event: 'upstream_batch_lowered', sink: this.name, maxReadings: readings, answer: message },
+      'the upstream refused a request as too large; sending smaller ones',
+    );
+  }
+}
+
+/** The destination for logs and /status: its URL, and the proxy when there is one. */
+export const describeUpstream = (url: string, proxy: string | undefined): string =>
+  proxy === undefined ? url : `${url} via proxy ${proxy}`;
+
+const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => ({
+  receivedMs: r.record.receivedMs,
+  reason,
+  line: formatLine(r.reading),
+});
+
+/** undici wants the origin and the path apart; the query stays with the path. */
+function target(url: string): { origin: string; path: string } {
+  const parsed = new URL(url);
+  return { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+}
+
+const header = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+
+async function readBounded(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  for await (const part of body) {
+    const buffer = part as Buffer;
+    parts.push(buffer);
+    bytes += buffer.length;
+    if (bytes >= MAX_ANSWER_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(parts).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
+}
+
+/** Certificate checks that fail until the operator sets the right CA (or the destination fixes its certificate). */
+const CERTIFICATE_ERRORS = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** A request that got no answer: a passing outage, unless the destination's certificate is not trusted. */
+function networkAnswer(error: unknown, timeoutMs: number): Answer {
+  const e = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
+    return { kind: 'retry', message: `upstream did not answer within ${timeoutMs} ms` };
+  }
+  const code = e.code ?? e.cause?.code;
+  const text = reasonText(e.message ?? String(error));
+  const message = `upstream unreachable: ${text}${code !== undefined && !text.includes(code) ? ` (${code})` : ''}`;
+  if (code !== undefined && CERTIFICATE_ERRORS.has(code)) {
+    return { kind: 'operator', message: `${message}; set UPSTREAM_CA_FILE to the CA the upstream's certificate chains to` };
+  }
+  return { kind: 'retry', message };
+}
