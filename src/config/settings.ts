@@ -405,6 +405,7 @@ export const SETTINGS = {
     default: '20000',
     doc: 'Most readings in one ILP request to the remote QuestDB.',
     schema: integer(1, 1_000_000),
+  }),
   upstreamUrl: define({
     env: 'UPSTREAM_URL',
     default: undefined,

@@ -223,6 +223,11 @@ export class QueueWriter {
     return { ...this.#totals, commits: this.#commits, maxBytes: this.maxBytes };
   }
 
+  /** Readings this thread appended since open: a cheap count of what arrived, for wake-ups. */
+  get appendedReadings(): number {
+    return this.#appended.readings;
+  }
+
   /** Readings queued; asked after every request, so without the copy `stats()` makes. */
   get readings(): number {
     return this.#totals.readings;

@@ -17,8 +17,10 @@ const PRESSURE_LOW = 0.8;
 export class DeliveryThread {
   #worker: Worker | undefined;
   #stopping = false;
-  #woken = false;
+  /** The appended-readings count at the last wake: the next one waits for a batch more. */
+  #wokenAt = 0;
   #pressing = false;
+  readonly #smallestBatch: number;
   #stopped: (() => void) | undefined;
 
   constructor(
@@ -29,7 +31,9 @@ export class DeliveryThread {
     private readonly log: Logger,
   ) {
     for (const spec of data.sinks) stats.sink(spec.name);
+    this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
   }
+
 
   start(): void {
     const worker = new Worker(this.script, {
@@ -43,7 +47,6 @@ export class DeliveryThread {
     worker.on('error', (error) => this.log.error({ event: 'delivery_crashed', err: error }, 'delivery thread failed'));
     worker.on('exit', (code) => {
       this.#worker = undefined;
-      this.#woken = false;
       this.#pressing = false;
       this.#stopped?.();
       if (this.#stopping) return;
@@ -52,7 +55,10 @@ export class DeliveryThread {
     });
   }
 
-  /** Called after ingest commits: a backlog of a whole batch wakes the sinks once; a nearly full queue asks for room. */
+  /**
+   * Called after ingest commits: every whole batch of new readings wakes the sinks once (a sink
+   * backing off stays asleep); a nearly full queue asks the dropping sinks for room.
+   */
   notifyAppended(): void {
     const queue = this.queue;
     if (
@@ -63,8 +69,8 @@ export class DeliveryThread {
       this.#pressing = true;
       this.#post({ type: 'pressure', bytes: Math.ceil(queue.stats().bytes - queue.maxBytes * PRESSURE_LOW) });
     }
-    if (this.#woken || queue.readings < Math.min(...this.data.sinks.map((s) => s.batchReadings))) return;
-    this.#woken = true;
+    if (queue.appendedReadings - this.#wokenAt < this.#smallestBatch) return;
+    this.#wokenAt = queue.appendedReadings;
     this.#post({ type: 'wake' });
   }
 
@@ -101,7 +107,6 @@ export class DeliveryThread {
       sink.taken += message.readings;
       return;
     }
-    this.#woken = false;
     if (message.type === 'delivered') {
       this.queue.refresh();
       sink.deliveries += 1;
