@@ -1,0 +1,105 @@
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../scripts/lib/ports.mjs';
+import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
+
+// A remote sink whose destination is away for good, and a queue bound of 1 MiB: with `drop_oldest`
+// the site keeps answering 200, the upstream sink skips its oldest readings (counted), and the local
+// QuestDB still gets every reading; with `block` the queue fills and ingest answers 503.
+
+const KEY = 'policy-key-0123456789';
+const processes: GatewayProcess[] = [];
+afterAll(async () => {
+  for (const p of processes) {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+});
+
+interface SinkStatus {
+  name: string;
+  backlog: number;
+  dropped: number;
+  delivered: number;
+}
+
+async function site(policy: 'block' | 'drop_oldest', table: string): Promise<GatewayProcess> {
+  const p = await spawnGateway({
+    API_KEY: KEY,
+    DATA_DIR: tempDir('policy'),
+    QUESTDB_URL: inject('questdbUrl'),
+    QUESTDB_TABLE: table,
+    DURABILITY: 'process-crash',
+    HEALTH_REPORT: 'false',
+    FLUSH_INTERVAL_MS: '50',
+    QUEUE_MAX_BYTES: '1MiB',
+    // Nothing listens there: the uplink is down for the whole test.
+    UPSTREAM_URL: `http://127.0.0.1:${await freePort()}/api/v2/ingest/batch`,
+    UPSTREAM_API_KEY: 'central-key-0123456789',
+    UPSTREAM_POLICY: policy,
+  });
+  processes.push(p);
+  return p;
+}
+
+/**
+ * Posts `batches` batches of 100 readings of 100-character ids, 10 ms apart (the local sink, which
+ * never drops, keeps up at that pace); returns the status codes.
+ */
+async function post(p: GatewayProcess, batches: number, tag: string, from = 0): Promise<number[]> {
+  const codes: number[] = [];
+  const pad = 'x'.repeat(90);
+  for (let b = from; b < from + batches; b++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const body = Array.from({ length: 100 }, (_, i) => ({
+      time: new Date(Date.UTC(2026, 10, 20) + (b * 100 + i) * 1000).toISOString(),
+      ship_id: `${tag}-${pad}`,
+      cargo_id: 'fill',
+      value: b * 100 + i,
+    }));
+    const response = await fetch(`${p.url}/api/v2/ingest/batch`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    await response.arrayBuffer();
+    codes.push(response.status);
+  }
+  return codes;
+}
+
+async function sinks(p: GatewayProcess): Promise<Record<string, SinkStatus>> {
+  const status = (await (await fetch(`${p.url}/status`, { headers: { 'x-api-key': KEY } })).json()) as { sinks: SinkStatus[] };
+  return Object.fromEntries(status.sinks.map((s) => [s.name, s]));
+}
+
+describe('a remote sink away for good, with a full queue', () => {
+  it('drop_oldest: every request answered 200, the upstream sink skips its oldest readings, the local QuestDB gets them all', async () => {
+    const table = uniqueTable('policy_drop');
+    const gw = await site('drop_oldest', table);
+    // The local sink has its table and flows before the load (a queue full behind it is a 503 by design).
+    expect(await post(gw, 1, 'drop')).toEqual([200]);
+    await expect.poll(async () => (await sinks(gw))['questdb']?.delivered, { timeout: 30_000 }).toBe(100);
+    // About 3 MiB of readings through a 1 MiB queue.
+    const codes = await post(gw, 149, 'drop', 1);
+    expect(codes.filter((c) => c !== 200)).toEqual([]);
+    await expect.poll(async () => (await sinks(gw))['questdb']?.backlog, { timeout: 30_000 }).toBe(0);
+    const status = await sinks(gw);
+    expect(status['upstream']?.delivered).toBe(0);
+    expect(status['upstream']?.dropped).toBeGreaterThan(0);
+    // What the upstream sink still holds plus what it skipped is every reading answered.
+    expect((status['upstream']?.backlog ?? 0) + (status['upstream']?.dropped ?? 0)).toBe(15_000);
+    await expect.poll(() => storedCounts(table), { timeout: 30_000 }).toEqual({ rows: 15_000, distinct: 15_000 });
+  });
+
+  it('block: the queue fills and ingest answers 503; nothing is skipped', async () => {
+    const gw = await site('block', uniqueTable('policy_block'));
+    expect(await post(gw, 1, 'block')).toEqual([200]);
+    await expect.poll(async () => (await sinks(gw))['questdb']?.delivered, { timeout: 30_000 }).toBe(100);
+    const codes = await post(gw, 149, 'block', 1);
+    expect(codes).toContain(503);
+    expect(codes.filter((c) => c !== 200 && c !== 503)).toEqual([]);
+    expect((await sinks(gw))['upstream']?.dropped).toBe(0);
+  });
+});
