@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import type { KafkaSinkConfig } from '../config/config.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
+import { KafkaTarget } from './kafka/kafka-target.js';
 import { QuestDbTarget } from './questdb/questdb-target.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
 
@@ -24,7 +26,14 @@ export interface QuestDbSinkSpec extends SinkSpecBase {
   retentionDays: number;
 }
 
-export type SinkSpec = QuestDbSinkSpec;
+export interface KafkaSinkSpec extends SinkSpecBase {
+  kind: 'kafka';
+  kafka: KafkaSinkConfig;
+  /** Brokers, topic and security for logs and /status, without the password. */
+  describe: string;
+}
+
+export type SinkSpec = QuestDbSinkSpec | KafkaSinkSpec;
 
 export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
   switch (spec.kind) {
@@ -34,5 +43,7 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
         logger,
         options: { name: spec.name, describe: spec.describe, table: spec.table, retentionDays: spec.retentionDays },
       });
+    case 'kafka':
+      return new KafkaTarget(spec.kafka);
   }
 }

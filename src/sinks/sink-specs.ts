@@ -1,9 +1,10 @@
 import type { Config } from '../config/config.js';
+import { describeKafka } from './kafka/describe-kafka.js';
 import type { SinkSpec } from './registry.js';
 
 /** The sinks the configuration asks for, the local QuestDB first. */
 export function sinkSpecs(config: Config): SinkSpec[] {
-  return [
+  const specs: SinkSpec[] = [
     {
       kind: 'questdb',
       name: 'questdb',
@@ -22,4 +23,17 @@ export function sinkSpecs(config: Config): SinkSpec[] {
       retentionDays: config.retentionDays,
     },
   ];
+  const kafka = config.kafka;
+  if (kafka !== undefined) {
+    specs.push({
+      kind: 'kafka',
+      name: 'kafka',
+      policy: kafka.policy,
+      backfill: kafka.backfill,
+      batchReadings: kafka.batchReadings,
+      kafka,
+      describe: describeKafka(kafka),
+    });
+  }
+  return specs;
 }

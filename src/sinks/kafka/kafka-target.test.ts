@@ -3,7 +3,7 @@ import { startKafka, type KafkaBroker } from '../../../scripts/lib/kafka.mjs';
 import { createTopic, readTopic } from '../../../test/support/kafka.js';
 import type { QueueRecord } from '../../queue/queue-reader.js';
 import { formatTimestampNs } from '../../reading/format-timestamp.js';
-import type { KafkaSinkConfig } from './kafka-sink-config.js';
+import type { KafkaSinkConfig } from '../../config/config.js';
 import { KafkaTarget } from './kafka-target.js';
 
 const USER = { username: 'site-17', password: 'site-17-kafka-secret' };

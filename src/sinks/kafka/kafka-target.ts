@@ -3,8 +3,9 @@ import { Producer, type MessageToProduce } from '@platformatic/kafka';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
+import { describeKafka } from './describe-kafka.js';
 import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
-import type { KafkaSinkConfig } from './kafka-sink-config.js';
+import type { KafkaSinkConfig } from '../../config/config.js';
 import { readingJson } from './reading-message.js';
 
 /**
@@ -37,8 +38,7 @@ class SendFailed extends Error {
  * writes them once; a send that fails as a whole is sent again by the sink loop with a new
  * producer, and readings of it the broker did write arrive twice (at least once, never lost).
  * A message's Kafka timestamp is when it was sent: the reading's own time is in the value, and a
- * broker refuses timestamps far off its clock (an hour ahead, by default), which a site's
- * backlog or a device's clock can be.
+ * broker refuses timestamps far ahead of its clock (an hour, by default), as a device's clock can be.
  */
 export class KafkaTarget implements SinkTarget {
   readonly name = 'kafka';
@@ -48,10 +48,7 @@ export class KafkaTarget implements SinkTarget {
 
   constructor(config: KafkaSinkConfig) {
     this.#config = config;
-    const security = [config.tls ? 'TLS' : undefined, config.sasl ? `SASL ${config.sasl.mechanism} as ${config.sasl.username}` : undefined]
-      .filter((part) => part !== undefined)
-      .join(', ');
-    this.describe = `Kafka ${config.brokers.join(',')} topic ${config.topic}${security === '' ? '' : ` (${security})`}`;
+    this.describe = describeKafka(config);
   }
 
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
