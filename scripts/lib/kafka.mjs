@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Admin } from '@platformatic/kafka';
 import { aptInstall } from './apt.mjs';
 import { cacheDir } from './paths.mjs';
 import { freePort } from './ports.mjs';
@@ -245,4 +246,25 @@ export async function startKafka(options = {}) {
     },
     log: () => output,
   };
+}
+
+/**
+ * Creates a topic on a test broker (one replica).
+ * @param {string} bootstrap
+ * @param {string} topic
+ * @param {number} [partitions]
+ * @param {Record<string, string>} [configs]  topic settings, such as max.message.bytes
+ */
+export async function createKafkaTopic(bootstrap, topic, partitions = 3, configs = {}) {
+  const admin = new Admin({ clientId: 'harbor-test-admin', bootstrapBrokers: [bootstrap] });
+  try {
+    await admin.createTopics({
+      topics: [topic],
+      partitions,
+      replicas: 1,
+      configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
+    });
+  } finally {
+    await admin.close();
+  }
 }

@@ -1,4 +1,6 @@
-import { Admin, Consumer, type Message } from '@platformatic/kafka';
+import { Consumer, type Message } from '@platformatic/kafka';
+
+export { createKafkaTopic as createTopic } from '../../scripts/lib/kafka.mjs';
 
 export interface ReadMessage {
   key: string;
@@ -6,21 +8,6 @@ export interface ReadMessage {
   partition: number;
   offset: bigint;
   timestamp: bigint;
-}
-
-/** Creates a topic on the test broker (single replica). */
-export async function createTopic(bootstrap: string, topic: string, partitions = 3, configs: Record<string, string> = {}): Promise<void> {
-  const admin = new Admin({ clientId: 'harbor-test-admin', bootstrapBrokers: [bootstrap] });
-  try {
-    await admin.createTopics({
-      topics: [topic],
-      partitions,
-      replicas: 1,
-      configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
-    });
-  } finally {
-    await admin.close();
-  }
 }
 
 /**
