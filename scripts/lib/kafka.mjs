@@ -94,6 +94,7 @@ function clusterId() {
  * @typedef {object} KafkaBroker
  * @property {string} bootstrap         host:port of the plaintext listener
  * @property {string | undefined} saslBootstrap  host:port of the SASL_PLAINTEXT listener, when asked for
+ * @property {string | undefined} tlsBootstrap   host:port of the SSL listener, when asked for
  * @property {string} dataDir
  * @property {() => number | undefined} pid
  * @property {() => Promise<void>} stop     SIGTERM (controlled shutdown), SIGKILL after 30 s; files kept
@@ -105,8 +106,9 @@ function clusterId() {
 /**
  * Starts a single-node KRaft broker on free loopback ports with freshly formatted storage and
  * resolves once it has started; throws (with the broker's output) when it does not.
- * @param {{ partitions?: number, heap?: string, sasl?: { username: string, password: string } }} [options]
- *   `sasl` adds a SASL_PLAINTEXT listener taking PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for that user.
+ * @param {{ partitions?: number, heap?: string, sasl?: { username: string, password: string }, tls?: { cert: string, key: string } }} [options]
+ *   `sasl` adds a SASL_PLAINTEXT listener taking PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for that user;
+ *   `tls` adds an SSL listener with that certificate and (PKCS#8) key, both PEM.
  * @returns {Promise<KafkaBroker>}
  */
 export async function startKafka(options = {}) {
@@ -118,7 +120,9 @@ export async function startKafka(options = {}) {
     throw new Error(`Kafka ${KAFKA_VERSION} needs Java 17 or newer: set JAVA_HOME or put java on PATH`);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'harbor-kafka-'));
-  const [port, controllerPort, saslPort] = [await freePort(), await freePort(), options.sasl ? await freePort() : undefined];
+  const [port, controllerPort] = [await freePort(), await freePort()];
+  const saslPort = options.sasl ? await freePort() : undefined;
+  const tlsPort = options.tls ? await freePort() : undefined;
   const listeners = [`PLAINTEXT://127.0.0.1:${port}`, `CONTROLLER://127.0.0.1:${controllerPort}`];
   const advertised = [`PLAINTEXT://127.0.0.1:${port}`];
   const properties = [
@@ -157,10 +161,17 @@ export async function startKafka(options = {}) {
     for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-512'])
       users.push('--add-scram', `${mechanism}=[name=${username},password=${password}]`);
   }
+  if (options.tls) {
+    const pem = join(dataDir, 'server.pem');
+    writeFileSync(pem, `${options.tls.key.trim()}\n${options.tls.cert.trim()}\n`);
+    listeners.push(`SSL://127.0.0.1:${tlsPort}`);
+    advertised.push(`SSL://127.0.0.1:${tlsPort}`);
+    properties.push('listener.name.ssl.ssl.keystore.type=PEM', `listener.name.ssl.ssl.keystore.location=${pem}`);
+  }
   properties.push(
     `listeners=${listeners.join(',')}`,
     `advertised.listeners=${advertised.join(',')}`,
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT',
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL',
   );
   const configFile = join(dataDir, 'server.properties');
   writeFileSync(configFile, `${properties.join('\n')}\n`);
@@ -236,6 +247,7 @@ export async function startKafka(options = {}) {
   return {
     bootstrap: `127.0.0.1:${port}`,
     saslBootstrap: saslPort === undefined ? undefined : `127.0.0.1:${saslPort}`,
+    tlsBootstrap: tlsPort === undefined ? undefined : `127.0.0.1:${tlsPort}`,
     dataDir,
     pid: () => child?.pid,
     stop,

@@ -1,18 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKafka, type KafkaBroker } from '../../../scripts/lib/kafka.mjs';
 import { createTopic, readTopic } from '../../../test/support/kafka.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../../../test/support/temp-dir.js';
 import type { QueueRecord } from '../../queue/queue-reader.js';
+import { createSelfSignedCertificate } from '../../tls/self-signed.js';
 import { formatTimestampNs } from '../../reading/format-timestamp.js';
 import type { KafkaSinkConfig } from '../../config/config.js';
 import { KafkaTarget } from './kafka-target.js';
 
 const USER = { username: 'site-17', password: 'site-17-kafka-secret' };
+// The broker's own certificate, which the sink trusts through KAFKA_TLS_CA_FILE.
+const certificate = createSelfSignedCertificate({ commonName: 'kafka-test', altNames: ['127.0.0.1'], validDays: 2 });
+const caFile = join(tempDir('kafka-ca'), 'ca.pem');
+writeFileSync(caFile, certificate.cert);
 let broker: KafkaBroker;
 const targets: KafkaTarget[] = [];
 let topics = 0;
 
 beforeAll(async () => {
-  broker = await startKafka({ sasl: USER });
+  broker = await startKafka({ sasl: USER, tls: certificate });
 }, 180_000);
 
 afterAll(async () => {
@@ -156,5 +164,15 @@ describe('Kafka target against a real broker', () => {
     const delivery = await refused.deliver(readings(1, 1).records);
     expect(delivery).toMatchObject({ ok: false, level: 'error' });
     expect(delivery.ok === false && delivery.message).not.toContain('wrong-password');
+  });
+
+  it('speaks TLS to a broker whose CA it is given, and asks an operator to act on one it cannot verify', async () => {
+    const topic = await newTopic();
+    const trusting = target(topic, { brokers: [broker.tlsBootstrap!], tls: true, tlsCaFile: caFile });
+    expect(await trusting.deliver(readings(1, 2).records)).toMatchObject({ ok: true, deadLetters: [] });
+    const untrusting = await target(topic, { brokers: [broker.tlsBootstrap!], tls: true }).deliver(readings(1, 1).records);
+    expect(untrusting).toMatchObject({ ok: false, level: 'error' });
+    expect(untrusting.ok === false && untrusting.message).toMatch(/SELF_SIGNED|CERT/);
+    expect(await readTopic(broker.bootstrap, topic)).toHaveLength(2);
   });
 });
