@@ -24,10 +24,14 @@ const MIN_ANSWERS_PER_ROUND = 30;
  * @property {() => Promise<void>} close              once the last gateway stopped: remove it
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
- *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void }} CrashOptions
+ *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
+ *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[] }} CrashOptions
+ *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
+ *   those sinks deliver into, checked like the local one (the report's `destinations`).
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
- *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
+ *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport> }} CrashReport
+ * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round.
  */
 
@@ -64,6 +68,8 @@ export async function runCrashConsistency(options) {
     seed = Date.now(),
     storage = processCrashStorage(),
     log = () => undefined,
+    sinkEnv = {},
+    alsoStoredIn = [],
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -75,6 +81,7 @@ export async function runCrashConsistency(options) {
     FLUSH_BATCH_READINGS: '500',
     HEALTH_REPORT: 'false',
     RETENTION_DAYS: '0',
+    ...sinkEnv,
   };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
@@ -143,29 +150,30 @@ export async function runCrashConsistency(options) {
     final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const status = /** @type {{ queue: { readings: number } }} */ (
+      const status = /** @type {{ queue: { readings: number }, sinks: { name: string, backlog: number }[] }} */ (
         await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json()
       );
-      if (status.queue.readings === 0) break;
-      if (Date.now() > deadline) throw new Error(`queue did not drain: ${status.queue.readings} readings left`);
+      if (status.queue.readings === 0 && status.sinks.every((s) => s.backlog === 0)) break;
+      if (Date.now() > deadline) {
+        const backlogs = status.sinks.map((s) => `${s.name} ${s.backlog}`).join(', ');
+        throw new Error(`queue did not drain: ${status.queue.readings} readings left (${backlogs})`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     final.child.kill('SIGTERM');
     await final.exited;
     await waitForWalApplied(questdbUrl, table, 30_000);
 
-    const rows = (await sql(questdbUrl, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
-    const stored = new Map();
-    for (const [ship, offset] of rows) {
-      const key = `${ship}|${offset}`;
-      stored.set(key, (stored.get(key) ?? 0) + 1);
-    }
+    const stored = await storedKeys(questdbUrl, table);
+    let storedRows = 0;
+    for (const count of stored.values()) storedRows += count;
+    /** @type {CrashReport} */
     const report = {
       rounds,
       ok: 0,
       refused: 0,
       unknown: 0,
-      stored: rows.length,
+      stored: storedRows,
       missing: /** @type {string[]} */ ([]),
       forbidden: /** @type {string[]} */ ([]),
       strangers: /** @type {string[]} */ ([]),
@@ -197,6 +205,25 @@ export async function runCrashConsistency(options) {
       if (count > 1) report.duplicates += count - 1;
     }
     log(`stored ${report.stored}: ${report.ok} answered 2xx, ${report.refused} refused, ${report.unknown} unanswered (killed mid-request)`);
+    if (alsoStoredIn.length > 0) {
+      report.destinations = {};
+      for (const other of alsoStoredIn) {
+        await waitForWalApplied(questdbUrl, other, 30_000);
+        const found = await storedKeys(questdbUrl, other);
+        const destination = { stored: 0, missing: 0, forbidden: 0, strangers: 0, duplicates: 0 };
+        for (const count of found.values()) destination.stored += count;
+        for (const [key, outcome] of ledger) {
+          if (outcome === 'ok' && !found.has(key)) destination.missing += 1;
+          if (outcome === 'error' && found.has(key)) destination.forbidden += 1;
+        }
+        for (const [key, count] of found) {
+          if (!ledger.has(key)) destination.strangers += 1;
+          if (count > 1) destination.duplicates += count - 1;
+        }
+        report.destinations[other] = destination;
+        log(`${other}: stored ${destination.stored}, missing ${destination.missing}, duplicates ${destination.duplicates}`);
+      }
+    }
     return report;
   } finally {
     if (final && final.child.exitCode === null && final.child.signalCode === null) {
@@ -205,6 +232,17 @@ export async function runCrashConsistency(options) {
     }
     await storage.close();
   }
+}
+
+/** How often each reading key is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
+async function storedKeys(url, table) {
+  const rows = (await sql(url, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
+  const stored = new Map();
+  for (const [ship, offset] of rows) {
+    const key = `${ship}|${offset}`;
+    stored.set(key, (stored.get(key) ?? 0) + 1);
+  }
+  return stored;
 }
 
 /** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */

@@ -14,6 +14,8 @@ export type Delivery =
    */
   | { ok: false; message: string; retryAfterMs?: number; level?: 'warn' | 'error' };
 
+export type Ready = { ok: true } | { ok: false; message: string; level?: 'warn' | 'error' };
+
 /**
  * A destination of the queue's readings: how a batch gets there. The sink loop around it reads the
  * batches in queue order, times and backs off the attempts, and moves the sink's own progress mark.
@@ -27,9 +29,12 @@ export interface SinkTarget {
   /** What the destination is, for logs and /status, with no secret in it (no key, no token). */
   readonly describe: string;
   /**
-   * Sends the batch. Set-up the destination needs (a table, a connection) is the target's own,
-   * done lazily here; a failure of it is a failed delivery.
+   * Set-up the destination needs before readings go (a table), called before every attempt, also
+   * with nothing queued, so that a fresh site's destination exists; a target remembers its own
+   * success. A failure is a failed attempt, retried with backoff.
    */
+  ready?(): Promise<Ready>;
+  /** Sends the batch. */
   deliver(records: readonly QueueRecord[]): Promise<Delivery>;
   /** Closes connections; called once, at shutdown. */
   close(): Promise<void>;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
-import type { Delivery, SinkTarget } from '../sink.js';
+import type { Delivery, Ready, SinkTarget } from '../sink.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
 
@@ -40,27 +40,30 @@ export class QuestDbTarget implements SinkTarget {
     this.#encoder = new IlpEncoder(deps.options.table);
   }
 
-  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
-    if (!this.#tableReady) {
-      try {
-        const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
-        this.#tableReady = true;
-        this.#log.info(
-          {
-            event: 'table_ready',
-            sink: this.name,
-            table: this.#options.table,
-            created: table.created,
-            retentionDays: this.#options.retentionDays,
-            timestamp: table.timestampType,
-          },
-          'QuestDB table ready',
-        );
-      } catch (error) {
-        const level = error instanceof TableSchemaError ? 'error' : 'warn';
-        return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
-      }
+  async ready(): Promise<Ready> {
+    if (this.#tableReady) return { ok: true };
+    try {
+      const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
+      this.#tableReady = true;
+      this.#log.info(
+        {
+          event: 'table_ready',
+          sink: this.name,
+          table: this.#options.table,
+          created: table.created,
+          retentionDays: this.#options.retentionDays,
+          timestamp: table.timestampType,
+        },
+        'QuestDB table ready',
+      );
+      return { ok: true };
+    } catch (error) {
+      const level = error instanceof TableSchemaError ? 'error' : 'warn';
+      return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
     }
+  }
+
+  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
     // The usual case: the records' text straight into one ILP request, accepted whole.
     let body: Buffer | undefined;
     try {
