@@ -35,8 +35,9 @@ class SendFailed extends Error {
  * Delivers readings to a Kafka topic, one message per reading keyed by ship_id (so each ship's
  * series stays in order in its partition), with an idempotent producer and acks from all in-sync
  * replicas. The producer's own retries of a send carry the same sequence numbers, so the broker
- * writes them once; a send that fails as a whole is sent again by the sink loop with a new
- * producer, and readings of it the broker did write arrive twice (at least once, never lost).
+ * writes them once. A batch goes in requests of at most MAX_REQUEST_BYTES; when one fails, the
+ * sink loop sends the batch again and the requests acknowledged before it are skipped, so only
+ * the failed request's readings the broker had written arrive twice (at least once, never lost).
  * A message's Kafka timestamp is when it was sent: the reading's own time is in the value, and a
  * broker refuses timestamps far ahead of its clock (an hour, by default), as a device's clock can be.
  */
@@ -45,6 +46,8 @@ export class KafkaTarget implements SinkTarget {
   readonly describe: string;
   readonly #config: KafkaSinkConfig;
   #producer: Producer | undefined;
+  /** How far the last, failed batch got: its first record, the items settled in order, the refused ones among them. */
+  #settled: { segment: number; id: number; items: number; refused: DeadLetterInput[] } | undefined;
 
   constructor(config: KafkaSinkConfig) {
     this.#config = config;
@@ -54,20 +57,32 @@ export class KafkaTarget implements SinkTarget {
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
     const deadLetters: DeadLetterInput[] = [];
     const items = this.#items(records, deadLetters);
+    // The sink loop sends a failed batch again from the same first record: what the broker
+    // acknowledged of it then (or refused for good) is not sent twice.
+    const first = records[0];
+    const resumed =
+      this.#settled !== undefined && first !== undefined && this.#settled.segment === first.segment && this.#settled.id === first.id
+        ? this.#settled
+        : undefined;
+    this.#settled = undefined;
+    let settled = Math.min(resumed?.items ?? 0, items.length);
+    const refused: DeadLetterInput[] = [...(resumed?.refused ?? [])];
     let requests = 0;
     const sendAll = async (chunk: Item[]): Promise<void> => {
       try {
         requests += 1;
         await this.#send(chunk);
+        settled += chunk.length;
       } catch (error) {
         if (!(error instanceof SendFailed) || error.failure.kind !== 'content') throw error;
         if (chunk.length === 1) {
           const { record, reading } = chunk[0]!;
-          deadLetters.push({
+          refused.push({
             receivedMs: record.receivedMs,
             reason: reasonText(`Kafka refused the reading: ${error.failure.message}`),
             line: formatLine(reading),
           });
+          settled += 1;
           return;
         }
         // Which message the broker refused is not told per message: halve until it is found.
@@ -77,12 +92,13 @@ export class KafkaTarget implements SinkTarget {
       }
     };
     try {
-      for (const chunk of chunksByBytes(items)) await sendAll(chunk);
+      for (const chunk of chunksByBytes(items.slice(settled))) await sendAll(chunk);
     } catch (error) {
+      if (first !== undefined) this.#settled = { segment: first.segment, id: first.id, items: settled, refused };
       const failure = error instanceof SendFailed ? error.failure : classifyFailure(error);
       return { ok: false, message: `Kafka: ${failure.message}`, level: failure.kind === 'operator' ? 'error' : 'warn' };
     }
-    return { ok: true, requests, deadLetters };
+    return { ok: true, requests, deadLetters: [...deadLetters, ...refused] };
   }
 
   async close(): Promise<void> {
