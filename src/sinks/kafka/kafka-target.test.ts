@@ -15,13 +15,16 @@ const USER = { username: 'site-17', password: 'site-17-kafka-secret' };
 const certificate = createSelfSignedCertificate({ commonName: 'kafka-test', altNames: ['127.0.0.1'], validDays: 2 });
 const caFile = join(tempDir('kafka-ca'), 'ca.pem');
 writeFileSync(caFile, certificate.cert);
+// On a cold cache Maven first fetches the broker (up to 90 s measured while another test fetched
+// it too on a busy machine), then the broker starts.
+const FETCH_AND_START_MS = 240_000;
 let broker: KafkaBroker;
 const targets: KafkaTarget[] = [];
 let topics = 0;
 
 beforeAll(async () => {
   broker = await startKafka({ sasl: USER, tls: certificate });
-}, 180_000);
+}, FETCH_AND_START_MS);
 
 afterAll(async () => {
   for (const target of targets) await target.close();
