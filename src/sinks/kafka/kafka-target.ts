@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Producer, type MessageToProduce } from '@platformatic/kafka';
+import type { MessageToProduce, Producer } from '@platformatic/kafka';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
@@ -135,7 +135,7 @@ export class KafkaTarget implements SinkTarget {
 
   /** One produce call, bounded by the sink's timeout; any failure retires the producer. */
   async #send(items: Item[]): Promise<void> {
-    const producer = this.#openProducer();
+    const producer = await this.#openProducer();
     const sent = producer.send({ messages: items.map((item) => item.message) });
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {
@@ -166,8 +166,11 @@ export class KafkaTarget implements SinkTarget {
     });
   }
 
-  #openProducer(): Producer {
+  async #openProducer(): Promise<Producer> {
     if (this.#producer !== undefined) return this.#producer;
+    // Loaded on first use: the client compiles its option schemas as it loads, memory and start-up
+    // time every gateway would pay, Kafka sink or not, as the bundle is one file.
+    const { Producer } = await import('@platformatic/kafka');
     const { brokers, clientId, tls, tlsCaFile, sasl } = this.#config;
     this.#producer = new Producer({
       clientId,
