@@ -21,7 +21,8 @@ type Resolved =
   | 'gatewayName'
   | 'localQuestdb'
   | RemoteQuestDbSetting
-  | UpstreamSetting;
+  | UpstreamSetting
+  | KafkaSetting;
 
 type RemoteQuestDbSetting =
   | 'remoteQuestdbUrl'
@@ -47,6 +48,9 @@ export interface RemoteQuestDbConfig {
 /** The UPSTREAM_* settings, gathered into `Config.upstream`. */
 type UpstreamSetting = Extract<keyof SettingValues, `upstream${string}`>;
 
+/** The Kafka sink's settings, gathered into `Config.kafka`. */
+type KafkaSetting = Extract<keyof SettingValues, `kafka${string}`>;
+
 export interface Config extends Omit<SettingValues, Resolved> {
   apiKey: string;
   /** Where the key came from, for the startup log (never the key itself). */
@@ -59,6 +63,8 @@ export interface Config extends Omit<SettingValues, Resolved> {
   remoteQuestdb?: RemoteQuestDbConfig;
   /** The upstream sink, when `UPSTREAM_URL` is set. */
   upstream: UpstreamSinkConfig | undefined;
+  /** The Kafka sink, when `KAFKA_BROKERS` is set. */
+  kafka: KafkaSinkConfig | undefined;
 }
 
 /** The upstream sink's settings (`UPSTREAM_*`), resolved; present only when `UPSTREAM_URL` is set. */
@@ -73,6 +79,23 @@ export interface UpstreamSinkConfig {
   timeoutMs: number;
   maxBodyBytes: number;
   policy: SettingValues['upstreamPolicy'];
+  backfill: boolean;
+  batchReadings: number;
+}
+
+/** The Kafka sink's settings, resolved (the SASL password read from its file or credential). */
+export interface KafkaSinkConfig {
+  /** host:port of one or more brokers to bootstrap from. */
+  brokers: string[];
+  topic: string;
+  clientId: string;
+  /** TLS to the brokers, with the system CAs or those of `tlsCaFile`. */
+  tls: boolean;
+  tlsCaFile: string | undefined;
+  sasl: { mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; username: string; password: string } | undefined;
+  /** How long one send may take, the producer's retries while a broker is away included, before the batch counts as failed. */
+  timeoutMs: number;
+  policy: 'block' | 'drop_oldest';
   backfill: boolean;
   batchReadings: number;
 }
@@ -134,6 +157,17 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   }
 
   const remoteQuestdb = remoteQuestDbConfig(env, problems, readSecret, partial);
+  const kafkaPassword = resolveSecret(env, problems, readSecret, {
+    value: partial.kafkaSaslPassword,
+    valueVar: 'KAFKA_SASL_PASSWORD',
+    file: partial.kafkaSaslPasswordFile,
+    fileVar: 'KAFKA_SASL_PASSWORD_FILE',
+    credential: 'kafka_sasl_password',
+  });
+  const kafkaSasl = [partial.kafkaSaslMechanism, partial.kafkaSaslUsername, kafkaPassword?.secret];
+  if (kafkaSasl.some((v) => v === undefined) && kafkaSasl.some((v) => v !== undefined)) {
+    problems.push('KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD must be set together');
+  }
 
   if ((partial.tlsCertFile === undefined) !== (partial.tlsKeyFile === undefined)) {
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
@@ -150,10 +184,27 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
       problems.push('UPSTREAM_API_KEY is refused in production: use UPSTREAM_API_KEY_FILE or the upstream_api_key credential');
     }
     checkProductionSecret(problems, 'UPSTREAM_API_KEY', upstream?.apiKey);
+    checkProductionSecret(problems, 'KAFKA_SASL_PASSWORD', kafkaPassword?.secret);
+    if (partial.kafkaSaslMechanism === 'PLAIN' && partial.kafkaTls === false && partial.kafkaTlsCaFile === undefined) {
+      problems.push('KAFKA_SASL_MECHANISM PLAIN sends the password in clear: set KAFKA_TLS in production');
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const {
+    kafkaBrokers,
+    kafkaTopic,
+    kafkaClientId,
+    kafkaTls,
+    kafkaTlsCaFile,
+    kafkaSaslMechanism,
+    kafkaSaslUsername,
+    kafkaSaslPassword: _kafkaSaslPassword,
+    kafkaSaslPasswordFile: _kafkaSaslPasswordFile,
+    kafkaTimeoutMs,
+    kafkaPolicy,
+    kafkaBackfill,
+    kafkaBatchReadings,
     apiKeyFile: _apiKeyFile,
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
@@ -178,16 +229,35 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamBatchReadings: _upstreamBatchReadings,
     ...rest
   } = values as SettingValues;
+  const gatewayName = rest.gatewayName ?? hostname();
   return {
     ...rest,
     localQuestdb: localQuestdb === 'on',
     ...(remoteQuestdb === undefined ? {} : { remoteQuestdb }),
-    gatewayName: rest.gatewayName ?? hostname(),
+    gatewayName,
     apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(rest.dataDir),
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
     upstream,
+    kafka:
+      kafkaBrokers === undefined
+        ? undefined
+        : {
+            brokers: kafkaBrokers,
+            topic: kafkaTopic,
+            clientId: kafkaClientId ?? `harbor-gateway-${gatewayName.replace(/[^A-Za-z0-9._-]/g, '_')}`,
+            tls: kafkaTls || kafkaTlsCaFile !== undefined,
+            tlsCaFile: kafkaTlsCaFile,
+            sasl:
+              kafkaSaslMechanism !== undefined && kafkaSaslUsername !== undefined && kafkaPassword !== undefined
+                ? { mechanism: kafkaSaslMechanism, username: kafkaSaslUsername, password: kafkaPassword.secret }
+                : undefined,
+            timeoutMs: kafkaTimeoutMs,
+            policy: kafkaPolicy,
+            backfill: kafkaBackfill,
+            batchReadings: kafkaBatchReadings,
+          },
   };
 }
 

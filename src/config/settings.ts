@@ -471,6 +471,94 @@ export const SETTINGS = {
     doc: 'Most readings in one upstream request (a gateway takes up to its `MAX_BATCH_READINGS`, 10000 by default).',
     schema: integer(1, 100_000),
   }),
+  kafkaBrokers: define({
+    env: 'KAFKA_BROKERS',
+    default: undefined,
+    doc: 'Kafka sink: comma-separated `host:port` of the brokers to bootstrap from. Unset, the gateway forwards nothing to Kafka. Each reading becomes one JSON message `{"time", "ship_id", "cargo_id", "value"}` (time in RFC 3339 with nanoseconds) keyed by `ship_id`, sent by an idempotent producer with `acks=all`.',
+    schema: z
+      .string()
+      .transform((value) => value.split(',').map((broker) => broker.trim()))
+      .pipe(
+        z.array(z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9A-Fa-f:.]+\]:\d{1,5}$/, 'must be host:port, comma-separated')).min(1),
+      ),
+  }),
+  kafkaTopic: define({
+    env: 'KAFKA_TOPIC',
+    default: 'cargo_data',
+    doc: "Kafka sink: the topic the readings go to. It must exist: the gateway does not create topics (their partitions and retention are the cluster owner's choice).",
+    schema: z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name (letters, digits, `.`, `_`, `-`, up to 249)'),
+  }),
+  kafkaClientId: define({
+    env: 'KAFKA_CLIENT_ID',
+    default: undefined,
+    doc: 'Kafka sink: the client id brokers see in their logs, metrics and quotas; `harbor-gateway-` and `GATEWAY_NAME` (or the host name) when unset.',
+    schema: z.string().regex(/^[A-Za-z0-9._-]{1,255}$/, 'must be letters, digits, `.`, `_` or `-`'),
+  }),
+  kafkaTls: define({
+    env: 'KAFKA_TLS',
+    default: 'off',
+    doc: 'Kafka sink: `on` for TLS to the brokers, verified against the system CAs or `KAFKA_TLS_CA_FILE`.',
+    schema: boolean,
+  }),
+  kafkaTlsCaFile: define({
+    env: 'KAFKA_TLS_CA_FILE',
+    default: undefined,
+    doc: "Kafka sink: PEM file of the CA(s) that signed the brokers' certificates, for a private CA (implies `KAFKA_TLS`).",
+    schema: text(),
+  }),
+  kafkaSaslMechanism: define({
+    env: 'KAFKA_SASL_MECHANISM',
+    default: undefined,
+    doc: 'Kafka sink: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`, with `KAFKA_SASL_USERNAME` and the password. Unset, no SASL. PLAIN sends the password itself: use it only with `KAFKA_TLS`.',
+    schema: z
+      .string()
+      .trim()
+      .toUpperCase()
+      .pipe(z.enum(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'], 'must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512')),
+  }),
+  kafkaSaslUsername: define({
+    env: 'KAFKA_SASL_USERNAME',
+    default: undefined,
+    doc: 'Kafka sink: the SASL user name.',
+    schema: text(255),
+  }),
+  kafkaSaslPassword: define({
+    env: 'KAFKA_SASL_PASSWORD',
+    default: undefined,
+    doc: 'Kafka sink: the SASL password. Prefer `KAFKA_SASL_PASSWORD_FILE` or a systemd credential named `kafka_sasl_password`.',
+    schema: text(),
+    secret: true,
+  }),
+  kafkaSaslPasswordFile: define({
+    env: 'KAFKA_SASL_PASSWORD_FILE',
+    default: undefined,
+    doc: 'Kafka sink: file holding the SASL password. `$CREDENTIALS_DIRECTORY/kafka_sasl_password` is read automatically under systemd.',
+    schema: text(),
+  }),
+  kafkaTimeoutMs: define({
+    env: 'KAFKA_TIMEOUT_MS',
+    default: '30000',
+    doc: "Kafka sink: how long one send may take, the producer's own retries included, before the batch counts as failed and is sent again after a backoff.",
+    schema: integer(1000, 600_000),
+  }),
+  kafkaPolicy: define({
+    env: 'KAFKA_POLICY',
+    default: 'drop_oldest',
+    doc: 'Kafka sink: when the queue is full because Kafka is far behind (a long uplink outage), `drop_oldest` skips its oldest readings, counted and logged, so the site keeps taking readings and the local QuestDB keeps everything; `block` refuses new readings (503) until Kafka catches up.',
+    schema: z.enum(['block', 'drop_oldest']),
+  }),
+  kafkaBackfill: define({
+    env: 'KAFKA_BACKFILL',
+    default: 'off',
+    doc: 'Kafka sink: a sink added to a running site starts at the newest reading; `true` starts it at the oldest reading still queued.',
+    schema: boolean,
+  }),
+  kafkaBatchReadings: define({
+    env: 'KAFKA_BATCH_READINGS',
+    default: '20000',
+    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 512 KiB).',
+    schema: integer(1, 1_000_000),
+  }),
 } as const;
 
 export type SettingValues = {

@@ -34,7 +34,6 @@ export class DeliveryThread {
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
   }
 
-
   start(): void {
     const worker = new Worker(this.script, {
       workerData: this.data,

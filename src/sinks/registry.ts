@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import type { KafkaSinkConfig } from '../config/config.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
+import { KafkaTarget } from './kafka/kafka-target.js';
 import { QuestDbTarget } from './questdb/questdb-target.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
 import { UpstreamTarget } from './upstream/upstream-target.js';
@@ -38,7 +40,14 @@ export interface UpstreamSinkSpec extends SinkSpecBase {
   maxBodyBytes: number;
 }
 
-export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec;
+export interface KafkaSinkSpec extends SinkSpecBase {
+  kind: 'kafka';
+  kafka: KafkaSinkConfig;
+  /** Brokers, topic and security for logs and /status, without the password. */
+  describe: string;
+}
+
+export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec | KafkaSinkSpec;
 
 export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
   switch (spec.kind) {
@@ -61,5 +70,7 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
         },
         logger,
       );
+    case 'kafka':
+      return new KafkaTarget(spec.kafka);
   }
 }

@@ -2,10 +2,13 @@ import { type Config, ConfigError } from '../config/config.js';
 import type { SinkSpec } from './registry.js';
 import { remoteQuestDbSpec } from './remote-questdb/remote-questdb-spec.js';
 import { describeUpstream } from './upstream/upstream-target.js';
+import { describeKafka } from './kafka/describe-kafka.js';
 
 /** The sinks the configuration asks for, the local QuestDB first; throws ConfigError when there is none. */
 export function sinkSpecs(config: Config): SinkSpec[] {
-  const specs = [localQuestDbSpec(config), remoteQuestDbSpec(config), upstreamSpec(config)].filter((spec) => spec !== undefined);
+  const specs = [localQuestDbSpec(config), remoteQuestDbSpec(config), upstreamSpec(config), kafkaSpec(config)].filter(
+    (spec) => spec !== undefined,
+  );
   if (specs.length === 0) throw new ConfigError(['LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to']);
   return specs;
 }
@@ -47,5 +50,19 @@ function upstreamSpec(config: Config): SinkSpec | undefined {
     proxy: upstream.proxy,
     timeoutMs: upstream.timeoutMs,
     maxBodyBytes: upstream.maxBodyBytes,
+  };
+}
+
+function kafkaSpec(config: Config): SinkSpec | undefined {
+  const kafka = config.kafka;
+  if (kafka === undefined) return undefined;
+  return {
+    kind: 'kafka',
+    name: 'kafka',
+    policy: kafka.policy,
+    backfill: kafka.backfill,
+    batchReadings: kafka.batchReadings,
+    kafka,
+    describe: describeKafka(kafka),
   };
 }

@@ -1,0 +1,182 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKafka, type KafkaBroker } from '../../../scripts/lib/kafka.mjs';
+import { createTopic, readTopic } from '../../../test/support/kafka.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../../../test/support/temp-dir.js';
+import type { QueueRecord } from '../../queue/queue-reader.js';
+import { createSelfSignedCertificate } from '../../tls/self-signed.js';
+import { formatTimestampNs } from '../../reading/format-timestamp.js';
+import type { KafkaSinkConfig } from '../../config/config.js';
+import { KafkaTarget } from './kafka-target.js';
+
+const USER = { username: 'site-17', password: 'site-17-kafka-secret' };
+// The broker's own certificate, which the sink trusts through KAFKA_TLS_CA_FILE.
+const certificate = createSelfSignedCertificate({ commonName: 'kafka-test', altNames: ['127.0.0.1'], validDays: 2 });
+const caFile = join(tempDir('kafka-ca'), 'ca.pem');
+writeFileSync(caFile, certificate.cert);
+// On a cold cache Maven first fetches the broker (up to 90 s measured while another test fetched
+// it too on a busy machine), then the broker starts.
+const FETCH_AND_START_MS = 240_000;
+let broker: KafkaBroker;
+const targets: KafkaTarget[] = [];
+let topics = 0;
+
+beforeAll(async () => {
+  broker = await startKafka({ sasl: USER, tls: certificate });
+}, FETCH_AND_START_MS);
+
+afterAll(async () => {
+  for (const target of targets) await target.close();
+  await broker?.close();
+}, 60_000);
+
+function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}): KafkaTarget {
+  const made = new KafkaTarget({
+    brokers: [broker.bootstrap],
+    topic,
+    clientId: 'harbor-gateway-test',
+    tls: false,
+    tlsCaFile: undefined,
+    sasl: undefined,
+    timeoutMs: 3_000,
+    policy: 'drop_oldest',
+    backfill: false,
+    batchReadings: 10_000,
+    ...overrides,
+  });
+  targets.push(made);
+  return made;
+}
+
+async function newTopic(partitions = 3, configs: Record<string, string> = {}): Promise<string> {
+  topics += 1;
+  const topic = `readings-${topics}`;
+  await createTopic(broker.bootstrap, topic, partitions, configs);
+  return topic;
+}
+
+interface Line {
+  timeNs: string;
+  shipId: string;
+  cargoId: string;
+  value: number;
+}
+
+let nextId = 0;
+const record = (lines: Line[]): QueueRecord => {
+  const payload = lines.map((l) => `${l.timeNs}\t${l.shipId}\t${l.cargoId}\t${l.value}`).join('\n');
+  nextId += 1;
+  return { segment: 1, id: nextId, receivedMs: 1_795_780_800_000, readings: lines.length, bytes: payload.length, payload };
+};
+
+/** `perShip` readings for each of `ships` ships, one nanosecond apart, spread over records of 7. */
+function readings(ships: number, perShip: number, baseNs = 1_795_780_800_000_000_001n): { records: QueueRecord[]; lines: Line[] } {
+  const lines: Line[] = [];
+  for (let i = 0; i < perShip; i++) {
+    for (let s = 0; s < ships; s++)
+      lines.push({ timeNs: String(baseNs + BigInt(i)), shipId: `ship-${s}`, cargoId: 'temperature', value: i + s / 10 });
+  }
+  const records: QueueRecord[] = [];
+  for (let i = 0; i < lines.length; i += 7) records.push(record(lines.slice(i, i + 7)));
+  return { records, lines };
+}
+
+describe('Kafka target against a real broker', () => {
+  it('delivers every reading keyed by ship_id, each ship in order, with exact nanosecond times', async () => {
+    const topic = await newTopic();
+    const { records, lines } = readings(5, 200);
+    const delivery = await target(topic).deliver(records);
+    expect(delivery).toMatchObject({ ok: true, deadLetters: [] });
+
+    const messages = await readTopic(broker.bootstrap, topic);
+    expect(messages).toHaveLength(lines.length);
+    for (let s = 0; s < 5; s++) {
+      const ship = `ship-${s}`;
+      const mine = messages.filter((m) => m.key === ship);
+      expect(new Set(mine.map((m) => m.partition)).size).toBe(1);
+      const expected = lines.filter((l) => l.shipId === ship);
+      expect(mine.map((m) => JSON.parse(m.value))).toEqual(
+        expected.map((l) => ({ time: formatTimestampNs(l.timeNs), ship_id: ship, cargo_id: 'temperature', value: l.value })),
+      );
+    }
+    expect(JSON.parse(messages[0]!.value).time).toMatch(/^2026-11-27T12:00:00\.0000000\d\dZ$/);
+  });
+
+  it('fails the batch while the broker is down and delivers it once the broker is back', async () => {
+    const topic = await newTopic();
+    const sink = target(topic);
+    const first = readings(2, 10);
+    expect(await sink.deliver(first.records)).toMatchObject({ ok: true });
+
+    await broker.stop();
+    const second = readings(2, 10, 1_795_780_900_000_000_000n);
+    const failed = await sink.deliver(second.records);
+    expect(failed).toMatchObject({ ok: false, level: 'warn' });
+    // Refused connections, a connection the broker closed mid-answer, or no answer in time: an outage each.
+    expect(failed.ok === false && failed.message).toMatch(/^Kafka: /);
+
+    await broker.start();
+    let delivery = await sink.deliver(second.records);
+    // The broker may still be electing its partitions' leaders a moment after it started.
+    for (let attempt = 0; !delivery.ok && attempt < 10; attempt++) delivery = await sink.deliver(second.records);
+    expect(delivery).toMatchObject({ ok: true, deadLetters: [] });
+
+    const values = (await readTopic(broker.bootstrap, topic)).map((m) => m.value);
+    expect(values).toHaveLength(first.lines.length + second.lines.length);
+  }, 120_000);
+
+  it('sets aside a reading the broker refuses as too large and delivers the rest', async () => {
+    const topic = await newTopic(1, { 'max.message.bytes': '2000' });
+    const small = readings(3, 20);
+    const huge: Line = { timeNs: '1795780800000000000', shipId: `ship-${'x'.repeat(3000)}`, cargoId: 'temperature', value: 1 };
+    const delivery = await target(topic).deliver([...small.records, record([huge])]);
+    expect(delivery.ok).toBe(true);
+    if (!delivery.ok) return;
+    expect(delivery.deadLetters).toHaveLength(1);
+    expect(delivery.deadLetters[0]!.reason).toMatch(/^Kafka refused the reading: MESSAGE_TOO_LARGE/);
+    expect(delivery.deadLetters[0]!.line).toBe(`${huge.timeNs}\t${huge.shipId}\ttemperature\t1`);
+    const values = new Set((await readTopic(broker.bootstrap, topic)).map((m) => JSON.parse(m.value).value));
+    expect([...values].sort((a, b) => a - b)).toEqual(small.lines.map((l) => l.value).sort((a, b) => a - b));
+  });
+
+  it('keeps a corrupt queue record as one dead letter and delivers the others', async () => {
+    const topic = await newTopic();
+    const good = readings(1, 3);
+    const corrupt: QueueRecord = { segment: 1, id: 999, receivedMs: 1, readings: 1, bytes: 9, payload: 'not\ta line' };
+    const delivery = await target(topic).deliver([...good.records, corrupt]);
+    expect(delivery).toMatchObject({ ok: true, deadLetters: [{ receivedMs: 1, line: 'not\ta line' }] });
+    expect(delivery.ok && delivery.deadLetters[0]!.reason).toMatch(/^corrupt queue record/);
+    expect(await readTopic(broker.bootstrap, topic)).toHaveLength(3);
+  });
+
+  it('asks an operator to act on a missing topic', async () => {
+    const delivery = await target('no-such-topic').deliver(readings(1, 1).records);
+    expect(delivery).toMatchObject({ ok: false, level: 'error' });
+    expect(delivery.ok === false && delivery.message).toMatch(/UNKNOWN_TOPIC_OR_PARTITION/);
+  });
+
+  it('authenticates with SASL SCRAM and PLAIN, and asks an operator to act on a wrong password', async () => {
+    const topic = await newTopic();
+    const sasl = (mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512', password = USER.password) =>
+      target(topic, { brokers: [broker.saslBootstrap!], sasl: { mechanism, username: USER.username, password } });
+    for (const mechanism of ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const) {
+      expect(await sasl(mechanism).deliver(readings(1, 1).records)).toMatchObject({ ok: true });
+    }
+    const refused = sasl('SCRAM-SHA-256', 'wrong-password');
+    expect(refused.describe).toBe(`Kafka ${broker.saslBootstrap} topic ${topic} (SASL SCRAM-SHA-256 as site-17)`);
+    const delivery = await refused.deliver(readings(1, 1).records);
+    expect(delivery).toMatchObject({ ok: false, level: 'error' });
+    expect(delivery.ok === false && delivery.message).not.toContain('wrong-password');
+  });
+
+  it('speaks TLS to a broker whose CA it is given, and asks an operator to act on one it cannot verify', async () => {
+    const topic = await newTopic();
+    const trusting = target(topic, { brokers: [broker.tlsBootstrap!], tls: true, tlsCaFile: caFile });
+    expect(await trusting.deliver(readings(1, 2).records)).toMatchObject({ ok: true, deadLetters: [] });
+    const untrusting = await target(topic, { brokers: [broker.tlsBootstrap!], tls: true }).deliver(readings(1, 1).records);
+    expect(untrusting).toMatchObject({ ok: false, level: 'error' });
+    expect(untrusting.ok === false && untrusting.message).toMatch(/SELF_SIGNED|CERT/);
+    expect(await readTopic(broker.bootstrap, topic)).toHaveLength(2);
+  });
+});

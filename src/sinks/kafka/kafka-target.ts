@@ -1,0 +1,213 @@
+import { readFileSync } from 'node:fs';
+import type { MessageToProduce, Producer } from '@platformatic/kafka';
+import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
+import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import type { Delivery, SinkTarget } from '../sink.js';
+import { describeKafka } from './describe-kafka.js';
+import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
+import type { KafkaSinkConfig } from '../../config/config.js';
+import { readingJson } from './reading-message.js';
+
+/**
+ * Most message bytes in one produce request. Kafka refuses a partition's batch over the topic's
+ * `max.message.bytes` (1 MiB by default); staying well under it keeps a large batch from being
+ * refused whole, and a smaller limit is found by halving.
+ */
+const MAX_REQUEST_BYTES = 512 * 1024;
+// After a timed-out send is abandoned, how long its client may take to give up its retries.
+const ABANDON_WAIT_MS = 5_000;
+const MAX_REASON_LENGTH = 500;
+
+interface Item {
+  reading: QueuedReading;
+  record: QueueRecord;
+  message: MessageToProduce;
+  bytes: number;
+}
+
+class SendFailed extends Error {
+  constructor(readonly failure: KafkaFailure) {
+    super(failure.message);
+  }
+}
+
+/**
+ * Delivers readings to a Kafka topic, one message per reading keyed by ship_id (so each ship's
+ * series stays in order in its partition), with an idempotent producer and acks from all in-sync
+ * replicas. The producer's own retries of a send carry the same sequence numbers, so the broker
+ * writes them once. A batch goes in requests of at most MAX_REQUEST_BYTES; when one fails, the
+ * sink loop sends the batch again and the requests acknowledged before it are skipped, so only
+ * the failed request's readings the broker had written arrive twice (at least once, never lost).
+ * A message's Kafka timestamp is when it was sent: the reading's own time is in the value, and a
+ * broker refuses timestamps far ahead of its clock (an hour, by default), as a device's clock can be.
+ */
+export class KafkaTarget implements SinkTarget {
+  readonly name = 'kafka';
+  readonly describe: string;
+  readonly #config: KafkaSinkConfig;
+  #producer: Producer | undefined;
+  /** How far the last, failed batch got: its first record, the items settled in order, the refused ones among them. */
+  #settled: { segment: number; id: number; items: number; refused: DeadLetterInput[] } | undefined;
+
+  constructor(config: KafkaSinkConfig) {
+    this.#config = config;
+    this.describe = describeKafka(config);
+  }
+
+  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
+    const deadLetters: DeadLetterInput[] = [];
+    const items = this.#items(records, deadLetters);
+    // The sink loop sends a failed batch again from the same first record: what the broker
+    // acknowledged of it then (or refused for good) is not sent twice.
+    const first = records[0];
+    const resumed =
+      this.#settled !== undefined && first !== undefined && this.#settled.segment === first.segment && this.#settled.id === first.id
+        ? this.#settled
+        : undefined;
+    this.#settled = undefined;
+    let settled = Math.min(resumed?.items ?? 0, items.length);
+    const refused: DeadLetterInput[] = [...(resumed?.refused ?? [])];
+    let requests = 0;
+    const sendAll = async (chunk: Item[]): Promise<void> => {
+      try {
+        requests += 1;
+        await this.#send(chunk);
+        settled += chunk.length;
+      } catch (error) {
+        if (!(error instanceof SendFailed) || error.failure.kind !== 'content') throw error;
+        if (chunk.length === 1) {
+          const { record, reading } = chunk[0]!;
+          refused.push({
+            receivedMs: record.receivedMs,
+            reason: reasonText(`Kafka refused the reading: ${error.failure.message}`),
+            line: formatLine(reading),
+          });
+          settled += 1;
+          return;
+        }
+        // Which message the broker refused is not told per message: halve until it is found.
+        const half = chunk.length >> 1;
+        await sendAll(chunk.slice(0, half));
+        await sendAll(chunk.slice(half));
+      }
+    };
+    try {
+      for (const chunk of chunksByBytes(items.slice(settled))) await sendAll(chunk);
+    } catch (error) {
+      if (first !== undefined) this.#settled = { segment: first.segment, id: first.id, items: settled, refused };
+      const failure = error instanceof SendFailed ? error.failure : classifyFailure(error);
+      return { ok: false, message: `Kafka: ${failure.message}`, level: failure.kind === 'operator' ? 'error' : 'warn' };
+    }
+    return { ok: true, requests, deadLetters: [...deadLetters, ...refused] };
+  }
+
+  async close(): Promise<void> {
+    const producer = this.#producer;
+    this.#producer = undefined;
+    await producer?.close();
+  }
+
+  #items(records: readonly QueueRecord[], deadLetters: DeadLetterInput[]): Item[] {
+    const items: Item[] = [];
+    const readings: QueuedReading[] = [];
+    const topic = this.#config.topic;
+    for (const record of records) {
+      readings.length = 0;
+      try {
+        decodeRecord(record.payload, readings);
+      } catch (error) {
+        if (!(error instanceof RecordCorruptError)) throw error;
+        deadLetters.push({
+          receivedMs: record.receivedMs,
+          reason: reasonText(`corrupt queue record: ${error.message}`),
+          line: record.payload,
+        });
+        continue;
+      }
+      for (const reading of readings) {
+        const key = Buffer.from(reading.shipId);
+        const value = Buffer.from(readingJson(reading));
+        items.push({ reading, record, message: { topic, key, value }, bytes: key.length + value.length });
+      }
+    }
+    return items;
+  }
+
+  /** One produce call, bounded by the sink's timeout; any failure retires the producer. */
+  async #send(items: Item[]): Promise<void> {
+    const producer = await this.#openProducer();
+    const sent = producer.send({ messages: items.map((item) => item.message) });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.#config.timeoutMs);
+    });
+    try {
+      if ((await Promise.race([sent, timedOut])) !== 'timeout') return;
+    } catch (error) {
+      this.#retire(producer);
+      throw new SendFailed(classifyFailure(error));
+    } finally {
+      clearTimeout(timer);
+    }
+    // Still retrying (the broker is away): closing the client ends its retries, and the errors
+    // they collected say why.
+    this.#retire(producer);
+    const abandoned = await Promise.race([
+      sent.then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ABANDON_WAIT_MS).unref()),
+    ]);
+    const why = abandoned === undefined ? undefined : classifyFailure(abandoned);
+    throw new SendFailed({
+      kind: why?.kind === 'operator' ? 'operator' : 'outage',
+      message: `no acknowledgement within ${this.#config.timeoutMs} ms${why === undefined ? '' : `: ${why.message}`}`,
+    });
+  }
+
+  async #openProducer(): Promise<Producer> {
+    if (this.#producer !== undefined) return this.#producer;
+    // Loaded on first use: the client compiles its option schemas as it loads, memory and start-up
+    // time every gateway would pay, Kafka sink or not, as the bundle is one file.
+    const { Producer } = await import('@platformatic/kafka');
+    const { brokers, clientId, tls, tlsCaFile, sasl } = this.#config;
+    this.#producer = new Producer({
+      clientId,
+      bootstrapBrokers: brokers,
+      idempotent: true,
+      acks: -1,
+      autocreateTopics: false,
+      ...(tls ? { tls: tlsCaFile === undefined ? {} : { ca: readFileSync(tlsCaFile) }, tlsServerName: true } : {}),
+      ...(sasl ? { sasl: { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } } : {}),
+    });
+    return this.#producer;
+  }
+
+  /** A producer whose send failed may hold sequence numbers the broker never saw: start anew. */
+  #retire(producer: Producer): void {
+    if (this.#producer === producer) this.#producer = undefined;
+    producer.close().catch(() => undefined);
+  }
+}
+
+/** Consecutive runs of items of at most MAX_REQUEST_BYTES each (at least one item). */
+function* chunksByBytes(items: Item[]): Generator<Item[]> {
+  let start = 0;
+  while (start < items.length) {
+    let end = start;
+    let bytes = 0;
+    while (end < items.length && (end === start || bytes + items[end]!.bytes <= MAX_REQUEST_BYTES)) {
+      bytes += items[end]!.bytes;
+      end += 1;
+    }
+    yield items.slice(start, end);
+    start = end;
+  }
+}
+
+/** Broker and client messages may span lines; dead letters keep them on one line, bounded. */
+function reasonText(text: string): string {
+  const line = text.replace(/\s*\n\s*/g, ' ');
+  return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
+}
