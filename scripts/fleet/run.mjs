@@ -330,6 +330,6 @@ if (kafkaCheck !== undefined && (kafkaCheck.lost > 0 || kafkaCheck.strangers > 0
 }
 if (failed) process.exit(1);
 log(
-  `every answered reading is in the central table exactly once${kafkaCheck ? ` and in Kafka at least once (${kafkaCheck.duplicates} duplicates: sent again after a request the broker's stop left unanswered)` : ''}`,
+  `every answered reading is in the central table exactly once${kafkaCheck ? ` and in Kafka at least once (${kafkaCheck.duplicates} duplicates, each a reading sent again after a request the broker's stop left unanswered)` : ''}`,
 );
 process.exit(0);
