@@ -202,15 +202,15 @@ await Promise.all([
  */
 const waitSites = async (since, deadline, done) => {
   /** @type {Record<string, number | null>} */
-  const seconds = Object.fromEntries(remoteSinks.map((name) => [name, null]));
+  const took = Object.fromEntries(remoteSinks.map((name) => [name, null]));
   for (;;) {
     const all = await Promise.all(siteGateways.map(remoteSinksOf));
     for (const name of remoteSinks) {
       const sinceFor = since ?? restoredAt[name] ?? Date.now();
-      if (seconds[name] === null && all.every((sinks) => done(/** @type {SinkStatus} */ (sinks.get(name)))))
-        seconds[name] = Number(((Date.now() - sinceFor) / 1000).toFixed(1));
+      if (took[name] === null && all.every((sinks) => done(/** @type {SinkStatus} */ (sinks.get(name)))))
+        took[name] = Number(((Date.now() - sinceFor) / 1000).toFixed(1));
     }
-    if (Object.values(seconds).every((s) => s !== null) || Date.now() > deadline) return seconds;
+    if (Object.values(took).every((s) => s !== null) || Date.now() > deadline) return took;
     await sleep(250);
   }
 };
