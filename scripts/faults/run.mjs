@@ -1,8 +1,9 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
 // its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
-// QuestDB outage under load, and exits non-zero on any violation. The long power-cut run is
+// QuestDB outage under load and the short fleet run (3 sites forwarding to a central gateway and
+// Kafka through an uplink cut), and exits non-zero on any violation. The long power-cut run is
 // `npm run test:powercut`.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +52,12 @@ try {
     outage.peakRssMb < MAX_PEAK_RSS_MB;
   log(`QuestDB outage: ${outageOk ? 'PASS' : 'FAIL'} ${JSON.stringify(outage)} (peak RSS bound ${MAX_PEAK_RSS_MB} MB)`);
   if (!outageOk) failed = true;
+  // Its own process: the fleet run starts its own QuestDB, Kafka and gateways and exits 1 on a loss.
+  const fleet = spawnSync(process.execPath, [join(projectRoot, 'scripts', 'fleet', 'run.mjs'), '--sites', '3', '--seconds', '20'], {
+    stdio: 'inherit',
+  });
+  log(`fleet run, 3 sites: ${fleet.status === 0 ? 'PASS' : `FAIL (exit ${fleet.status ?? fleet.signal})`}`);
+  if (fleet.status !== 0) failed = true;
 } finally {
   await questdb.stop();
   rmSync(dataDir, { recursive: true, force: true });

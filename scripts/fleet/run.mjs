@@ -1,8 +1,9 @@
 // The fleet run: site gateways (their own processes and queues, flush intervals staggered), each
-// forwarding to one central gateway in front of QuestDB, with device load on every site; the uplink
-// is cut (the central gateway killed, -9) for a while and started again. Checks at the end that
-// every reading a site answered is in the central table exactly once, and prints the figures.
-//   npm run fleet -- [--sites 20] [--seconds 120] [--outage 40] [--rate 200] [--durability power-loss]
+// forwarding to one central gateway in front of QuestDB and to a Kafka topic, with device load on
+// every site; the uplink is cut (the central gateway killed, -9, and the broker stopped) for a while
+// and both started again. Checks at the end that every reading a site answered is in the central
+// table exactly once and in the topic at least once (duplicates counted), and prints the figures.
+//   npm run fleet -- [--sites 20] [--seconds 120] [--outage 40] [--rate 200] [--durability power-loss] [--no-kafka]
 // --rate is readings per second per site; the outage starts a quarter into the load.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDevices } from '../lib/device-load.mjs';
 import { startGatewayProcess } from '../lib/gateway-process.mjs';
+import { createKafkaTopic, KAFKA_VERSION, startKafka } from '../lib/kafka.mjs';
+import { readTopic } from '../lib/kafka-topic.mjs';
 import { freePort } from '../lib/ports.mjs';
 import { projectRoot } from '../lib/paths.mjs';
 import { QUESTDB_VERSION, startQuestDb } from '../lib/questdb.mjs';
@@ -22,6 +25,7 @@ const { values: args } = parseArgs({
     outage: { type: 'string' },
     rate: { type: 'string', default: '200' },
     durability: { type: 'string', default: 'power-loss' },
+    'no-kafka': { type: 'boolean', default: false },
   },
 });
 const sites = Number(args.sites);
@@ -33,7 +37,8 @@ for (const [name, value] of Object.entries({ sites, seconds, outageSeconds, rate
 }
 if (seconds / 4 + outageSeconds >= seconds) throw new Error('--outage must end before the load does (it starts a quarter into --seconds)');
 const durability = args.durability;
-const command = `npm run fleet -- --sites ${sites} --seconds ${seconds} --outage ${outageSeconds} --rate ${rate} --durability ${durability}`;
+const withKafka = !args['no-kafka'];
+const command = `npm run fleet -- --sites ${sites} --seconds ${seconds} --outage ${outageSeconds} --rate ${rate} --durability ${durability}${withKafka ? '' : ' --no-kafka'}`;
 
 const BATCH = 20;
 const SITE_KEY = 'fleet-site-key-0123456789';
@@ -56,6 +61,16 @@ process.once('exit', () => {
 });
 const questdb = await startQuestDb({ dataDir: join(work, 'questdb') });
 const stamp = Date.now();
+const kafka = withKafka ? await startKafka() : undefined;
+process.once('exit', () => {
+  if (kafka !== undefined) rmSync(kafka.dataDir, { recursive: true, force: true });
+});
+const kafkaTopic = `fleet_${stamp}`;
+if (kafka !== undefined) {
+  await createKafkaTopic(kafka.bootstrap, kafkaTopic);
+  log(`Kafka ${KAFKA_VERSION} at ${kafka.bootstrap}, topic ${kafkaTopic}`);
+}
+const remoteSinks = withKafka ? ['upstream', 'kafka'] : ['upstream'];
 const centralTable = `fleet_central_${stamp}`;
 const sitesTable = `fleet_sites_${stamp}`;
 const centralPort = String(await freePort());
@@ -96,6 +111,7 @@ for (let i = 0; i < sites; i++) {
         FLUSH_BACKOFF_MAX_MS: '5000',
         UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
         UPSTREAM_API_KEY: CENTRAL_KEY,
+        ...(kafka === undefined ? {} : { KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: kafkaTopic }),
       },
     }),
   );
@@ -104,18 +120,19 @@ log(`${sites} site gateways started; load ${rate} readings/s per site in batches
 
 /** @param {import('../lib/gateway-process.mjs').GatewayProcess} gw */
 const rssMb = (gw) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gw.pid}/status`, 'utf8'))?.[1]) / 1024;
+/** @typedef {{ name: string, backlog: number, oldestAgeSeconds: number | null }} SinkStatus */
 /**
- * The site's upstream sink as /status shows it.
+ * The site's remote sinks as /status shows them, by name.
  * @param {import('../lib/gateway-process.mjs').GatewayProcess} gw
- * @returns {Promise<{ name: string, backlog: number, oldestAgeSeconds: number | null }>}
+ * @returns {Promise<Map<string, SinkStatus>>}
  */
-const upstreamOf = async (gw) => {
-  const status = /** @type {{ sinks: { name: string, backlog: number, oldestAgeSeconds: number | null }[] }} */ (
+const remoteSinksOf = async (gw) => {
+  const status = /** @type {{ sinks: SinkStatus[] }} */ (
     await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': SITE_KEY } })).json()
   );
-  const sink = status.sinks.find((s) => s.name === 'upstream');
-  if (sink === undefined) throw new Error(`site ${gw.url} has no upstream sink`);
-  return sink;
+  const byName = new Map(status.sinks.map((s) => [s.name, s]));
+  for (const name of remoteSinks) if (!byName.has(name)) throw new Error(`site ${gw.url} has no ${name} sink`);
+  return byName;
 };
 /**
  * CPU seconds the process used so far (user + system; the clock ticks at 100 Hz on Linux).
@@ -138,27 +155,62 @@ const loadStarted = Date.now();
 const sampler = setInterval(sampleRss, 2000);
 
 await sleep((seconds / 4) * 1000);
-central.child.kill('SIGKILL');
-await central.exited;
 const cutAt = Date.now();
-log(`uplink cut: central gateway killed (-9) after ${accepted()} readings accepted by the sites`);
-await sleep(outageSeconds * 1000);
-const backlogs = await Promise.all(siteGateways.map(upstreamOf));
-const backlogAtRestart = backlogs.reduce((sum, s) => sum + s.backlog, 0);
-central = await startCentral();
-const restoredAt = Date.now();
-log(`central gateway back after ${((restoredAt - cutAt) / 1000).toFixed(1)} s; ${backlogAtRestart} readings waiting at the sites`);
+// The broker's controlled shutdown (SIGTERM) takes a while; the cut starts when it is asked to stop.
+await Promise.all([
+  (async () => {
+    central.child.kill('SIGKILL');
+    await central.exited;
+  })(),
+  kafka?.stop(),
+]);
+log(`uplink cut: central gateway killed (-9)${kafka ? ', Kafka stopped,' : ''} after ${accepted()} readings accepted by the sites`);
+await sleep(Math.max(0, cutAt + outageSeconds * 1000 - Date.now()));
+/** Readings each remote sink still held, summed over the sites, when its destination came back. */
+const backlogAtRestart = /** @type {Record<string, number>} */ ({});
+/** @type {Record<string, number>} */
+const restoredAt = {};
+const sumBacklog = async (/** @type {string} */ name) =>
+  (await Promise.all(siteGateways.map(remoteSinksOf))).reduce((sum, sinks) => sum + (sinks.get(name)?.backlog ?? 0), 0);
+await Promise.all([
+  (async () => {
+    backlogAtRestart.upstream = await sumBacklog('upstream');
+    central = await startCentral();
+    restoredAt.upstream = Date.now();
+    log(
+      `central gateway back after ${((restoredAt.upstream - cutAt) / 1000).toFixed(1)} s; ${backlogAtRestart.upstream} readings were waiting at the sites`,
+    );
+  })(),
+  (async () => {
+    if (kafka === undefined) return;
+    backlogAtRestart.kafka = await sumBacklog('kafka');
+    await kafka.start();
+    restoredAt.kafka = Date.now();
+    log(
+      `Kafka back after ${((restoredAt.kafka - cutAt) / 1000).toFixed(1)} s; ${backlogAtRestart.kafka} readings were waiting at the sites`,
+    );
+  })(),
+]);
 
-/** Seconds from `since` until `done` holds for every site's upstream sink. */
-const waitSites = async (
-  /** @type {number} */ since,
-  /** @type {number} */ deadline,
-  /** @type {(s: { backlog: number, oldestAgeSeconds: number | null }) => boolean} */ done,
-) => {
+/**
+ * Per remote sink, seconds from its destination's return (or `since`) until `done` held for that
+ * sink at every site; null when not before `deadline`.
+ * @param {number | undefined} since
+ * @param {number} deadline
+ * @param {(s: SinkStatus) => boolean} done
+ * @returns {Promise<Record<string, number | null>>}
+ */
+const waitSites = async (since, deadline, done) => {
+  /** @type {Record<string, number | null>} */
+  const took = Object.fromEntries(remoteSinks.map((name) => [name, null]));
   for (;;) {
-    const all = await Promise.all(siteGateways.map(upstreamOf));
-    if (all.every(done)) return (Date.now() - since) / 1000;
-    if (Date.now() > deadline) return null;
+    const all = await Promise.all(siteGateways.map(remoteSinksOf));
+    for (const name of remoteSinks) {
+      const sinceFor = since ?? restoredAt[name] ?? Date.now();
+      if (took[name] === null && all.every((sinks) => done(/** @type {SinkStatus} */ (sinks.get(name)))))
+        took[name] = Number(((Date.now() - sinceFor) / 1000).toFixed(1));
+    }
+    if (Object.values(took).every((s) => s !== null) || Date.now() > deadline) return took;
     await sleep(250);
   }
 };
@@ -166,7 +218,7 @@ const waitSites = async (
 // a few seconds waits, that is, nothing from the outage.
 const CAUGHT_UP_AGE_S = 3;
 const caughtUpUnderLoad = await waitSites(
-  restoredAt,
+  undefined,
   loadStarted + seconds * 1000,
   (s) => s.oldestAgeSeconds === null || s.oldestAgeSeconds < CAUGHT_UP_AGE_S,
 );
@@ -178,7 +230,9 @@ const total = accepted();
 const refused = loads.reduce((sum, l) => sum + l.refused, 0);
 log(`load stopped after ${loadSeconds.toFixed(1)} s: ${total} readings accepted, ${refused} requests refused`);
 const drainSeconds = await waitSites(stoppedAt, Date.now() + 600_000, (s) => s.backlog === 0);
-if (drainSeconds === null) throw new Error('the sites did not forward everything within 10 minutes of the load');
+const undrained = remoteSinks.filter((name) => drainSeconds[name] === null);
+if (undrained.length > 0)
+  throw new Error(`the sites' ${undrained.join(' and ')} sinks did not deliver everything within 10 minutes of the load`);
 clearInterval(sampler);
 sampleRss();
 const siteRss = siteGateways.map(rssMb);
@@ -203,6 +257,32 @@ for (const [i, l] of loads.entries()) {
 await questdb.stop();
 const wrong = perSite.filter((s) => s.rows !== s.accepted || s.distinct !== s.accepted);
 
+// Kafka: each site's readings are told apart by their day, as in the central table; a reading sent
+// again after a request whose answer the broker's stop cut off is a duplicate, never a loss.
+const kafkaCheck = await (async () => {
+  if (kafka === undefined) return undefined;
+  const messages = await readTopic(kafka.bootstrap, kafkaTopic, 600_000);
+  await kafka.close();
+  const siteOfDay = new Map(loads.map((_, i) => [dayOf(i), i]));
+  const seen = loads.map(() => new Set());
+  let strangers = 0;
+  for (const m of messages) {
+    const reading = /** @type {{ time: string, value: number }} */ (JSON.parse(m.value));
+    const site = siteOfDay.get(reading.time.slice(0, 10));
+    if (site === undefined) strangers++;
+    else seen[site]?.add(reading.value);
+  }
+  const perSiteKafka = loads.map((l, i) => ({ site: i, accepted: l.accepted, distinct: seen[i]?.size ?? 0 }));
+  const lost = perSiteKafka.reduce((sum, s) => sum + Math.max(0, s.accepted - s.distinct), 0);
+  return {
+    messages: messages.length,
+    lost,
+    duplicates: messages.length - strangers - perSiteKafka.reduce((sum, s) => sum + s.distinct, 0),
+    strangers,
+    short: perSiteKafka.filter((s) => s.distinct < s.accepted),
+  };
+})();
+
 const summary = {
   command,
   machine: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, load average ${os
@@ -215,27 +295,41 @@ const summary = {
   requestsRefused: refused,
   loadSeconds: Number(loadSeconds.toFixed(1)),
   acceptedPerSecond: Math.round(total / loadSeconds),
-  outageSeconds: Number(((restoredAt - cutAt) / 1000).toFixed(1)),
+  /** Per destination: from the cut until it was back. */
+  outageSeconds: Object.fromEntries(Object.entries(restoredAt).map(([name, at]) => [name, Number(((at - cutAt) / 1000).toFixed(1))])),
   backlogAtRestart,
-  /** From the central gateway's restart until no site held a reading older than CAUGHT_UP_AGE_S; null: not before the load ended. */
-  caughtUpUnderLoadSeconds: caughtUpUnderLoad === null ? null : Number(caughtUpUnderLoad.toFixed(1)),
-  drainAfterLoadSeconds: Number(drainSeconds.toFixed(1)),
+  /** From each destination's return until no site held a reading older than CAUGHT_UP_AGE_S for it; null: not before the load ended. */
+  caughtUpUnderLoadSeconds: caughtUpUnderLoad,
+  drainAfterLoadSeconds: drainSeconds,
   centralRows,
   exactlyOnce: wrong.length === 0 && centralRows === total,
+  /** Messages in the topic; lost = answered readings missing from it; duplicates = messages beyond one per reading. */
+  kafka:
+    kafkaCheck === undefined
+      ? null
+      : { messages: kafkaCheck.messages, lost: kafkaCheck.lost, duplicates: kafkaCheck.duplicates, strangers: kafkaCheck.strangers },
   siteRssMb: {
     median: Number(siteRss.sort((a, b) => a - b)[Math.floor(siteRss.length / 2)]?.toFixed(1)),
     max: Number(Math.max(...siteRss).toFixed(1)),
     peak: Number(peakSiteRssMb.toFixed(1)),
   },
   centralRssMb: Number(centralRssMb.toFixed(1)),
-  /** All sites together: ingest, the local QuestDB sink and the upstream sink. */
+  /** All sites together: ingest, the local QuestDB sink and the remote sinks. */
   siteCpuSecondsPerMillionReadings: Math.round((siteCpuSeconds / total) * 1e6),
   wallSeconds: Number(((Date.now() - started) / 1000).toFixed(1)),
 };
 process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+let failed = false;
 if (!summary.exactlyOnce) {
   process.stdout.write(`sites whose central rows differ from what they answered: ${JSON.stringify(wrong)}\n`);
-  process.exit(1);
+  failed = true;
 }
-log('every answered reading is in the central table exactly once');
+if (kafkaCheck !== undefined && (kafkaCheck.lost > 0 || kafkaCheck.strangers > 0)) {
+  process.stdout.write(`sites with answered readings missing from Kafka: ${JSON.stringify(kafkaCheck.short)}\n`);
+  failed = true;
+}
+if (failed) process.exit(1);
+log(
+  `every answered reading is in the central table exactly once${kafkaCheck ? ` and in Kafka at least once (${kafkaCheck.duplicates} duplicates, each a reading sent again after a request the broker's stop left unanswered)` : ''}`,
+);
 process.exit(0);
