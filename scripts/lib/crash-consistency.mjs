@@ -24,7 +24,10 @@ const MIN_ANSWERS_PER_ROUND = 30;
  * @property {() => Promise<void>} close              once the last gateway stopped: remove it
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
- *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void }} CrashOptions
+ *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
+ *             roundMs?: { min: number, max: number }, pauseMs?: number }} CrashOptions
+ *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
+ *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small.
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
  *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
@@ -64,6 +67,8 @@ export async function runCrashConsistency(options) {
     seed = Date.now(),
     storage = processCrashStorage(),
     log = () => undefined,
+    roundMs = { min: 100, max: 800 },
+    pauseMs = 0,
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -125,11 +130,12 @@ export async function runCrashConsistency(options) {
             ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
             if (outcome === 'ok') answeredAt.set(key, { at, round });
           }
+          if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
         }
       };
       const load = Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
       // A random moment, but not before the round carried real load, however slow the machine.
-      const killAt = Date.now() + 100 + random() * 700;
+      const killAt = Date.now() + roundMs.min + random() * (roundMs.max - roundMs.min);
       while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
       gateway.child.kill('SIGKILL');
       killedAt[round] = Date.now();
