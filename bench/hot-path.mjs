@@ -18,7 +18,7 @@ await build({
       export { readingSchema } from '../../src/reading/reading-schema.ts';
       export { encodeRecord, decodeRecord } from '../../src/queue/record-codec.ts';
       export { ReceiveClock } from '../../src/reading/timestamp.ts';
-      export { IlpEncoder } from '../../src/flusher/ilp-encoder.ts';
+      export { IlpEncoder } from '../../src/sinks/questdb/ilp-encoder.ts';
     `,
     resolveDir: work,
     sourcefile: entry,

@@ -696,7 +696,7 @@ async function drainRun(mode, run) {
     );
     if (!drained || after === undefined)
       throw new Error(`drain: ${(await up.status()).queue.readings} readings still queued or not queryable after 600 s`);
-    const flushes = up.logs.filter((l) => l.event === 'flush');
+    const flushes = up.logs.filter((l) => l.event === 'delivered');
     const first = /** @type {Record<string, any>} */ (flushes[0]);
     const last = /** @type {Record<string, any>} */ (flushes[flushes.length - 1]);
     // From the start of the first flush that moved readings to the end of the last one.

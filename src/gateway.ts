@@ -2,7 +2,8 @@ import { setMaxListeners } from 'node:events';
 import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
-import { FlusherThread } from './flusher/flusher-thread.js';
+import { DeliveryThread } from './sinks/delivery-thread.js';
+import { sinkSpecs } from './sinks/sink-specs.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
@@ -33,15 +34,15 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-/** Flush requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
-const FLUSH_BATCH_BYTES = 16 * 1024 * 1024;
+/** Delivery requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
+const BATCH_BYTES = 16 * 1024 * 1024;
 
 export interface GatewayOptions {
   /**
-   * The script the flusher thread runs: the gateway bundle itself, which starts the flusher when it
+   * The script the delivery thread runs: the gateway bundle itself, which starts the sinks when it
    * finds itself in a worker thread. Tests that run the sources pass the built bundle.
    */
-  flusherScript?: URL | string;
+  deliveryScript?: URL | string;
 }
 
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
@@ -55,7 +56,13 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   assertReadableFormat(queuePath(config.dataDir));
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
-  const queue = QueueWriter.open({ dataDir: config.dataDir, durability: config.durability, maxBytes: config.queueMaxBytes });
+  const sinks = sinkSpecs(config);
+  const queue = QueueWriter.open({
+    dataDir: config.dataDir,
+    durability: config.durability,
+    maxBytes: config.queueMaxBytes,
+    sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
+  });
   const stats = new GatewayStats();
   const questdbOptions = {
     url: config.questdbUrl,
@@ -63,27 +70,31 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     password: config.questdbPassword,
     timeoutMs: config.flushTimeoutMs,
   };
-  const flusher = new FlusherThread(
-    options.flusherScript ?? new URL(import.meta.url),
+  const delivery = new DeliveryThread(
+    options.deliveryScript ?? new URL(import.meta.url),
     {
       dataDir: config.dataDir,
       durability: config.durability,
       logLevel: config.logLevel,
-      questdb: questdbOptions,
-      options: {
-        table: config.table,
-        retentionDays: config.retentionDays,
-        intervalMs: config.flushIntervalMs,
-        batchReadings: config.flushBatchReadings,
-        batchBytes: FLUSH_BATCH_BYTES,
-        backoffMaxMs: config.flushBackoffMaxMs,
-      },
+      intervalMs: config.flushIntervalMs,
+      batchBytes: BATCH_BYTES,
+      backoffMaxMs: config.flushBackoffMaxMs,
+      sinks,
     },
     queue,
     stats,
     logger,
   );
-  // The health rows use their own small client: the flusher's lives in the flusher thread.
+  const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
+  for (const added of queue.registered.added)
+    logger.info({ event: 'sink_added', sink: added.name, at: added.at }, `sink ${added.name} added`);
+  if (queue.registered.removed.length > 0) {
+    logger.warn(
+      { event: 'sink_removed', sinks: queue.registered.removed, released: queue.registered.released },
+      `sinks no longer configured: ${queue.registered.removed.join(', ')}; what only they still needed left the queue`,
+    );
+  }
+  // The health rows use their own small client: the sinks' live in the delivery thread.
   const questdb = new QuestDbHttp(questdbOptions);
   let stopping = false;
   const isStopping = (): boolean => stopping;
@@ -94,7 +105,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
   const app = createApp({
     queue,
-    flusher,
+    delivery,
     clock: new ReceiveClock(),
     stats,
     validator: { schema: readingSchema({ maxIdLength: config.maxIdLength }), limits: { maxIdLength: config.maxIdLength } },
@@ -109,6 +120,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     stopping: stopSignal.signal,
     version: VERSION,
     tls: () => tlsSummary(certificate),
+    sinks: sinkDescriptions,
   });
 
   let http: HttpServer;
@@ -118,7 +130,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     queue.close();
     throw error;
   }
-  flusher.start();
+  delivery.start();
   keys.watch();
   const reporter = config.healthReport ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
   const housekeeping = cron.schedule(
@@ -127,7 +139,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version: VERSION }));
+      await reporter?.report(takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version: VERSION, sinks: sinkDescriptions }));
     },
     { name: 'housekeeping', noOverlap: true },
   );
@@ -153,6 +165,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       queued: depth.readings,
       questdb: config.questdbUrl,
       table: config.table,
+      sinks: sinkDescriptions,
       apiKeySource: config.apiKeySource,
       apiKeysFile: config.apiKeysFile,
       environment: config.environment,
@@ -171,7 +184,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
       keys.stop();
       logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
       await http.close(deadline);
-      await flusher.stop(deadline);
+      await delivery.stop(deadline);
       await questdb.close();
       if (!queue.close())
         logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-// Readings flow http → reading → queue → flusher → questdb. Each layer may import only what this
+// Readings flow http → reading → queue → sinks → questdb (and the other destinations). Each layer may import only what this
 // table lists; config, log, health and stats sit beside the flow, and gateway.ts wires everything.
 // A directory or root module missing here fails the test until it is given its place.
 const MAY_IMPORT: Record<string, readonly string[]> = {
@@ -11,16 +11,16 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   keys: ['reading'],
   tls: [],
   questdb: [],
-  flusher: ['queue', 'questdb', 'log', 'stats'],
+  sinks: ['queue', 'questdb', 'reading', 'log', 'config', 'stats'],
   health: ['queue', 'questdb', 'keys', 'stats'],
   http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats'],
   config: [],
   log: [],
   stats: [],
   version: [],
-  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'flusher', 'health', 'http', 'stats', 'version'],
+  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'stats', 'version'],
   cli: ['config', 'log', 'keys', 'tls', 'queue', 'gateway', 'version'],
-  main: ['cli', 'flusher'],
+  main: ['cli', 'sinks'],
 };
 
 const SRC = import.meta.dirname;
@@ -91,13 +91,13 @@ describe('layers', () => {
   it('reports an import against the flow and a layer without a place, naming the file', () => {
     const files = [
       { path: join(SRC, 'queue', 'late.ts'), text: "import { createApp } from '../http/app.js';" },
-      { path: join(SRC, 'health', 'lazy.ts'), text: "const { Flusher } = await import('../flusher/flusher.js');" },
-      { path: join(SRC, 'flusher', 'fine.ts'), text: "import { QuestDbHttp } from '../questdb/questdb-http.js';" },
+      { path: join(SRC, 'health', 'lazy.ts'), text: "const { SinkLoop } = await import('../sinks/sink-loop.js');" },
+      { path: join(SRC, 'sinks', 'fine.ts'), text: "import { QuestDbHttp } from '../questdb/questdb-http.js';" },
       { path: join(SRC, 'sideways', 'new.ts'), text: '' },
     ];
     expect(layerViolations(files)).toEqual([
       'queue → http (queue/late.ts imports http/app.ts)',
-      'health → flusher (health/lazy.ts imports flusher/flusher.ts)',
+      'health → sinks (health/lazy.ts imports sinks/sink-loop.ts)',
       'sideways/new.ts: layer "sideways" is not in the layer table',
     ]);
   });

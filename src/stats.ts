@@ -1,4 +1,4 @@
-/** The result of the latest flush attempt, as the status endpoint shows it. */
+/** The result of the latest delivery attempt of a sink, as the status endpoint shows it. */
 export interface FlushReport {
   at: string;
   ok: boolean;
@@ -7,17 +7,51 @@ export interface FlushReport {
   error?: string;
 }
 
-/** Counters since start, shared by ingest and flusher and read by the status endpoint. */
+/** One sink's counters since start. */
+export class SinkStats {
+  deliveries = 0;
+  delivered = 0;
+  failures = 0;
+  consecutiveFailures = 0;
+  deadLettered = 0;
+  /** Readings skipped by the `drop_oldest` policy. */
+  dropped = 0;
+  /** Readings the sink took off its part of the queue: delivered, dead-lettered or dropped. */
+  taken = 0;
+  last: FlushReport | undefined;
+  lastError: { at: string; message: string } | undefined;
+}
+
+/** The local QuestDB sink, whose deliveries the gateway's own flush counters are. */
+export const LOCAL_SINK = 'questdb';
+
+/** Counters since start, shared by ingest and the sinks and read by the status endpoint. */
 export class GatewayStats {
   readonly startedMs = Date.now();
   acceptedRequests = 0;
   acceptedReadings = 0;
   refusedRequests = 0;
-  flushedReadings = 0;
-  flushes = 0;
-  flushFailures = 0;
-  consecutiveFlushFailures = 0;
-  deadLettered = 0;
-  lastFlush: FlushReport | undefined;
-  lastFlushError: { at: string; message: string } | undefined;
+  readonly sinks = new Map<string, SinkStats>();
+
+  /** A sink's counters, made on first use. */
+  sink(name: string): SinkStats {
+    let stats = this.sinks.get(name);
+    if (stats === undefined) {
+      stats = new SinkStats();
+      this.sinks.set(name, stats);
+    }
+    return stats;
+  }
+
+  /** The flush figures of the gateway as a whole: the local QuestDB sink's, or the first sink's when it has none. */
+  get flush(): SinkStats {
+    return this.sinks.get(LOCAL_SINK) ?? this.sinks.values().next().value ?? this.sink(LOCAL_SINK);
+  }
+
+  /** Dead letters made since start, by every sink. */
+  get deadLettered(): number {
+    let total = 0;
+    for (const sink of this.sinks.values()) total += sink.deadLettered;
+    return total;
+  }
 }

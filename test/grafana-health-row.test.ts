@@ -25,6 +25,7 @@ function snapshot(failures: number, lastErrorAt?: number): GatewaySnapshot {
       lastError: lastErrorAt === undefined ? null : { at: new Date(lastErrorAt).toISOString(), message: 'connect ECONNREFUSED' },
       consecutiveFailures: failures,
     },
+    sinks: [],
     totals: {
       acceptedRequests: 40,
       acceptedReadings: 4000,

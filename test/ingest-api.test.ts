@@ -272,7 +272,7 @@ describe('health and status', () => {
     const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
     try {
       expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
-      await waitUntil('a failed flush', () => buffering.gateway.stats.lastFlushError !== undefined);
+      await waitUntil('a failed flush', () => buffering.gateway.stats.flush.lastError !== undefined);
       expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
       const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
       expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });

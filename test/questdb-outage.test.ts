@@ -30,7 +30,7 @@ describe('QuestDB outage during ingestion', () => {
         };
 
       try {
-        await waitUntil('readings flushed under load', () => gw.gateway.stats.flushedReadings > 0);
+        await waitUntil('readings flushed under load', () => gw.gateway.stats.flush.delivered > 0);
         await questdb.stop();
         const acceptedWhenDown = load.accepted;
         await waitUntil(
@@ -41,8 +41,8 @@ describe('QuestDB outage during ingestion', () => {
         expect((await status()).queue.readings).toBeGreaterThan(0);
 
         questdb = await startQuestDb({ dataDir, httpPort, pgPort });
-        const flushedWhenBack = gw.gateway.stats.flushedReadings;
-        await waitUntil('readings flushed again under load', () => gw.gateway.stats.flushedReadings > flushedWhenBack);
+        const flushedWhenBack = gw.gateway.stats.flush.delivered;
+        await waitUntil('readings flushed again under load', () => gw.gateway.stats.flush.delivered > flushedWhenBack);
       } finally {
         await load.stop();
       }

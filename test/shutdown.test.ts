@@ -43,7 +43,7 @@ describe('graceful shutdown', () => {
     expect(accepted).toBeGreaterThan(0);
     expect(outcomes.every((o) => o === '200' || o === '503' || o === 'refused connection')).toBe(true);
     const events = gw.logs.map((l) => l['event']);
-    expect(events).toEqual(expect.arrayContaining(['signal', 'stopping', 'flush', 'stopped']));
+    expect(events).toEqual(expect.arrayContaining(['signal', 'stopping', 'delivered', 'stopped']));
     await waitForWalApplied(table);
     expect((await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0]).toBe(accepted);
   });

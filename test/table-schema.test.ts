@@ -6,7 +6,7 @@ import { sql, storedCounts, uniqueTable, waitForDrained } from './support/questd
 async function waitForFlushError(gw: Awaited<ReturnType<typeof startTestGateway>>, pattern: RegExp, timeoutMs = 20_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const message = gw.gateway.stats.lastFlushError?.message;
+    const message = gw.gateway.stats.flush.lastError?.message;
     if (message !== undefined && pattern.test(message)) return message;
     if (Date.now() > deadline) throw new Error(`no flush error like ${pattern} within ${timeoutMs} ms; last: ${message}`);
     await new Promise((r) => setTimeout(r, 25));

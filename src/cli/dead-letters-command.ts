@@ -3,7 +3,7 @@ import { DeadLetterStore, type Selection } from '../queue/dead-letters.js';
 
 export const DEAD_LETTERS_USAGE = `harbor-gateway dead-letters <command> [options]
 
-  list [--limit N] [--json]     show dead letters (oldest first) with QuestDB's reason
+  list [--limit N] [--json]     show dead letters (oldest first) with the sink and its reason
   requeue --all | ID...         put them back at the end of the queue (after fixing the cause)
   purge --all | ID...           delete them for good
 
@@ -71,7 +71,7 @@ export function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv, io: O
         io.out(`${store.count()} dead letter(s)${letters.length < store.count() ? `, showing ${letters.length}` : ''}\n`);
         for (const l of letters) {
           io.out(
-            `#${l.id} failed ${new Date(l.failedMs).toISOString()}: ${l.reason}\n    ${l.line.replaceAll('\t', ' | ').replaceAll('\n', '\n    ')}\n`,
+            `#${l.id} ${l.sink} failed ${new Date(l.failedMs).toISOString()}: ${l.reason}\n    ${l.line.replaceAll('\t', ' | ').replaceAll('\n', '\n    ')}\n`,
           );
         }
       }

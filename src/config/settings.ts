@@ -220,7 +220,7 @@ export const SETTINGS = {
   flushIntervalMs: define({
     env: 'FLUSH_INTERVAL_MS',
     default: '1000',
-    doc: 'How often the flusher ships queued readings to QuestDB.',
+    doc: 'How often each sink ships queued readings to its destination (the local QuestDB and any remote sink).',
     schema: integer(10, 3_600_000),
   }),
   flushBatchReadings: define({

@@ -29,6 +29,7 @@ function snapshot(
       lastError: change.lastErrorAt === undefined ? null : { at: change.lastErrorAt, message: 'connect ECONNREFUSED' },
       consecutiveFailures: change.failures ?? 0,
     },
+    sinks: [],
     totals: {
       acceptedRequests: 0,
       acceptedReadings: 0,

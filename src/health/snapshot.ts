@@ -23,11 +23,14 @@ export interface GatewaySnapshot {
   deadLetters: number;
   /** The HTTPS certificate devices see; a technician checks its fingerprint against the device's. */
   tls: TlsSummary | null;
+  /** The local QuestDB sink's deliveries (the gateway's flushes). */
   flush: {
     last: FlushReport | null;
     lastError: { at: string; message: string } | null;
     consecutiveFailures: number;
   };
+  /** Every sink with its own backlog, progress and errors. */
+  sinks: SinkSnapshot[];
   totals: {
     acceptedRequests: number;
     acceptedReadings: number;
@@ -60,15 +63,59 @@ export interface SnapshotSources {
   isStopping: () => boolean;
   version: string;
   tls?: () => TlsSummary;
+  /** The configured sinks, in order. */
+  sinks?: readonly SinkDescription[];
+}
+
+export interface SinkDescription {
+  name: string;
+  /** The destination, without secrets. */
+  destination: string;
+  policy: string;
+}
+
+/** One sink as /status shows it and the health rows record it. */
+export interface SinkSnapshot extends SinkDescription {
+  /** Readings it has still to deliver, and how long ago the oldest of them was received. */
+  backlog: number;
+  oldestAgeSeconds: number | null;
+  delivered: number;
+  deliveries: number;
+  failures: number;
+  consecutiveFailures: number;
+  deadLettered: number;
+  dropped: number;
+  last: FlushReport | null;
+  lastError: { at: string; message: string } | null;
+}
+
+function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWriter, now: number): SinkSnapshot {
+  const s = stats.sink(sink.name);
+  const backlog = queue.sinkBacklog(sink.name, s.taken);
+  const oldest = backlog?.oldestReceivedMs;
+  return {
+    ...sink,
+    backlog: backlog?.readings ?? 0,
+    oldestAgeSeconds: oldest === undefined ? null : Math.max(0, (now - oldest) / 1000),
+    delivered: s.delivered,
+    deliveries: s.deliveries,
+    failures: s.failures,
+    consecutiveFailures: s.consecutiveFailures,
+    deadLettered: s.deadLettered,
+    dropped: s.dropped,
+    last: s.last ?? null,
+    lastError: s.lastError ?? null,
+  };
 }
 
 export function takeSnapshot(
-  { queue, stats, keys, failureDelay, isStopping, version, tls }: SnapshotSources,
+  { queue, stats, keys, failureDelay, isStopping, version, tls, sinks = [] }: SnapshotSources,
   now = Date.now(),
 ): GatewaySnapshot {
   const depth = queue.stats();
   const oldest = queue.oldestReceivedMs();
   const memory = process.memoryUsage();
+  const flush = stats.flush;
   return {
     version,
     uptimeSeconds: Math.round((now - stats.startedMs) / 1000),
@@ -86,17 +133,18 @@ export function takeSnapshot(
     deadLetters: queue.deadLetterCount(),
     tls: tls?.() ?? null,
     flush: {
-      last: stats.lastFlush ?? null,
-      lastError: stats.lastFlushError ?? null,
-      consecutiveFailures: stats.consecutiveFlushFailures,
+      last: flush.last ?? null,
+      lastError: flush.lastError ?? null,
+      consecutiveFailures: flush.consecutiveFailures,
     },
+    sinks: sinks.map((sink) => sinkSnapshot(sink, stats, queue, now)),
     totals: {
       acceptedRequests: stats.acceptedRequests,
       acceptedReadings: stats.acceptedReadings,
       refusedRequests: stats.refusedRequests,
-      flushes: stats.flushes,
-      flushFailures: stats.flushFailures,
-      flushedReadings: stats.flushedReadings,
+      flushes: flush.deliveries,
+      flushFailures: flush.failures,
+      flushedReadings: flush.delivered,
       deadLettered: stats.deadLettered,
     },
     keys: keys.counters.list(),

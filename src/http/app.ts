@@ -5,7 +5,7 @@ import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/timestamp.js';
 import type { GatewayStats } from '../stats.js';
 import type { KeyStore } from '../keys/key-store.js';
-import type { TlsSummary } from '../health/snapshot.js';
+import type { SinkDescription, TlsSummary } from '../health/snapshot.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -15,7 +15,7 @@ import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
 
 export interface AppDeps {
   queue: QueueWriter;
-  flusher: { notifyBacklog(readings: number): void };
+  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   validator: Validator;
@@ -31,6 +31,7 @@ export interface AppDeps {
   stopping: AbortSignal;
   version: string;
   tls?: () => TlsSummary;
+  sinks?: readonly SinkDescription[];
 }
 
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */

@@ -23,7 +23,7 @@ export class QuestDbError extends Error {
 // Errors about the table rather than the row: retried after the table is set up again, never dead-lettered.
 const TABLE_LEVEL = /table does not exist|column does not exist|table is dropped|not accepting writes|table busy/i;
 
-/** What the flusher and the table setup use of the client; tests stand in for QuestDB here. */
+/** What the QuestDB sink and the table setup use of the client; tests stand in for QuestDB here. */
 export type QuestDbClient = Pick<QuestDbHttp, 'write' | 'exec' | 'close'>;
 
 /** A small HTTP client for QuestDB's ILP endpoint (`/write`) and SQL endpoint (`/exec`). */

@@ -6,6 +6,8 @@ export interface DeadLetter {
   id: number;
   receivedMs: number;
   failedMs: number;
+  /** The sink whose destination refused it. */
+  sink: string;
   reason: string;
   /** The reading(s) as record lines: `time_ns \t ship_id \t cargo_id \t value`. */
   line: string;
@@ -35,7 +37,7 @@ export class DeadLetterStore {
   list(limit: number, afterId = 0): DeadLetter[] {
     return this.#db
       .prepare(
-        'SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, reason, line FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?',
+        'SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, sink, reason, line FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?',
       )
       .all(afterId, limit) as DeadLetter[];
   }
@@ -75,7 +77,7 @@ export class DeadLetterStore {
 
   #select(selection: Selection): DeadLetter[] {
     const all = this.#db
-      .prepare('SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, reason, line FROM dead_letters ORDER BY id')
+      .prepare('SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, sink, reason, line FROM dead_letters ORDER BY id')
       .all() as DeadLetter[];
     if (selection === 'all') return all;
     const wanted = new Set(selection);

@@ -8,13 +8,13 @@ export type Durability = 'power-loss' | 'process-crash';
 
 /**
  * The queue file. Records (one per request) go into numbered segment tables: the ingest thread
- * appends to the newest one and starts a new one when it is full; the flusher reads from the
- * `progress` mark onwards, moves the mark past what QuestDB confirmed and drops whole segments
- * behind it. Dropping a table frees its pages without rewriting them, which deleting rows one by
+ * appends to the newest one and starts a new one when it is full; each sink reads from its own
+ * mark onwards and moves it past what its destination confirmed, and whole segments every sink has
+ * passed are dropped (sink-marks.ts). Dropping a table frees its pages without rewriting them, which deleting rows one by
  * one does not: a third of the bytes an SD card would otherwise write per reading.
  *
  * The `ledger` row counts what others than the ingest thread add to and take from the queue (the
- * flusher moving the mark, the operator re-queueing dead letters), in the transaction of the
+ * sinks moving the common mark, the operator re-queueing dead letters), in the transaction of the
  * change; the ingest thread counts its own appends in memory, so a commit rewrites no counter page.
  * Those tables come from the format steps in queue-format.ts; the segments are made here.
  */
@@ -91,7 +91,7 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
   db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
-  // Two threads write the file (ingest appends, the flusher's mark); a writer waits for the other.
+  // Two threads write the file (ingest appends, the sinks' marks); a writer waits for the other.
   db.pragma('busy_timeout = 10000');
   db.pragma('journal_size_limit = 67108864');
   // 2 MiB of page cache per connection; the build's default is 16 MiB.

@@ -9,14 +9,21 @@ import Database from 'better-sqlite3';
  */
 interface FormatStep {
   version: number;
-  sql: string;
+  apply: (db: Database.Database) => void;
 }
+
+const hasColumn = (db: Database.Database, table: string, column: string): boolean =>
+  db
+    .prepare<[], { name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
+    .all()
+    .some((c) => c.name === column);
 
 const STEPS: readonly FormatStep[] = [
   {
     // The format of release 0.1.0.
     version: 1,
-    sql: `
+    apply: (db) =>
+      db.exec(`
 CREATE TABLE IF NOT EXISTS dead_letters (
   -- AUTOINCREMENT: ids are never reused, so an operator's purge of #7 cannot hit a newer letter.
   id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -42,19 +49,37 @@ CREATE TABLE IF NOT EXISTS progress (
   last_id INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO progress VALUES (1, 1, 0);
-`,
+`),
   },
   {
     // Which release brought the file to each version, so that an older release refusing the file
     // can name the release that wrote it.
     version: 2,
-    sql: `
+    apply: (db) =>
+      db.exec(`
 CREATE TABLE IF NOT EXISTS format_history (
   version         INTEGER PRIMARY KEY,
   applied_ms      INTEGER NOT NULL,
   gateway_version TEXT    NOT NULL
 );
-`,
+`),
+  },
+  {
+    // One progress mark per sink. `progress` stays the mark every sink has passed: the records
+    // behind it are counted as removed and their segments dropped. The local QuestDB sink carries on
+    // from where the single mark of earlier releases stood.
+    version: 3,
+    apply: (db) => {
+      db.exec(`
+CREATE TABLE IF NOT EXISTS sink_progress (
+  name    TEXT    PRIMARY KEY,
+  segment INTEGER NOT NULL,
+  last_id INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO sink_progress (name, segment, last_id) SELECT 'questdb', segment, last_id FROM progress WHERE id = 1;
+`);
+      if (!hasColumn(db, 'dead_letters', 'sink')) db.exec("ALTER TABLE dead_letters ADD COLUMN sink TEXT NOT NULL DEFAULT 'questdb'");
+    },
   },
 ];
 
@@ -135,7 +160,7 @@ export function migrateQueueFile(db: Database.Database, path: string, gatewayVer
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > QUEUE_FORMAT) throw new QueueFormatError(path, version, writerOf(db, version));
       if (version >= step.version) return;
-      db.exec(step.sql);
+      step.apply(db);
       db.pragma(`user_version = ${step.version}`);
       // format_history exists from version 2 on.
       if (step.version >= 2) {

@@ -1,13 +1,6 @@
 import type Database from 'better-sqlite3';
-import {
-  dropSegment,
-  listSegments,
-  openQueueFile,
-  readProgress,
-  segmentRecordsAfter,
-  type Durability,
-  type Progress,
-} from './queue-file.js';
+import { listSegments, openQueueFile, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
+import { advanceCommonMark, compareMarks, dropPassedSegments, readSinkMarks, writeSinkMark } from './sink-marks.js';
 
 /** One request's readings, as stored. */
 export interface QueueRecord {
@@ -26,7 +19,7 @@ export interface DeadLetterInput {
   line: string;
 }
 
-/** Records taken off the queue in one `complete`, for the ingest side's accounting and the logs. */
+/** Records taken off the queue by one sink in one step, for the status counters and the logs. */
 export interface Completion {
   records: number;
   readings: number;
@@ -34,39 +27,42 @@ export interface Completion {
 }
 
 /**
- * The flusher's side of the queue, on its own connection: reads the records after the progress
- * mark, moves the mark past what QuestDB confirmed (with the readings it refused moved to the dead
- * letters, in the same transaction), and drops the segments the mark has left behind.
+ * One sink's side of the queue, on its own connection: reads the records after the sink's progress
+ * mark, moves the mark past what the destination confirmed (with the readings it refused moved to
+ * the dead letters under the sink's name, in the same transaction), and moves the common mark when
+ * this sink was the slowest, dropping the segments every sink has passed.
  */
 export class QueueReader {
+  readonly sink: string;
   readonly #db: Database.Database;
-  readonly #advance: (to: Progress, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], failedMs: number) => void;
+  readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
   #progress: Progress;
 
-  constructor(dataDir: string, durability: Durability) {
+  constructor(dataDir: string, durability: Durability, sink: string) {
+    this.sink = sink;
     this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
-    this.#progress = readProgress(db);
-    const setProgress = db.prepare<[number, number]>('UPDATE progress SET segment = ?, last_id = ? WHERE id = 1');
-    const countRemoved = db.prepare<[number, number, number]>(
-      'UPDATE ledger SET removed_records = removed_records + ?, removed_readings = removed_readings + ?, removed_bytes = removed_bytes + ? WHERE id = 1',
+    const mark = readSinkMarks(db).get(sink);
+    if (mark === undefined) {
+      db.close();
+      throw new Error(`the queue has no progress mark for sink "${sink}"; sinks are registered when the queue is opened for writing`);
+    }
+    this.#progress = mark;
+    const insertDeadLetter = db.prepare<[number, number, string, string, string]>(
+      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (?, ?, ?, ?, ?)',
     );
-    const insertDeadLetter = db.prepare<[number, number, string, string]>(
-      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line) VALUES (?, ?, ?, ?)',
-    );
-    this.#advance = db.transaction(
-      (to: Progress, records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[], failedMs: number) => {
-        for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line);
-        setProgress.run(to.segment, to.lastId);
-        let readings = 0;
-        let bytes = 0;
-        for (const r of records) {
-          readings += r.readings;
-          bytes += r.bytes;
-        }
-        countRemoved.run(records.length, readings, bytes);
-      },
-    );
+    const advance = db.transaction((to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number): Progress => {
+      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink);
+      writeSinkMark(db, sink, to);
+      return advanceCommonMark(db).common;
+    });
+    // Immediate: two sinks may move their marks at once, and each reads the others' in the transaction.
+    this.#advance = (to, deadLetters, failedMs) => advance.immediate(to, deadLetters, failedMs);
+  }
+
+  /** This sink's mark: everything up to it was delivered, dead-lettered or dropped. */
+  get progress(): Progress {
+    return this.#progress;
   }
 
   /**
@@ -91,19 +87,43 @@ export class QueueReader {
   }
 
   /**
-   * Moves the mark past the given records (QuestDB holds their readings), keeping the readings
-   * QuestDB refused as dead letters, then drops the segments left wholly behind the mark.
+   * Moves the mark past the given records (the destination holds their readings), keeping the
+   * readings it refused as dead letters, then drops the segments every sink has passed.
    */
   complete(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = []): Completion {
     const last = records.at(-1);
     if (last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
-    const to = { segment: last.segment, lastId: last.id };
-    this.#advance(to, records, deadLetters, Date.now());
+    // Never backwards: a batch in flight while the sink skipped its oldest readings ends behind the skip.
+    const end = { segment: last.segment, lastId: last.id };
+    const to = compareMarks(end, this.#progress) > 0 ? end : this.#progress;
+    dropPassedSegments(this.#db, this.#advance(to, deadLetters, Date.now()));
     this.#progress = to;
-    for (const segment of listSegments(this.#db)) {
-      if (segment < to.segment) dropSegment(this.#db, segment);
-    }
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
+  }
+
+  /**
+   * Skips this sink's oldest records, up to `maxBytes` of them but never past `limit` (the slowest
+   * sink that must not drop): the `drop_oldest` policy making room in a full queue.
+   */
+  skipOldest(maxBytes: number, limit: Progress): Completion {
+    const skipped: QueueRecord[] = [];
+    let bytes = 0;
+    for (const segment of listSegments(this.#db)) {
+      if (segment < this.#progress.segment || segment > limit.segment) continue;
+      const after = segment === this.#progress.segment ? this.#progress.lastId : 0;
+      for (const [id, receivedMs, readings, size] of segmentRecordsAfter(this.#db, segment).iterate(after)) {
+        if (compareMarks({ segment, lastId: id }, limit) > 0 || bytes >= maxBytes) break;
+        skipped.push({ segment, id, receivedMs, readings, bytes: size, payload: '' });
+        bytes += size;
+      }
+      if (bytes >= maxBytes) break;
+    }
+    return this.complete(skipped);
+  }
+
+  /** Every sink's mark, for the delivery thread's choice of what a dropping sink may skip. */
+  marks(): Map<string, Progress> {
+    return readSinkMarks(this.#db);
   }
 
   close(): void {

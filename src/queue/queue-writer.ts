@@ -12,8 +12,10 @@ import {
   segmentRecordsAfter,
   type Durability,
   type Ledger,
+  type Progress,
   type Totals,
 } from './queue-file.js';
+import { readSinkMarks, registerSinks, totalsBetween, type Registered, type SinkRegistration } from './sink-marks.js';
 
 export type { Durability } from './queue-file.js';
 
@@ -22,6 +24,15 @@ export interface QueueOptions {
   durability: Durability;
   /** Bound of queued payload bytes; appends beyond it are refused, nothing queued is dropped. */
   maxBytes: number;
+  /** The sinks the queue feeds; by default the local QuestDB alone. */
+  sinks?: readonly SinkRegistration[];
+}
+
+/** A sink's share of the queue: what it has still to deliver. */
+export interface SinkBacklog {
+  readings: number;
+  /** When the oldest reading it has not delivered was received. */
+  oldestReceivedMs: number | undefined;
 }
 
 export interface QueueStats extends Totals {
@@ -48,14 +59,18 @@ interface PendingAppend {
 /**
  * The ingest side of the SQLite write-ahead queue. Appends made while the event loop is busy are
  * committed together in one transaction (group commit), and each append's promise settles only
- * after that commit. The flusher reads records and moves the progress mark through the other half, QueueReader, on its own connection.
+ * after that commit. Each sink reads records and moves its progress mark through the other half, QueueReader, on its own connection.
  */
 export class QueueWriter {
   readonly path: string;
   readonly dataDir: string;
   readonly durability: Durability;
   readonly maxBytes: number;
+  /** Sinks added to and removed from the queue at this open. */
+  readonly registered: Registered;
   readonly #db: Database.Database;
+  /** Per sink: the readings after its mark at open. */
+  readonly #sinkBacklogAtOpen = new Map<string, number>();
   readonly #readLedger: () => Ledger;
   /** The sums over the queue when it was opened, and the ledger then. */
   readonly #base: Totals;
@@ -70,12 +85,12 @@ export class QueueWriter {
   #insert: Database.Statement<[number, number, number, string]>;
   #segmentRecords = 0;
   #segmentBytes = 0;
-  /** Totals as last computed; the flusher only ever lowers them, so they err on the full side. */
+  /** Totals as last computed; the sinks only ever lower them, so they err on the full side. */
   #totals: Totals;
   /** Bytes of appends waiting for their commit. */
   #reserved = 0;
   #commits = 0;
-  /** Set when an append was refused for size; cleared once the flusher has made room. */
+  /** Set when an append was refused for size; cleared once the sinks have made room. */
   #full = false;
   #closed = false;
   #lastWriteFailureMs: number | undefined;
@@ -87,6 +102,9 @@ export class QueueWriter {
     this.maxBytes = options.maxBytes;
     this.#db = openQueueFile(options.dataDir, options.durability, { create: true });
     const db = this.#db;
+    this.registered = registerSinks(db, options.sinks ?? [{ name: 'questdb', backfill: true }]);
+    const end: Progress = { segment: Number.MAX_SAFE_INTEGER, lastId: Number.MAX_SAFE_INTEGER };
+    for (const [name, mark] of readSinkMarks(db)) this.#sinkBacklogAtOpen.set(name, totalsBetween(db, mark, end).readings);
     this.#readLedger = ledgerReader(db);
     this.#segment = listSegments(db).at(-1)!;
     this.#insert = segmentInsert(db, this.#segment);
@@ -153,7 +171,7 @@ export class QueueWriter {
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
   };
 
-  /** Seals the current segment (the flusher drops it once flushed) and appends to a new one. */
+  /** Seals the current segment (dropped once every sink has passed it) and appends to a new one. */
   #startSegment(): void {
     try {
       createSegment(this.#db, this.#segment + 1);
@@ -167,7 +185,7 @@ export class QueueWriter {
     this.#segmentBytes = 0;
   }
 
-  /** Takes in what the flusher moved the mark past and the operator re-queued since the last call. */
+  /** Takes in what the sinks moved the common mark past and the operator re-queued since the last call. */
   refresh(): void {
     if (this.#closed) return;
     const ledger = this.#readLedger();
@@ -210,10 +228,33 @@ export class QueueWriter {
     return this.#totals.readings;
   }
 
-  /** When the oldest reading QuestDB does not hold yet was received. */
+  /** Readings added since open: this thread's appends and what the operator re-queued. */
+  addedReadingsSinceOpen(): number {
+    if (this.#closed) return this.#appended.readings;
+    return this.#appended.readings + this.#readLedger().added.readings - this.#ledgerAtOpen.added.readings;
+  }
+
+  /**
+   * What a sink has still to deliver, given the readings it took off the queue since open
+   * (delivered, dead-lettered or dropped): counted, not scanned, as a backlog may be millions.
+   */
+  sinkBacklog(sink: string, takenSinceOpen: number): SinkBacklog | undefined {
+    const atOpen = this.#sinkBacklogAtOpen.get(sink);
+    if (atOpen === undefined || this.#closed) return undefined;
+    const mark = readSinkMarks(this.#db).get(sink);
+    return {
+      readings: Math.max(0, atOpen + this.addedReadingsSinceOpen() - takenSinceOpen),
+      oldestReceivedMs: mark === undefined ? undefined : this.#firstReceivedAfter(mark),
+    };
+  }
+
+  /** When the oldest reading not every sink holds yet was received. */
   oldestReceivedMs(): number | undefined {
     if (this.#closed) return undefined;
-    const progress = readProgress(this.#db);
+    return this.#firstReceivedAfter(readProgress(this.#db));
+  }
+
+  #firstReceivedAfter(progress: Progress): number | undefined {
     for (const segment of listSegments(this.#db)) {
       if (segment < progress.segment) continue;
       const first = segmentRecordsAfter(this.#db, segment).get(segment === progress.segment ? progress.lastId : 0);

@@ -52,7 +52,7 @@ describe('QueueWriter and QueueReader', () => {
     expect((refusal as QueueRefusedError).refusal).toBe('full');
     expect(queue.stats()).toMatchObject({ records: 2, bytes: 800 * 1024 });
     expect(queue.isFull()).toBe(true);
-    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
     reader.complete(reader.readOldest(1, Number.MAX_SAFE_INTEGER));
     reader.close();
     queue.refresh();
@@ -63,7 +63,7 @@ describe('QueueWriter and QueueReader', () => {
   it('hands the reader the oldest records first, bounded by readings, and moves the mark past them on completion', async () => {
     const queue = openQueue();
     for (let i = 0; i < 5; i++) await queue.append(`${i}\ts\tc\t1\n${i}\ts\td\t2`, 2, 100 + i);
-    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
     const batch = reader.readOldest(3, Number.MAX_SAFE_INTEGER);
     expect(batch.map((r) => r.receivedMs)).toEqual([100, 101]);
     expect(queue.oldestReceivedMs()).toBe(100);
@@ -91,7 +91,7 @@ describe('QueueWriter and QueueReader', () => {
     outsider.close();
     queue.refresh();
     expect(queue.stats()).toMatchObject({ records: 4501, readings: 4503 });
-    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
     reader.complete(reader.readOldest(4200, Number.MAX_SAFE_INTEGER));
     reader.close();
     queue.refresh();
@@ -109,7 +109,7 @@ describe('QueueWriter and QueueReader', () => {
     await pending;
     const second = openQueue({ dataDir: join(first.path, '..') });
     expect(second.stats()).toMatchObject({ records: 2, readings: 3 });
-    const reader = new QueueReader(second.dataDir, 'power-loss');
+    const reader = new QueueReader(second.dataDir, 'power-loss', 'questdb');
     expect(reader.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
     reader.close();
   });
@@ -128,7 +128,7 @@ describe('QueueWriter and QueueReader', () => {
       await Promise.all(Array.from({ length: 10_000 }, (_, i) => queue.append(`${round * 10_000 + i}\ts\tc\t1`, 1, i)));
     }
     expect(segments()).toEqual([1, 2]);
-    const reader = new QueueReader(queue.dataDir, 'process-crash');
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
     // Segment 1 took the first two commits (20,000 records), segment 2 the third.
     const first = reader.readOldest(25_000, Number.MAX_SAFE_INTEGER);
     expect(first.map((r) => r.segment).filter((s, i, all) => all.indexOf(s) === i)).toEqual([1, 2]);

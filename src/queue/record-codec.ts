@@ -46,7 +46,7 @@ function isTimeNs(text: string, start: number, end: number): boolean {
 export type LineVisitor = (payload: string, time: number, tab1: number, tab2: number, tab3: number, value: number) => void;
 
 /**
- * Visits each line of a record; throws RecordCorruptError on a malformed one. The flusher's hot
+ * Visits each line of a record; throws RecordCorruptError on a malformed one. The QuestDB sink's hot
  * path, hence indexOf rather than split, and no object per line.
  */
 export function scanRecord(payload: string, visit: LineVisitor): void {

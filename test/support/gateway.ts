@@ -39,7 +39,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     ...env,
   };
   const config = loadConfig(fullEnv);
-  const gateway = await startGateway(config, createLogger(config.logLevel), { flusherScript: inject('bundlePath') });
+  const gateway = await startGateway(config, createLogger(config.logLevel), { deliveryScript: inject('bundlePath') });
   return {
     gateway,
     url: gateway.url,

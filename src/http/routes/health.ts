@@ -3,7 +3,7 @@ import type { QueueWriter } from '../../queue/queue-writer.js';
 import type { GatewayStats } from '../../stats.js';
 import type { KeyStore } from '../../keys/key-store.js';
 import type { FailureDelay } from '../middleware/api-key/failure-delay.js';
-import { takeSnapshot, type TlsSummary } from '../../health/snapshot.js';
+import { takeSnapshot, type SinkDescription, type TlsSummary } from '../../health/snapshot.js';
 
 export interface HealthDeps {
   queue: QueueWriter;
@@ -14,13 +14,14 @@ export interface HealthDeps {
   requireApiKey: MiddlewareHandler;
   version: string;
   tls?: () => TlsSummary;
+  sinks?: readonly SinkDescription[];
 }
 
 export const HEALTH_ROUTES = ['/healthz', '/readyz', '/status'] as const;
 
 /**
  * `/healthz`: the process serves requests. `/readyz`: the queue takes readings (QuestDB being down
- * does not matter: the gateway buffers). `/status`: queue, flush and totals, behind the API key.
+ * does not matter: the gateway buffers). `/status`: queue, sinks and totals, behind the API key.
  */
 export function registerHealthRoutes(app: Hono, deps: HealthDeps): void {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));

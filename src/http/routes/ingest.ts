@@ -19,7 +19,7 @@ import { problem } from '../problem-details.js';
 
 export interface IngestDeps {
   queue: QueueWriter;
-  flusher: { notifyBacklog(readings: number): void };
+  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   validator: Validator;
@@ -165,7 +165,7 @@ async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise
   }
   deps.stats.acceptedRequests += 1;
   deps.stats.acceptedReadings += readings.length;
-  deps.flusher.notifyBacklog(deps.queue.readings);
+  deps.delivery.notifyAppended();
   return undefined;
 }
 

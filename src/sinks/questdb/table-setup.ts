@@ -1,4 +1,4 @@
-import type { QuestDbClient } from '../questdb/questdb-http.js';
+import type { QuestDbClient } from '../../questdb/questdb-http.js';
 
 export class TableSchemaError extends Error {
   override name = 'TableSchemaError';
@@ -24,7 +24,7 @@ export interface TableSetupResult {
 /**
  * Creates the readings table when missing, applies the retention TTL and deduplication on every
  * start, and checks that an existing table can take our rows, so a schema mismatch stops the
- * flusher instead of sending every reading to the dead letters.
+ * QuestDB sink instead of sending every reading to the dead letters.
  */
 export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number): Promise<TableSetupResult> {
   const existed = (await walEnabled(questdb, table)) !== undefined;

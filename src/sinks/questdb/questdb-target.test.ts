@@ -1,24 +1,23 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Completion, DeadLetterInput, QueueRecord } from '../queue/queue-reader.js';
-import type { Progress } from '../queue/queue-file.js';
-import type { QuestDbClient, WriteOutcome } from '../questdb/questdb-http.js';
-import { Flusher, type FlusherOptions, type FlusherQueue } from './flusher.js';
+import type { Completion, DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
+import type { Progress } from '../../queue/queue-file.js';
+import type { QuestDbClient, WriteOutcome } from '../../questdb/questdb-http.js';
+import { SinkLoop, type SinkLoopOptions, type SinkQueue } from '../sink-loop.js';
+import { QuestDbTarget } from './questdb-target.js';
 
-// The flusher against stand-ins for its queue and QuestDB, on fake timers: what it sends, what it
-// sets aside and when it tries again, without a database or a clock.
+// The QuestDB sink (its loop and target) against stand-ins for its queue and QuestDB, on fake
+// timers: what it sends, what it sets aside and when it tries again, without a database or a clock.
 
-const OPTIONS: FlusherOptions = {
-  table: 'cargo_data',
-  retentionDays: 0,
+const OPTIONS: SinkLoopOptions = {
   intervalMs: 1000,
   batchReadings: 10,
   batchBytes: 1 << 20,
   backoffMaxMs: 4000,
 };
 
-/** Queue records in memory, with the progress mark and the dead letters the flusher leaves. */
-class FakeQueue implements FlusherQueue {
+/** Queue records in memory, with the progress mark and the dead letters the sink leaves. */
+class FakeQueue implements SinkQueue {
   readonly records: QueueRecord[] = [];
   readonly reads: Progress[] = [];
   readonly deadLetters: DeadLetterInput[] = [];
@@ -65,7 +64,7 @@ class FakeQuestDb implements QuestDbClient {
   readonly times: number[] = [];
   /** The answer to the next writes, before looking at the rows; undefined means look at them. */
   outage: WriteOutcome | undefined;
-  /** Holds every write until released, to see what the flusher does meanwhile. */
+  /** Holds every write until released, to see what the sink does meanwhile. */
   hold: Promise<void> | undefined;
 
   async write(body: Buffer): Promise<WriteOutcome> {
@@ -114,7 +113,7 @@ function parseIlp(body: Buffer): string[] {
   return lines;
 }
 
-/** Advances the fake clock until the flusher sends its next request; returns when that was. */
+/** Advances the fake clock until the sink sends its next request; returns when that was. */
 async function nextRequest(): Promise<number> {
   const before = questdb.requests.length;
   while (questdb.requests.length === before) await vi.advanceTimersByTimeAsync(5);
@@ -126,34 +125,39 @@ const record = (ships: string[], from = 0): string => ships.map((ship, i) => `${
 let queue: FakeQueue;
 let questdb: FakeQuestDb;
 let events: { flushed: number; failed: string[] };
-let flusher: Flusher;
+let sink: SinkLoop;
 
 beforeEach(() => {
   vi.useFakeTimers();
   queue = new FakeQueue();
   questdb = new FakeQuestDb();
   events = { flushed: 0, failed: [] };
-  flusher = new Flusher({
+  const logger = pino({ level: 'silent' });
+  sink = new SinkLoop({
     reader: queue,
-    questdb,
-    logger: pino({ level: 'silent' }),
+    target: new QuestDbTarget({
+      questdb,
+      logger,
+      options: { name: 'questdb', describe: 'fake', table: 'cargo_data', retentionDays: 0 },
+    }),
+    logger,
     options: OPTIONS,
-    events: { flushed: (r) => (events.flushed += r.flushed), failed: (r) => events.failed.push(r.message) },
+    events: { delivered: (r) => (events.flushed += r.delivered), failed: (r) => events.failed.push(r.message) },
   });
 });
 
 afterEach(async () => {
-  const stopped = flusher.stop(Date.now() + 1000);
+  const stopped = sink.stop(Date.now() + 1000);
   await vi.advanceTimersByTimeAsync(2000);
   await stopped;
   vi.useRealTimers();
 });
 
-describe('Flusher', () => {
+describe('QuestDB sink', () => {
   it('sets aside exactly the rows QuestDB refuses and sends every other row once', async () => {
     const ships = Array.from({ length: 9 }, (_, i) => ([2, 3, 7].includes(i) ? 'bad' : `ship-${i}`));
     queue.add(record(ships.slice(0, 5)), record(ships.slice(5), 5));
-    flusher.start();
+    sink.start();
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
 
     expect(queue.flushedAll).toBe(true);
@@ -166,18 +170,18 @@ describe('Flusher', () => {
 
   it('keeps a corrupt record as one dead letter and sends the records around it', async () => {
     queue.add(record(['a']), 'not a record', record(['b'], 1));
-    flusher.start();
+    sink.start();
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
 
     expect(questdb.rows.map((row) => row.split('\t')[0])).toEqual(['a', 'b']);
     expect(queue.deadLetters).toMatchObject([{ line: 'not a record', reason: expect.stringMatching(/^corrupt queue record/) }]);
   });
 
-  it('reads and encodes the next batch while QuestDB works on the current one', async () => {
+  it('reads the next batch while QuestDB works on the current one', async () => {
     for (let i = 0; i < 30; i++) queue.add(record([`ship-${i}`], i));
     let release!: () => void;
     questdb.hold = new Promise((resolve) => (release = resolve));
-    flusher.start();
+    sink.start();
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
 
     // One request with QuestDB, not yet answered; the batch after it already read, from its end.
@@ -198,13 +202,13 @@ describe('Flusher', () => {
   it('backs off exponentially while QuestDB fails, leaves the queue alone, and starts over after a success', async () => {
     queue.add(record(['a']));
     questdb.outage = { ok: false, kind: 'failed', message: 'QuestDB unreachable: ECONNREFUSED' };
-    flusher.start();
+    sink.start();
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
     expect(questdb.requests).toHaveLength(1);
-    // A backlog wakes the flusher every 50 ms meanwhile: it never cuts a backoff short.
+    // A backlog wakes the sink every 50 ms meanwhile: it never cuts a backoff short.
     const ceilings = [250, 500, 1000, 2000, 4000, 4000];
     while (questdb.requests.length <= ceilings.length) {
-      flusher.wake();
+      sink.wake();
       await vi.advanceTimersByTimeAsync(50);
     }
     // The n-th wait lies in [c/2, c) with c = 250 ms · 2^n, capped at backoffMaxMs.
@@ -230,7 +234,7 @@ describe('Flusher', () => {
 
   it('stops with the table at fault instead of dead-lettering every row when the table changed', async () => {
     queue.add(record(['bad']));
-    flusher.start();
+    sink.start();
     await vi.advanceTimersByTimeAsync(OPTIONS.intervalMs);
     expect(queue.deadLetters).toHaveLength(1);
 

@@ -1,5 +1,5 @@
-import { scanRecord, type QueuedReading } from '../queue/record-codec.js';
-import { escapeIlp } from '../questdb/ilp-escape.js';
+import { scanRecord, type QueuedReading } from '../../queue/record-codec.js';
+import { escapeIlp } from '../../questdb/ilp-escape.js';
 
 // ILP protocol version 2: a column's '=' is followed by '=' and a type byte for a binary double.
 const BINARY_DOUBLE = '==\u0010';
@@ -12,7 +12,7 @@ const HEAD_CACHE_LIMIT = 4096;
  * double `value` in binary form (exact, -0 and subnormals included), the designated timestamp in
  * nanoseconds. The client builds each line from many small Buffer writes and BigInt conversions;
  * this copies a cached head per (ship_id, cargo_id), the double's bytes and the time's digits into
- * one reused buffer, which makes the flusher several times faster on the same core.
+ * one reused buffer, which makes the QuestDB sink several times faster on the same core.
  */
 export class IlpEncoder {
   readonly #prefix: string;

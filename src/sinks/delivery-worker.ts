@@ -1,0 +1,108 @@
+import { parentPort } from 'node:worker_threads';
+import pino from 'pino';
+import { createLogger } from '../log/logger.js';
+import type { Durability, Progress } from '../queue/queue-file.js';
+import { QueueReader } from '../queue/queue-reader.js';
+import { compareMarks } from '../queue/sink-marks.js';
+import { createTarget, type SinkSpec } from './registry.js';
+import { SinkLoop } from './sink-loop.js';
+
+export interface DeliveryWorkerData {
+  dataDir: string;
+  durability: Durability;
+  logLevel: pino.LevelWithSilent;
+  intervalMs: number;
+  batchBytes: number;
+  backoffMaxMs: number;
+  sinks: SinkSpec[];
+}
+
+export type ToDelivery = { type: 'wake' } | { type: 'pressure'; bytes: number } | { type: 'stop'; deadline: number };
+
+export type FromDelivery =
+  | { type: 'delivered'; sink: string; delivered: number; taken: number; deadLettered: number; durationMs: number }
+  | { type: 'failed'; sink: string; message: string; readings: number; durationMs: number }
+  | { type: 'dropped'; sink: string; readings: number; records: number }
+  | { type: 'pressure_handled' };
+
+interface Sink {
+  spec: SinkSpec;
+  reader: QueueReader;
+  loop: SinkLoop;
+}
+
+/**
+ * The delivery thread: every sink's loop, each with its own queue connection and progress mark, on
+ * one event loop of their own, so reading, encoding and moving marks never pause the ingest thread,
+ * and a slow or unreachable destination holds back no other sink.
+ */
+export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void> {
+  const port = parentPort;
+  if (port === null) throw new Error('delivery runs in a worker thread');
+  const post = (message: FromDelivery): void => port.postMessage(message);
+  // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
+  const logger = createLogger(data.logLevel, pino.destination({ dest: 1, sync: true })).child({ thread: 'delivery' });
+  const sinks: Sink[] = data.sinks.map((spec) => {
+    const reader = new QueueReader(data.dataDir, data.durability, spec.name);
+    const loop = new SinkLoop({
+      reader,
+      target: createTarget(spec, logger),
+      logger,
+      options: {
+        intervalMs: data.intervalMs,
+        batchReadings: spec.batchReadings,
+        batchBytes: data.batchBytes,
+        backoffMaxMs: data.backoffMaxMs,
+      },
+      events: {
+        delivered: ({ delivered, readings, deadLettered, durationMs }) =>
+          post({ type: 'delivered', sink: spec.name, delivered, taken: readings, deadLettered, durationMs }),
+        failed: (result) => post({ type: 'failed', sink: spec.name, ...result }),
+      },
+    });
+    return { spec, reader, loop };
+  });
+
+  port.on('message', (message: ToDelivery) => {
+    if (message.type === 'wake') {
+      for (const sink of sinks) sink.loop.wake();
+    } else if (message.type === 'pressure') {
+      dropOldest(sinks, message.bytes, logger, post);
+      post({ type: 'pressure_handled' });
+    } else {
+      void Promise.all(sinks.map((sink) => sink.loop.stop(message.deadline))).then(() => {
+        for (const sink of sinks) sink.reader.close();
+        port.close();
+      });
+    }
+  });
+  for (const sink of sinks) sink.loop.start();
+}
+
+/**
+ * A full queue: the `drop_oldest` sinks skip their oldest readings, as far as the slowest sink that
+ * must keep everything (a blocking one) allows, since only that makes room.
+ */
+function dropOldest(sinks: readonly Sink[], bytes: number, logger: pino.Logger, post: (message: FromDelivery) => void): void {
+  const dropping = sinks.filter((s) => s.spec.policy === 'drop_oldest');
+  if (dropping.length === 0) return;
+  const marks = dropping[0]!.reader.marks();
+  const end: Progress = { segment: Number.MAX_SAFE_INTEGER, lastId: Number.MAX_SAFE_INTEGER };
+  const limit = sinks
+    .filter((s) => s.spec.policy === 'block')
+    .map((s) => marks.get(s.spec.name) ?? end)
+    .reduce((a, b) => (compareMarks(a, b) <= 0 ? a : b), end);
+  // The slowest dropping sink skips `bytes`; the others only as far as it got, or nothing is freed.
+  const slowestFirst = [...dropping].sort((a, b) => compareMarks(marks.get(a.spec.name) ?? end, marks.get(b.spec.name) ?? end));
+  let reach = limit;
+  for (const [i, sink] of slowestFirst.entries()) {
+    const skipped = sink.reader.skipOldest(i === 0 ? bytes : Number.POSITIVE_INFINITY, reach);
+    if (i === 0) reach = compareMarks(sink.reader.progress, limit) <= 0 ? sink.reader.progress : limit;
+    if (skipped.records === 0) continue;
+    logger.warn(
+      { event: 'dropped_oldest', sink: sink.spec.name, readings: skipped.readings, records: skipped.records },
+      `queue full: ${sink.spec.name} skipped its oldest readings (policy drop_oldest)`,
+    );
+    post({ type: 'dropped', sink: sink.spec.name, readings: skipped.readings, records: skipped.records });
+  }
+}

@@ -1,0 +1,162 @@
+import type { Logger } from 'pino';
+import type { QuestDbClient } from '../../questdb/questdb-http.js';
+import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
+import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import type { Delivery, SinkTarget } from '../sink.js';
+import { IlpEncoder } from './ilp-encoder.js';
+import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
+
+export interface QuestDbTargetOptions {
+  /** The sink's name: `questdb` for the local server, `remote-questdb` for a central one. */
+  name: string;
+  /** The server's address as logs and /status show it, without credentials. */
+  describe: string;
+  table: string;
+  retentionDays: number;
+}
+
+const MAX_REASON_LENGTH = 1000;
+
+/**
+ * A QuestDB table over ILP/HTTP: the table is set up (and checked) before the first write, a batch
+ * goes as one request that QuestDB applies whole, and rows QuestDB refuses for their content are
+ * found by bisection and become dead letters while every other row is sent once.
+ */
+export class QuestDbTarget implements SinkTarget {
+  readonly name: string;
+  readonly describe: string;
+  readonly #questdb: QuestDbClient;
+  readonly #log: Logger;
+  readonly #options: QuestDbTargetOptions;
+  readonly #encoder: IlpEncoder;
+  #tableReady = false;
+
+  constructor(deps: { questdb: QuestDbClient; logger: Logger; options: QuestDbTargetOptions }) {
+    this.name = deps.options.name;
+    this.describe = deps.options.describe;
+    this.#questdb = deps.questdb;
+    this.#log = deps.logger;
+    this.#options = deps.options;
+    this.#encoder = new IlpEncoder(deps.options.table);
+  }
+
+  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
+    if (!this.#tableReady) {
+      try {
+        const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
+        this.#tableReady = true;
+        this.#log.info(
+          {
+            event: 'table_ready',
+            sink: this.name,
+            table: this.#options.table,
+            created: table.created,
+            retentionDays: this.#options.retentionDays,
+            timestamp: table.timestampType,
+          },
+          'QuestDB table ready',
+        );
+      } catch (error) {
+        const level = error instanceof TableSchemaError ? 'error' : 'warn';
+        return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
+      }
+    }
+    // The usual case: the records' text straight into one ILP request, accepted whole.
+    let body: Buffer | undefined;
+    try {
+      body = this.#encoder.encodeRecords(records.map((r) => r.payload));
+    } catch (error) {
+      if (!(error instanceof RecordCorruptError)) throw error;
+    }
+    if (body !== undefined) {
+      const outcome = await this.#questdb.write(body);
+      if (outcome.ok) return { ok: true, requests: 1, deadLetters: [] };
+      if (outcome.kind === 'failed') return this.#writeFailed(outcome.message);
+    }
+    return this.#deliverRowByRow(records);
+  }
+
+  close(): Promise<void> {
+    return this.#questdb.close();
+  }
+
+  /**
+   * A record that cannot be decoded, or a row QuestDB refused: decode every reading, set aside
+   * what cannot go, and send the rest in chunks.
+   */
+  async #deliverRowByRow(records: readonly QueueRecord[]): Promise<Delivery> {
+    const rows: QueuedReading[] = [];
+    const rowRecord: QueueRecord[] = [];
+    const deadLetters: DeadLetterInput[] = [];
+    for (const record of records) decode(record, rows, rowRecord, deadLetters);
+
+    let start = 0;
+    let chunk = rows.length;
+    let requests = 0;
+    let tableChecked = false;
+    while (start < rows.length) {
+      const end = Math.min(rows.length, start + chunk);
+      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end));
+      requests += 1;
+      if (outcome.ok) {
+        start = end;
+        chunk = Math.min(rows.length, chunk * 2);
+      } else if (outcome.kind === 'rejected' && outcome.line >= 1 && outcome.line <= end - start) {
+        if (!tableChecked) {
+          // A changed table refuses every row; that is the table's fault, not the readings'.
+          const problem = await this.#tableProblem();
+          if (problem !== undefined) return { ok: false, message: problem, level: 'error' };
+          tableChecked = true;
+        }
+        if (outcome.line === 1) {
+          // The first row of the request is the one QuestDB refuses: set it aside and go on.
+          const record = rowRecord[start]!;
+          deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(outcome.message), line: formatLine(rows[start]!) });
+          start += 1;
+          chunk = Math.max(1, chunk >> 1);
+        } else {
+          // Rows before the refused one are fine: send exactly those next.
+          chunk = outcome.line - 1;
+        }
+      } else {
+        return this.#writeFailed(outcome.message);
+      }
+    }
+    return { ok: true, requests, deadLetters };
+  }
+
+  #writeFailed(message: string): Delivery {
+    if (/table|column/i.test(message)) this.#tableReady = false;
+    return { ok: false, message, level: 'warn' };
+  }
+
+  async #tableProblem(): Promise<string | undefined> {
+    try {
+      await checkTable(this.#questdb, this.#options.table);
+      return undefined;
+    } catch (error) {
+      this.#tableReady = false;
+      return `QuestDB refused rows and the table check failed: ${(error as Error).message}`;
+    }
+  }
+}
+
+/** Decodes a record into rows; a record that cannot be decoded becomes one dead letter as a whole. */
+function decode(record: QueueRecord, rows: QueuedReading[], rowRecord: QueueRecord[], deadLetters: DeadLetterInput[]): void {
+  const before = rows.length;
+  try {
+    decodeRecord(record.payload, rows);
+  } catch (error) {
+    if (!(error instanceof RecordCorruptError)) throw error;
+    rows.length = before;
+    deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(`corrupt queue record: ${error.message}`), line: record.payload });
+    return;
+  }
+  for (let i = before; i < rows.length; i++) rowRecord.push(record);
+}
+
+/** QuestDB's reasons span lines; dead letters keep them on one line, bounded. */
+function reasonText(text: string): string {
+  const line = text.replace(/\s*\n\s*/g, ' ');
+  return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
+}

@@ -1,0 +1,193 @@
+import type { Logger } from 'pino';
+import type { Progress } from '../queue/queue-file.js';
+import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader.js';
+import { Backoff } from './backoff.js';
+import type { SinkTarget } from './sink.js';
+
+export interface SinkLoopOptions {
+  intervalMs: number;
+  batchReadings: number;
+  batchBytes: number;
+  backoffMaxMs: number;
+}
+
+/** What a sink loop tells the rest of the gateway. */
+export interface SinkEvents {
+  delivered(result: Completion & { delivered: number; durationMs: number }): void;
+  failed(result: { message: string; readings: number; durationMs: number }): void;
+}
+
+/** What a sink loop uses of its sink's side of the queue. */
+export type SinkQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
+
+/** `full`: a whole batch went, so more is probably waiting. */
+type Outcome = 'empty' | 'delivered' | 'full' | 'failed';
+
+const BACKOFF_BASE_MS = 250;
+/** Longest wait a destination's Retry-After can ask for: a wrong header must not park a sink for days. */
+const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
+
+/**
+ * Delivers a sink's readings on a timer, one batch in flight at a time, in queue order, and moves
+ * the sink's progress mark past a batch only after the destination confirmed it. Failures back off
+ * with jitter (or as long as the destination asked) and leave the queue intact.
+ */
+export class SinkLoop {
+  readonly #reader: SinkQueue;
+  readonly #target: SinkTarget;
+  readonly #events: SinkEvents;
+  readonly #log: Logger;
+  readonly #options: SinkLoopOptions;
+  readonly #backoff: Backoff;
+  #stopping = false;
+  /** Set when shutdown gave up waiting: a late answer must not touch the queue any more. */
+  #abandoned = false;
+  #backingOff = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  /** The next batch, read while the previous one was on its way. */
+  #readAhead: QueueRecord[] | undefined;
+
+  constructor(deps: { reader: SinkQueue; target: SinkTarget; events: SinkEvents; logger: Logger; options: SinkLoopOptions }) {
+    this.#reader = deps.reader;
+    this.#target = deps.target;
+    this.#events = deps.events;
+    this.#log = deps.logger;
+    this.#options = deps.options;
+    this.#backoff = new Backoff(BACKOFF_BASE_MS, deps.options.backoffMaxMs);
+  }
+
+  get name(): string {
+    return this.#target.name;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** A large backlog starts a delivery before the interval ends (but never cuts a backoff short). */
+  wake(): void {
+    if (!this.#backingOff) this.#wake?.();
+  }
+
+  /** Stops the timer and delivers what it can until `deadline` (epoch ms); the rest stays queued. */
+  async stop(deadline: number): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    const loop = this.#loop ?? Promise.resolve();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<'expired'>((resolve) => {
+      timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - Date.now()));
+    });
+    const result = await Promise.race([loop.then(() => 'done' as const), expired]);
+    clearTimeout(timer);
+    if (result === 'expired') {
+      this.#abandoned = true;
+      this.#log.warn({ event: 'delivery_abandoned', sink: this.name }, 'shutdown deadline reached; undelivered readings stay queued');
+    }
+    await this.#target.close().catch(() => undefined);
+  }
+
+  async #run(): Promise<void> {
+    let delay = this.#options.intervalMs;
+    while (!this.#stopping) {
+      await this.#sleep(delay);
+      if (this.#stopping) break;
+      const { outcome, retryAfterMs } = await this.#deliverOnce();
+      this.#backingOff = outcome === 'failed';
+      if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
+      else if (outcome === 'full') delay = 0;
+      else delay = this.#options.intervalMs;
+    }
+    // Last delivery: drain while the destination answers, until the queue is empty or stop() gives up.
+    for (
+      let { outcome } = await this.#deliverOnce();
+      !this.#abandoned && (outcome === 'delivered' || outcome === 'full');
+      { outcome } = await this.#deliverOnce()
+    ) {
+      /* keep draining */
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+    });
+  }
+
+  #read(from?: Progress): QueueRecord[] {
+    return this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+  }
+
+  #isFull(records: readonly QueueRecord[]): boolean {
+    let readings = 0;
+    let bytes = 0;
+    for (const r of records) {
+      readings += r.readings;
+      bytes += r.bytes;
+    }
+    return readings >= this.#options.batchReadings || bytes >= this.#options.batchBytes;
+  }
+
+  async #deliverOnce(): Promise<{ outcome: Outcome; retryAfterMs?: number }> {
+    if (this.#abandoned) return { outcome: 'failed' };
+    const started = performance.now();
+    const records = this.#readAhead ?? this.#read();
+    this.#readAhead = undefined;
+    if (records.length === 0) return { outcome: 'empty' };
+    const full = this.#isFull(records);
+    const delivering = this.#target.deliver(records);
+    // While the destination works on it, read the batch after this one.
+    if (full) {
+      const last = records.at(-1)!;
+      this.#readAhead = this.#read({ segment: last.segment, lastId: last.id });
+    }
+    let delivery: Awaited<typeof delivering>;
+    try {
+      delivery = await delivering;
+    } catch (error) {
+      delivery = { ok: false, message: (error as Error).message, level: 'error' };
+    }
+    if (this.#abandoned) return { outcome: 'failed' };
+    const readings = records.reduce((sum, r) => sum + r.readings, 0);
+    const durationMs = Math.round(performance.now() - started);
+    if (!delivery.ok) {
+      this.#readAhead = undefined;
+      this.#events.failed({ message: delivery.message, readings, durationMs });
+      this.#log[delivery.level ?? 'warn'](
+        { event: 'delivery_failed', sink: this.name, error: delivery.message, attempt: this.#backoff.attempts + 1 },
+        `delivery to ${this.name} failed; readings stay queued`,
+      );
+      return { outcome: 'failed', ...(delivery.retryAfterMs === undefined ? {} : { retryAfterMs: delivery.retryAfterMs }) };
+    }
+    const completion = this.#reader.complete(records, delivery.deadLetters);
+    this.#backoff.reset();
+    const delivered = completion.readings - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
+    this.#events.delivered({ ...completion, delivered, durationMs });
+    this.#log.info(
+      {
+        event: 'delivered',
+        sink: this.name,
+        readings: delivered,
+        records: records.length,
+        requests: delivery.requests,
+        deadLettered: delivery.deadLetters.length,
+        durationMs,
+      },
+      `delivered readings to ${this.name}`,
+    );
+    if (delivery.deadLetters.length > 0) {
+      this.#log.error(
+        { event: 'dead_letters', sink: this.name, count: delivery.deadLetters.length, reason: delivery.deadLetters[0]!.reason },
+        `${this.name} refused readings; kept as dead letters`,
+      );
+    }
+    return { outcome: full ? 'full' : 'delivered' };
+  }
+}
