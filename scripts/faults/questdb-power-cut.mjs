@@ -38,10 +38,19 @@ export const KERNEL_WRITEBACK = { afterMs: 30_000, everyMs: 5_000 };
 /**
  * @typedef {'realistic' | 'strict'} DiskModel
  * @param {{ cuts: number, bundlePath: string, entries: 'per-directory' | 'ext4', model: DiskModel,
- *           roundMs?: { min: number, max: number }, clients?: number, log: (line: string) => void }} options
+ *           roundMs?: { min: number, max: number }, replayWindowMs?: number, clients?: number, log: (line: string) => void }} options
  * @returns {Promise<boolean>} true when every reading answered 2xx survived
  */
-export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, model, roundMs = { min: 1_000, max: 45_000 }, clients = 4, log }) {
+export async function runQuestDbPowerCuts({
+  cuts,
+  bundlePath,
+  entries,
+  model,
+  roundMs = { min: 1_000, max: 45_000 },
+  replayWindowMs,
+  clients = 4,
+  log,
+}) {
   const settings = unitSettings();
   const httpPort = await freePort();
   const pgPort = await freePort();
@@ -57,7 +66,7 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, model, ro
   let questdb;
   const questdbCuts = { cuts: 0, undoneWrites: 0, undoneEntries: 0, errors: /** @type {string[]} */ ([]) };
   log(
-    `QuestDB power cuts: ${cuts} cuts, ${model} disk, entry changes durable ${entries}, rounds ${roundMs.min}-${roundMs.max} ms, ${JSON.stringify(settings)}`,
+    `QuestDB power cuts: ${cuts} cuts, ${model} disk, entry changes durable ${entries}, rounds ${roundMs.min}-${roundMs.max} ms, replay window ${replayWindowMs ?? 'default'}, ${JSON.stringify(settings)}`,
   );
 
   /** @type {import('../lib/crash-consistency.mjs').CrashStorage} */
@@ -129,6 +138,7 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, model, ro
     // Long rounds: a steady trickle rather than the most the machine can take, so the ledger of
     // answered readings stays small over many rounds.
     pauseMs: roundMs.max > 5_000 ? 100 : 0,
+    gatewayEnv: replayWindowMs === undefined ? {} : { REPLAY_WINDOW_MS: String(replayWindowMs) },
   });
   const errors = [...questdbCuts.errors, ...gatewayStorage.tally.errors];
   const ok =
@@ -147,7 +157,7 @@ export async function runQuestDbPowerCuts({ cuts, bundlePath, entries, model, ro
     gateway: { ...gatewayStorage.tally, errors: gatewayStorage.tally.errors.slice(0, 5) },
   };
   log(
-    `power cuts of the gateway and QuestDB, ${model} disk, entry changes durable ${entries} (expect 0 lost): ${ok ? 'PASS' : 'FAIL'} ${JSON.stringify(summary)}`,
+    `power cuts of the gateway and QuestDB, ${model} disk, entry changes durable ${entries}, replay window ${replayWindowMs ?? 'default'} (expect 0 lost): ${ok ? 'PASS' : 'FAIL'} ${JSON.stringify(summary)}`,
   );
   return ok;
 }

@@ -25,9 +25,10 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
- *             roundMs?: { min: number, max: number }, pauseMs?: number }} CrashOptions
+ *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string> }} CrashOptions
  *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
- *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small.
+ *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
+ *   `gatewayEnv`: further settings of every gateway run.
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
  *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
@@ -69,6 +70,7 @@ export async function runCrashConsistency(options) {
     log = () => undefined,
     roundMs = { min: 100, max: 800 },
     pauseMs = 0,
+    gatewayEnv = {},
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -80,6 +82,7 @@ export async function runCrashConsistency(options) {
     FLUSH_BATCH_READINGS: '500',
     HEALTH_REPORT: 'false',
     RETENTION_DAYS: '0',
+    ...gatewayEnv,
   };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();

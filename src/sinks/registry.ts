@@ -13,6 +13,8 @@ export interface SinkSpecBase {
   policy: SinkPolicy;
   backfill: boolean;
   batchReadings: number;
+  /** How long delivered readings are kept to be sent again after a recovery (0: not kept). */
+  replayWindowMs: number;
 }
 
 export interface QuestDbSinkSpec extends SinkSpecBase {

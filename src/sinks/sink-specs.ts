@@ -11,6 +11,8 @@ export function sinkSpecs(config: Config): SinkSpec[] {
       policy: 'block',
       backfill: true,
       batchReadings: config.flushBatchReadings,
+      // On the appliance QuestDB shares the gateway's power: what it acknowledged last can be lost.
+      replayWindowMs: config.replayWindowMs,
       questdb: {
         url: config.questdbUrl,
         username: config.questdbUsername,

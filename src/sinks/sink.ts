@@ -14,6 +14,9 @@ export type Delivery =
    */
   | { ok: false; message: string; retryAfterMs?: number; level?: 'warn' | 'error' };
 
+/** What a destination's recovery found. */
+export type Recovery = { ok: true; resumed: boolean } | { ok: false; message: string };
+
 /**
  * A destination of the queue's readings: how a batch gets there. The sink loop around it reads the
  * batches in queue order, times and backs off the attempts, and moves the sink's own progress mark.
@@ -31,6 +34,13 @@ export interface SinkTarget {
    * done lazily here; a failure of it is a failed delivery.
    */
   deliver(records: readonly QueueRecord[]): Promise<Delivery>;
+  /**
+   * For a destination that may lose what it acknowledged (a power cut within the kernel's writeback
+   * age): brings it back to a state that applies writes. `resumed` says it had stopped applying
+   * them, so what it acknowledged lately may be gone. Called before the first delivery, after a
+   * failure, and before kept readings are let go.
+   */
+  recover?(): Promise<Recovery>;
   /** Closes connections; called once, at shutdown. */
   close(): Promise<void>;
 }
