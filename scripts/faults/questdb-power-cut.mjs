@@ -102,29 +102,41 @@ export async function runQuestDbPowerCuts({
   const table = `powercut_${process.pid}`;
   // The gateway creates its table once, at installation, long before any cut: start it until the
   // table is ready, stop both, and let everything reach the disk before the rounds begin.
-  const gateway = await startGatewayProcess({
-    bundle: bundlePath,
-    env: {
-      API_KEY: 'powercut-setup-key-0123456789',
-      DATA_DIR: await storage.open(),
-      QUESTDB_URL: `http://127.0.0.1:${httpPort}`,
-      QUESTDB_TABLE: table,
-      HEALTH_REPORT: 'false',
-      RETENTION_DAYS: '0',
-    },
-  });
-  const deadline = Date.now() + 60_000;
-  while (!gateway.logs.some((line) => line.event === 'table_ready')) {
-    if (Date.now() > deadline) throw new Error(`the gateway did not create ${table}: ${JSON.stringify(gateway.logs.slice(-5))}`);
-    await new Promise((r) => setTimeout(r, 50));
+  /** @type {import('../lib/gateway-process.mjs').GatewayProcess | undefined} */
+  let gateway;
+  try {
+    gateway = await startGatewayProcess({
+      bundle: bundlePath,
+      env: {
+        API_KEY: 'powercut-setup-key-0123456789',
+        DATA_DIR: await storage.open(),
+        QUESTDB_URL: `http://127.0.0.1:${httpPort}`,
+        QUESTDB_TABLE: table,
+        HEALTH_REPORT: 'false',
+        RETENTION_DAYS: '0',
+      },
+    });
+    const deadline = Date.now() + 60_000;
+    while (!gateway.logs.some((line) => line.event === 'table_ready')) {
+      if (Date.now() > deadline) throw new Error(`the gateway did not create ${table}: ${JSON.stringify(gateway?.logs.slice(-5))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    gateway.child.kill('SIGTERM');
+    await gateway.exited;
+    await questdb?.stop();
+    const mount = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (questdbMount);
+    await mount.writeBack();
+    await mount.unmount();
+    await gatewayStorage.settle();
+  } catch (error) {
+    // The rounds below clean up after themselves; the set-up must too, or its mounts stay.
+    if (gateway?.child.exitCode === null) {
+      gateway.child.kill('SIGKILL');
+      await gateway.exited;
+    }
+    await storage.close().catch(() => undefined);
+    throw error;
   }
-  gateway.child.kill('SIGTERM');
-  await gateway.exited;
-  await questdb?.stop();
-  const mount = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (questdbMount);
-  await mount.writeBack();
-  await mount.unmount();
-  await gatewayStorage.settle();
   const report = await runCrashConsistency({
     rounds: cuts,
     durability: 'power-loss',

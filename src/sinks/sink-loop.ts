@@ -3,7 +3,7 @@ import type { Progress } from '../queue/queue-file.js';
 import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader.js';
 import { ReplayWindow } from '../queue/replay-window.js';
 import { Backoff } from './backoff.js';
-import type { SinkTarget } from './sink.js';
+import type { Recovery, SinkTarget } from './sink.js';
 
 export interface SinkLoopOptions {
   intervalMs: number;
@@ -165,7 +165,7 @@ export class SinkLoop {
    * destination acknowledged last. Then the kept readings acknowledged a whole window ago, in this
    * run, are let go, if the destination still applies writes.
    */
-  async #recoverAndRelease(): Promise<string | undefined> {
+  async #recoverAndRelease(): Promise<(Recovery & { ok: false }) | undefined> {
     const replay = this.#replay;
     if (replay === undefined || this.#target.recover === undefined) return undefined;
     const expired = replay.window.expired();
@@ -174,7 +174,7 @@ export class SinkLoop {
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
       this.#mustRecover = true;
-      return recovery.message;
+      return recovery;
     }
     if (this.#mustRecover || recovery.resumed) {
       this.#mustRecover = false;
@@ -202,9 +202,9 @@ export class SinkLoop {
     const unrecovered = await this.#recoverAndRelease();
     if (this.#abandoned) return { outcome: 'failed' };
     if (unrecovered !== undefined) {
-      this.#events.failed({ message: unrecovered, readings: 0, durationMs: Math.round(performance.now() - started) });
-      this.#log.error(
-        { event: 'delivery_failed', sink: this.name, error: unrecovered },
+      this.#events.failed({ message: unrecovered.message, readings: 0, durationMs: Math.round(performance.now() - started) });
+      this.#log[unrecovered.level](
+        { event: 'delivery_failed', sink: this.name, error: unrecovered.message, attempt: this.#backoff.attempts + 1 },
         `${this.name} cannot take readings; they stay queued`,
       );
       return { outcome: 'failed' };

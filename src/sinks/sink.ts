@@ -15,7 +15,7 @@ export type Delivery =
   | { ok: false; message: string; retryAfterMs?: number; level?: 'warn' | 'error' };
 
 /** What a destination's recovery found. */
-export type Recovery = { ok: true; resumed: boolean } | { ok: false; message: string };
+export type Recovery = { ok: true; resumed: boolean } | { ok: false; message: string; level: 'warn' | 'error' };
 
 /**
  * A destination of the queue's readings: how a batch gets there. The sink loop around it reads the

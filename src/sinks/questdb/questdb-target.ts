@@ -42,26 +42,8 @@ export class QuestDbTarget implements SinkTarget {
   }
 
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
-    if (!this.#tableReady) {
-      try {
-        const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
-        this.#tableReady = true;
-        this.#log.info(
-          {
-            event: 'table_ready',
-            sink: this.name,
-            table: this.#options.table,
-            created: table.created,
-            retentionDays: this.#options.retentionDays,
-            timestamp: table.timestampType,
-          },
-          'QuestDB table ready',
-        );
-      } catch (error) {
-        const level = error instanceof TableSchemaError ? 'error' : 'warn';
-        return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
-      }
-    }
+    const unready = await this.#setUpTable();
+    if (unready !== undefined) return unready;
     // The usual case: the records' text straight into one ILP request, accepted whole.
     let body: Buffer | undefined;
     try {
@@ -77,15 +59,44 @@ export class QuestDbTarget implements SinkTarget {
     return this.#deliverRowByRow(records);
   }
 
-  /** Resumes the table when QuestDB suspended it (see wal-recovery); a table not made yet is fine. */
+  /** Creates or checks the table before the first write; a failure is a failed delivery. */
+  async #setUpTable(): Promise<(Delivery & { ok: false }) | undefined> {
+    if (this.#tableReady) return undefined;
+    try {
+      const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
+      this.#tableReady = true;
+      this.#log.info(
+        {
+          event: 'table_ready',
+          sink: this.name,
+          table: this.#options.table,
+          created: table.created,
+          retentionDays: this.#options.retentionDays,
+          timestamp: table.timestampType,
+        },
+        'QuestDB table ready',
+      );
+      return undefined;
+    } catch (error) {
+      const level = error instanceof TableSchemaError ? 'error' : 'warn';
+      return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
+    }
+  }
+
+  /**
+   * Sets the table up (at start, before any reading comes) and resumes it when QuestDB suspended
+   * it (see wal-recovery).
+   */
   async recover(): Promise<Recovery> {
+    const unready = await this.#setUpTable();
+    if (unready !== undefined) return { ok: false, message: unready.message, level: unready.level ?? 'warn' };
     try {
       const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
       if (recovery.suspended)
-        return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}` };
+        return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
       return { ok: true, resumed: recovery.wasSuspended };
     } catch (error) {
-      return { ok: false, message: `table recovery failed: ${(error as Error).message}` };
+      return { ok: false, message: `table recovery failed: ${(error as Error).message}`, level: 'warn' };
     }
   }
 
