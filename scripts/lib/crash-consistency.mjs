@@ -156,7 +156,10 @@ export async function runCrashConsistency(options) {
         await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json()
       );
       if (status.queue.readings === 0) break;
-      if (Date.now() > deadline) throw new Error(`queue did not drain: ${status.queue.readings} readings left`);
+      if (Date.now() > deadline) {
+        const problems = final.logs.filter((line) => Number(line.level) >= 40).slice(-5);
+        throw new Error(`queue did not drain: ${status.queue.readings} readings left; last warnings: ${JSON.stringify(problems)}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     final.child.kill('SIGTERM');
