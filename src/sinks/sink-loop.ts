@@ -33,7 +33,7 @@ type Outcome = 'empty' | 'delivered' | 'full' | 'failed';
 const BACKOFF_BASE_MS = 250;
 /** Longest wait a destination's Retry-After can ask for: a wrong header must not park a sink for days. */
 const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
-/** How often at most the destination is checked before kept readings are let go. */
+/** How often the destination of a sink with a replay window is checked (and kept readings let go). */
 const KEEP_CHECK_MS = 5_000;
 
 /**
@@ -169,7 +169,9 @@ export class SinkLoop {
     const replay = this.#replay;
     if (replay === undefined || this.#target.recover === undefined) return undefined;
     const expired = replay.window.expired();
-    if (!this.#mustRecover && (expired === undefined || Date.now() - this.#lastKeepCheck < KEEP_CHECK_MS)) return undefined;
+    // Checked every few seconds, not only when something is to be let go: a destination that comes
+    // back from a cut may stop applying writes a while after it answered the first check.
+    if (!this.#mustRecover && Date.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
     this.#lastKeepCheck = Date.now();
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
