@@ -30,9 +30,10 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
  *   `gatewayEnv`: further settings of every gateway run.
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
- *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
+ *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
- *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round.
+ *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
+ *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs.
  */
 
 /** A temporary directory that survives the kills whole, as the page cache does. @returns {CrashStorage} */
@@ -92,6 +93,13 @@ export async function runCrashConsistency(options) {
   const killedAt = [];
   let sequence = 0n;
   let requests = 0;
+  /** @type {Record<string, number>} */
+  const errorEvents = {};
+  const tallyErrors = (/** @type {import('./gateway-process.mjs').GatewayProcess} */ gateway) => {
+    for (const line of gateway.logs) {
+      if (Number(line.level) >= 50) errorEvents[String(line.event)] = (errorEvents[String(line.event)] ?? 0) + 1;
+    }
+  };
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
   /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('./gateway-process.mjs').GatewayProcess | undefined} */
   let final;
@@ -143,6 +151,7 @@ export async function runCrashConsistency(options) {
       gateway.child.kill('SIGKILL');
       killedAt[round] = Date.now();
       await gateway.exited;
+      tallyErrors(gateway);
       alive = false;
       await load;
       await storage.afterKill(random);
@@ -168,6 +177,7 @@ export async function runCrashConsistency(options) {
     await walApplied(questdbUrl, table, 60_000);
     final.child.kill('SIGTERM');
     await final.exited;
+    tallyErrors(final);
     await waitForWalApplied(questdbUrl, table, 30_000);
 
     const rows = (await sql(questdbUrl, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
@@ -188,6 +198,7 @@ export async function runCrashConsistency(options) {
       duplicates: 0,
       roundsWithLoss: 0,
       lossWindowMs: 0,
+      errorEvents,
     };
     for (const [key, outcome] of ledger) {
       if (outcome === 'ok') {
