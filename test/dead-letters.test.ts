@@ -39,7 +39,7 @@ describe('poison rows', () => {
       expect(listed).toHaveLength(1);
       expect(listed[0]!.reason).toMatch(/Could not parse timestamp/);
       expect(listed[0]!.line).toBe(POISON);
-      expect(await cli('list', '--data-dir', dataDir)).toMatch(/^1 dead letter\(s\)\n#\d+ failed .*: .*Could not parse timestamp/);
+      expect(await cli('list', '--data-dir', dataDir)).toMatch(/^1 dead letter\(s\)\n#\d+ questdb failed .*: .*Could not parse timestamp/);
 
       expect(await cli('requeue', String(listed[0]!.id), '--data-dir', dataDir)).toMatch(/re-queued 1/);
       // The running gateway notices the re-queued reading, sends it, and QuestDB refuses it again.

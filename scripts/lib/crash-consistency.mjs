@@ -25,13 +25,17 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
- *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string> }} CrashOptions
+ *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string>,
+ *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[] }} CrashOptions
  *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
  *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
- *   `gatewayEnv`: further settings of every gateway run.
+ *   `gatewayEnv`: further settings of every gateway run;
+ *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
+ *   those sinks deliver into, checked like the local one (the report's `destinations`).
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
- *             roundsWithLoss: number, lossWindowMs: number }} CrashReport
+ *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport> }} CrashReport
+ * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
  *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs.
  */
@@ -72,6 +76,8 @@ export async function runCrashConsistency(options) {
     roundMs = { min: 100, max: 800 },
     pauseMs = 0,
     gatewayEnv = {},
+    sinkEnv = {},
+    alsoStoredIn = [],
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -84,6 +90,7 @@ export async function runCrashConsistency(options) {
     HEALTH_REPORT: 'false',
     RETENTION_DAYS: '0',
     ...gatewayEnv,
+    ...sinkEnv,
   };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
@@ -161,13 +168,16 @@ export async function runCrashConsistency(options) {
     final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const status = /** @type {{ queue: { readings: number } }} */ (
+      const status = /** @type {{ queue: { readings: number }, sinks: { name: string, backlog: number }[] }} */ (
         await (await fetch(`${final.url}/status`, { headers: { 'x-api-key': KEY } })).json()
       );
-      if (status.queue.readings === 0) break;
+      if (status.queue.readings === 0 && status.sinks.every((s) => s.backlog === 0)) break;
       if (Date.now() > deadline) {
+        const backlogs = status.sinks.map((s) => `${s.name} ${s.backlog}`).join(', ');
         const problems = final.logs.filter((line) => Number(line.level) >= 40).slice(-5);
-        throw new Error(`queue did not drain: ${status.queue.readings} readings left; last warnings: ${JSON.stringify(problems)}`);
+        throw new Error(
+          `queue did not drain: ${status.queue.readings} readings left (${backlogs}); last warnings: ${JSON.stringify(problems)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -180,18 +190,16 @@ export async function runCrashConsistency(options) {
     tallyErrors(final);
     await waitForWalApplied(questdbUrl, table, 30_000);
 
-    const rows = (await sql(questdbUrl, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
-    const stored = new Map();
-    for (const [ship, offset] of rows) {
-      const key = `${ship}|${offset}`;
-      stored.set(key, (stored.get(key) ?? 0) + 1);
-    }
+    const stored = await storedKeys(questdbUrl, table);
+    let storedRows = 0;
+    for (const count of stored.values()) storedRows += count;
+    /** @type {CrashReport} */
     const report = {
       rounds,
       ok: 0,
       refused: 0,
       unknown: 0,
-      stored: rows.length,
+      stored: storedRows,
       missing: /** @type {string[]} */ ([]),
       forbidden: /** @type {string[]} */ ([]),
       strangers: /** @type {string[]} */ ([]),
@@ -224,6 +232,25 @@ export async function runCrashConsistency(options) {
       if (count > 1) report.duplicates += count - 1;
     }
     log(`stored ${report.stored}: ${report.ok} answered 2xx, ${report.refused} refused, ${report.unknown} unanswered (killed mid-request)`);
+    if (alsoStoredIn.length > 0) {
+      report.destinations = {};
+      for (const other of alsoStoredIn) {
+        await waitForWalApplied(questdbUrl, other, 30_000);
+        const found = await storedKeys(questdbUrl, other);
+        const destination = { stored: 0, missing: 0, forbidden: 0, strangers: 0, duplicates: 0 };
+        for (const count of found.values()) destination.stored += count;
+        for (const [key, outcome] of ledger) {
+          if (outcome === 'ok' && !found.has(key)) destination.missing += 1;
+          if (outcome === 'error' && found.has(key)) destination.forbidden += 1;
+        }
+        for (const [key, count] of found) {
+          if (!ledger.has(key)) destination.strangers += 1;
+          if (count > 1) destination.duplicates += count - 1;
+        }
+        report.destinations[other] = destination;
+        log(`${other}: stored ${destination.stored}, missing ${destination.missing}, duplicates ${destination.duplicates}`);
+      }
+    }
     return report;
   } finally {
     if (final && final.child.exitCode === null && final.child.signalCode === null) {
@@ -232,6 +259,17 @@ export async function runCrashConsistency(options) {
     }
     await storage.close();
   }
+}
+
+/** How often each reading key is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
+async function storedKeys(url, table) {
+  const rows = (await sql(url, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
+  const stored = new Map();
+  for (const [ship, offset] of rows) {
+    const key = `${ship}|${offset}`;
+    stored.set(key, (stored.get(key) ?? 0) + 1);
+  }
+  return stored;
 }
 
 /** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */

@@ -10,7 +10,7 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { cacheDir, projectRoot } from './paths.mjs';
 import { freePort } from './ports.mjs';
 
-export const PREVIOUS_RELEASE = 'v0.1.0';
+export const PREVIOUS_RELEASE = 'v0.2.0';
 /** The queue file the fixture command wrote from PREVIOUS_RELEASE, filled with `upgradeBatches()`. */
 export const PREVIOUS_QUEUE_FIXTURE = join(projectRoot, 'test', 'fixtures', `queue-${PREVIOUS_RELEASE}.db`);
 const API_KEY = 'upgrade-test-key-0123456789';

@@ -201,16 +201,12 @@ export class SinkLoop {
   async #deliverOnce(): Promise<{ outcome: Outcome; retryAfterMs?: number }> {
     if (this.#abandoned) return { outcome: 'failed' };
     const started = performance.now();
-    const unrecovered = await this.#recoverAndRelease();
+    const ready = (await this.#target.ready?.()) ?? { ok: true };
+    if (!ready.ok) return this.#failed(ready, 0, started);
     if (this.#abandoned) return { outcome: 'failed' };
-    if (unrecovered !== undefined) {
-      this.#events.failed({ message: unrecovered.message, readings: 0, durationMs: Math.round(performance.now() - started) });
-      this.#log[unrecovered.level](
-        { event: 'delivery_failed', sink: this.name, error: unrecovered.message, attempt: this.#backoff.attempts + 1 },
-        `${this.name} cannot take readings; they stay queued`,
-      );
-      return { outcome: 'failed' };
-    }
+    const unrecovered = await this.#recoverAndRelease();
+    if (unrecovered !== undefined) return this.#failed(unrecovered, 0, started);
+    if (this.#abandoned) return { outcome: 'failed' };
     const records = this.#readAhead ?? this.#read();
     this.#readAhead = undefined;
     if (records.length === 0) return { outcome: 'empty' };
@@ -229,17 +225,12 @@ export class SinkLoop {
     }
     if (this.#abandoned) return { outcome: 'failed' };
     const readings = records.reduce((sum, r) => sum + r.readings, 0);
-    const durationMs = Math.round(performance.now() - started);
     if (!delivery.ok) {
       this.#readAhead = undefined;
       this.#mustRecover = true;
-      this.#events.failed({ message: delivery.message, readings, durationMs });
-      this.#log[delivery.level ?? 'warn'](
-        { event: 'delivery_failed', sink: this.name, error: delivery.message, attempt: this.#backoff.attempts + 1 },
-        `delivery to ${this.name} failed; readings stay queued`,
-      );
-      return { outcome: 'failed', ...(delivery.retryAfterMs === undefined ? {} : { retryAfterMs: delivery.retryAfterMs }) };
+      return this.#failed(delivery, readings, started);
     }
+    const durationMs = Math.round(performance.now() - started);
     const completion = this.#reader.complete(records, delivery.deadLetters);
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
@@ -266,5 +257,19 @@ export class SinkLoop {
       );
     }
     return { outcome: full ? 'full' : 'delivered' };
+  }
+
+  #failed(
+    failure: { message: string; level?: 'warn' | 'error'; retryAfterMs?: number },
+    readings: number,
+    started: number,
+  ): { outcome: Outcome; retryAfterMs?: number } {
+    const durationMs = Math.round(performance.now() - started);
+    this.#events.failed({ message: failure.message, readings, durationMs });
+    this.#log[failure.level ?? 'warn'](
+      { event: 'delivery_failed', sink: this.name, error: failure.message, attempt: this.#backoff.attempts + 1 },
+      `delivery to ${this.name} failed; readings stay queued`,
+    );
+    return { outcome: 'failed', ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }) };
   }
 }

@@ -14,6 +14,8 @@ export type Delivery =
    */
   | { ok: false; message: string; retryAfterMs?: number; level?: 'warn' | 'error' };
 
+export type Ready = { ok: true } | { ok: false; message: string; level?: 'warn' | 'error' };
+
 /** What a destination's recovery found. */
 export type Recovery = { ok: true; resumed: boolean } | { ok: false; message: string; level: 'warn' | 'error' };
 
@@ -30,15 +32,18 @@ export interface SinkTarget {
   /** What the destination is, for logs and /status, with no secret in it (no key, no token). */
   readonly describe: string;
   /**
-   * Sends the batch. Set-up the destination needs (a table, a connection) is the target's own,
-   * done lazily here; a failure of it is a failed delivery.
+   * Set-up the destination needs before readings go (a table), called before every attempt, also
+   * with nothing queued, so that a fresh site's destination exists; a target remembers its own
+   * success. A failure is a failed attempt, retried with backoff.
    */
+  ready?(): Promise<Ready>;
+  /** Sends the batch. */
   deliver(records: readonly QueueRecord[]): Promise<Delivery>;
   /**
    * For a destination that may lose what it acknowledged (a power cut within the kernel's writeback
    * age): brings it back to a state that applies writes. `resumed` says it had stopped applying
-   * them, so what it acknowledged lately may be gone. Called before the first delivery, after a
-   * failure, and before kept readings are let go.
+   * them, so what it acknowledged lately may be gone. For a sink with a replay window: called after
+   * `ready`, before the first delivery, after a failure and every few seconds.
    */
   recover?(): Promise<Recovery>;
   /** Closes connections; called once, at shutdown. */

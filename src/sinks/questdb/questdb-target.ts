@@ -3,7 +3,7 @@ import type { QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import { recoverWal } from '../../questdb/wal-recovery.js';
-import type { Delivery, Recovery, SinkTarget } from '../sink.js';
+import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
 
@@ -41,9 +41,30 @@ export class QuestDbTarget implements SinkTarget {
     this.#encoder = new IlpEncoder(deps.options.table);
   }
 
+  async ready(): Promise<Ready> {
+    if (this.#tableReady) return { ok: true };
+    try {
+      const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
+      this.#tableReady = true;
+      this.#log.info(
+        {
+          event: 'table_ready',
+          sink: this.name,
+          table: this.#options.table,
+          created: table.created,
+          retentionDays: this.#options.retentionDays,
+          timestamp: table.timestampType,
+        },
+        'QuestDB table ready',
+      );
+      return { ok: true };
+    } catch (error) {
+      const level = error instanceof TableSchemaError ? 'error' : 'warn';
+      return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
+    }
+  }
+
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
-    const unready = await this.#setUpTable();
-    if (unready !== undefined) return unready;
     // The usual case: the records' text straight into one ILP request, accepted whole.
     let body: Buffer | undefined;
     try {
@@ -59,37 +80,8 @@ export class QuestDbTarget implements SinkTarget {
     return this.#deliverRowByRow(records);
   }
 
-  /** Creates or checks the table before the first write; a failure is a failed delivery. */
-  async #setUpTable(): Promise<(Delivery & { ok: false }) | undefined> {
-    if (this.#tableReady) return undefined;
-    try {
-      const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
-      this.#tableReady = true;
-      this.#log.info(
-        {
-          event: 'table_ready',
-          sink: this.name,
-          table: this.#options.table,
-          created: table.created,
-          retentionDays: this.#options.retentionDays,
-          timestamp: table.timestampType,
-        },
-        'QuestDB table ready',
-      );
-      return undefined;
-    } catch (error) {
-      const level = error instanceof TableSchemaError ? 'error' : 'warn';
-      return { ok: false, message: `table setup failed: ${(error as Error).message}`, level };
-    }
-  }
-
-  /**
-   * Sets the table up (at start, before any reading comes) and resumes it when QuestDB suspended
-   * it (see wal-recovery).
-   */
+  /** Resumes the table when QuestDB suspended it (see wal-recovery). */
   async recover(): Promise<Recovery> {
-    const unready = await this.#setUpTable();
-    if (unready !== undefined) return { ok: false, message: unready.message, level: unready.level ?? 'warn' };
     try {
       const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
       if (recovery.suspended)
