@@ -1,7 +1,8 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
 // its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
-// QuestDB outage under load, and exits non-zero on any violation. The long power-cut run is
-// `npm run test:powercut`.
+// QuestDB outage under load, and exits non-zero on any violation. The long power-cut runs are
+// `npm run test:powercut` and `npm run test:powercut:questdb`; a few cuts of QuestDB with the
+// gateway (strict disk model, short rounds: where QuestDB loses acknowledged transactions) run here.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
 import { runPowerCuts } from './power-cut.mjs';
+import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -41,6 +43,15 @@ try {
   }
   if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
     failed = true;
+  const questdbCuts = await runQuestDbPowerCuts({
+    cuts,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    entries: 'ext4',
+    model: 'strict',
+    roundMs: { min: 100, max: 800 },
+    log,
+  });
+  if (!questdbCuts) failed = true;
   const outage = await runOutage({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), outageMs: 20_000, log });
   const outageOk =
     outage.refused === 0 &&
