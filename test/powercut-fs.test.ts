@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
+import { buildPowercutFs, createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
 
 type Disk = Awaited<ReturnType<typeof createPowercutDisk>>;
 let disk: Disk | undefined;
@@ -146,5 +148,40 @@ describe('powercut-fs', () => {
     expect(readFileSync(join(disk.backing, 'renamed'), 'utf8')).toBe('A');
     expect(readFileSync(join(disk.backing, 'other'), 'utf8')).toBe('fsynced');
     expect(existsSync(join(disk.backing, 'later'))).toBe(false);
+  });
+
+  it('makes changes durable once they are older than its writeback age, as the kernel does', async () => {
+    disk = await createPowercutDisk({ writebackAfterMs: 200, writebackEveryMs: 50 });
+    const fs = await disk.mount();
+    writeAt(join(fs.mountPoint, 'dirty'), 'written back by age', 0, false);
+    while ((await fs.status()).changes > 0 || (await fs.status()).entries > 0) await new Promise((r) => setTimeout(r, 50));
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'dirty'), 'utf8')).toBe('written back by age');
+  });
+
+  it('keeps young changes volatile through writeback-older', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'data', 'synced');
+    writeAt(join(fs.mountPoint, 'data'), 'SYNCED', 0, false);
+
+    expect(await fs.writeBackOlder(3_600_000)).toMatchObject({ files: 0, changes: 0, entries: 0 });
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('synced');
+  });
+
+  it('passes its Go tests (the age-based writeback against a clock moved by hand)', () => {
+    buildPowercutFs();
+    const output = execFileSync('go', ['test', './...'], {
+      cwd: join(projectRoot, 'scripts', 'powercut-fs'),
+      env: { ...process.env, GOFLAGS: '-mod=mod' },
+      encoding: 'utf8',
+    });
+    expect(output).toMatch(/^ok\s/m);
   });
 });

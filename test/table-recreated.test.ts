@@ -24,7 +24,9 @@ describe('a table dropped by hand while the gateway runs', () => {
       expect((await post(3)).status).toBe(200);
       await waitForDrained(gw);
       await waitForWalApplied('dropped', 20_000, questdb.httpUrl);
-      expect((await sql<[number]>('SELECT count() FROM dropped', questdb.httpUrl)).dataset[0]![0]).toBe(2);
+      // Reading 1 went with the dropped table; the failed write made the gateway send what it keeps
+      // (REPLAY_WINDOW_MS) again, so the new table has it too, once.
+      expect((await sql<[number]>('SELECT value FROM dropped ORDER BY time', questdb.httpUrl)).dataset.map(([v]) => v)).toEqual([1, 2, 3]);
       expect((await sql<[string]>('SHOW CREATE TABLE dropped', questdb.httpUrl)).dataset[0]![0]).toMatch(
         /DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/,
       );

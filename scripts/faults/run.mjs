@@ -1,8 +1,9 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
 // its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
-// QuestDB outage under load and the short fleet run (3 sites forwarding to a central gateway and
-// Kafka through an uplink cut), and exits non-zero on any violation. The long power-cut run is
-// `npm run test:powercut`.
+// QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
+// Kafka through an uplink cut) and a few power cuts of QuestDB with the gateway (strict disk model,
+// short rounds: where QuestDB loses acknowledged transactions), and exits non-zero on any violation.
+// The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
 import { runPowerCuts } from './power-cut.mjs';
+import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -42,6 +44,15 @@ try {
   }
   if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
     failed = true;
+  const questdbCuts = await runQuestDbPowerCuts({
+    cuts,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    entries: 'ext4',
+    model: 'strict',
+    roundMs: { min: 100, max: 800 },
+    log,
+  });
+  if (!questdbCuts) failed = true;
   const outage = await runOutage({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), outageMs: 20_000, log });
   const outageOk =
     outage.refused === 0 &&

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGatewayProcess } from './gateway-process.mjs';
-import { sql, waitForWalApplied } from './questdb-sql.mjs';
+import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
 const BASE_NS = 1_780_000_000_000_000_000n;
@@ -25,14 +25,19 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
+ *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string>,
  *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[] }} CrashOptions
+ *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
+ *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
+ *   `gatewayEnv`: further settings of every gateway run;
  *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
  *   those sinks deliver into, checked like the local one (the report's `destinations`).
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
- *             missing: string[], forbidden: string[], strangers: string[], duplicates: number,
+ *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport> }} CrashReport
  * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
- *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round.
+ *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
+ *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs.
  */
 
 /** A temporary directory that survives the kills whole, as the page cache does. @returns {CrashStorage} */
@@ -68,6 +73,9 @@ export async function runCrashConsistency(options) {
     seed = Date.now(),
     storage = processCrashStorage(),
     log = () => undefined,
+    roundMs = { min: 100, max: 800 },
+    pauseMs = 0,
+    gatewayEnv = {},
     sinkEnv = {},
     alsoStoredIn = [],
   } = options;
@@ -81,6 +89,7 @@ export async function runCrashConsistency(options) {
     FLUSH_BATCH_READINGS: '500',
     HEALTH_REPORT: 'false',
     RETENTION_DAYS: '0',
+    ...gatewayEnv,
     ...sinkEnv,
   };
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
@@ -91,6 +100,13 @@ export async function runCrashConsistency(options) {
   const killedAt = [];
   let sequence = 0n;
   let requests = 0;
+  /** @type {Record<string, number>} */
+  const errorEvents = {};
+  const tallyErrors = (/** @type {import('./gateway-process.mjs').GatewayProcess} */ gateway) => {
+    for (const line of gateway.logs) {
+      if (Number(line.level) >= 50) errorEvents[String(line.event)] = (errorEvents[String(line.event)] ?? 0) + 1;
+    }
+  };
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
   /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('./gateway-process.mjs').GatewayProcess | undefined} */
   let final;
@@ -132,15 +148,17 @@ export async function runCrashConsistency(options) {
             ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
             if (outcome === 'ok') answeredAt.set(key, { at, round });
           }
+          if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
         }
       };
       const load = Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
       // A random moment, but not before the round carried real load, however slow the machine.
-      const killAt = Date.now() + 100 + random() * 700;
+      const killAt = Date.now() + roundMs.min + random() * (roundMs.max - roundMs.min);
       while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
       gateway.child.kill('SIGKILL');
       killedAt[round] = Date.now();
       await gateway.exited;
+      tallyErrors(gateway);
       alive = false;
       await load;
       await storage.afterKill(random);
@@ -156,12 +174,20 @@ export async function runCrashConsistency(options) {
       if (status.queue.readings === 0 && status.sinks.every((s) => s.backlog === 0)) break;
       if (Date.now() > deadline) {
         const backlogs = status.sinks.map((s) => `${s.name} ${s.backlog}`).join(', ');
-        throw new Error(`queue did not drain: ${status.queue.readings} readings left (${backlogs})`);
+        const problems = final.logs.filter((line) => Number(line.level) >= 40).slice(-5);
+        throw new Error(
+          `queue did not drain: ${status.queue.readings} readings left (${backlogs}); last warnings: ${JSON.stringify(problems)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
+    // The gateway keeps checking its table while it runs: a QuestDB that comes back from a cut may
+    // suspend the table a while after it first answered, and the gateway resumes it and sends its
+    // kept readings again. Give it that time, as a running site would.
+    await walApplied(questdbUrl, table, 60_000);
     final.child.kill('SIGTERM');
     await final.exited;
+    tallyErrors(final);
     await waitForWalApplied(questdbUrl, table, 30_000);
 
     const stored = await storedKeys(questdbUrl, table);
@@ -180,6 +206,7 @@ export async function runCrashConsistency(options) {
       duplicates: 0,
       roundsWithLoss: 0,
       lossWindowMs: 0,
+      errorEvents,
     };
     for (const [key, outcome] of ledger) {
       if (outcome === 'ok') {

@@ -45,6 +45,7 @@ export function buildPowercutFs() {
  * @property {(options?: { tear?: boolean }) => Promise<CutReport>} cut  drops everything not fsynced; the mount fails every change afterwards
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} status
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBack  makes everything pending durable
+ * @property {(ageMs: number) => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBackOlder  makes durable what has been pending for at least ageMs
  * @property {() => Promise<void>} unmount
  */
 
@@ -52,8 +53,10 @@ export function buildPowercutFs() {
  * A backing directory in the system temp directory that can be mounted, cut and mounted again:
  * what survives a cut stays in the backing directory for the next mount. `entries` says what makes
  * a directory entry change durable: an fsync of its directory (`per-directory`, as POSIX promises)
- * or any fsync (`ext4`, whose journal commits every earlier change with it).
- * @param {{ entries?: 'per-directory' | 'ext4' }} [options]
+ * or any fsync (`ext4`, whose journal commits every earlier change with it). `writebackAfterMs`
+ * turns on the kernel's age-based writeback: every `writebackEveryMs` (default 5 s) what has been
+ * pending that long becomes durable; without it only fsync makes anything durable.
+ * @param {{ entries?: 'per-directory' | 'ext4', writebackAfterMs?: number, writebackEveryMs?: number }} [options]
  */
 export async function createPowercutDisk(options = {}) {
   const binary = buildPowercutFs();
@@ -75,6 +78,9 @@ export async function createPowercutDisk(options = {}) {
         mountPoint,
         control: join(root, 'control.sock'),
         entries: options.entries ?? 'per-directory',
+        writeback: options.writebackAfterMs
+          ? ['-writeback-after', `${options.writebackAfterMs}ms`, '-writeback-every', `${options.writebackEveryMs ?? 5000}ms`]
+          : [],
       });
       return mounted;
     },
@@ -91,13 +97,25 @@ export async function createPowercutDisk(options = {}) {
 
 /**
  * @param {string} binary
- * @param {{ backing: string, trash: string, mountPoint: string, control: string, entries: string }} paths
+ * @param {{ backing: string, trash: string, mountPoint: string, control: string, entries: string, writeback: string[] }} paths
  * @returns {Promise<PowercutMount>}
  */
 async function mountPowercutFs(binary, paths) {
   const child = spawn(
     binary,
-    ['-backing', paths.backing, '-trash', paths.trash, '-mount', paths.mountPoint, '-control', paths.control, '-entries', paths.entries],
+    [
+      '-backing',
+      paths.backing,
+      '-trash',
+      paths.trash,
+      '-mount',
+      paths.mountPoint,
+      '-control',
+      paths.control,
+      '-entries',
+      paths.entries,
+      ...paths.writeback,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -123,6 +141,7 @@ async function mountPowercutFs(binary, paths) {
     cut: (options = {}) => command(options.tear ? 'cut tear' : 'cut'),
     status: () => command('status'),
     writeBack: () => command('writeback'),
+    writeBackOlder: (ageMs) => command(`writeback-older ${Math.round(ageMs)}`),
     async unmount() {
       if (unmounted) return;
       unmounted = true;

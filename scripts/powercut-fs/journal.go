@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // contentUndo is one change to a file's bytes or size since its last fsync.
@@ -28,11 +29,15 @@ type contentUndo struct {
 type pendingFile struct {
 	fd      int
 	changes []contentUndo
+	// dirtiedAt is when the first pending change was made: like the kernel's inode dirtied_when,
+	// it decides when age-based writeback takes the whole file.
+	dirtiedAt time.Time
 }
 
 // entryUndo is one directory entry change since the fsync of the directories it touched.
 type entryUndo struct {
 	seq   uint64
+	at    time.Time
 	dirs  []string // backing-relative directories whose entries changed
 	undo  func() error
 	drop  func() // on commit: frees what only the undo needed (a displaced file kept aside)
@@ -50,10 +55,11 @@ type journal struct {
 	// holds every entry change made so far, in any directory.
 	fsyncCommitsEntries bool
 	trashN              uint64
+	now                 func() time.Time
 }
 
 func newJournal(trash string, fsyncCommitsEntries bool) *journal {
-	return &journal{files: map[uint64]*pendingFile{}, trash: trash, fsyncCommitsEntries: fsyncCommitsEntries}
+	return &journal{files: map[uint64]*pendingFile{}, trash: trash, fsyncCommitsEntries: fsyncCommitsEntries, now: time.Now}
 }
 
 func (j *journal) next() uint64 {
@@ -73,7 +79,7 @@ func (j *journal) fileFor(fd int) (*pendingFile, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		pf = &pendingFile{fd: own}
+		pf = &pendingFile{fd: own, dirtiedAt: j.now()}
 		j.files[st.Ino] = pf
 	}
 	return pf, st.Size, nil
@@ -141,7 +147,7 @@ func (j *journal) commitEntries(n int) {
 
 // recordEntry adds a directory entry change. Called with mu held.
 func (j *journal) recordEntry(label string, dirs []string, undo func() error, drop func()) {
-	j.entries = append(j.entries, entryUndo{seq: j.next(), dirs: dirs, undo: undo, drop: drop, label: label})
+	j.entries = append(j.entries, entryUndo{seq: j.next(), at: j.now(), dirs: dirs, undo: undo, drop: drop, label: label})
 }
 
 // dirSynced makes durable every entry change that touched dir, and every change made before the
@@ -277,5 +283,36 @@ func (j *journal) writeBack() pendingStatus {
 		delete(j.files, ino)
 	}
 	j.commitEntries(len(j.entries))
+	return s
+}
+
+// writeBackOlder makes durable what has been pending for at least age, as the kernel's flusher
+// does with dirty data older than vm.dirty_expire_centisecs: a file whose first pending change is
+// that old is written whole, and entry changes that old are committed, oldest first, so the
+// pending ones stay a suffix. It answers with what it made durable.
+func (j *journal) writeBackOlder(age time.Duration) pendingStatus {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := pendingStatus{Cut: j.cut}
+	if j.cut {
+		return s
+	}
+	limit := j.now().Add(-age)
+	for ino, pf := range j.files {
+		if pf.dirtiedAt.After(limit) {
+			continue
+		}
+		s.Files++
+		s.Changes += len(pf.changes)
+		syscall.Fsync(pf.fd)
+		syscall.Close(pf.fd)
+		delete(j.files, ino)
+	}
+	old := 0
+	for old < len(j.entries) && !j.entries[old].at.After(limit) {
+		old++
+	}
+	s.Entries = old
+	j.commitEntries(old)
 	return s
 }

@@ -3,6 +3,12 @@
 // a simulated power cut.
 //
 //	powercut-fs -backing DIR -trash DIR -mount DIR -control SOCKET [-entries per-directory|ext4]
+//	            [-writeback-after 30s [-writeback-every 5s]]
+//
+// Without -writeback-after nothing becomes durable but by fsync (the strict model). With it, a
+// flusher wakes every -writeback-every and makes durable what has been pending that long, as
+// Linux does with vm.dirty_expire_centisecs=3000 and vm.dirty_writeback_centisecs=500 (the
+// realistic model: a cut loses at most the last half minute or so).
 //
 // The trash directory must be on the backing directory's file system (it keeps unlinked files
 // until their directory is fsynced). The control socket takes one command a line and answers one
@@ -12,6 +18,7 @@
 //	cut tear   the same, but the newest unsynced write is left half written
 //	status     how many changes are pending
 //	writeback  make every pending change durable (what the kernel does with old dirty data)
+//	writeback-older MS  make durable what has been pending for at least MS milliseconds
 //	unmount    answer, unmount and exit
 //
 // It prints "ready" once the mount and the socket are up.
@@ -25,6 +32,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,18 +47,20 @@ func main() {
 	mountPoint := flag.String("mount", "", "where to mount")
 	control := flag.String("control", "", "unix socket path for commands")
 	entries := flag.String("entries", "per-directory", "what makes a directory entry change durable: per-directory (an fsync of its directory, as POSIX promises) or ext4 (any fsync, as ext4's journal does)")
+	writebackAfter := flag.Duration("writeback-after", 0, "make changes pending this long durable, as the kernel's writeback does (0: only fsync makes anything durable)")
+	writebackEvery := flag.Duration("writeback-every", 5*time.Second, "how often the writeback looks for old changes")
 	flag.Parse()
-	if *backing == "" || *trash == "" || *mountPoint == "" || *control == "" || (*entries != "per-directory" && *entries != "ext4") {
+	if *backing == "" || *trash == "" || *mountPoint == "" || *control == "" || (*entries != "per-directory" && *entries != "ext4") || *writebackAfter < 0 || *writebackEvery <= 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*backing, *trash, *mountPoint, *control, *entries == "ext4"); err != nil {
+	if err := run(*backing, *trash, *mountPoint, *control, *entries == "ext4", *writebackAfter, *writebackEvery); err != nil {
 		fmt.Fprintln(os.Stderr, "powercut-fs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backing, trash, mountPoint, control string, fsyncCommitsEntries bool) error {
+func run(backing, trash, mountPoint, control string, fsyncCommitsEntries bool, writebackAfter, writebackEvery time.Duration) error {
 	if err := os.RemoveAll(trash); err != nil {
 		return err
 	}
@@ -87,9 +97,21 @@ func run(backing, trash, mountPoint, control string, fsyncCommitsEntries bool) e
 		unmount(server)
 	}()
 	go serveControl(listener, j, server)
+	if writebackAfter > 0 {
+		go flushOld(j, writebackAfter, writebackEvery)
+	}
 	fmt.Println("ready")
 	server.Wait()
 	return nil
+}
+
+// flushOld is the kernel's periodic writeback of old dirty data; it stops with the cut.
+func flushOld(j *journal, after, every time.Duration) {
+	for range time.Tick(every) {
+		if j.writeBackOlder(after).Cut {
+			return
+		}
+	}
 }
 
 // unmount retries for a while (the kernel refuses while a process still has a file open), then
@@ -117,7 +139,17 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 			lines := bufio.NewScanner(conn)
 			encoder := json.NewEncoder(conn)
 			for lines.Scan() {
-				switch command := strings.TrimSpace(lines.Text()); command {
+				command := strings.TrimSpace(lines.Text())
+				if ms, ok := strings.CutPrefix(command, "writeback-older "); ok {
+					age, err := strconv.ParseUint(ms, 10, 32)
+					if err != nil {
+						encoder.Encode(map[string]string{"error": "writeback-older takes milliseconds, not " + ms})
+						continue
+					}
+					encoder.Encode(j.writeBackOlder(time.Duration(age) * time.Millisecond))
+					continue
+				}
+				switch command {
 				case "cut", "cut tear":
 					encoder.Encode(j.powerCut(command == "cut tear"))
 				case "status":

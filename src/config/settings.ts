@@ -262,6 +262,12 @@ export const SETTINGS = {
     doc: 'How long one ILP request may take before it counts as failed and is retried.',
     schema: integer(100, 600_000),
   }),
+  replayWindowMs: define({
+    env: 'REPLAY_WINDOW_MS',
+    default: '60000',
+    doc: "How long readings the local QuestDB acknowledged stay in the queue file: after a power cut QuestDB may have lost what it acknowledged within the kernel's writeback age (about 30 s), so at every start and whenever QuestDB answers again after a failure the gateway resumes a suspended table and sends these readings again (deduplication stores them once). They are not counted in `QUEUE_MAX_BYTES`. 0 lets readings go as soon as QuestDB acknowledges them.",
+    schema: integer(0, 3_600_000),
+  }),
   flushBackoffMaxMs: define({
     env: 'FLUSH_BACKOFF_MAX_MS',
     default: '30000',

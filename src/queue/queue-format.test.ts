@@ -72,6 +72,7 @@ describe('queue file format', () => {
     expect(db.prepare('SELECT version, gateway_version AS release FROM format_history').all()).toEqual([
       { version: 2, release: '0.0.0-dev' },
       { version: 3, release: '0.0.0-dev' },
+      { version: 4, release: '0.0.0-dev' },
     ]);
     db.close();
   });

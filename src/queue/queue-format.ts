@@ -81,6 +81,20 @@ INSERT OR IGNORE INTO sink_progress (name, segment, last_id) SELECT 'questdb', s
       if (!hasColumn(db, 'dead_letters', 'sink')) db.exec("ALTER TABLE dead_letters ADD COLUMN sink TEXT NOT NULL DEFAULT 'questdb'");
     },
   },
+  {
+    // A sink with a replay window keeps its delivered records for a while: its kept mark trails its
+    // progress mark, and no segment the kept mark has not passed is dropped. A sink without a row
+    // keeps nothing behind its progress mark.
+    version: 4,
+    apply: (db) =>
+      db.exec(`
+CREATE TABLE IF NOT EXISTS sink_kept (
+  name    TEXT    PRIMARY KEY,
+  segment INTEGER NOT NULL,
+  last_id INTEGER NOT NULL
+) WITHOUT ROWID;
+`),
+  },
 ];
 
 /** The format this release writes. */

@@ -1,6 +1,14 @@
 import type Database from 'better-sqlite3';
-import { listSegments, openQueueFile, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
-import { advanceCommonMark, compareMarks, dropPassedSegments, readSinkMarks, writeSinkMark } from './sink-marks.js';
+import { listSegments, openQueueFile, readProgress, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
+import {
+  advanceCommonMark,
+  compareMarks,
+  dropPassedSegments,
+  readKeptMark,
+  readSinkMarks,
+  writeKeptMark,
+  writeSinkMark,
+} from './sink-marks.js';
 
 /** One request's readings, as stored. */
 export interface QueueRecord {
@@ -31,14 +39,21 @@ export interface Completion {
  * mark, moves the mark past what the destination confirmed (with the readings it refused moved to
  * the dead letters under the sink's name, in the same transaction), and moves the common mark when
  * this sink was the slowest, dropping the segments every sink has passed.
+ *
+ * A sink with a replay window also has a kept mark trailing its progress mark: the records between
+ * them were delivered but stay in the file, and `replay` reads them again. Reading goes from a
+ * cursor, which is the progress mark except while a replay catches up.
  */
 export class QueueReader {
   readonly sink: string;
   readonly #db: Database.Database;
   readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
   #progress: Progress;
+  #cursor: Progress;
+  /** Undefined for a sink without a replay window. */
+  #kept: Progress | undefined;
 
-  constructor(dataDir: string, durability: Durability, sink: string) {
+  constructor(dataDir: string, durability: Durability, sink: string, options: { keeps: boolean } = { keeps: false }) {
     this.sink = sink;
     this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
@@ -48,6 +63,13 @@ export class QueueReader {
       throw new Error(`the queue has no progress mark for sink "${sink}"; sinks are registered when the queue is opened for writing`);
     }
     this.#progress = mark;
+    this.#cursor = mark;
+    if (options.keeps) {
+      this.#kept = readKeptMark(db, sink) ?? mark;
+      writeKeptMark(db, sink, this.#kept);
+    } else {
+      db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink);
+    }
     const insertDeadLetter = db.prepare<[number, number, string, string, string]>(
       'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (?, ?, ?, ?, ?)',
     );
@@ -65,11 +87,16 @@ export class QueueReader {
     return this.#progress;
   }
 
+  /** Where the next read starts: the progress mark, or behind it while a replay catches up. */
+  get cursor(): Progress {
+    return this.#cursor;
+  }
+
   /**
-   * The oldest records after the mark (or after `from`, to read ahead), in order, until
+   * The oldest records after the cursor (or after `from`, to read ahead), in order, until
    * `maxReadings` or `maxBytes` is reached (at least one record).
    */
-  readOldest(maxReadings: number, maxBytes: number, from: Progress = this.#progress): QueueRecord[] {
+  readOldest(maxReadings: number, maxBytes: number, from: Progress = this.#cursor): QueueRecord[] {
     const records: QueueRecord[] = [];
     let readings = 0;
     let bytes = 0;
@@ -93,12 +120,45 @@ export class QueueReader {
   complete(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = []): Completion {
     const last = records.at(-1);
     if (last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
-    // Never backwards: a batch in flight while the sink skipped its oldest readings ends behind the skip.
     const end = { segment: last.segment, lastId: last.id };
-    const to = compareMarks(end, this.#progress) > 0 ? end : this.#progress;
-    dropPassedSegments(this.#db, this.#advance(to, deadLetters, Date.now()));
-    this.#progress = to;
+    if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
+    // Never backwards: a batch in flight while the sink skipped its oldest readings ends behind the
+    // skip, and a replayed batch behind the mark was delivered (and its refusals kept) before.
+    if (compareMarks(end, this.#progress) <= 0) return { records: records.length, readings: 0, deadLettered: 0 };
+    dropPassedSegments(this.#db, this.#advance(end, deadLetters, Date.now()));
+    this.#progress = end;
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
+  }
+
+  /** The start of the replay window: everything after it and up to the progress mark is kept. */
+  get kept(): Progress | undefined {
+    return this.#kept;
+  }
+
+  /** Lets go of the kept records up to `to` (never past the progress mark); drops passed segments. */
+  keep(to: Progress): void {
+    if (this.#kept === undefined) return;
+    const mark = compareMarks(to, this.#progress) <= 0 ? to : this.#progress;
+    if (compareMarks(mark, this.#kept) <= 0) return;
+    this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate();
+    this.#kept = mark;
+    dropPassedSegments(this.#db, readProgress(this.#db));
+  }
+
+  /** Reads the kept records again from the next read on; returns the readings to send again. */
+  replay(): number {
+    if (this.#kept === undefined) return 0;
+    this.#cursor = this.#kept;
+    let readings = 0;
+    for (const segment of listSegments(this.#db)) {
+      if (segment < this.#kept.segment || segment > this.#progress.segment) continue;
+      const after = segment === this.#kept.segment ? this.#kept.lastId : 0;
+      for (const [id, , count] of segmentRecordsAfter(this.#db, segment).iterate(after)) {
+        if (compareMarks({ segment, lastId: id }, this.#progress) > 0) break;
+        readings += count;
+      }
+    }
+    return readings;
   }
 
   /**

@@ -79,10 +79,30 @@ export function advanceCommonMark(db: Database.Database): { common: Progress; pa
   return { common: slowest, passed };
 }
 
-/** Drops the segments wholly behind the common mark. */
+/** A sink's kept mark (its replay window's start), or undefined when it keeps nothing. */
+export function readKeptMark(db: Database.Database, name: string): Progress | undefined {
+  const row = db.prepare<[string], [number, number]>('SELECT segment, last_id FROM sink_kept WHERE name = ?').raw(true).get(name);
+  return row === undefined ? undefined : { segment: row[0], lastId: row[1] };
+}
+
+export function writeKeptMark(db: Database.Database, name: string, mark: Progress): void {
+  db.prepare<[string, number, number]>('INSERT OR REPLACE INTO sink_kept (name, segment, last_id) VALUES (?, ?, ?)').run(
+    name,
+    mark.segment,
+    mark.lastId,
+  );
+}
+
+/**
+ * Drops the segments wholly behind the common mark and every sink's kept mark. The records a
+ * replay window keeps are not counted as queued (the ledger follows the common mark): they are
+ * delivered, and only their bytes stay on disk until the window has passed them.
+ */
 export function dropPassedSegments(db: Database.Database, common: Progress): void {
+  const kept = db.prepare<[], number | null>('SELECT MIN(segment) FROM sink_kept').pluck().get() ?? common.segment;
+  const floor = Math.min(common.segment, kept);
   for (const segment of listSegments(db)) {
-    if (segment < common.segment) dropSegment(db, segment);
+    if (segment < floor) dropSegment(db, segment);
   }
 }
 
@@ -105,7 +125,10 @@ export function registerSinks(db: Database.Database, sinks: readonly SinkRegistr
         added.push({ name: sink.name, at });
       }
       const removed = [...marks.keys()].filter((name) => !wanted.has(name));
-      for (const name of removed) db.prepare('DELETE FROM sink_progress WHERE name = ?').run(name);
+      for (const name of removed) {
+        db.prepare('DELETE FROM sink_progress WHERE name = ?').run(name);
+        db.prepare('DELETE FROM sink_kept WHERE name = ?').run(name);
+      }
       const { common, passed } = advanceCommonMark(db);
       return { added, removed, released: passed, common };
     })

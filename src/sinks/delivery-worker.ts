@@ -43,7 +43,8 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
   const logger = createLogger(data.logLevel, pino.destination({ dest: 1, sync: true })).child({ thread: 'delivery' });
   const sinks: Sink[] = data.sinks.map((spec) => {
-    const reader = new QueueReader(data.dataDir, data.durability, spec.name);
+    const replayWindowMs = spec.replayWindowMs ?? 0;
+    const reader = new QueueReader(data.dataDir, data.durability, spec.name, { keeps: replayWindowMs > 0 });
     const loop = new SinkLoop({
       reader,
       target: createTarget(spec, logger),
@@ -54,6 +55,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
         batchBytes: data.batchBytes,
         backoffMaxMs: data.backoffMaxMs,
       },
+      replay: { windowMs: replayWindowMs, queue: reader },
       events: {
         delivered: ({ delivered, readings, deadLettered, durationMs }) =>
           post({ type: 'delivered', sink: spec.name, delivered, taken: readings, deadLettered, durationMs }),

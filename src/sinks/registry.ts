@@ -16,6 +16,11 @@ export interface SinkSpecBase {
   policy: SinkPolicy;
   backfill: boolean;
   batchReadings: number;
+  /**
+   * How long delivered readings are kept to be sent again after a recovery; only the local QuestDB,
+   * which shares the site's power, needs it (unset or 0: not kept).
+   */
+  replayWindowMs?: number;
 }
 
 export interface QuestDbSinkSpec extends SinkSpecBase {

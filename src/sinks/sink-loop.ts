@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import type { Progress } from '../queue/queue-file.js';
 import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader.js';
+import { ReplayWindow } from '../queue/replay-window.js';
 import { Backoff } from './backoff.js';
-import type { SinkTarget } from './sink.js';
+import type { Recovery, SinkTarget } from './sink.js';
 
 export interface SinkLoopOptions {
   intervalMs: number;
@@ -20,12 +21,20 @@ export interface SinkEvents {
 /** What a sink loop uses of its sink's side of the queue. */
 export type SinkQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
 
+/** A sink that keeps its delivered readings for `windowMs` and sends them again after a recovery. */
+export interface ReplaySettings {
+  windowMs: number;
+  queue: Pick<QueueReader, 'cursor' | 'keep' | 'replay'>;
+}
+
 /** `full`: a whole batch went, so more is probably waiting. */
 type Outcome = 'empty' | 'delivered' | 'full' | 'failed';
 
 const BACKOFF_BASE_MS = 250;
 /** Longest wait a destination's Retry-After can ask for: a wrong header must not park a sink for days. */
 const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
+/** How often the destination of a sink with a replay window is checked (and kept readings let go). */
+const KEEP_CHECK_MS = 5_000;
 
 /**
  * Delivers a sink's readings on a timer, one batch in flight at a time, in queue order, and moves
@@ -47,9 +56,24 @@ export class SinkLoop {
   #loop: Promise<void> | undefined;
   /** The next batch, read while the previous one was on its way. */
   #readAhead: QueueRecord[] | undefined;
+  readonly #replay: (ReplaySettings & { window: ReplayWindow<Progress> }) | undefined;
+  /** The destination is checked (and the kept readings sent again) before the next delivery. */
+  #mustRecover = true;
+  #lastKeepCheck = 0;
 
-  constructor(deps: { reader: SinkQueue; target: SinkTarget; events: SinkEvents; logger: Logger; options: SinkLoopOptions }) {
+  constructor(deps: {
+    reader: SinkQueue;
+    target: SinkTarget;
+    events: SinkEvents;
+    logger: Logger;
+    options: SinkLoopOptions;
+    replay?: ReplaySettings;
+  }) {
     this.#reader = deps.reader;
+    this.#replay =
+      deps.replay === undefined || deps.replay.windowMs <= 0
+        ? undefined
+        : { ...deps.replay, window: new ReplayWindow(deps.replay.windowMs) };
     this.#target = deps.target;
     this.#events = deps.events;
     this.#log = deps.logger;
@@ -135,11 +159,53 @@ export class SinkLoop {
     return readings >= this.#options.batchReadings || bytes >= this.#options.batchBytes;
   }
 
+  /**
+   * Before the first delivery and after a failure: the destination is brought back (a suspended
+   * table resumed) and everything kept is sent again, since a power cut may have taken what the
+   * destination acknowledged last. Then the kept readings acknowledged a whole window ago, in this
+   * run, are let go, if the destination still applies writes.
+   */
+  async #recoverAndRelease(): Promise<(Recovery & { ok: false }) | undefined> {
+    const replay = this.#replay;
+    if (replay === undefined || this.#target.recover === undefined) return undefined;
+    const expired = replay.window.expired();
+    // Checked every few seconds, not only when something is to be let go: a destination that comes
+    // back from a cut may stop applying writes a while after it answered the first check.
+    if (!this.#mustRecover && Date.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
+    this.#lastKeepCheck = Date.now();
+    const recovery = await this.#target.recover();
+    if (!recovery.ok) {
+      this.#mustRecover = true;
+      return recovery;
+    }
+    if (this.#mustRecover || recovery.resumed) {
+      this.#mustRecover = false;
+      this.#readAhead = undefined;
+      replay.window.replaying();
+      const readings = replay.queue.replay();
+      if (readings > 0) {
+        this.#log.info(
+          { event: 'replay', sink: this.name, readings, resumed: recovery.resumed },
+          `sending the kept readings to ${this.name} again`,
+        );
+      }
+      return undefined;
+    }
+    if (expired !== undefined) {
+      replay.queue.keep(expired);
+      replay.window.released(expired);
+    }
+    return undefined;
+  }
+
   async #deliverOnce(): Promise<{ outcome: Outcome; retryAfterMs?: number }> {
     if (this.#abandoned) return { outcome: 'failed' };
     const started = performance.now();
     const ready = (await this.#target.ready?.()) ?? { ok: true };
     if (!ready.ok) return this.#failed(ready, 0, started);
+    if (this.#abandoned) return { outcome: 'failed' };
+    const unrecovered = await this.#recoverAndRelease();
+    if (unrecovered !== undefined) return this.#failed(unrecovered, 0, started);
     if (this.#abandoned) return { outcome: 'failed' };
     const records = this.#readAhead ?? this.#read();
     this.#readAhead = undefined;
@@ -161,12 +227,16 @@ export class SinkLoop {
     const readings = records.reduce((sum, r) => sum + r.readings, 0);
     if (!delivery.ok) {
       this.#readAhead = undefined;
+      this.#mustRecover = true;
       return this.#failed(delivery, readings, started);
     }
     const durationMs = Math.round(performance.now() - started);
     const completion = this.#reader.complete(records, delivery.deadLetters);
+    if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
-    const delivered = completion.readings - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
+    // A replayed batch was counted when it was first delivered.
+    const delivered =
+      completion.readings === 0 ? 0 : completion.readings - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
     this.#events.delivered({ ...completion, delivered, durationMs });
     this.#log.info(
       {

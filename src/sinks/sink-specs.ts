@@ -22,6 +22,8 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
     policy: 'block',
     backfill: true,
     batchReadings: config.flushBatchReadings,
+    // On the appliance QuestDB shares the gateway's power: what it acknowledged last can be lost.
+    replayWindowMs: config.replayWindowMs,
     questdb: {
       url: config.questdbUrl,
       username: config.questdbUsername,

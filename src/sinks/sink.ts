@@ -16,6 +16,9 @@ export type Delivery =
 
 export type Ready = { ok: true } | { ok: false; message: string; level?: 'warn' | 'error' };
 
+/** What a destination's recovery found. */
+export type Recovery = { ok: true; resumed: boolean } | { ok: false; message: string; level: 'warn' | 'error' };
+
 /**
  * A destination of the queue's readings: how a batch gets there. The sink loop around it reads the
  * batches in queue order, times and backs off the attempts, and moves the sink's own progress mark.
@@ -36,6 +39,13 @@ export interface SinkTarget {
   ready?(): Promise<Ready>;
   /** Sends the batch. */
   deliver(records: readonly QueueRecord[]): Promise<Delivery>;
+  /**
+   * For a destination that may lose what it acknowledged (a power cut within the kernel's writeback
+   * age): brings it back to a state that applies writes. `resumed` says it had stopped applying
+   * them, so what it acknowledged lately may be gone. For a sink with a replay window: called after
+   * `ready`, before the first delivery, after a failure and every few seconds.
+   */
+  recover?(): Promise<Recovery>;
   /** Closes connections; called once, at shutdown. */
   close(): Promise<void>;
 }

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
-import type { Delivery, Ready, SinkTarget } from '../sink.js';
+import { recoverWal } from '../../questdb/wal-recovery.js';
+import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
 
@@ -78,6 +79,18 @@ export class QuestDbTarget implements SinkTarget {
       if (outcome.kind === 'failed') return this.#writeFailed(outcome.message, outcome.level, outcome.retryAfterMs);
     }
     return this.#deliverRowByRow(records);
+  }
+
+  /** Resumes the table when QuestDB suspended it (see wal-recovery). */
+  async recover(): Promise<Recovery> {
+    try {
+      const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
+      if (recovery.suspended)
+        return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
+      return { ok: true, resumed: recovery.wasSuspended };
+    } catch (error) {
+      return { ok: false, message: `table recovery failed: ${(error as Error).message}`, level: 'warn' };
+    }
   }
 
   close(): Promise<void> {
