@@ -1,0 +1,194 @@
+// Forward throughput of each sink beside local delivery: `npm run bench:forward` (builds the bundle
+// first; `-- --help`). Each run, for each sink, queues the same backlog while no destination is
+// reachable, then starts the gateway with that sink alone able to deliver, and measures readings/s
+// and the gateway's CPU seconds per million readings. Prints the runs and their medians as Markdown.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { KAFKA_VERSION, createKafkaTopic, startKafka } from '../scripts/lib/kafka.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
+import { freePort } from '../scripts/lib/ports.mjs';
+import { QUESTDB_VERSION, startQuestDb } from '../scripts/lib/questdb.mjs';
+import { settleAndDrop } from '../scripts/lib/questdb-sql.mjs';
+import { median } from '../scripts/lib/stats.mjs';
+import { startBenchGateway } from './lib/gateway.mjs';
+import { fillQueue, forward, tableHolds, topicMessages } from './lib/forward.mjs';
+
+const SINKS = ['questdb', 'upstream', 'remote-questdb', 'kafka'];
+
+const HELP = `Usage: npm run bench:forward [-- options]
+
+  --runs N       runs (default 3)
+  --readings N   backlog of each run, a multiple of 1000 (default 500000)
+  --sinks LIST   comma-separated, of ${SINKS.join(',')} (default all)
+`;
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    readings: { type: 'string', default: '500000' },
+    sinks: { type: 'string', default: SINKS.join(',') },
+    help: { type: 'boolean' },
+  },
+});
+if (args.help) {
+  process.stdout.write(HELP);
+  process.exit(0);
+}
+const runs = Number(args.runs);
+const total = Number(args.readings);
+const sinks = args.sinks.split(',').map((s) => s.trim());
+if (!(runs >= 1) || !(total >= 1000) || total % 1000 !== 0) throw new Error(`bad options: --runs ${args.runs} --readings ${args.readings}`);
+const unknown = sinks.filter((s) => !SINKS.includes(s));
+if (sinks.length === 0 || unknown.length > 0)
+  throw new Error(`bad option --sinks: ${unknown.join(',') || 'empty'} (known: ${SINKS.join(',')})`);
+
+const bundle = join(projectRoot, 'dist', 'gateway.mjs');
+const apiKey = 'bench-key-0123456789';
+const topic = 'bench-readings';
+const gatewayEnv = { DURABILITY: 'process-crash', HEALTH_REPORT: 'false' };
+const loadAtStart = os.loadavg();
+
+const work = mkdtempSync(join(os.tmpdir(), 'harbor-bench-forward-'));
+const broker = sinks.includes('kafka') ? await startKafka() : undefined;
+const questdb = await startQuestDb({ dataDir: join(work, 'questdb'), heap: '512m' });
+
+/**
+ * One sink's measurement on a freshly filled queue: the site gateway's environment, the
+ * destination's process and, for the upstream sink, the central gateway in front of QuestDB.
+ * @param {string} sink
+ * @param {string} dataDir
+ * @param {string} unreachable
+ * @param {string} table
+ */
+async function measure(sink, dataDir, unreachable, table) {
+  const site = { DATA_DIR: dataDir, ...gatewayEnv };
+  if (sink === 'questdb')
+    return forward({
+      bundle,
+      apiKey,
+      sink,
+      total,
+      env: { ...site, QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' },
+      destinationPid: questdb.pid,
+      done: () => tableHolds(questdb.httpUrl, table, total),
+    });
+  if (sink === 'remote-questdb')
+    return forward({
+      bundle,
+      apiKey,
+      sink,
+      total,
+      env: {
+        ...site,
+        LOCAL_QUESTDB: 'off',
+        REMOTE_QUESTDB_URL: questdb.httpUrl,
+        REMOTE_QUESTDB_TABLE: table,
+        REMOTE_QUESTDB_BACKFILL: 'on',
+      },
+      destinationPid: questdb.pid,
+      done: () => tableHolds(questdb.httpUrl, table, total),
+    });
+  if (sink === 'upstream') {
+    const central = await startBenchGateway({
+      bundle,
+      apiKey,
+      env: {
+        DATA_DIR: join(work, 'central'),
+        ...gatewayEnv,
+        GATEWAY_NAME: 'bench-central',
+        QUESTDB_URL: questdb.httpUrl,
+        QUESTDB_TABLE: table,
+        RETENTION_DAYS: '0',
+      },
+    });
+    try {
+      return await forward({
+        bundle,
+        apiKey,
+        sink,
+        total,
+        env: {
+          ...site,
+          LOCAL_QUESTDB: 'off',
+          UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
+          UPSTREAM_API_KEY: apiKey,
+          UPSTREAM_BACKFILL: 'on',
+        },
+        destinationPid: questdb.pid,
+        central,
+        done: () => tableHolds(questdb.httpUrl, table, total),
+      });
+    } finally {
+      await central.stop('SIGTERM');
+      rmSync(join(work, 'central'), { recursive: true, force: true });
+    }
+  }
+  const kafka = /** @type {NonNullable<typeof broker>} */ (broker);
+  const before = await topicMessages(kafka.bootstrap, topic);
+  // The Kafka sink joins with backfill, so it starts at the oldest queued reading; QuestDB stays unreachable.
+  return forward({
+    bundle,
+    apiKey,
+    sink,
+    total,
+    env: { ...site, QUESTDB_URL: unreachable, KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: topic, KAFKA_BACKFILL: 'on' },
+    destinationPid: kafka.pid(),
+    done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === total,
+  });
+}
+
+/** @type {Record<string, Awaited<ReturnType<typeof forward>>[]>} */
+const results = Object.fromEntries(sinks.map((s) => [s, []]));
+try {
+  if (broker) await createKafkaTopic(broker.bootstrap, topic, 3);
+  for (let run = 1; run <= runs; run++) {
+    for (const sink of sinks) {
+      const dataDir = join(work, `gateway-${run}-${sink}`);
+      const table = `bench_forward_${sink.replace('-', '_')}_${run}_${Date.now()}`;
+      const unreachable = `http://127.0.0.1:${await freePort()}`;
+      // Only the local sink, pointed nowhere, while the backlog is queued: the sink under test joins with backfill.
+      await fillQueue({ bundle, apiKey, total, env: { DATA_DIR: dataDir, ...gatewayEnv, QUESTDB_URL: unreachable } });
+      const result = await measure(sink, dataDir, unreachable, table);
+      if (sink !== 'kafka') await settleAndDrop(questdb.httpUrl, table);
+      rmSync(dataDir, { recursive: true, force: true });
+      results[sink]?.push(result);
+      process.stderr.write(`run ${run}: ${sink} ${Math.round(result.readingsPerSec)} readings/s\n`);
+    }
+  }
+} finally {
+  await broker?.close();
+  await questdb.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+
+const fmt = (/** @type {number | undefined} */ n, digits = 0) =>
+  n === undefined ? '–' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const rows = [];
+for (const sink of sinks) {
+  const list = results[sink] ?? [];
+  for (const [i, r] of list.entries())
+    rows.push(
+      `| ${sink} | ${i + 1} | ${fmt(r.readingsPerSec)} | ${fmt(r.siteCpuPerMillion, 2)} | ${fmt(r.centralCpuPerMillion, 2)} | ${fmt(r.destinationCpuPerMillion, 2)} | ${r.deliveries} |`,
+    );
+  const m = (/** @type {'readingsPerSec' | 'siteCpuPerMillion' | 'centralCpuPerMillion' | 'destinationCpuPerMillion'} */ key) => {
+    const values = list.map((r) => r[key]).filter((v) => v !== undefined);
+    return values.length === 0 ? undefined : median(values);
+  };
+  rows.push(
+    `| **${sink}** | **median** | **${fmt(m('readingsPerSec'))}** | **${fmt(m('siteCpuPerMillion'), 2)}** | **${fmt(m('centralCpuPerMillion'), 2)}** | **${fmt(m('destinationCpuPerMillion'), 2)}** | |`,
+  );
+}
+const load = (/** @type {number[]} */ l) => l.map((v) => v.toFixed(1)).join(' ');
+process.stdout.write(
+  [
+    `Backlog of ${total.toLocaleString('en-US')} readings per run, ${runs} runs; QuestDB ${QUESTDB_VERSION}${broker ? `, Kafka ${KAFKA_VERSION} (single node, 3 partitions)` : ''}.`,
+    `Machine: ${os.cpus()[0]?.model.trim()}, ${os.cpus().length} cores, Node ${process.version}; load average (1, 5, 15 min) ${load(loadAtStart)} at the start, ${load(os.loadavg())} at the end; processes not pinned.`,
+    '',
+    '| Sink | Run | Readings/s | Site gateway CPU s per million | Central gateway CPU s per million | Destination CPU s per million | Deliveries |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n'),
+);
