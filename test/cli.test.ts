@@ -15,6 +15,11 @@ describe('harbor-gateway command line', () => {
       code: 78,
       stderr: expect.stringMatching(/PORT must be a whole number[\s\S]*API_KEY is a shipped test default/),
     });
+    // A site with no sink left at all is refused here too, not only when it starts.
+    await expect(gateway(['check-config'], { LOCAL_QUESTDB: 'off' })).rejects.toMatchObject({
+      code: 78,
+      stderr: expect.stringMatching(/LOCAL_QUESTDB=off leaves the gateway without a sink/),
+    });
   });
 
   it('prints its version, usage and the configuration table', async () => {

@@ -189,6 +189,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
       problems.push('KAFKA_SASL_MECHANISM PLAIN sends the password in clear: set KAFKA_TLS in production');
     }
   }
+  const forwards = remoteQuestdb !== undefined || partial.upstreamUrl !== undefined || partial.kafkaBrokers !== undefined;
+  if (partial.localQuestdb === 'off' && !forwards) {
+    problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const {

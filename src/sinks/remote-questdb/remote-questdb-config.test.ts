@@ -29,7 +29,7 @@ describe('remote QuestDB settings', () => {
     const config = loadConfig({});
     expect(config.remoteQuestdb).toBeUndefined();
     expect(config.localQuestdb).toBe(true);
-    expect(loadConfig({ LOCAL_QUESTDB: 'off' }).localQuestdb).toBe(false);
+    expect(loadConfig({ LOCAL_QUESTDB: 'off', KAFKA_BROKERS: 'kafka.example.com:9092' }).localQuestdb).toBe(false);
   });
 
   it('takes the token from a file or the remote_questdb_token credential, the CA from a PEM file, and the common sink settings', () => {

@@ -122,6 +122,6 @@ describe('the remote QuestDB sink from the configuration', () => {
       REMOTE_QUESTDB_TOKEN_FILE: tokenFile,
     });
     expect(sinkSpecs(forwarding).map((s) => s.name)).toEqual(['remote-questdb']);
-    expect(() => sinkSpecs(loadConfig({ LOCAL_QUESTDB: 'off' }))).toThrow(/LOCAL_QUESTDB=off leaves the gateway without a sink/);
+    expect(() => loadConfig({ LOCAL_QUESTDB: 'off' })).toThrow(/LOCAL_QUESTDB=off leaves the gateway without a sink/);
   });
 });
