@@ -1,21 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEVELOPMENT_API_KEY, loadConfig } from './config.js';
+import { DEVELOPMENT_API_KEY, loadConfig } from './config.js';
 import { renderConfigTable } from './config-table.js';
 import { SETTINGS } from './settings.js';
 import { readFileSync } from 'node:fs';
 import { tempDir } from '../../test/support/temp-dir.js';
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-};
+import { problemsOf } from '../../test/support/config-problems.js';
 
 const secretFile = (content: string): string => {
   const path = join(tempDir('secret'), 'secret');

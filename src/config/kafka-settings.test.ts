@@ -2,17 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
-import { ConfigError, loadConfig } from './config.js';
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-};
+import { loadConfig } from './config.js';
+import { problemsOf } from '../../test/support/config-problems.js';
 
 describe('Kafka sink settings', () => {
   it('leave the sink out until brokers are set', () => {

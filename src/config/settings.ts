@@ -43,18 +43,21 @@ const text = (max = 4096) => z.string().min(1, 'must not be empty').max(max);
 export const API_KEY_PATTERN = /^[\x21-\x7e]+$/;
 const apiKeyText = text().regex(API_KEY_PATTERN, 'must be printable ASCII without spaces');
 
-const httpUrl = z
-  .string()
-  .trim()
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
-    } catch {
-      return false;
-    }
-  }, 'must be an http:// or https:// URL without credentials (use QUESTDB_USERNAME and QUESTDB_PASSWORD)')
-  .transform((value) => value.replace(/\/+$/, ''));
+/** An http(s) URL without credentials in it; `hint` says where the credentials go instead. */
+const webUrl = (hint: string) =>
+  z
+    .string()
+    .trim()
+    .refine((value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+      } catch {
+        return false;
+      }
+    }, `must be an http:// or https:// URL without credentials (${hint})`);
+
+const httpUrl = webUrl('use QUESTDB_USERNAME and QUESTDB_PASSWORD').transform((value) => value.replace(/\/+$/, ''));
 
 const boolean = z
   .string()
@@ -69,17 +72,7 @@ const cronExpression = z
   .refine((value) => cron.validate(value), 'must be a cron expression, e.g. */10 * * * * * (seconds first, optional)');
 
 /** The upstream's batch endpoint, kept as written (hosted paths differ); its key goes in a header, never the URL. */
-const upstreamUrl = z
-  .string()
-  .trim()
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
-    } catch {
-      return false;
-    }
-  }, 'must be an http:// or https:// URL without credentials (the key goes in UPSTREAM_API_KEY_FILE)');
+const upstreamUrl = webUrl('the key goes in UPSTREAM_API_KEY_FILE');
 
 const proxyUrl = z
   .string()

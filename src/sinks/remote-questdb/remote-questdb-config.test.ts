@@ -1,19 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../config/config.js';
+import { loadConfig } from '../../config/config.js';
 import { createSelfSignedCertificate } from '../../tls/self-signed.js';
 import { tempDir } from '../../../test/support/temp-dir.js';
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-};
+import { problemsOf } from '../../../test/support/config-problems.js';
 
 const file = (name: string, content: string): string => {
   const path = join(tempDir('remote-qdb'), name);

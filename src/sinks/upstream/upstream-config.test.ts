@@ -1,19 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../config/config.js';
+import { loadConfig } from '../../config/config.js';
 import { sinkSpecs } from '../sink-specs.js';
 import { tempDir } from '../../../test/support/temp-dir.js';
-
-const problemsOf = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-};
+import { problemsOf } from '../../../test/support/config-problems.js';
 
 const keyFile = (content: string): string => {
   const path = join(tempDir('upstream-key'), 'key');
