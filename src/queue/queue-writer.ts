@@ -228,6 +228,11 @@ export class QueueWriter {
     return this.#appended.readings;
   }
 
+  /** Bytes queued; asked after every request, so without the copy `stats()` makes. */
+  get bytes(): number {
+    return this.#totals.bytes;
+  }
+
   /** Readings queued; asked after every request, so without the copy `stats()` makes. */
   get readings(): number {
     return this.#totals.readings;

@@ -21,6 +21,8 @@ export class DeliveryThread {
   #wokenAt = 0;
   #pressing = false;
   readonly #smallestBatch: number;
+  /** Some sink has the drop_oldest policy, so a nearly full queue can be made room in. */
+  readonly #drops: boolean;
   #stopped: (() => void) | undefined;
 
   constructor(
@@ -32,6 +34,7 @@ export class DeliveryThread {
   ) {
     for (const spec of data.sinks) stats.sink(spec.name);
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
+    this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');
   }
 
   start(): void {
@@ -60,13 +63,10 @@ export class DeliveryThread {
    */
   notifyAppended(): void {
     const queue = this.queue;
-    if (
-      !this.#pressing &&
-      queue.stats().bytes >= queue.maxBytes * PRESSURE_HIGH &&
-      this.data.sinks.some((s) => s.policy === 'drop_oldest')
-    ) {
+    // Runs after every request: read the counters in place, allocate nothing.
+    if (this.#drops && !this.#pressing && queue.bytes >= queue.maxBytes * PRESSURE_HIGH) {
       this.#pressing = true;
-      this.#post({ type: 'pressure', bytes: Math.ceil(queue.stats().bytes - queue.maxBytes * PRESSURE_LOW) });
+      this.#post({ type: 'pressure', bytes: Math.ceil(queue.bytes - queue.maxBytes * PRESSURE_LOW) });
     }
     if (queue.appendedReadings - this.#wokenAt < this.#smallestBatch) return;
     this.#wokenAt = queue.appendedReadings;
