@@ -117,4 +117,28 @@ describe('readings land in QuestDB exactly', () => {
     await waitForWalApplied(table);
     expect(await ddl()).toMatch(/PARTITION BY DAY TTL 30 DAYS/);
   });
+
+  it('leaves a table already as needed unaltered when it starts again, and restores deduplication an operator turned off', async () => {
+    const table = uniqueTable('unaltered');
+    // Every ALTER of a WAL table is a transaction that raises the table's structure version.
+    const structureVersion = async () =>
+      (await sql<[number]>(`SELECT max(structureVersion) FROM wal_transactions('${table}')`)).dataset[0]![0];
+    const run = async (value: number) => {
+      const gw = await startTestGateway({ QUESTDB_TABLE: table, RETENTION_DAYS: '30' });
+      expect((await gw.post('/api/v2/ingest/', { ship_id: 's', cargo_id: 'c', value })).status).toBe(200);
+      await waitForDrained(gw);
+      await gw.stop();
+      await waitForWalApplied(table);
+    };
+    await run(1);
+    const afterCreate = await structureVersion();
+    await run(2);
+    expect(await structureVersion()).toBe(afterCreate);
+
+    await sql(`ALTER TABLE "${table}" DEDUP DISABLE`);
+    await waitForWalApplied(table);
+    await run(3);
+    expect((await sql<[boolean]>(`SELECT dedup FROM tables() WHERE table_name = '${table}'`)).dataset[0]![0]).toBe(true);
+    expect((await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0]).toMatch(/TTL 30 DAYS[\s\S]*DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+  });
 });

@@ -5,8 +5,15 @@ export class TableSchemaError extends Error {
 }
 
 interface ColumnsAnswer {
-  dataset: [name: string, type: string, designated: boolean][];
+  dataset: [name: string, type: string, designated: boolean, upsertKey: boolean][];
 }
+
+interface TableAnswer {
+  dataset: [walEnabled: boolean, dedup: boolean, ttlValue: number, ttlUnit: string][];
+}
+
+const DEDUP_KEYS = ['time', 'ship_id', 'cargo_id'];
+const HOURS_PER_TTL_UNIT: Record<string, number> = { HOUR: 1, DAY: 24, WEEK: 168 };
 
 const ACCEPTED_TYPES: Record<string, readonly string[]> = {
   time: ['TIMESTAMP_NS', 'TIMESTAMP'],
@@ -22,31 +29,51 @@ export interface TableSetupResult {
 }
 
 /**
- * Creates the readings table when missing, applies the retention TTL (unless `retentionDays` is
- * undefined: a central table's TTL is its operator's) and deduplication on every start, and checks
- * that an existing table can take our rows, so a schema mismatch stops the QuestDB sink instead of
- * sending every reading to the dead letters.
+ * Creates the readings table when missing, brings its retention TTL (unless `retentionDays` is
+ * undefined: a central table's TTL is its operator's) and deduplication to what the gateway needs,
+ * and checks that an existing table can take our rows, so a schema mismatch stops the QuestDB sink
+ * instead of sending every reading to the dead letters. A table already as needed is not altered:
+ * every ALTER rewrites QuestDB's table metadata, which a power cut during the rewrite can damage.
  */
 export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number | undefined): Promise<TableSetupResult> {
-  const existed = (await walEnabled(questdb, table)) !== undefined;
+  const existed = (await tableState(questdb, table)) !== undefined;
   const ttl = retentionDays === undefined || retentionDays === 0 ? '' : ` TTL ${retentionDays} DAYS`;
-  await questdb.exec(
-    `CREATE TABLE IF NOT EXISTS "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE)` +
-      ` TIMESTAMP(time) PARTITION BY DAY${ttl} WAL DEDUP UPSERT KEYS(time, ship_id, cargo_id)`,
-  );
-  const timestampType = await checkTable(questdb, table);
-  if (retentionDays !== undefined) await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
-  await questdb.exec(`ALTER TABLE "${table}" DEDUP ENABLE UPSERT KEYS(time, ship_id, cargo_id)`);
+  if (!existed) {
+    await questdb.exec(
+      `CREATE TABLE IF NOT EXISTS "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE)` +
+        ` TIMESTAMP(time) PARTITION BY DAY${ttl} WAL DEDUP UPSERT KEYS(${DEDUP_KEYS.join(', ')})`,
+    );
+  }
+  const { state, timestampType, dedupsOnReadingKey } = await describeTable(questdb, table);
+  if (retentionDays !== undefined && ttlHours(state) !== retentionDays * 24) {
+    await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
+  }
+  if (!state.dedup || !dedupsOnReadingKey) {
+    await questdb.exec(`ALTER TABLE "${table}" DEDUP ENABLE UPSERT KEYS(${DEDUP_KEYS.join(', ')})`);
+  }
   return { created: !existed, timestampType };
+}
+
+/** The table's TTL in hours (0: none); NaN for units a number of days cannot equal (months, years). */
+function ttlHours(state: TableState): number {
+  return state.ttlValue === 0 ? 0 : state.ttlValue * (HOURS_PER_TTL_UNIT[state.ttlUnit] ?? Number.NaN);
 }
 
 /** Throws TableSchemaError unless the table can store readings exactly; returns the timestamp type. */
 export async function checkTable(questdb: QuestDbClient, table: string): Promise<string> {
-  const wal = await walEnabled(questdb, table);
-  if (wal === undefined) throw new TableSchemaError(`table ${table} does not exist`);
-  if (!wal) throw new TableSchemaError(`table ${table} is not a WAL table; deduplication of replays needs WAL`);
-  const columns = await questdb.exec<ColumnsAnswer>(`SELECT "column", type, designated FROM table_columns('${table}')`);
-  const byName = new Map(columns.dataset.map(([name, type, designated]) => [name, { type, designated }]));
+  return (await describeTable(questdb, table)).timestampType;
+}
+
+/** checkTable's work, with the table's state and whether its upsert keys are exactly DEDUP_KEYS. */
+async function describeTable(
+  questdb: QuestDbClient,
+  table: string,
+): Promise<{ state: TableState; timestampType: string; dedupsOnReadingKey: boolean }> {
+  const state = await tableState(questdb, table);
+  if (state === undefined) throw new TableSchemaError(`table ${table} does not exist`);
+  if (!state.walEnabled) throw new TableSchemaError(`table ${table} is not a WAL table; deduplication of replays needs WAL`);
+  const columns = await questdb.exec<ColumnsAnswer>(`SELECT "column", type, designated, upsertKey FROM table_columns('${table}')`);
+  const byName = new Map(columns.dataset.map(([name, type, designated, upsertKey]) => [name, { type, designated, upsertKey }]));
   for (const [name, types] of Object.entries(ACCEPTED_TYPES)) {
     const column = byName.get(name);
     if (column === undefined || !types.includes(column.type)) {
@@ -57,10 +84,20 @@ export async function checkTable(questdb: QuestDbClient, table: string): Promise
   }
   const time = byName.get('time')!;
   if (!time.designated) throw new TableSchemaError(`table ${table}: column time is not the designated timestamp`);
-  return time.type;
+  const upsertKeys = columns.dataset.filter(([, , , upsertKey]) => upsertKey).map(([name]) => name);
+  const dedupsOnReadingKey = upsertKeys.length === DEDUP_KEYS.length && DEDUP_KEYS.every((key) => upsertKeys.includes(key));
+  return { state, timestampType: time.type, dedupsOnReadingKey };
 }
 
-async function walEnabled(questdb: QuestDbClient, table: string): Promise<boolean | undefined> {
-  const answer = await questdb.exec<{ dataset: [boolean][] }>(`SELECT walEnabled FROM tables() WHERE table_name = '${table}'`);
-  return answer.dataset[0]?.[0];
+interface TableState {
+  walEnabled: boolean;
+  dedup: boolean;
+  ttlValue: number;
+  ttlUnit: string;
+}
+
+async function tableState(questdb: QuestDbClient, table: string): Promise<TableState | undefined> {
+  const answer = await questdb.exec<TableAnswer>(`SELECT walEnabled, dedup, ttlValue, ttlUnit FROM tables() WHERE table_name = '${table}'`);
+  const row = answer.dataset[0];
+  return row === undefined ? undefined : { walEnabled: row[0], dedup: row[1], ttlValue: row[2], ttlUnit: row[3] };
 }
