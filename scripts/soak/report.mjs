@@ -5,6 +5,8 @@ import { median } from '../lib/stats.mjs';
  * @typedef {object} Sample
  * @property {number} seconds        since the load started
  * @property {number} rssMb          the gateway's resident memory
+ * @property {number} anonMb         of it, the process's own (heaps, stacks: RssAnon)
+ * @property {number} fileMb         of it, mapped files (Node's code, libraries: RssFile), shared and reclaimable
  * @property {number} heapMb         its V8 heap in use (from /status)
  * @property {number} fds            its open file descriptors other than sockets (files, pipes, event fds)
  * @property {number} sockets        its open sockets: to QuestDB, and the load's connections
@@ -14,12 +16,15 @@ import { median } from '../lib/stats.mjs';
  * @property {number | null} p99Ms
  * @property {number} requests       requests answered since the last sample
  * @property {boolean} questdbUp
+ * @property {number} load1          the machine's 1-minute load average
  */
 
 /** @type {(keyof Sample)[]} */
 const COLUMNS = [
   'seconds',
   'rssMb',
+  'anonMb',
+  'fileMb',
   'heapMb',
   'fds',
   'sockets',
@@ -29,6 +34,7 @@ const COLUMNS = [
   'p99Ms',
   'requests',
   'questdbUp',
+  'load1',
 ];
 
 /** @param {Sample[]} samples */
@@ -51,6 +57,7 @@ export function toCsv(samples) {
  */
 export const FLAT_RULES = /** @type {const} */ ([
   { key: 'rssMb', label: 'resident memory', unit: 'MB', ratio: 1.1, slack: 8 },
+  { key: 'anonMb', label: 'resident memory of its own', unit: 'MB', ratio: 1.1, slack: 8 },
   { key: 'heapMb', label: 'V8 heap in use', unit: 'MB', ratio: 1.2, slack: 4 },
   { key: 'fds', label: 'file descriptors other than sockets', unit: '', ratio: 1, slack: 2 },
   // The load's connections come and go with the latency of the moment; a leak of one per QuestDB
@@ -144,6 +151,8 @@ ${ticksX.join('\n')}
 
 export const CHARTS = /** @type {const} */ ([
   { file: 'rss.svg', key: 'rssMb', title: 'Gateway resident memory', unit: 'MB' },
+  { file: 'rss-anon.svg', key: 'anonMb', title: 'Gateway resident memory of its own (RssAnon)', unit: 'MB' },
+  { file: 'rss-file.svg', key: 'fileMb', title: 'Gateway resident mapped files (RssFile)', unit: 'MB' },
   { file: 'heap.svg', key: 'heapMb', title: 'Gateway V8 heap in use', unit: 'MB' },
   { file: 'fds.svg', key: 'fds', title: 'Gateway file descriptors other than sockets', unit: '' },
   { file: 'sockets.svg', key: 'sockets', title: 'Gateway open sockets', unit: '' },

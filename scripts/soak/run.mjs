@@ -3,7 +3,8 @@
 // the end that QuestDB holds every answered reading exactly once, and writes CSV, SVG charts and a
 // verdict into docs/soak/<minutes>min/. See docs/soak.md.
 //   npm run soak -- --minutes 60 [--rate 40] [--batch 10] [--restart-every 240] [--down 20] [--sample-every 10]
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+//                   [--env NAME=VALUE ...] [--out DIR]
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,6 +13,8 @@ import { startGatewayProcess } from '../lib/gateway-process.mjs';
 import { QUESTDB_VERSION, startQuestDb } from '../lib/questdb.mjs';
 import { freePort } from '../lib/ports.mjs';
 import { projectRoot } from '../lib/paths.mjs';
+import { median } from '../lib/stats.mjs';
+import { sampleProcess } from '../lib/proc.mjs';
 import { startLoad } from './load.mjs';
 import { CHARTS, FLAT_RULES, flatness, toCsv, toSvg } from './report.mjs';
 
@@ -23,6 +26,8 @@ const { values: args } = parseArgs({
     'restart-every': { type: 'string', default: '240' },
     down: { type: 'string', default: '20' },
     'sample-every': { type: 'string', default: '10' },
+    env: { type: 'string', multiple: true, default: [] },
+    out: { type: 'string' },
   },
 });
 const minutes = Number(args.minutes);
@@ -34,8 +39,16 @@ const sampleEverySeconds = Number(args['sample-every']);
 for (const [name, value] of Object.entries({ minutes, rate, batch, restartEverySeconds, downSeconds, sampleEverySeconds })) {
   if (!(value > 0)) throw new Error(`--${name} must be a positive number`);
 }
-const command = `npm run soak -- --minutes ${args.minutes} --rate ${args.rate} --batch ${args.batch} --restart-every ${args['restart-every']} --down ${args.down} --sample-every ${args['sample-every']}`;
-const outDir = join(projectRoot, 'docs', 'soak', `${args.minutes}min`);
+// Extra settings for the gateway's environment, to compare one run against another.
+const extraEnv = Object.fromEntries(
+  args.env.map((pair) => {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new Error(`--env ${pair}: expected NAME=VALUE`);
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }),
+);
+const command = `npm run soak -- --minutes ${args.minutes} --rate ${args.rate} --batch ${args.batch} --restart-every ${args['restart-every']} --down ${args.down} --sample-every ${args['sample-every']}${args.env.map((e) => ` --env ${e}`).join('')}`;
+const outDir = args.out ?? join(projectRoot, 'docs', 'soak', `${args.minutes}min`);
 const API_KEY = 'soak-key-0123456789abcdef';
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 const log = (/** @type {string} */ line) => process.stdout.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -49,7 +62,7 @@ const questdbUrl = questdb.httpUrl;
 const table = `soak_${Date.now()}`;
 const gateway = await startGatewayProcess({
   bundle: join(projectRoot, 'dist', 'gateway.mjs'),
-  env: { API_KEY, DATA_DIR: dataDir, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' },
+  env: { API_KEY, DATA_DIR: dataDir, QUESTDB_URL: questdbUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0', ...extraEnv },
 });
 // Whatever ends this process, the work directory goes; the gateway and QuestDB are killed by
 // their own exit handlers, registered before this one.
@@ -96,7 +109,6 @@ const queueFileBytes = () =>
   ['queue.db', 'queue.db-wal']
     .map((name) => join(dataDir, name))
     .reduce((sum, path) => sum + (existsSync(path) ? statSync(path).size : 0), 0);
-const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${gateway.pid}/status`, 'utf8'))?.[1]);
 /** The gateway's open file descriptors, sockets apart; one may close between the listing and its link. */
 const descriptors = () => {
   let fds = 0;
@@ -110,6 +122,11 @@ const descriptors = () => {
     }
   }
   return { fds, sockets };
+};
+/** Resident memory, and of it what is the process's own (heaps, stacks) and what maps files (code). */
+const memory = () => {
+  const { rssKb, anonKb, fileKb } = sampleProcess(gateway.pid);
+  return { rssMb: rssKb / 1024, anonMb: anonKb / 1024, fileMb: fileKb / 1024 };
 };
 const percentileOf = (/** @type {number[]} */ sorted, /** @type {number} */ p) =>
   sorted.length === 0 ? null : /** @type {number} */ (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
@@ -125,7 +142,7 @@ while (Date.now() < endMs) {
   gatewayErrors += gateway.logs.splice(0).filter((line) => Number(line.level) >= 50).length;
   samples.push({
     seconds: elapsed(),
-    rssMb: rssKb() / 1024,
+    ...memory(),
     heapMb: current.memory.heapUsedBytes / 2 ** 20,
     ...descriptors(),
     queueFileMb: queueFileBytes() / 2 ** 20,
@@ -134,10 +151,11 @@ while (Date.now() < endMs) {
     p99Ms: percentileOf(latencies, 99),
     requests: latencies.length,
     questdbUp,
+    load1: os.loadavg()[0] ?? 0,
   });
   const s = /** @type {import('./report.mjs').Sample} */ (samples.at(-1));
   log(
-    `${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB, heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`,
+    `${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB (anon ${s.anonMb.toFixed(1)}, file ${s.fileMb.toFixed(1)}), heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`,
   );
 }
 
@@ -195,7 +213,8 @@ const fmt = (/** @type {number | null} */ v) => (v === null ? '–' : Number(v.t
 const summary = `# Soak: ${minutes} minutes
 
 \`${command}\`, run ${new Date(startedMs).toISOString().slice(0, 16)}Z on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}),
-Node ${process.versions.node}, QuestDB ${QUESTDB_VERSION}, shared with other work. ${rate} requests/s of ${batch} readings
+Node ${process.versions.node}, QuestDB ${QUESTDB_VERSION}; the machine's 1-minute load average over the run: median ${fmt(median(samples.map((s) => s.load1)) ?? null)}, highest ${fmt(Math.max(...samples.map((s) => s.load1)))}
+(this run's gateway, load and QuestDB included). ${rate} requests/s of ${batch} readings
 (${rate * batch} readings/s) to \`/api/v2/ingest/batch\`, \`DURABILITY=power-loss\`; QuestDB stopped ${outages.length} times
 for ${downSeconds} s; a sample every ${sampleEverySeconds} s (${samples.length} samples).
 
