@@ -139,6 +139,8 @@ describe('readings land in QuestDB exactly', () => {
     await waitForWalApplied(table);
     await run(3);
     expect((await sql<[boolean]>(`SELECT dedup FROM tables() WHERE table_name = '${table}'`)).dataset[0]![0]).toBe(true);
-    expect((await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0]).toMatch(/TTL 30 DAYS[\s\S]*DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+    expect((await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0]).toMatch(
+      /TTL 30 DAYS[\s\S]*DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/,
+    );
   });
 });
