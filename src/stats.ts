@@ -32,6 +32,8 @@ export class GatewayStats {
   acceptedReadings = 0;
   refusedRequests = 0;
   readonly sinks = new Map<string, SinkStats>();
+  /** The delivery thread's V8 heap as it last reported it (its own isolate: not in process.memoryUsage()). */
+  deliveryHeap: { usedBytes: number; totalBytes: number } | undefined;
 
   /** A sink's counters, made on first use. */
   sink(name: string): SinkStats {

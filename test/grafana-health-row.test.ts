@@ -38,7 +38,7 @@ function snapshot(failures: number, lastErrorAt?: number): GatewaySnapshot {
     tls: null,
     keys: [],
     auth: { wrongKeyRequests: 0, addressesTracked: 0 },
-    memory: { rssBytes: 0, heapUsedBytes: 0 },
+    memory: { rssBytes: 0, heapUsedBytes: 0, heapTotalBytes: 0, deliveryHeapUsedBytes: null, deliveryHeapTotalBytes: null },
   };
 }
 

@@ -268,6 +268,17 @@ describe('health and status', () => {
     expect(JSON.stringify(status.body)).not.toContain(TEST_KEY);
   });
 
+  it("reports the delivery thread's heap beside the HTTP thread's", async () => {
+    await waitUntil('the delivery thread reports its heap', () => gw.gateway.stats.deliveryHeap !== undefined);
+    const { body } = await json(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+    const memory = (body as { memory: Record<string, number> }).memory;
+    expect(memory['heapUsedBytes']).toBeLessThanOrEqual(memory['heapTotalBytes']!);
+    expect(memory['deliveryHeapUsedBytes']).toBeGreaterThan(0);
+    expect(memory['deliveryHeapUsedBytes']).toBeLessThanOrEqual(memory['deliveryHeapTotalBytes']!);
+    // A separate isolate: its heap is not the HTTP thread's figure reported again.
+    expect(memory['deliveryHeapTotalBytes']).not.toBe(memory['heapTotalBytes']);
+  });
+
   it('stays ready while QuestDB is unreachable: it buffers', async () => {
     const buffering = await startTestGateway({ QUESTDB_URL: `http://127.0.0.1:${await freePort()}` });
     try {

@@ -7,7 +7,9 @@ import { median } from '../lib/stats.mjs';
  * @property {number} rssMb          the gateway's resident memory
  * @property {number} anonMb         of it, the process's own (heaps, stacks: RssAnon)
  * @property {number} fileMb         of it, mapped files (Node's code, libraries: RssFile), shared and reclaimable
- * @property {number} heapMb         its V8 heap in use (from /status)
+ * @property {number} heapMb         its HTTP thread's V8 heap in use (from /status)
+ * @property {number} deliveryHeapMb its delivery thread's V8 heap in use (from /status)
+ * @property {number} heapsCommittedMb both V8 heaps as committed (V8 keeps pages it may use again)
  * @property {number} fds            its open file descriptors other than sockets (files, pipes, event fds)
  * @property {number} sockets        its open sockets: to QuestDB, and the load's connections
  * @property {number} queueFileMb    queue.db with its WAL
@@ -26,6 +28,8 @@ const COLUMNS = [
   'anonMb',
   'fileMb',
   'heapMb',
+  'deliveryHeapMb',
+  'heapsCommittedMb',
   'fds',
   'sockets',
   'queueFileMb',
@@ -58,7 +62,8 @@ export function toCsv(samples) {
 export const FLAT_RULES = /** @type {const} */ ([
   { key: 'rssMb', label: 'resident memory', unit: 'MB', ratio: 1.1, slack: 8 },
   { key: 'anonMb', label: 'resident memory of its own', unit: 'MB', ratio: 1.1, slack: 8 },
-  { key: 'heapMb', label: 'V8 heap in use', unit: 'MB', ratio: 1.2, slack: 4 },
+  { key: 'heapMb', label: 'V8 heap in use, HTTP thread', unit: 'MB', ratio: 1.2, slack: 4 },
+  { key: 'deliveryHeapMb', label: 'V8 heap in use, delivery thread', unit: 'MB', ratio: 1.2, slack: 4 },
   { key: 'fds', label: 'file descriptors other than sockets', unit: '', ratio: 1, slack: 2 },
   // The load's connections come and go with the latency of the moment; a leak of one per QuestDB
   // restart still shows in the trend.
@@ -153,7 +158,9 @@ export const CHARTS = /** @type {const} */ ([
   { file: 'rss.svg', key: 'rssMb', title: 'Gateway resident memory', unit: 'MB' },
   { file: 'rss-anon.svg', key: 'anonMb', title: 'Gateway resident memory of its own (RssAnon)', unit: 'MB' },
   { file: 'rss-file.svg', key: 'fileMb', title: 'Gateway resident mapped files (RssFile)', unit: 'MB' },
-  { file: 'heap.svg', key: 'heapMb', title: 'Gateway V8 heap in use', unit: 'MB' },
+  { file: 'heap.svg', key: 'heapMb', title: 'Gateway V8 heap in use, HTTP thread', unit: 'MB' },
+  { file: 'heap-delivery.svg', key: 'deliveryHeapMb', title: 'Gateway V8 heap in use, delivery thread', unit: 'MB' },
+  { file: 'heaps-committed.svg', key: 'heapsCommittedMb', title: 'Gateway V8 heaps committed, both threads', unit: 'MB' },
   { file: 'fds.svg', key: 'fds', title: 'Gateway file descriptors other than sockets', unit: '' },
   { file: 'sockets.svg', key: 'sockets', title: 'Gateway open sockets', unit: '' },
   { file: 'queue-file.svg', key: 'queueFileMb', title: 'Queue file with its WAL', unit: 'MB' },

@@ -103,7 +103,9 @@ const restarts = (async () => {
 
 const status = async () => {
   const response = await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': API_KEY }, signal: AbortSignal.timeout(5000) });
-  return /** @type {{ queue: { readings: number }, memory: { heapUsedBytes: number } }} */ (await response.json());
+  return /** @type {{ queue: { readings: number }, memory: { heapUsedBytes: number, heapTotalBytes: number, deliveryHeapUsedBytes: number | null, deliveryHeapTotalBytes: number | null } }} */ (
+    await response.json()
+  );
 };
 const queueFileBytes = () =>
   ['queue.db', 'queue.db-wal']
@@ -144,6 +146,8 @@ while (Date.now() < endMs) {
     seconds: elapsed(),
     ...memory(),
     heapMb: current.memory.heapUsedBytes / 2 ** 20,
+    deliveryHeapMb: (current.memory.deliveryHeapUsedBytes ?? 0) / 2 ** 20,
+    heapsCommittedMb: (current.memory.heapTotalBytes + (current.memory.deliveryHeapTotalBytes ?? 0)) / 2 ** 20,
     ...descriptors(),
     queueFileMb: queueFileBytes() / 2 ** 20,
     queuedReadings: current.queue.readings,
@@ -155,7 +159,7 @@ while (Date.now() < endMs) {
   });
   const s = /** @type {import('./report.mjs').Sample} */ (samples.at(-1));
   log(
-    `${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB (anon ${s.anonMb.toFixed(1)}, file ${s.fileMb.toFixed(1)}), heap ${s.heapMb.toFixed(1)} MB, fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`,
+    `${(s.seconds / 60).toFixed(1)} min: rss ${s.rssMb.toFixed(1)} MB (anon ${s.anonMb.toFixed(1)}, file ${s.fileMb.toFixed(1)}), heap ${s.heapMb.toFixed(1)} MB + ${s.deliveryHeapMb.toFixed(1)} MB (committed ${s.heapsCommittedMb.toFixed(1)}), fds ${s.fds}, sockets ${s.sockets}, queue file ${s.queueFileMb.toFixed(2)} MB, queued ${s.queuedReadings}, p50 ${s.p50Ms?.toFixed(1)} ms, p99 ${s.p99Ms?.toFixed(1)} ms`,
   );
 }
 

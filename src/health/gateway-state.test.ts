@@ -42,7 +42,7 @@ function snapshot(
     tls: null,
     keys: [],
     auth: { wrongKeyRequests: 0, addressesTracked: 0 },
-    memory: { rssBytes: 0, heapUsedBytes: 0 },
+    memory: { rssBytes: 0, heapUsedBytes: 0, heapTotalBytes: 0, deliveryHeapUsedBytes: null, deliveryHeapTotalBytes: null },
   };
 }
 

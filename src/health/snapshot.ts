@@ -45,7 +45,14 @@ export interface GatewaySnapshot {
   /** Requests with a wrong or missing key, and the addresses whose wrong-key answers are being slowed down. */
   auth: { wrongKeyRequests: number; addressesTracked: number };
   /** The process's resident memory and V8's used heap: a leak shows as one of them growing. */
-  memory: { rssBytes: number; heapUsedBytes: number };
+  /** Heaps: `heap*` the HTTP thread's, `deliveryHeap*` the delivery thread's (null until it reports). */
+  memory: {
+    rssBytes: number;
+    heapUsedBytes: number;
+    heapTotalBytes: number;
+    deliveryHeapUsedBytes: number | null;
+    deliveryHeapTotalBytes: number | null;
+  };
 }
 
 export interface TlsSummary {
@@ -149,6 +156,12 @@ export function takeSnapshot(
     },
     keys: keys.counters.list(),
     auth: { wrongKeyRequests: failureDelay.total, addressesTracked: failureDelay.tracked },
-    memory: { rssBytes: memory.rss, heapUsedBytes: memory.heapUsed },
+    memory: {
+      rssBytes: memory.rss,
+      heapUsedBytes: memory.heapUsed,
+      heapTotalBytes: memory.heapTotal,
+      deliveryHeapUsedBytes: stats.deliveryHeap?.usedBytes ?? null,
+      deliveryHeapTotalBytes: stats.deliveryHeap?.totalBytes ?? null,
+    },
   };
 }

@@ -98,6 +98,10 @@ export class DeliveryThread {
       this.queue.refresh();
       return;
     }
+    if (message.type === 'heap') {
+      this.stats.deliveryHeap = { usedBytes: message.usedBytes, totalBytes: message.totalBytes };
+      return;
+    }
     const stats = this.stats;
     const sink = stats.sink(message.sink);
     const at = new Date().toISOString();

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import pino from 'pino';
 import { createLogger } from '../log/logger.js';
@@ -23,7 +24,11 @@ export type FromDelivery =
   | { type: 'delivered'; sink: string; delivered: number; taken: number; deadLettered: number; durationMs: number }
   | { type: 'failed'; sink: string; message: string; readings: number; durationMs: number }
   | { type: 'dropped'; sink: string; readings: number; records: number }
-  | { type: 'pressure_handled' };
+  | { type: 'pressure_handled' }
+  | { type: 'heap'; usedBytes: number; totalBytes: number };
+
+/** How often the thread reports its heap, which /status shows beside the HTTP thread's. */
+const HEAP_REPORT_MS = 10_000;
 
 interface Sink {
   spec: SinkSpec;
@@ -65,6 +70,14 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     return { spec, reader, loop };
   });
 
+  const reportHeap = (): void => {
+    const heap = getHeapStatistics();
+    post({ type: 'heap', usedBytes: heap.used_heap_size, totalBytes: heap.total_heap_size });
+  };
+  reportHeap();
+  const heapTimer = setInterval(reportHeap, HEAP_REPORT_MS);
+  heapTimer.unref();
+
   port.on('message', (message: ToDelivery) => {
     if (message.type === 'wake') {
       for (const sink of sinks) sink.loop.wake();
@@ -72,6 +85,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       dropOldest(sinks, message.bytes, logger, post);
       post({ type: 'pressure_handled' });
     } else {
+      clearInterval(heapTimer);
       void Promise.all(sinks.map((sink) => sink.loop.stop(message.deadline))).then(() => {
         for (const sink of sinks) sink.reader.close();
         port.close();
