@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
 import {
   PREVIOUS_QUEUE_FIXTURE,
+  PREVIOUS_QUEUE_FORMAT,
   PREVIOUS_RELEASE,
   fillQueueWith,
   previousReleaseBundle,
@@ -18,10 +19,13 @@ import { tempDir } from './support/temp-dir.js';
 
 const readings = upgradeBatches().flat().length;
 
-/** Starts the current build on `dataDir` and checks that the queued readings reach QuestDB once each. */
-async function expectBacklogDeliveredOnce(dataDir: string): Promise<void> {
+/**
+ * Starts the current build on `dataDir`, whose queue file has format `format`, and checks that the
+ * queued readings reach QuestDB once each and the file ends in this release's format.
+ */
+async function expectBacklogDeliveredOnce(dataDir: string, format: number): Promise<void> {
   const queueFile = join(dataDir, 'queue.db');
-  expect(readQueueFormat(queueFile).version).toBeLessThan(QUEUE_FORMAT);
+  expect(readQueueFormat(queueFile).version).toBe(format);
   // A table of its own: every row in it came from the old queue.
   const table = uniqueTable('upgrade');
   const gateway = await spawnGateway({
@@ -55,18 +59,20 @@ describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
       console.info(`upgrade test: ${PREVIOUS_RELEASE} built from ${release.commit} fills the queue`);
       expect(await fillQueueWith({ bundle: release.bundle, dataDir })).toBe(readings);
     }
-    await expectBacklogDeliveredOnce(dataDir);
+    await expectBacklogDeliveredOnce(dataDir, PREVIOUS_QUEUE_FORMAT);
   }, 600_000);
 
-  // The previous release's queue (format 2) and the first release's (format 1): both upgrade in place.
-  it.each([basename(PREVIOUS_QUEUE_FIXTURE), 'queue-v0.1.0.db'])(
-    'delivers the committed queue fixture %s, exactly once',
-    async (fixture) => {
-      const dataDir = tempDir('upgrade');
-      copyFileSync(join(dirname(PREVIOUS_QUEUE_FIXTURE), fixture), join(dataDir, 'queue.db'));
-      await expectBacklogDeliveredOnce(dataDir);
-    },
-  );
+  // The previous release's queue (format 4, this release's), 0.2.0's (format 2) and the first
+  // release's (format 1): the older two upgrade in place.
+  it.each([
+    [basename(PREVIOUS_QUEUE_FIXTURE), PREVIOUS_QUEUE_FORMAT],
+    ['queue-v0.2.0.db', 2],
+    ['queue-v0.1.0.db', 1],
+  ])('delivers the committed queue fixture %s (format %i), exactly once', async (fixture, format) => {
+    const dataDir = tempDir('upgrade');
+    copyFileSync(join(dirname(PREVIOUS_QUEUE_FIXTURE), fixture), join(dataDir, 'queue.db'));
+    await expectBacklogDeliveredOnce(dataDir, format);
+  });
 
   it('refuses to start on a queue file from a newer release: exit 78 (systemd does not restart), file unchanged', async () => {
     const dataDir = tempDir('newer');

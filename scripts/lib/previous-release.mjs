@@ -10,7 +10,9 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { cacheDir, projectRoot } from './paths.mjs';
 import { freePort } from './ports.mjs';
 
-export const PREVIOUS_RELEASE = 'v0.2.0';
+export const PREVIOUS_RELEASE = 'v0.3.0';
+/** The queue file format PREVIOUS_RELEASE writes (see CHANGELOG.md). */
+export const PREVIOUS_QUEUE_FORMAT = 4;
 /** The queue file the fixture command wrote from PREVIOUS_RELEASE, filled with `upgradeBatches()`. */
 export const PREVIOUS_QUEUE_FIXTURE = join(projectRoot, 'test', 'fixtures', `queue-${PREVIOUS_RELEASE}.db`);
 const API_KEY = 'upgrade-test-key-0123456789';
