@@ -10,7 +10,7 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { cacheDir, projectRoot } from './paths.mjs';
 import { freePort } from './ports.mjs';
 
-export const PREVIOUS_RELEASE = 'v0.3.0';
+export const PREVIOUS_RELEASE = 'v0.4.0';
 /** The queue file format PREVIOUS_RELEASE writes (see CHANGELOG.md). */
 export const PREVIOUS_QUEUE_FORMAT = 4;
 /** The queue file the fixture command wrote from PREVIOUS_RELEASE, filled with `upgradeBatches()`. */
