@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { MessageToProduce, Producer } from '@platformatic/kafka';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import { formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
 import { describeKafka } from './describe-kafka.js';
 import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
 import type { KafkaSinkConfig } from '../../config/config.js';
-import { readingJson } from './reading-message.js';
+import { reasonText } from '../dead-letter-reason.js';
+import { outgoingReadings } from '../outgoing-readings.js';
 
 /**
  * Most message bytes in one produce request. Kafka refuses a partition's batch over the topic's
@@ -16,7 +17,6 @@ import { readingJson } from './reading-message.js';
 const MAX_REQUEST_BYTES = 512 * 1024;
 // After a timed-out send is abandoned, how long its client may take to give up its retries.
 const ABANDON_WAIT_MS = 5_000;
-const MAX_REASON_LENGTH = 500;
 
 interface Item {
   reading: QueuedReading;
@@ -108,29 +108,12 @@ export class KafkaTarget implements SinkTarget {
   }
 
   #items(records: readonly QueueRecord[], deadLetters: DeadLetterInput[]): Item[] {
-    const items: Item[] = [];
-    const readings: QueuedReading[] = [];
     const topic = this.#config.topic;
-    for (const record of records) {
-      readings.length = 0;
-      try {
-        decodeRecord(record.payload, readings);
-      } catch (error) {
-        if (!(error instanceof RecordCorruptError)) throw error;
-        deadLetters.push({
-          receivedMs: record.receivedMs,
-          reason: reasonText(`corrupt queue record: ${error.message}`),
-          line: record.payload,
-        });
-        continue;
-      }
-      for (const reading of readings) {
-        const key = Buffer.from(reading.shipId);
-        const value = Buffer.from(readingJson(reading));
-        items.push({ reading, record, message: { topic, key, value }, bytes: key.length + value.length });
-      }
-    }
-    return items;
+    return outgoingReadings(records, deadLetters).map(({ reading, record, json }) => {
+      const key = Buffer.from(reading.shipId);
+      const value = Buffer.from(json);
+      return { reading, record, message: { topic, key, value }, bytes: key.length + value.length };
+    });
   }
 
   /** One produce call, bounded by the sink's timeout; any failure retires the producer. */
@@ -204,10 +187,4 @@ function* chunksByBytes(items: Item[]): Generator<Item[]> {
     yield items.slice(start, end);
     start = end;
   }
-}
-
-/** Broker and client messages may span lines; dead letters keep them on one line, bounded. */
-function reasonText(text: string): string {
-  const line = text.replace(/\s*\n\s*/g, ' ');
-  return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
 }

@@ -3,6 +3,7 @@ import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../quest
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import { recoverWal } from '../../questdb/wal-recovery.js';
+import { corruptRecordLetter, reasonText } from '../dead-letter-reason.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
@@ -16,8 +17,6 @@ export interface QuestDbTargetOptions {
   /** The table's TTL, applied at every start; undefined leaves it to the server's operator (a central table). */
   retentionDays: number | undefined;
 }
-
-const MAX_REASON_LENGTH = 1000;
 
 /**
  * A QuestDB table over ILP/HTTP: the table is set up (and checked) before the first write, a batch
@@ -169,14 +168,8 @@ function decode(record: QueueRecord, rows: QueuedReading[], rowRecord: QueueReco
   } catch (error) {
     if (!(error instanceof RecordCorruptError)) throw error;
     rows.length = before;
-    deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(`corrupt queue record: ${error.message}`), line: record.payload });
+    deadLetters.push(corruptRecordLetter(record, error));
     return;
   }
   for (let i = before; i < rows.length; i++) rowRecord.push(record);
-}
-
-/** QuestDB's reasons span lines; dead letters keep them on one line, bounded. */
-function reasonText(text: string): string {
-  const line = text.replace(/\s*\n\s*/g, ' ');
-  return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
 }

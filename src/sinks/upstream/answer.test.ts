@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_REASON_LENGTH, classifyAnswer, refusedIndices } from './answer.js';
+import { MAX_REASON_LENGTH } from '../dead-letter-reason.js';
+import { classifyAnswer, refusedIndices } from './answer.js';
 
 const answer = (status: number, body = '', headers: { retryAfter?: string; location?: string } = {}) =>
   classifyAnswer({ status, body, retryAfter: headers.retryAfter, location: headers.location }, 10);

@@ -1,3 +1,4 @@
+import { reasonText } from '../dead-letter-reason.js';
 import { parseRetryAfter } from './retry-after.js';
 
 /** What one answer of the destination means for the readings of the request. */
@@ -22,17 +23,8 @@ export interface AnswerInput {
   body: string;
 }
 
-/** Longest answer body kept in a log line or a dead letter's reason. */
-export const MAX_REASON_LENGTH = 1000;
-
 /** Statuses that say the key, the harbor or the URL is wrong (407: the proxy wants credentials). */
 const OPERATOR_STATUSES = new Set([401, 403, 404, 405, 407]);
-
-/** The answer body on one line and bounded, for logs and dead letters. */
-export function reasonText(text: string): string {
-  const line = text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
-  return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
-}
 
 /**
  * Reads a destination's answer to a batch of `readings` readings. 429 and 503 honour

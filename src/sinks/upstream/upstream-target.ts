@@ -3,8 +3,10 @@ import type { Logger } from 'pino';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { formatLine } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
-import { classifyAnswer, reasonText, type Answer } from './answer.js';
-import { batchBody, chunkReadings, outgoingReadings, type OutgoingReading } from './batch-json.js';
+import { reasonText } from '../dead-letter-reason.js';
+import { outgoingReadings, type OutgoingReading } from '../outgoing-readings.js';
+import { classifyAnswer, type Answer } from './answer.js';
+import { batchBody, chunkReadings } from './batch-json.js';
 import { upstreamDispatcher } from './dispatcher.js';
 
 export interface UpstreamTargetOptions {
@@ -48,7 +50,7 @@ export class UpstreamTarget implements SinkTarget {
 
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
     const deadLetters: DeadLetterInput[] = [];
-    const readings = outgoingReadings(records, deadLetters, reasonText);
+    const readings = outgoingReadings(records, deadLetters);
     const pending = chunkReadings(readings, this.#maxReadings, this.#options.maxBodyBytes);
     let requests = 0;
     for (let chunk = pending.shift(); chunk !== undefined; chunk = pending.shift()) {

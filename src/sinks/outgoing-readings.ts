@@ -1,0 +1,44 @@
+import type { DeadLetterInput, QueueRecord } from '../queue/queue-reader.js';
+import { RecordCorruptError, decodeRecord, type QueuedReading } from '../queue/record-codec.js';
+import { formatTimestampNs } from '../reading/format-timestamp.js';
+import { corruptRecordLetter } from './dead-letter-reason.js';
+
+/** One reading on its way to a JSON destination: its JSON object, its size, and the record it came from. */
+export interface OutgoingReading {
+  reading: QueuedReading;
+  record: QueueRecord;
+  json: string;
+  bytes: number;
+}
+
+// JSON.stringify(-0) is "0"; keep the sign so the destination stores the double that was received.
+const jsonNumber = (value: number): string => (Object.is(value, -0) ? '-0' : String(value));
+
+/**
+ * A reading as the API's Reading object, with its stored time in full (RFC 3339, all nine fraction
+ * digits): the body of an upstream batch and the value of a Kafka message.
+ */
+export function readingJson(r: QueuedReading): string {
+  return `{"time":"${formatTimestampNs(r.timeNs)}","ship_id":${JSON.stringify(r.shipId)},"cargo_id":${JSON.stringify(r.cargoId)},"value":${jsonNumber(r.value)}}`;
+}
+
+/** The records' readings in queue order; a record that cannot be decoded becomes one dead letter as a whole. */
+export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[]): OutgoingReading[] {
+  const out: OutgoingReading[] = [];
+  const rows: QueuedReading[] = [];
+  for (const record of records) {
+    rows.length = 0;
+    try {
+      decodeRecord(record.payload, rows);
+    } catch (error) {
+      if (!(error instanceof RecordCorruptError)) throw error;
+      deadLetters.push(corruptRecordLetter(record, error));
+      continue;
+    }
+    for (const reading of rows) {
+      const json = readingJson(reading);
+      out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
+    }
+  }
+  return out;
+}
