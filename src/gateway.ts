@@ -1,9 +1,11 @@
 import { setMaxListeners } from 'node:events';
-import cron from 'node-cron';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
+import type { SinkSpec } from './sinks/registry.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
@@ -12,9 +14,9 @@ import { queuePath } from './queue/queue-file.js';
 import { assertReadableFormat } from './queue/queue-format.js';
 import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
-import { ReceiveClock } from './reading/timestamp.js';
+import { ReceiveClock } from './reading/receive-clock.js';
 import { HealthReporter } from './health/health-reporter.js';
-import { takeSnapshot } from './health/snapshot.js';
+import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
@@ -45,58 +47,23 @@ export interface GatewayOptions {
   deliveryScript?: URL | string;
 }
 
+/**
+ * Starts the gateway: one step after another, each a named function below. The order matters:
+ * nothing is written before the queue file's format is known to be readable, and the servers listen
+ * only once everything they answer from is open.
+ */
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
-  const certificateLocation: CertificateLocation = {
-    certFile: config.tlsCertFile,
-    keyFile: config.tlsKeyFile,
-    credentialsDirectory: process.env['CREDENTIALS_DIRECTORY'],
-    dataDir: config.dataDir,
-  };
+  const certificateLocation = certificateLocationOf(config);
   // A queue file from a newer release is refused before anything is written, the certificate included.
   assertReadableFormat(queuePath(config.dataDir));
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
   const sinks = sinkSpecs(config);
-  const queue = QueueWriter.open({
-    dataDir: config.dataDir,
-    durability: config.durability,
-    maxBytes: config.queueMaxBytes,
-    sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
-  });
-  const stats = new GatewayStats();
-  const delivery = new DeliveryThread(
-    options.deliveryScript ?? new URL(import.meta.url),
-    {
-      dataDir: config.dataDir,
-      durability: config.durability,
-      logLevel: config.logLevel,
-      intervalMs: config.flushIntervalMs,
-      batchBytes: BATCH_BYTES,
-      backoffMaxMs: config.flushBackoffMaxMs,
-      sinks,
-    },
-    queue,
-    stats,
-    logger,
-  );
   const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
-  for (const added of queue.registered.added)
-    logger.info({ event: 'sink_added', sink: added.name, at: added.at }, `sink ${added.name} added`);
-  if (queue.registered.removed.length > 0) {
-    logger.warn(
-      { event: 'sink_removed', sinks: queue.registered.removed, released: queue.registered.released },
-      `sinks no longer configured: ${queue.registered.removed.join(', ')}; what only they still needed left the queue`,
-    );
-  }
-  // The health rows go to the first QuestDB sink's server (the local one; a remote one when the
-  // local sink is off), with a small client of their own: the sinks' live in the delivery thread.
-  const healthSink = sinks.find((s) => s.kind === 'questdb');
-  const questdb = healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
-  let stopping = false;
-  const isStopping = (): boolean => stopping;
-  const stopSignal = new AbortController();
-  // Every delayed wrong-key answer listens for the stop; MAX_CONNECTIONS bounds how many do.
-  setMaxListeners(0, stopSignal.signal);
+  const queue = openQueue(config, sinks, logger);
+  const stats = new GatewayStats();
+  const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
+  const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
   const app = createApp({
@@ -112,80 +79,25 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     maxInflightBytes: config.maxInflightBytes,
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
-    isStopping,
-    stopping: stopSignal.signal,
+    isStopping: stopping.isStopping,
+    stopping: stopping.signal,
     version: VERSION,
     tls: () => tlsSummary(certificate),
     sinks: sinkDescriptions,
   });
-
-  let http: HttpServer;
-  try {
-    http = await startHttpServer(app, { ...config, certificate });
-  } catch (error) {
-    queue.close();
-    throw error;
-  }
+  const http = await listen(app, config, certificate, queue);
   delivery.start();
   keys.watch();
-  const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
-  const housekeeping = cron.schedule(
-    config.housekeepingCron,
-    async () => {
-      // Picks up records the operator re-queued from the CLI, for the bound and /status.
-      queue.refresh();
-      if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version: VERSION, sinks: sinkDescriptions }));
-    },
-    { name: 'housekeeping', noOverlap: true },
+  const questdb = healthQuestDb(sinks);
+  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, () =>
+    takeSnapshot({ queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions }),
   );
-  const systemd = SystemdNotifier.fromEnvironment(process.env, logger);
-  await systemd?.ready(`listening on ${config.host}:${http.port}`);
-  systemd?.startWatchdog(() => queue.isHealthy());
-  const depth = queue.stats();
-  if (certificate.replacedDamaged !== undefined) {
-    logger.warn(
-      { event: 'certificate_replaced', reason: certificate.replacedDamaged, tls: tlsSummary(certificate) },
-      'the self-signed TLS certificate on disk was damaged; a new one was made (its fingerprint changed)',
-    );
-  }
-  logger.info(
-    {
-      event: 'started',
-      version: VERSION,
-      address: `${config.host}:${http.port}`,
-      httpsAddress: `${config.host}:${http.httpsPort}`,
-      tls: tlsSummary(certificate),
-      queue: queue.path,
-      durability: config.durability,
-      queued: depth.readings,
-      questdb: config.questdbUrl,
-      table: config.table,
-      sinks: sinkDescriptions,
-      apiKeySource: config.apiKeySource,
-      apiKeysFile: config.apiKeysFile,
-      environment: config.environment,
-    },
-    'harbor gateway listening',
-  );
+  const systemd = await notifySystemdReady(config, http, queue, logger);
+  logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopped ??= (async () => {
-      stopping = true;
-      stopSignal.abort();
-      const deadline = Date.now() + config.shutdownTimeoutMs;
-      await systemd?.stopping();
-      await housekeeping.destroy();
-      keys.stop();
-      logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
-      await http.close(deadline);
-      await delivery.stop(deadline);
-      await questdb?.close();
-      if (!queue.close())
-        logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
-      logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
-    })());
+    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue }));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -205,6 +117,194 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     keys,
     stop,
   };
+}
+
+interface Running {
+  stopping: StopControl;
+  systemd: SystemdNotifier | undefined;
+  housekeeping: ScheduledTask;
+  keys: KeyStore;
+  http: HttpServer;
+  delivery: DeliveryThread;
+  questdb: QuestDbHttp | undefined;
+  queue: QueueWriter;
+}
+
+/** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
+async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
+  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue } = running;
+  stopping.begin();
+  const deadline = Date.now() + config.shutdownTimeoutMs;
+  await systemd?.stopping();
+  await housekeeping.destroy();
+  keys.stop();
+  logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
+  await http.close(deadline);
+  await delivery.stop(deadline);
+  await questdb?.close();
+  if (!queue.close())
+    logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
+  logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
+}
+
+function certificateLocationOf(config: Config): CertificateLocation {
+  return {
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsKeyFile,
+    credentialsDirectory: process.env['CREDENTIALS_DIRECTORY'],
+    dataDir: config.dataDir,
+  };
+}
+
+/** Opens the queue for the configured sinks and logs the sinks it added or let go since the last start. */
+function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): QueueWriter {
+  const queue = QueueWriter.open({
+    dataDir: config.dataDir,
+    durability: config.durability,
+    maxBytes: config.queueMaxBytes,
+    sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
+  });
+  for (const added of queue.registered.added)
+    logger.info({ event: 'sink_added', sink: added.name, at: added.at }, `sink ${added.name} added`);
+  if (queue.registered.removed.length > 0) {
+    logger.warn(
+      { event: 'sink_removed', sinks: queue.registered.removed, released: queue.registered.released },
+      `sinks no longer configured: ${queue.registered.removed.join(', ')}; what only they still needed left the queue`,
+    );
+  }
+  return queue;
+}
+
+function deliveryThread(
+  config: Config,
+  sinks: SinkSpec[],
+  queue: QueueWriter,
+  stats: GatewayStats,
+  logger: Logger,
+  options: GatewayOptions,
+): DeliveryThread {
+  return new DeliveryThread(
+    options.deliveryScript ?? new URL(import.meta.url),
+    {
+      dataDir: config.dataDir,
+      durability: config.durability,
+      logLevel: config.logLevel,
+      intervalMs: config.flushIntervalMs,
+      batchBytes: BATCH_BYTES,
+      backoffMaxMs: config.flushBackoffMaxMs,
+      sinks,
+    },
+    queue,
+    stats,
+    logger,
+  );
+}
+
+interface StopControl {
+  readonly isStopping: () => boolean;
+  /** Aborted when the gateway starts to stop. */
+  readonly signal: AbortSignal;
+  begin(): void;
+}
+
+function stopControl(): StopControl {
+  let stopping = false;
+  const controller = new AbortController();
+  // Every delayed wrong-key answer listens for the stop; MAX_CONNECTIONS bounds how many do.
+  setMaxListeners(0, controller.signal);
+  return {
+    isStopping: () => stopping,
+    signal: controller.signal,
+    begin: () => {
+      stopping = true;
+      controller.abort();
+    },
+  };
+}
+
+/** Both ports listening; the queue is closed again when they cannot. */
+async function listen(app: Hono, config: Config, certificate: ServerCertificate, queue: QueueWriter): Promise<HttpServer> {
+  try {
+    return await startHttpServer(app, { ...config, certificate });
+  } catch (error) {
+    queue.close();
+    throw error;
+  }
+}
+
+/**
+ * The health rows go to the first QuestDB sink's server (the local one; a remote one when the
+ * local sink is off), with a small client of their own: the sinks' live in the delivery thread.
+ */
+function healthQuestDb(sinks: readonly SinkSpec[]): QuestDbHttp | undefined {
+  const healthSink = sinks.find((s) => s.kind === 'questdb');
+  return healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
+}
+
+/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health. */
+function scheduleHousekeeping(
+  config: Config,
+  logger: Logger,
+  queue: QueueWriter,
+  questdb: QuestDbHttp | undefined,
+  snapshot: () => GatewaySnapshot,
+): ScheduledTask {
+  const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
+  return cron.schedule(
+    config.housekeepingCron,
+    async () => {
+      // Picks up records the operator re-queued from the CLI, for the bound and /status.
+      queue.refresh();
+      if (queue.stats().records === 0) queue.compact();
+      await reporter?.report(snapshot());
+    },
+    { name: 'housekeeping', noOverlap: true },
+  );
+}
+
+async function notifySystemdReady(
+  config: Config,
+  http: HttpServer,
+  queue: QueueWriter,
+  logger: Logger,
+): Promise<SystemdNotifier | undefined> {
+  const systemd = SystemdNotifier.fromEnvironment(process.env, logger);
+  await systemd?.ready(`listening on ${config.host}:${http.port}`);
+  systemd?.startWatchdog(() => queue.isHealthy());
+  return systemd;
+}
+
+function logStarted(
+  config: Config,
+  logger: Logger,
+  started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate; sinks: readonly SinkDescription[] },
+): void {
+  const { http, queue, certificate } = started;
+  if (certificate.replacedDamaged !== undefined) {
+    logger.warn(
+      { event: 'certificate_replaced', reason: certificate.replacedDamaged, tls: tlsSummary(certificate) },
+      'the self-signed TLS certificate on disk was damaged; a new one was made (its fingerprint changed)',
+    );
+  }
+  logger.info(
+    {
+      event: 'started',
+      version: VERSION,
+      address: `${config.host}:${http.port}`,
+      httpsAddress: `${config.host}:${http.httpsPort}`,
+      tls: tlsSummary(certificate),
+      queue: queue.path,
+      durability: config.durability,
+      queued: queue.stats().readings,
+      questdb: config.questdbUrl,
+      table: config.table,
+      sinks: started.sinks,
+      apiKeySource: config.apiKeySource,
+      apiKeysFile: config.apiKeysFile,
+      environment: config.environment,
+    },
+    'harbor gateway listening',
+  );
 }
 
 /** What a technician compares with the device's view: never the key. */
