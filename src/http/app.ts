@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import type { QueueWriter } from '../queue/queue-writer.js';
 import type { Validator } from '../reading/parse-readings.js';
-import type { ReceiveClock } from '../reading/timestamp.js';
+import type { ReceiveClock } from '../reading/receive-clock.js';
 import type { GatewayStats } from '../stats.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { SinkDescription, TlsSummary } from '../health/snapshot.js';

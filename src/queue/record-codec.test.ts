@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ReceiveClock } from '../reading/timestamp.js';
+import { ReceiveClock } from '../reading/receive-clock.js';
 import { RecordCorruptError, decodeRecord, encodeRecord } from './record-codec.js';
 
 describe('record codec', () => {

@@ -1,5 +1,5 @@
 import type { Reading } from '../reading/reading-schema.js';
-import type { ReceiveClock } from '../reading/timestamp.js';
+import type { ReceiveClock } from '../reading/receive-clock.js';
 
 /**
  * A queue record holds the readings of one request as text lines `time_ns \t ship_id \t cargo_id \t value`.

@@ -3,7 +3,7 @@ import { fastValidate } from './fast-validate.js';
 import { MAX_REPORTED_PROBLEMS, type ParseResult, type Validator } from './parse-readings.js';
 import { toReadingIssues, type Loc, type ReadingIssue } from './reading-issues.js';
 import type { Reading } from './reading-schema.js';
-import type { ReceiveClock } from './timestamp.js';
+import type { ReceiveClock } from './receive-clock.js';
 
 /** Fields of a fix that describe it rather than being measurements. */
 const NOT_MEASUREMENTS = new Set(['ship_id', 'time']);

@@ -6,7 +6,7 @@ import { encodeRecord } from '../../queue/record-codec.js';
 import { parseBatch, parseSingle, type ParseResult, type Validator } from '../../reading/parse-readings.js';
 import { toReadingIssues } from '../../reading/reading-issues.js';
 import type { Reading } from '../../reading/reading-schema.js';
-import type { ReceiveClock } from '../../reading/timestamp.js';
+import type { ReceiveClock } from '../../reading/receive-clock.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import { parseGpsFixes } from '../../reading/gps-fix.js';
 import type { KeyCounterTable } from '../../keys/key-counters.js';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { QueuedReading } from '../../queue/record-codec.js';
 import { RecordCorruptError, encodeRecord } from '../../queue/record-codec.js';
-import { ReceiveClock } from '../../reading/timestamp.js';
+import { ReceiveClock } from '../../reading/receive-clock.js';
 import { IlpEncoder } from './ilp-encoder.js';
 
 /** What QuestDB's own Node.js client writes for the same rows: the oracle. */
