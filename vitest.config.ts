@@ -16,7 +16,10 @@ export default defineConfig({
     allowOnly: false,
     passWithNoTests: false,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'], setupFiles: ['test/support/unit-guard.ts'] },
+      },
       { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], ...integrationSetup } },
       { extends: true, test: { name: 'deploy', include: ['test/deploy/**/*.test.ts'], ...integrationSetup } },
     ],

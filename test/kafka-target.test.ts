@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKafka, type KafkaBroker } from '../../../scripts/lib/kafka.mjs';
-import { createTopic, readTopic } from '../../../test/support/kafka.js';
+import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
+import { createTopic, readTopic } from './support/kafka.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from '../../../test/support/temp-dir.js';
-import type { QueueRecord } from '../../queue/queue-reader.js';
-import { createSelfSignedCertificate } from '../../tls/self-signed.js';
-import { formatTimestampNs } from '../../reading/format-timestamp.js';
-import type { KafkaSinkConfig } from '../../config/config.js';
-import { KafkaTarget } from './kafka-target.js';
+import { tempDir } from './support/temp-dir.js';
+import type { QueueRecord } from '../src/queue/queue-reader.js';
+import { createSelfSignedCertificate } from '../src/tls/self-signed.js';
+import { formatTimestampNs } from '../src/reading/format-timestamp.js';
+import type { KafkaSinkConfig } from '../src/config/config.js';
+import { KafkaTarget } from '../src/sinks/kafka/kafka-target.js';
 
 const USER = { username: 'site-17', password: 'site-17-kafka-secret' };
 // The broker's own certificate, which the sink trusts through KAFKA_TLS_CA_FILE.

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../log/logger.js';
-import type { QueueRecord } from '../../queue/queue-reader.js';
-import { HttpProxy } from '../../../test/support/http-proxy.js';
-import { UpstreamTarget, type UpstreamTargetOptions } from './upstream-target.js';
+import { createLogger } from '../src/log/logger.js';
+import type { QueueRecord } from '../src/queue/queue-reader.js';
+import { HttpProxy } from './support/http-proxy.js';
+import { UpstreamTarget, type UpstreamTargetOptions } from '../src/sinks/upstream/upstream-target.js';
 
 // Answers a gateway cannot be made to give (429, redirects, stalls, other 4xx) come from a
 // node:http destination; the gateway as destination is tested in test/fleet-upstream.test.ts.

@@ -2,11 +2,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { unitEnvironment, unitWords } from '../../appliance/firstboot/unit.mjs';
-import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
-import { GATEWAY_NODE_OPTIONS } from '../../scripts/lib/node-options.mjs';
+import { unitEnvironment, unitWords } from '../appliance/firstboot/unit.mjs';
+import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
+import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..');
 
 // Stands in for the bundle: reports the settings its V8 got, as the gateway's start line would.
 const PROBE = `import v8 from 'node:v8';
