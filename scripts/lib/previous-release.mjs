@@ -1,6 +1,7 @@
-// The previous tagged release, built from git history and cached, and a queue it filled while
-// QuestDB was unreachable: what the upgrade test starts the current build on. Also a CLI that
-// writes that queue as the fixture the test falls back to when the clone lacks the tag:
+// The previous release (the newest CHANGELOG.md records, with its commit), built from git history
+// and cached, and a queue it filled while QuestDB was unreachable: what the upgrade test starts the
+// current build on. Also a CLI that writes that queue as the fixture the test falls back to when
+// the clone lacks the commit (a shallow clone that cannot fetch it):
 //   node scripts/lib/previous-release.mjs fixture
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
@@ -9,10 +10,13 @@ import { join } from 'node:path';
 import { startGatewayProcess } from './gateway-process.mjs';
 import { cacheDir, projectRoot } from './paths.mjs';
 import { freePort } from './ports.mjs';
+import { previousRelease } from './releases.mjs';
 
-export const PREVIOUS_RELEASE = 'v0.4.0';
-/** The queue file format PREVIOUS_RELEASE writes (see CHANGELOG.md). */
-export const PREVIOUS_QUEUE_FORMAT = 4;
+const previous = previousRelease();
+/** The previous release's name, as its tag would be. */
+export const PREVIOUS_RELEASE = `v${previous.version}`;
+/** The queue file format PREVIOUS_RELEASE writes (its CHANGELOG.md section says). */
+export const PREVIOUS_QUEUE_FORMAT = previous.queueFormat;
 /** The queue file the fixture command wrote from PREVIOUS_RELEASE, filled with `upgradeBatches()`. */
 export const PREVIOUS_QUEUE_FIXTURE = join(projectRoot, 'test', 'fixtures', `queue-${PREVIOUS_RELEASE}.db`);
 const API_KEY = 'upgrade-test-key-0123456789';
@@ -20,19 +24,12 @@ const API_KEY = 'upgrade-test-key-0123456789';
 const git = (/** @type {string[]} */ args) =>
   execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
-/** The commit of `tag`, fetched from origin when a shallow clone lacks it; undefined when unavailable. */
-function commitOf(/** @type {string} */ tag) {
-  try {
-    return git(['rev-parse', '--verify', '--quiet', `${tag}^{commit}`]);
-  } catch {
-    const fetched = spawnSync('git', ['fetch', '--no-tags', '--depth=1', 'origin', `+refs/tags/${tag}:refs/tags/${tag}`], {
-      cwd: projectRoot,
-      stdio: 'ignore',
-      timeout: 60_000,
-    });
-    if (fetched.status !== 0) return undefined;
-    return git(['rev-parse', '--verify', `${tag}^{commit}`]);
-  }
+/** `commit` when the clone has it or can fetch it from origin (a shallow clone); undefined otherwise. */
+function available(/** @type {string} */ commit) {
+  const has = () => spawnSync('git', ['cat-file', '-e', `${commit}^{commit}`], { cwd: projectRoot, stdio: 'ignore' }).status === 0;
+  if (has()) return commit;
+  spawnSync('git', ['fetch', '--no-tags', '--depth=1', 'origin', commit], { cwd: projectRoot, stdio: 'ignore', timeout: 60_000 });
+  return has() ? commit : undefined;
 }
 
 const run = (/** @type {string} */ command, /** @type {string[]} */ args, /** @type {string} */ cwd) => {
@@ -44,13 +41,14 @@ const run = (/** @type {string} */ command, /** @type {string[]} */ args, /** @t
 };
 
 /**
- * The bundle of `tag`, built once per commit, Node ABI and architecture into the cache directory
+ * The bundle of `release`, built once per commit, Node ABI and architecture into the cache directory
  * (built under a temporary name and renamed, so concurrent runs never see half a build).
  * @returns {{ bundle: string, commit: string } | { unavailable: string }}
  */
-export function previousReleaseBundle(tag = PREVIOUS_RELEASE) {
-  const commit = commitOf(tag);
-  if (commit === undefined) return { unavailable: `the clone has no tag ${tag} and cannot fetch it` };
+export function previousReleaseBundle(release = previous) {
+  const tag = `v${release.version}`;
+  const commit = available(release.commit);
+  if (commit === undefined) return { unavailable: `the clone has no commit ${release.commit} (${tag}) and cannot fetch it` };
   const releases = join(cacheDir(), 'releases');
   mkdirSync(releases, { recursive: true });
   const dir = join(releases, `${tag}-${commit.slice(0, 12)}-node${process.versions.modules}-${process.arch}`);
