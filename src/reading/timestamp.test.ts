@@ -19,7 +19,11 @@ function referenceParse(text: string): string | { type: string } {
   const offsetMinutes = m[10] === undefined ? 0 : Number(m[10]);
   if (offsetHours > 23 || offsetMinutes > 59) return { type: 'datetime_value' };
   const offset = (offsetHours * 3600 + offsetMinutes * 60) * (m[8] === '-' ? -1 : 1);
-  const seconds = Date.UTC(year, month - 1, day, hour, minute, second) / 1000 - offset;
+  // setUTCFullYear takes every year as written; Date.UTC would read 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
+  const seconds = date.getTime() / 1000 - offset;
   if (seconds < 0 || seconds >= MAX_EPOCH_SECONDS) return { type: 'datetime_range' };
   return String(BigInt(seconds) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0')));
 }
@@ -58,6 +62,28 @@ describe('parseTimestampNs', () => {
     expect(parseTimestampNs('2261-12-31T23:59:59.999999999Z')).toBe(`${seconds('2261-12-31T23:59:59Z')}999999999`);
   });
 
+  it('reads every year as written, two-digit years included', () => {
+    for (const year of ['0000', '0001', '0070', '0099', '0100', '1899', '1969']) {
+      expect(parseTimestampNs(`${year}-06-01T12:00:00Z`)).toMatchObject({ type: 'datetime_range' });
+    }
+    expect(parseTimestampNs('0099-06-01T12:00:00Z')).not.toBe(parseTimestampNs('1999-06-01T12:00:00Z'));
+    expect(parseTimestampNs('1999-06-01T12:00:00Z')).toBe(`${seconds('1999-06-01T12:00:00Z')}000000000`);
+    expect(parseTimestampNs('0070-01-01T00:00:00Z')).toMatchObject({ type: 'datetime_range' });
+  });
+
+  it('applies the bounds it is given, after the range of the representable times', () => {
+    const tooEarly = { type: 'datetime_past', msg: 'early' } as const;
+    const tooLate = { type: 'datetime_future', msg: 'late' } as const;
+    const bounds = { minSeconds: seconds('2026-01-01T00:00:00Z'), maxSeconds: seconds('2026-12-31T00:00:00Z'), tooEarly, tooLate };
+    expect(parseTimestampNs('2026-01-01T00:00:00Z', bounds)).toBe(`${bounds.minSeconds}000000000`);
+    expect(parseTimestampNs('2025-12-31T23:59:59.999999999Z', bounds)).toBe(tooEarly);
+    expect(parseTimestampNs('2026-12-31T00:00:00.999999999Z', bounds)).toBe(`${bounds.maxSeconds}999999999`);
+    expect(parseTimestampNs('2026-12-31T00:00:01Z', bounds)).toBe(tooLate);
+    expect(parseTimestampNs('2026-12-31T02:00:00+02:00', bounds)).toBe(`${bounds.maxSeconds}000000000`);
+    expect(parseTimestampNs('2262-01-01T00:00:00Z', bounds)).toMatchObject({ type: 'datetime_range' });
+    expect(parseTimestampNs('1969-12-31T23:59:59Z', bounds)).toMatchObject({ type: 'datetime_range' });
+  });
+
   it.each([
     ['yesterday', 'datetime_format'],
     ['2026-01-31', 'datetime_format'],
@@ -80,6 +106,9 @@ describe('parseTimestampNs', () => {
     ['1970-01-01T00:30:00+01:00', 'datetime_range'],
     ['2262-01-01T00:00:00Z', 'datetime_range'],
     ['9999-12-31T23:59:59Z', 'datetime_range'],
+    ['0099-06-01T12:00:00Z', 'datetime_range'],
+    ['0070-01-01T00:00:00Z', 'datetime_range'],
+    ['0000-02-29T00:00:00Z', 'datetime_range'],
   ])('refuses %s as %s', (input, type) => {
     const result = parseTimestampNs(input);
     expect(typeof result).toBe('object');

@@ -9,8 +9,20 @@ export const MIN_EPOCH_SECONDS = 0;
 export const MAX_EPOCH_SECONDS = Date.UTC(2262, 0, 1) / 1000;
 
 export interface TimestampProblem {
-  readonly type: 'datetime_format' | 'datetime_value' | 'datetime_precision' | 'datetime_range';
+  readonly type: 'datetime_format' | 'datetime_value' | 'datetime_precision' | 'datetime_range' | 'datetime_past' | 'datetime_future';
   readonly msg: string;
+}
+
+/**
+ * The part of the representable range a reading's time must fall in right now (see TimeWindow):
+ * whole epoch seconds, both ends included, and what to say about a time outside.
+ */
+export interface TimeBounds {
+  readonly minSeconds: number;
+  readonly maxSeconds: number;
+  /** Read only when a time falls outside, so the message may be built then. */
+  readonly tooEarly: TimestampProblem;
+  readonly tooLate: TimestampProblem;
 }
 
 const FORMAT: TimestampProblem = {
@@ -40,10 +52,11 @@ function twoDigits(text: string, i: number): number {
 
 /**
  * Parses `YYYY-MM-DD(T|t| )hh:mm:ss[(.|,)fraction](Z|z|±hh[[:]mm])` into epoch nanoseconds
- * (a decimal string), or says why it cannot. Hand-written rather than a regular expression: it runs
- * for every reading on the ingest path.
+ * (a decimal string), or says why it cannot. Every year is read as written (`0099` is the year 99,
+ * refused as before 1970, not 1999). Hand-written rather than a regular expression: it runs for
+ * every reading on the ingest path. `bounds` narrows the accepted range further (a TimeWindow).
  */
-export function parseTimestampNs(text: string): string | TimestampProblem {
+export function parseTimestampNs(text: string, bounds?: TimeBounds): string | TimestampProblem {
   const length = text.length;
   if (length < 20) return FORMAT;
   const century = twoDigits(text, 0);
@@ -105,10 +118,29 @@ export function parseTimestampNs(text: string): string | TimestampProblem {
   const digits = fractionEnd - fractionStart;
   if (digits > 9) return PRECISION;
   if (offsetHours > 23 || offsetMinutes > 59) return VALUE;
-  const epochSeconds = Date.UTC(year, month - 1, day, hour, minute, second) / 1000 - offsetSign * (offsetHours * 3600 + offsetMinutes * 60);
+  const epochSeconds =
+    daysFromEpoch(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offsetSign * (offsetHours * 3600 + offsetMinutes * 60);
   if (epochSeconds < MIN_EPOCH_SECONDS || epochSeconds >= MAX_EPOCH_SECONDS) return RANGE;
+  if (bounds !== undefined) {
+    if (epochSeconds < bounds.minSeconds) return bounds.tooEarly;
+    if (epochSeconds > bounds.maxSeconds) return bounds.tooLate;
+  }
   const nanos = text.slice(fractionStart, fractionEnd) + ZEROS.slice(digits);
   return epochSeconds === 0 ? String(+nanos) : `${epochSeconds}${nanos}`;
+}
+
+/**
+ * Days from 1970-01-01 to a proleptic Gregorian date, for any year as written. `Date.UTC` would
+ * read the years 0 to 99 as 1900 to 1999.
+ */
+function daysFromEpoch(year: number, month: number, day: number): number {
+  // Years counted from March, so the leap day ends a year (the civil-calendar algorithm of H. Hinnant).
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
 }
 
 function daysInMonth(year: number, month: number): number {
