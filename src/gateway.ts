@@ -14,6 +14,7 @@ import { queuePath } from './queue/queue-file.js';
 import { assertReadableFormat } from './queue/queue-format.js';
 import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
+import { TimeWindow } from './reading/time-window.js';
 import { ReceiveClock } from './reading/receive-clock.js';
 import { HealthReporter } from './health/health-reporter.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
@@ -71,7 +72,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     delivery,
     clock: new ReceiveClock(),
     stats,
-    validator: { schema: readingSchema({ maxIdLength: config.maxIdLength }), limits: { maxIdLength: config.maxIdLength } },
+    validator: validatorOf(config),
     logger,
     keys,
     failureDelay,
@@ -145,6 +146,12 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
+}
+
+/** The schema of record and its fast twin, judging reading times by one window. */
+function validatorOf(config: Config) {
+  const limits = { maxIdLength: config.maxIdLength, window: new TimeWindow(config.readingTimes) };
+  return { schema: readingSchema(limits), limits };
 }
 
 function certificateLocationOf(config: Config): CertificateLocation {

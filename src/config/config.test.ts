@@ -44,6 +44,17 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/RETENTION_DAYS must be at least 0/);
   });
 
+  it('accepts reading times back to the retention less the lead ahead, which must be shorter', () => {
+    expect(loadConfig({}).readingTimes).toEqual({
+      maxAheadS: 86_400,
+      maxAgeS: 364 * 86_400,
+      ageReason: 'RETENTION_DAYS=365, less MAX_TIME_AHEAD_S',
+    });
+    expect(loadConfig({ RETENTION_DAYS: '0' }).readingTimes).toEqual({ maxAheadS: 86_400, maxAgeS: undefined });
+    expect(loadConfig({ RETENTION_DAYS: '1', MAX_TIME_AHEAD_S: '3600' }).readingTimes.maxAgeS).toBe(82_800);
+    expect(problemsOf({ RETENTION_DAYS: '1' }).join('\n')).toMatch(/MAX_TIME_AHEAD_S \(86400 s\) must be shorter than RETENTION_DAYS \(1 days\)/);
+  });
+
   it('never repeats a secret in its error', () => {
     const problems = problemsOf({ API_KEY: 'x'.repeat(5000) });
     expect(problems.join('\n')).not.toContain('xxxx');

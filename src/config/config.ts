@@ -65,6 +65,8 @@ export interface Config extends Omit<SettingValues, Resolved> {
   upstream: UpstreamSinkConfig | undefined;
   /** The Kafka sink, when `KAFKA_BROKERS` is set. */
   kafka: KafkaSinkConfig | undefined;
+  /** The reading times accepted, relative to the gateway's clock (a TimeWindow's settings). */
+  readingTimes: { maxAheadS: number; maxAgeS: number | undefined; ageReason?: string };
 }
 
 /** The upstream sink's settings (`UPSTREAM_*`), resolved; present only when `UPSTREAM_URL` is set. */
@@ -193,6 +195,12 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   if (partial.localQuestdb === 'off' && !forwards) {
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
   }
+  const readingTimes = readingTimesOf(partial);
+  if (readingTimes.maxAgeS !== undefined && readingTimes.maxAgeS <= 0) {
+    problems.push(
+      `MAX_TIME_AHEAD_S (${partial.maxTimeAheadS} s) must be shorter than RETENTION_DAYS (${partial.retentionDays} days): a reading that far ahead would leave no time the table keeps`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const {
@@ -244,6 +252,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
     upstream,
+    readingTimes,
     kafka:
       kafkaBrokers === undefined
         ? undefined
@@ -263,6 +272,18 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             batchReadings: kafkaBatchReadings,
           },
   };
+}
+
+/**
+ * The reading times accepted: up to MAX_TIME_AHEAD_S ahead of the gateway's clock and, while the
+ * local table has a TTL, back to RETENTION_DAYS less that lead. QuestDB's TTL counts from the
+ * table's newest time, which an accepted reading can put that far ahead: what is accepted is kept.
+ */
+function readingTimesOf(values: Partial<SettingValues>): Config['readingTimes'] {
+  const maxAheadS = values.maxTimeAheadS ?? 86_400;
+  const retentionDays = values.retentionDays ?? 0;
+  if (values.localQuestdb === 'off' || retentionDays === 0) return { maxAheadS, maxAgeS: undefined };
+  return { maxAheadS, maxAgeS: retentionDays * 86_400 - maxAheadS, ageReason: `RETENTION_DAYS=${retentionDays}, less MAX_TIME_AHEAD_S` };
 }
 
 /** The upstream sink when `UPSTREAM_URL` is set; its key is then required (a keyless request only earns 401s). */

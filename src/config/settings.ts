@@ -237,6 +237,12 @@ export const SETTINGS = {
     doc: 'QuestDB TTL of the table in days, applied at every start (changing it and restarting changes the TTL). 0 keeps data forever.',
     schema: integer(0, 36500),
   }),
+  maxTimeAheadS: define({
+    env: 'MAX_TIME_AHEAD_S',
+    default: '86400',
+    doc: "Latest reading time accepted, in seconds ahead of the gateway's clock; later times get 422 `datetime_future` (503 while the gateway's clock is not synchronised). Must be shorter than `RETENTION_DAYS`: readings are accepted back to `RETENTION_DAYS` less this lead, so no accepted reading can make the table's TTL drop another.",
+    schema: integer(1, 9_999_999_999),
+  }),
   flushIntervalMs: define({
     env: 'FLUSH_INTERVAL_MS',
     default: '1000',

@@ -31,7 +31,7 @@ export function fastValidate(input: unknown, limits: ReadingLimits): Reading | u
   if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
   let timeNs: string | undefined;
   if (typeof time === 'string') {
-    const parsed = parseTimestampNs(time);
+    const parsed = parseTimestampNs(time, limits.window);
     if (typeof parsed !== 'string') return undefined;
     timeNs = parsed;
   } else if (time !== undefined && time !== null) {

@@ -42,6 +42,7 @@ export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: num
       'too_long',
     );
   }
+  validator.limits.window?.refresh();
   const readings: Reading[] = [];
   const shipLocs: Loc[] = [];
   const problems: ReadingIssue[] = [];

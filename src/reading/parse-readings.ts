@@ -44,6 +44,7 @@ export function parseSingle(body: unknown, { schema, limits }: Validator): Parse
       'object_type',
     );
   }
+  limits.window?.refresh();
   const reading = fastValidate(body, limits);
   if (reading !== undefined) return { ok: true, readings: [reading] };
   const issues = explain(body, schema);
@@ -63,6 +64,7 @@ export function parseBatch(body: unknown, { schema, limits }: Validator, maxRead
       'too_long',
     );
   }
+  limits.window?.refresh();
   const readings: Reading[] = new Array(body.length);
   let problems: ReadingIssue[] | undefined;
   let total = 0;

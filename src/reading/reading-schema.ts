@@ -1,9 +1,12 @@
 import { z } from 'zod';
+import type { TimeWindow } from './time-window.js';
 import { parseTimestampNs } from './timestamp.js';
 
 export interface ReadingLimits {
   /** Longest ship_id / cargo_id in Unicode code points. */
   maxIdLength: number;
+  /** The times accepted now; without it, every time QuestDB can store (1970 to 2261). */
+  window?: TimeWindow;
 }
 
 /** A validated reading; `timeNs` is epoch nanoseconds as a decimal string, absent when the device sent none. */
@@ -44,16 +47,18 @@ function identifier(limits: ReadingLimits) {
   });
 }
 
-const time = z
-  .union([z.string(), z.null()])
-  .optional()
-  .transform((text, ctx) => {
-    if (text === null || text === undefined) return undefined;
-    const parsed = parseTimestampNs(text);
-    if (typeof parsed === 'string') return parsed;
-    ctx.addIssue({ code: 'custom', message: parsed.msg, params: { type: parsed.type } });
-    return z.NEVER;
-  });
+function time(limits: ReadingLimits) {
+  return z
+    .union([z.string(), z.null()])
+    .optional()
+    .transform((text, ctx) => {
+      if (text === null || text === undefined) return undefined;
+      const parsed = parseTimestampNs(text, limits.window);
+      if (typeof parsed === 'string') return parsed;
+      ctx.addIssue({ code: 'custom', message: parsed.msg, params: { type: parsed.type } });
+      return z.NEVER;
+    });
+}
 
 // zod refuses NaN and ±Infinity; JSON.parse turns 1e400 into Infinity.
 const value = z.number();
@@ -65,7 +70,7 @@ const value = z.number();
 export function readingSchema(limits: ReadingLimits) {
   const id = identifier(limits);
   return z
-    .object({ time, ship_id: id, cargo_id: id, value })
+    .object({ time: time(limits), ship_id: id, cargo_id: id, value })
     .transform((r): Reading => ({ timeNs: r.time, shipId: r.ship_id, cargoId: r.cargo_id, value: r.value }));
 }
 

@@ -4,7 +4,7 @@ import type { QueueWriter } from '../../queue/queue-writer.js';
 import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
 import { encodeRecord } from '../../queue/record-codec.js';
 import { parseBatch, parseSingle, type ParseResult, type Validator } from '../../reading/parse-readings.js';
-import { toReadingIssues } from '../../reading/reading-issues.js';
+import { toReadingIssues, type ReadingIssue } from '../../reading/reading-issues.js';
 import type { Reading } from '../../reading/reading-schema.js';
 import type { ReceiveClock } from '../../reading/receive-clock.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
@@ -16,6 +16,7 @@ import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
 import { principalOf } from '../middleware/api-key/index.js';
 import { problem } from '../problem-details.js';
+import { clockSynchronized } from '../../health/clock.js';
 
 export interface IngestDeps {
   queue: QueueWriter;
@@ -101,7 +102,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   } finally {
     deps.inflight.release(reserved);
   }
-  if (!parsed.ok) return problem(c, REFUSAL_STATUS[parsed.refusal], parsed.message, parsed.details);
+  if (!parsed.ok) return refused(c, parsed);
   const principal = principalOf(c);
   // The Things Network counts any non-2xx as a failed delivery, so a message without numbers is fine.
   if (parsed.readings.length === 0) {
@@ -132,11 +133,39 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   return c.json({ status, count: parsed.readings.length });
 }
 
+const WINDOW_PROBLEMS = new Set(['datetime_past', 'datetime_future']);
+
+/**
+ * A reading outside the time window is the device's clock at fault, unless the gateway's own clock
+ * is not synchronised: then the gateway cannot tell, and asks the device to retry (503) rather than
+ * refuse for good what a synchronised clock may accept. Undefined: refuse as the parser said.
+ */
+export function unsynchronisedClockRefusal(
+  details: readonly ReadingIssue[],
+  synchronized: () => boolean | null,
+): { message: string; details: ReadingIssue[] } | undefined {
+  if (details.length === 0 || !details.every((d) => WINDOW_PROBLEMS.has(d.type))) return undefined;
+  // Read only here, on such a refusal: it is a file system look-up.
+  if (synchronized() !== false) return undefined;
+  return {
+    message: "The gateway's clock is not synchronised yet, so it cannot judge these reading times; retry shortly",
+    details: details.map((d) => ({ ...d, type: 'clock_unsynchronised' })),
+  };
+}
+
+function refused(c: Context, parsed: ParseResult & { ok: false }): Response {
+  const unsynchronised = unsynchronisedClockRefusal(parsed.details, clockSynchronized);
+  if (unsynchronised !== undefined) {
+    return problem(c, 503, unsynchronised.message, unsynchronised.details, { 'Retry-After': '30' });
+  }
+  return problem(c, REFUSAL_STATUS[parsed.refusal], parsed.message, parsed.details);
+}
+
 function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   if (kind === 'single') return parseSingle(json, deps.validator);
   if (kind === 'batch') return parseBatch(json, deps.validator, deps.maxBatchReadings);
   if (kind === 'gps') return parseGpsFixes(json, deps.validator, deps.maxBatchReadings, deps.clock);
-  const uplink = uplinkToReadings(json);
+  const uplink = uplinkToReadings(json, deps.validator.limits.window);
   if (!uplink.ok) {
     return {
       ok: false,
