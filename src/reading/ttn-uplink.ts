@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Loc } from './reading-issues.js';
-import { parseTimestampNs } from './timestamp.js';
+import type { TimeWindow } from './time-window.js';
+import { parseTimestampNs, type TimeBounds, type TimestampProblem } from './timestamp.js';
 
 /**
  * What makes a body a The Things Network v3 webhook message: the end device it concerns. Uplinks,
@@ -26,12 +27,35 @@ function numeric(value: unknown): number | undefined {
   return undefined;
 }
 
-/** The first of the candidate times that is a valid timestamp; undefined means the receive time. */
-function readingTime(...candidates: unknown[]): string | undefined {
-  for (const candidate of candidates) {
-    if (typeof candidate === 'string' && typeof parseTimestampNs(candidate) === 'string') return candidate;
-  }
-  return undefined;
+/** How far ahead of the gateway's clock a decoded payload's own time may be, as the existing stack has it. */
+const PAYLOAD_TIME_MAX_AHEAD_S = 86_400;
+/** Kept from the window's past bound, so the reading schema's check a moment later agrees. */
+const PAYLOAD_TIME_MARGIN_S = 60;
+const IGNORED: TimestampProblem = { type: 'datetime_range', msg: 'decoded_payload.time ignored' };
+
+/**
+ * Where a decoded payload's own time is used: within the window, and no more than a day ahead (the
+ * existing stack ignores such a time and so does the gateway). A time outside falls back to
+ * `received_at` rather than being refused: The Things Network cannot correct a device's clock, and
+ * it disables a webhook that keeps getting refusals.
+ */
+function payloadBounds(window: TimeWindow | undefined, nowMs: number): TimeBounds {
+  const aheadLimit = Math.floor(nowMs / 1000) + PAYLOAD_TIME_MAX_AHEAD_S;
+  return {
+    minSeconds: window === undefined ? 0 : window.minSeconds + PAYLOAD_TIME_MARGIN_S,
+    maxSeconds: window === undefined ? aheadLimit : Math.min(aheadLimit, window.maxSeconds),
+    tooEarly: IGNORED,
+    tooLate: IGNORED,
+  };
+}
+
+const isTime = (candidate: unknown, bounds?: TimeBounds): candidate is string =>
+  typeof candidate === 'string' && typeof parseTimestampNs(candidate, bounds) === 'string';
+
+/** The payload's time where it may be used, else the message's; undefined means the receive time. */
+function readingTime(payloadTime: unknown, bounds: TimeBounds, ...received: unknown[]): string | undefined {
+  if (isTime(payloadTime, bounds)) return payloadTime;
+  return received.find((candidate) => isTime(candidate));
 }
 
 /**
@@ -39,8 +63,10 @@ function readingTime(...candidates: unknown[]): string | undefined {
  * does (same ship and cargo ids, so a migrated site stores the same rows): every number or numeric
  * string of the decoded payload, plus rssi, channel_rssi and snr of the first gateway and the radio
  * settings. Other message types yield no readings. The result still goes through the reading schema.
+ * `decoded_payload.time` is the readings' time unless it is more than a day ahead or before the
+ * window (see payloadBounds); then `received_at` is.
  */
-export function uplinkToReadings(body: unknown): UplinkResult {
+export function uplinkToReadings(body: unknown, window?: TimeWindow, nowMs: number = Date.now()): UplinkResult {
   const parsed = messageSchema.safeParse(body, { reportInput: true });
   if (!parsed.success) return { ok: false, issues: parsed.error.issues };
   const shipLoc: Loc = ['body', 'end_device_ids', 'device_id'];
@@ -48,7 +74,8 @@ export function uplinkToReadings(body: unknown): UplinkResult {
   if (!('uplink_message' in message)) return { ok: true, readings: [], shipLoc };
   const uplink = record(message['uplink_message']);
   const payload = record(uplink['decoded_payload']);
-  const time = readingTime(payload['time'], message['received_at'], uplink['received_at']);
+  window?.refresh();
+  const time = readingTime(payload['time'], payloadBounds(window, nowMs), message['received_at'], uplink['received_at']);
   const device = parsed.data.end_device_ids.device_id;
   const readings: unknown[] = [];
   const add = (cargo: string, raw: unknown): void => {
