@@ -52,7 +52,9 @@ describe('loadConfig', () => {
     });
     expect(loadConfig({ RETENTION_DAYS: '0' }).readingTimes).toEqual({ maxAheadS: 86_400, maxAgeS: undefined });
     expect(loadConfig({ RETENTION_DAYS: '1', MAX_TIME_AHEAD_S: '3600' }).readingTimes.maxAgeS).toBe(82_800);
-    expect(problemsOf({ RETENTION_DAYS: '1' }).join('\n')).toMatch(/MAX_TIME_AHEAD_S \(86400 s\) must be shorter than RETENTION_DAYS \(1 days\)/);
+    expect(problemsOf({ RETENTION_DAYS: '1' }).join('\n')).toMatch(
+      /MAX_TIME_AHEAD_S \(86400 s\) must be shorter than RETENTION_DAYS \(1 days\)/,
+    );
   });
 
   it('never repeats a secret in its error', () => {
