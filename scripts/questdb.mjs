@@ -14,6 +14,9 @@ if (command === 'fetch') {
     dataDir: flags['data-dir'] ?? './data/questdb',
     httpPort: flags['http-port'] ? Number(flags['http-port']) : undefined,
     pgPort: flags['pg-port'] ? Number(flags['pg-port']) : undefined,
+  }).catch((/** @type {Error} */ error) => {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
   });
   process.stdout.write(
     `QuestDB ${QUESTDB_VERSION}: HTTP ${server.httpUrl}, PostgreSQL wire 127.0.0.1:${server.pgPort}, data ${server.dataDir}\n`,

@@ -3,6 +3,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
@@ -14,6 +15,30 @@ export const QUESTDB_VERSION = '9.3.4';
 const QUESTDB_SHA256 = '939bc53ab22f93dbaa6545143a6e7c536d4904c07b7f2d381e8eef10436be062';
 const MAVEN_CENTRAL = process.env.MAVEN_CENTRAL_URL ?? 'https://repo1.maven.org/maven2';
 const MIN_JAVA = 17;
+
+/**
+ * The QuestDB settings the gateway's guarantees assume, wherever the project starts or documents a
+ * QuestDB (here, compose.yaml, systemd/harbor-questdb.service; a test holds them to agreement):
+ * ILP creates no table and no column, so a table dropped by hand is created again by the gateway
+ * with its designated timestamp, deduplication and TTL, not by the next write without them; and the
+ * TTL counts from the wall clock at the latest, so no row far ahead can make it drop current data.
+ */
+export const QUESTDB_GUARANTEE_SETTINGS = Object.freeze({
+  QDB_LINE_AUTO_CREATE_NEW_TABLES: 'false',
+  QDB_LINE_AUTO_CREATE_NEW_COLUMNS: 'false',
+  QDB_CAIRO_TTL_USE_WALL_CLOCK: 'true',
+});
+
+/** Throws, naming the port and what it is for, when another process listens on it. */
+async function assertPortFree(/** @type {number} */ port, /** @type {string} */ what) {
+  const probe = createServer();
+  const inUse = await new Promise((resolveProbe) => {
+    probe.once('error', (/** @type {NodeJS.ErrnoException} */ error) => resolveProbe(error.code === 'EADDRINUSE' ? true : error));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolveProbe(false)));
+  });
+  if (inUse === true) throw new Error(`cannot start QuestDB: port ${port} (${what}) is already in use by another process`);
+  if (inUse instanceof Error) throw new Error(`cannot start QuestDB on port ${port} (${what}): ${inUse.message}`);
+}
 
 const sha256 = (/** @type {string} */ path) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
@@ -71,6 +96,9 @@ export async function startQuestDb(options) {
   mkdirSync(dataDir, { recursive: true });
   const httpPort = options.httpPort ?? (await freePort());
   const pgPort = options.pgPort ?? (await freePort());
+  // Another server on the port would answer the readiness check below in QuestDB's place.
+  await assertPortFree(httpPort, 'HTTP');
+  await assertPortFree(pgPort, 'PostgreSQL wire');
   const child = spawn(
     java,
     [
@@ -93,6 +121,7 @@ export async function startQuestDb(options) {
         QDB_LINE_TCP_ENABLED: 'false',
         QDB_LINE_UDP_ENABLED: 'false',
         QDB_TELEMETRY_ENABLED: 'false',
+        ...QUESTDB_GUARANTEE_SETTINGS,
         ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -116,7 +145,8 @@ export async function startQuestDb(options) {
     }
     try {
       const response = await fetch(`${httpUrl}/settings`);
-      if (response.ok) break;
+      // Answered by this QuestDB only if it still runs (one that cannot bind its port exits).
+      if (response.ok && child.exitCode === null && child.signalCode === null) break;
     } catch {
       /* not listening yet */
     }
