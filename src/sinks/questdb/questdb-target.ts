@@ -6,7 +6,7 @@ import { recoverWal } from '../../questdb/wal-recovery.js';
 import { corruptRecordLetter, reasonText } from '../dead-letter-reason.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { IlpEncoder } from './ilp-encoder.js';
-import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
+import { TableSchemaError, checkTable, setUpTable, type TableSetupResult } from './table-setup.js';
 
 export interface QuestDbTargetOptions {
   /** The sink's name: `questdb` for the local server, `remote-questdb` for a central one. */
@@ -31,6 +31,8 @@ export class QuestDbTarget implements SinkTarget {
   readonly #options: QuestDbTargetOptions;
   readonly #encoder: IlpEncoder;
   #tableReady = false;
+  /** QuestDB's id of the table this sink set up and writes to. */
+  #tableId: number | undefined;
 
   constructor(deps: { questdb: QuestDbClient; logger: Logger; options: QuestDbTargetOptions }) {
     this.name = deps.options.name;
@@ -46,6 +48,7 @@ export class QuestDbTarget implements SinkTarget {
     try {
       const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
       this.#tableReady = true;
+      this.#tableId = table.id;
       this.#log.info(
         {
           event: 'table_ready',
@@ -80,16 +83,61 @@ export class QuestDbTarget implements SinkTarget {
     return this.#deliverRowByRow(records);
   }
 
-  /** Resumes the table when QuestDB suspended it (see wal-recovery). */
+  /**
+   * Checks the table (see #checkTable) and resumes it when QuestDB suspended it (see wal-recovery).
+   * Either may have lost what QuestDB acknowledged: `resumed` asks for the kept readings again.
+   */
   async recover(): Promise<Recovery> {
     try {
+      const table = await this.#checkTable();
+      if (!table.ok) return { ok: false, message: table.message, level: 'error' };
       const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
       if (recovery.suspended)
         return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
-      return { ok: true, resumed: recovery.wasSuspended };
+      return { ok: true, resumed: recovery.wasSuspended || table.replaced };
     } catch (error) {
       return { ok: false, message: `table recovery failed: ${(error as Error).message}`, level: 'warn' };
     }
+  }
+
+  /**
+   * The table the sink writes to is still the one it set up, as it needs it: designated timestamp
+   * `time`, the column types, DEDUP UPSERT KEYS and the TTL. A missing table is created again; a
+   * changed TTL or deduplication is set again; a table dropped and created by someone else (the
+   * next ILP write, where QuestDB creates tables by itself: `timestamp` for `time`, no
+   * deduplication, no TTL) is taken over if it can store readings exactly, and refused otherwise,
+   * which stops the sink until an operator drops it. The readings delivered to a dropped table went
+   * with it: `replaced` asks for what the sink keeps to be sent again.
+   */
+  async #checkTable(): Promise<{ ok: true; replaced: boolean } | { ok: false; message: string }> {
+    const name = this.#options.table;
+    let table: TableSetupResult;
+    try {
+      table = await setUpTable(this.#questdb, name, this.#options.retentionDays);
+    } catch (error) {
+      if (!(error instanceof TableSchemaError)) throw error;
+      this.#tableReady = false;
+      return {
+        ok: false,
+        message: `table ${name} is not the table the gateway set up and cannot hold readings exactly (${error.message}); was it dropped and created again by an ILP write? Drop it: the gateway creates it again and sends the readings it keeps again`,
+      };
+    }
+    const replaced = table.created || table.id !== this.#tableId;
+    if (replaced) {
+      this.#log.warn(
+        { event: 'table_replaced', sink: this.name, table: name, created: table.created, timestamp: table.timestampType },
+        table.created
+          ? `table ${name} was dropped; created again, and the readings kept are sent again`
+          : `table ${name} was dropped and created again; it can hold readings exactly, and the readings kept are sent again`,
+      );
+    } else if (table.altered) {
+      this.#log.warn(
+        { event: 'table_altered', sink: this.name, table: name },
+        `the TTL or deduplication of table ${name} had changed; set again`,
+      );
+    }
+    this.#tableId = table.id;
+    return { ok: true, replaced };
   }
 
   close(): Promise<void> {

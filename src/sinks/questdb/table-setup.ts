@@ -9,7 +9,7 @@ interface ColumnsAnswer {
 }
 
 interface TableAnswer {
-  dataset: [walEnabled: boolean, dedup: boolean, ttlValue: number, ttlUnit: string][];
+  dataset: [id: number, walEnabled: boolean, dedup: boolean, ttlValue: number, ttlUnit: string][];
 }
 
 const DEDUP_KEYS = ['time', 'ship_id', 'cargo_id'];
@@ -26,6 +26,10 @@ const ACCEPTED_TYPES: Record<string, readonly string[]> = {
 export interface TableSetupResult {
   created: boolean;
   timestampType: string;
+  /** QuestDB's id of the table: a table dropped and created again (by anyone) has a new one. */
+  id: number;
+  /** The TTL or deduplication differed from what the gateway needs and was set again. */
+  altered: boolean;
 }
 
 /**
@@ -45,13 +49,16 @@ export async function setUpTable(questdb: QuestDbClient, table: string, retentio
     );
   }
   const { state, timestampType, dedupsOnReadingKey } = await describeTable(questdb, table);
+  let altered = false;
   if (retentionDays !== undefined && ttlHours(state) !== retentionDays * 24) {
     await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
+    altered = true;
   }
   if (!state.dedup || !dedupsOnReadingKey) {
     await questdb.exec(`ALTER TABLE "${table}" DEDUP ENABLE UPSERT KEYS(${DEDUP_KEYS.join(', ')})`);
+    altered = true;
   }
-  return { created: !existed, timestampType };
+  return { created: !existed, timestampType, id: state.id, altered: altered && existed };
 }
 
 /** The table's TTL in hours (0: none); NaN for units a number of days cannot equal (months, years). */
@@ -90,6 +97,7 @@ async function describeTable(
 }
 
 interface TableState {
+  id: number;
   walEnabled: boolean;
   dedup: boolean;
   ttlValue: number;
@@ -97,7 +105,9 @@ interface TableState {
 }
 
 async function tableState(questdb: QuestDbClient, table: string): Promise<TableState | undefined> {
-  const answer = await questdb.exec<TableAnswer>(`SELECT walEnabled, dedup, ttlValue, ttlUnit FROM tables() WHERE table_name = '${table}'`);
+  const answer = await questdb.exec<TableAnswer>(
+    `SELECT id, walEnabled, dedup, ttlValue, ttlUnit FROM tables() WHERE table_name = '${table}'`,
+  );
   const row = answer.dataset[0];
-  return row === undefined ? undefined : { walEnabled: row[0], dedup: row[1], ttlValue: row[2], ttlUnit: row[3] };
+  return row === undefined ? undefined : { id: row[0], walEnabled: row[1], dedup: row[2], ttlValue: row[3], ttlUnit: row[4] };
 }

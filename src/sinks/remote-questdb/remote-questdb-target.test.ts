@@ -26,7 +26,7 @@ class StandIn implements QuestDbClient {
   async exec<T>(sql: string): Promise<T> {
     if (this.refuseSql !== undefined) throw this.refuseSql;
     this.statements.push(sql);
-    if (sql.includes('FROM tables()')) return { dataset: [[true]] } as T;
+    if (sql.includes('FROM tables()')) return { dataset: [[1, true, false, 0, 'HOUR']] } as T;
     if (sql.includes('table_columns')) {
       return {
         dataset: [
