@@ -2,7 +2,8 @@
 // its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
 // QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
 // Kafka through an uplink cut) and a few power cuts of QuestDB with the gateway (strict disk model,
-// short rounds: where QuestDB loses acknowledged transactions), and exits non-zero on any violation.
+// short rounds: where QuestDB loses acknowledged transactions), the readings table dropped twice under
+// load (QuestDB as shipped, and creating tables over ILP), and exits non-zero on any violation.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
 import { runPowerCuts } from './power-cut.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
+import { runTableDrop, tableDropPassed } from './table-drop.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -63,6 +65,11 @@ try {
     outage.peakRssMb < MAX_PEAK_RSS_MB;
   log(`QuestDB outage: ${outageOk ? 'PASS' : 'FAIL'} ${JSON.stringify(outage)} (peak RSS bound ${MAX_PEAK_RSS_MB} MB)`);
   if (!outageOk) failed = true;
+  for (const mode of /** @type {const} */ (['shipped', 'auto-create'])) {
+    const drop = await runTableDrop({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), questdb: mode, drops: 2, log });
+    log(`table dropped under load, QuestDB ${mode}: ${tableDropPassed(drop) ? 'PASS' : 'FAIL'} ${JSON.stringify(drop)}`);
+    if (!tableDropPassed(drop)) failed = true;
+  }
   // Its own process: the fleet run starts its own QuestDB, Kafka and gateways and exits 1 on a loss.
   const fleet = spawnSync(process.execPath, [join(projectRoot, 'scripts', 'fleet', 'run.mjs'), '--sites', '3', '--seconds', '20'], {
     stdio: 'inherit',
