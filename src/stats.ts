@@ -16,6 +16,8 @@ export class SinkStats {
   deadLettered = 0;
   /** Readings skipped by the `drop_oldest` policy. */
   dropped = 0;
+  /** Readings not sent because the destination would not keep them (older than its retention). */
+  expired = 0;
   /** Readings the sink took off its part of the queue: delivered, dead-lettered or dropped. */
   taken = 0;
   last: FlushReport | undefined;

@@ -1,7 +1,8 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { SinkSnapshot } from '../src/health/snapshot.js';
 import { startQuestDb, type QuestDbServer } from '../scripts/lib/questdb.mjs';
-import { startTestGateway } from './support/gateway.js';
-import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { TEST_KEY, startTestGateway } from './support/gateway.js';
+import { sql, uniqueTable, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 
 let questdb: QuestDbServer | undefined;
@@ -64,6 +65,38 @@ describe('the reading times the gateway accepts', () => {
       await sql(`INSERT INTO ${table} VALUES (dateadd('d', -3, now()), 'intruder', 'depth', 99)`, url);
       await waitForWalApplied(table, 20_000, url);
       expect(await values()).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('older than the local table keeps, for a remote sink that keeps longer: the local sink counts them expired, never delivered', async () => {
+    const local = uniqueTable('local');
+    const central = uniqueTable('central');
+    const gw = await startTestGateway({
+      QUESTDB_TABLE: local,
+      RETENTION_DAYS: '7',
+      MAX_TIME_AHEAD_S: '3600',
+      MAX_TIME_AGE_DAYS: '3650',
+      REMOTE_QUESTDB_URL: inject('questdbUrl'),
+      REMOTE_QUESTDB_TABLE: central,
+    });
+    try {
+      const day = 24 * HOUR;
+      const readings = [reading(at(-400 * day), 1), reading(at(-8 * day), 2), reading(at(-6 * day), 3), reading(at(0), 4)];
+      expect((await gw.post('/api/v2/ingest/batch', readings)).status).toBe(200);
+      expect((await gw.post('/api/v2/ingest/', reading(at(-3651 * day), 5))).status).toBe(422);
+      await waitForDrained(gw);
+      const sinks = ((await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { sinks: SinkSnapshot[] })
+        .sinks;
+      expect(sinks.find((s) => s.name === 'questdb')).toMatchObject({ delivered: 2, expired: 2, backlog: 0 });
+      expect(sinks.find((s) => s.name === 'remote-questdb')).toMatchObject({ delivered: 4, expired: 0, backlog: 0 });
+      const values = async (table: string) => {
+        await waitForWalApplied(table);
+        return (await sql<[number]>(`SELECT value FROM ${table} ORDER BY value`)).dataset.map(([v]) => v);
+      };
+      expect(await values(local)).toEqual([3, 4]);
+      expect(await values(central)).toEqual([1, 2, 3, 4]);
     } finally {
       await gw.stop();
     }

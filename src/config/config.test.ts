@@ -52,6 +52,21 @@ describe('loadConfig', () => {
     });
     expect(loadConfig({ RETENTION_DAYS: '0' }).readingTimes).toEqual({ maxAheadS: 86_400, maxAgeS: undefined });
     expect(loadConfig({ RETENTION_DAYS: '1', MAX_TIME_AHEAD_S: '3600' }).readingTimes.maxAgeS).toBe(82_800);
+    expect(
+      loadConfig({ LOCAL_QUESTDB: 'off', UPSTREAM_URL: 'https://central.example/api/v2/ingest/batch', UPSTREAM_API_KEY: 'k'.repeat(20) })
+        .readingTimes.maxAgeS,
+    ).toBeUndefined();
+    // Older readings only for a remote sink that keeps them.
+    expect(problemsOf({ MAX_TIME_AGE_DAYS: '3650' }).join('\n')).toMatch(
+      /MAX_TIME_AGE_DAYS accepts readings older than the local table keeps/,
+    );
+    expect(
+      loadConfig({
+        MAX_TIME_AGE_DAYS: '3650',
+        UPSTREAM_URL: 'https://central.example/api/v2/ingest/batch',
+        UPSTREAM_API_KEY: 'k'.repeat(20),
+      }).readingTimes,
+    ).toEqual({ maxAheadS: 86_400, maxAgeS: 3650 * 86_400, ageReason: 'MAX_TIME_AGE_DAYS=3650' });
     expect(problemsOf({ RETENTION_DAYS: '1' }).join('\n')).toMatch(
       /MAX_TIME_AHEAD_S \(86400 s\) must be shorter than RETENTION_DAYS \(1 days\)/,
     );

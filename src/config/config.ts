@@ -196,9 +196,15 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
   }
   const readingTimes = readingTimesOf(partial);
-  if (readingTimes.maxAgeS !== undefined && readingTimes.maxAgeS <= 0) {
+  const localKeepS = localKeepSeconds(partial);
+  if (localKeepS !== undefined && localKeepS <= 0) {
     problems.push(
       `MAX_TIME_AHEAD_S (${partial.maxTimeAheadS} s) must be shorter than RETENTION_DAYS (${partial.retentionDays} days): a reading that far ahead would leave no time the table keeps`,
+    );
+  }
+  if (localKeepS !== undefined && readingTimes.maxAgeS !== undefined && readingTimes.maxAgeS > localKeepS && !forwards) {
+    problems.push(
+      'MAX_TIME_AGE_DAYS accepts readings older than the local table keeps (RETENTION_DAYS less MAX_TIME_AHEAD_S): set it only with a remote sink that keeps them (UPSTREAM_URL, KAFKA_BROKERS or REMOTE_QUESTDB_URL)',
     );
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -281,9 +287,19 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
  */
 function readingTimesOf(values: Partial<SettingValues>): Config['readingTimes'] {
   const maxAheadS = values.maxTimeAheadS ?? 86_400;
+  if (values.maxTimeAgeDays !== undefined) {
+    return { maxAheadS, maxAgeS: values.maxTimeAgeDays * 86_400, ageReason: `MAX_TIME_AGE_DAYS=${values.maxTimeAgeDays}` };
+  }
+  const keepS = localKeepSeconds(values);
+  if (keepS === undefined) return { maxAheadS, maxAgeS: undefined };
+  return { maxAheadS, maxAgeS: keepS, ageReason: `RETENTION_DAYS=${values.retentionDays}, less MAX_TIME_AHEAD_S` };
+}
+
+/** How far back the local table keeps every accepted reading, in seconds; undefined without a local TTL. */
+function localKeepSeconds(values: Partial<SettingValues>): number | undefined {
   const retentionDays = values.retentionDays ?? 0;
-  if (values.localQuestdb === 'off' || retentionDays === 0) return { maxAheadS, maxAgeS: undefined };
-  return { maxAheadS, maxAgeS: retentionDays * 86_400 - maxAheadS, ageReason: `RETENTION_DAYS=${retentionDays}, less MAX_TIME_AHEAD_S` };
+  if (values.localQuestdb === 'off' || retentionDays === 0) return undefined;
+  return retentionDays * 86_400 - (values.maxTimeAheadS ?? 86_400);
 }
 
 /** The upstream sink when `UPSTREAM_URL` is set; its key is then required (a keyless request only earns 401s). */

@@ -243,6 +243,12 @@ export const SETTINGS = {
     doc: "Latest reading time accepted, in seconds ahead of the gateway's clock; later times get 422 `datetime_future` (503 while the gateway's clock is not synchronised). Must be shorter than `RETENTION_DAYS`: readings are accepted back to `RETENTION_DAYS` less this lead, so no accepted reading can make the table's TTL drop another.",
     schema: integer(1, 9_999_999_999),
   }),
+  maxTimeAgeDays: define({
+    env: 'MAX_TIME_AGE_DAYS',
+    default: undefined,
+    doc: "Oldest reading time accepted, in days before the gateway's clock; older times get 422 `datetime_past`. Unset: what the local table keeps (`RETENTION_DAYS` less `MAX_TIME_AHEAD_S`), or back to 1970 without a TTL. Longer only for a remote sink that keeps longer (a central tier): the local QuestDB sink then does not write what its table would drop and counts it as `expired` in `/status`, never as delivered.",
+    schema: integer(1, 36500),
+  }),
   flushIntervalMs: define({
     env: 'FLUSH_INTERVAL_MS',
     default: '1000',

@@ -14,6 +14,7 @@ const snapshot = (overrides: Partial<SinkSnapshot>): SinkSnapshot => ({
   consecutiveFailures: 0,
   deadLettered: 0,
   dropped: 0,
+  expired: 0,
   last: null,
   lastError: null,
   ...overrides,

@@ -92,6 +92,8 @@ export interface SinkSnapshot extends SinkDescription {
   consecutiveFailures: number;
   deadLettered: number;
   dropped: number;
+  /** Readings it did not send because its destination would not keep them (older than its retention). */
+  expired: number;
   last: FlushReport | null;
   lastError: { at: string; message: string } | null;
 }
@@ -110,6 +112,7 @@ function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWr
     consecutiveFailures: s.consecutiveFailures,
     deadLettered: s.deadLettered,
     dropped: s.dropped,
+    expired: s.expired,
     last: s.last ?? null,
     lastError: s.lastError ?? null,
   };

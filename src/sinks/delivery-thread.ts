@@ -114,6 +114,7 @@ export class DeliveryThread {
       this.queue.refresh();
       sink.deliveries += 1;
       sink.delivered += message.delivered;
+      sink.expired += message.expired;
       sink.deadLettered += message.deadLettered;
       sink.taken += message.taken;
       sink.consecutiveFailures = 0;

@@ -21,7 +21,7 @@ export interface DeliveryWorkerData {
 export type ToDelivery = { type: 'wake' } | { type: 'pressure'; bytes: number } | { type: 'stop'; deadline: number };
 
 export type FromDelivery =
-  | { type: 'delivered'; sink: string; delivered: number; taken: number; deadLettered: number; durationMs: number }
+  | { type: 'delivered'; sink: string; delivered: number; expired: number; taken: number; deadLettered: number; durationMs: number }
   | { type: 'failed'; sink: string; message: string; readings: number; durationMs: number }
   | { type: 'dropped'; sink: string; readings: number; records: number }
   | { type: 'pressure_handled' }
@@ -62,8 +62,8 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       },
       replay: { windowMs: replayWindowMs, queue: reader },
       events: {
-        delivered: ({ delivered, readings, deadLettered, durationMs }) =>
-          post({ type: 'delivered', sink: spec.name, delivered, taken: readings, deadLettered, durationMs }),
+        delivered: ({ delivered, expired, readings, deadLettered, durationMs }) =>
+          post({ type: 'delivered', sink: spec.name, delivered, expired, taken: readings, deadLettered, durationMs }),
         failed: (result) => post({ type: 'failed', sink: spec.name, ...result }),
       },
     });

@@ -14,7 +14,7 @@ export interface SinkLoopOptions {
 
 /** What a sink loop tells the rest of the gateway. */
 export interface SinkEvents {
-  delivered(result: Completion & { delivered: number; durationMs: number }): void;
+  delivered(result: Completion & { delivered: number; expired: number; durationMs: number }): void;
   failed(result: { message: string; readings: number; durationMs: number }): void;
 }
 
@@ -235,9 +235,12 @@ export class SinkLoop {
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
+    const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
     const delivered =
-      completion.readings === 0 ? 0 : completion.readings - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
-    this.#events.delivered({ ...completion, delivered, durationMs });
+      completion.readings === 0
+        ? 0
+        : completion.readings - expired - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
+    this.#events.delivered({ ...completion, delivered, expired, durationMs });
     this.#log.info(
       {
         event: 'delivered',
@@ -250,6 +253,12 @@ export class SinkLoop {
       },
       `delivered readings to ${this.name}`,
     );
+    if (expired > 0) {
+      this.#log.warn(
+        { event: 'expired', sink: this.name, readings: expired },
+        `readings older than ${this.name} keeps were not sent to it; counted as expired, not delivered`,
+      );
+    }
     if (delivery.deadLetters.length > 0) {
       this.#log.error(
         { event: 'dead_letters', sink: this.name, count: delivery.deadLetters.length, reason: delivery.deadLetters[0]!.reason },

@@ -6,7 +6,13 @@ export type Delivery =
    * The destination holds every reading of the batch but the dead letters, which it refused for
    * their content (sending them again would be refused again). The sink's mark moves past the batch.
    */
-  | { ok: true; requests: number; deadLetters: DeadLetterInput[] }
+  | {
+      ok: true;
+      requests: number;
+      deadLetters: DeadLetterInput[];
+      /** Readings not sent because the destination would not keep them (older than its retention). */
+      expired?: number;
+    }
   /**
    * Nothing of the batch may be taken as delivered: it is sent again after a backoff, or after
    * `retryAfterMs` when the destination asked for that (429/503 Retry-After). `level: 'error'`

@@ -5,6 +5,7 @@ import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from
 import { recoverWal } from '../../questdb/wal-recovery.js';
 import { corruptRecordLetter, reasonText } from '../dead-letter-reason.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
+import { withoutExpired } from './expired-readings.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import { TableSchemaError, checkTable, setUpTable, type TableSetupResult } from './table-setup.js';
 
@@ -14,7 +15,10 @@ export interface QuestDbTargetOptions {
   /** The server's address as logs and /status show it, without credentials. */
   describe: string;
   table: string;
-  /** The table's TTL, applied at every start; undefined leaves it to the server's operator (a central table). */
+  /**
+   * The table's TTL, applied at every start; undefined leaves it to the server's operator (a central
+   * table). Readings older than it are not sent (QuestDB would drop them at once) but counted as expired.
+   */
   retentionDays: number | undefined;
 }
 
@@ -67,7 +71,21 @@ export class QuestDbTarget implements SinkTarget {
     }
   }
 
-  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
+  async deliver(all: readonly QueueRecord[]): Promise<Delivery> {
+    // Readings older than the table's TTL would be dropped by QuestDB at once: not sent, counted.
+    const { records, expired } = this.#keepable(all);
+    if (records.length === 0) return { ok: true, requests: 0, deadLetters: [], expired };
+    const delivery = await this.#deliver(records);
+    return delivery.ok && expired > 0 ? { ...delivery, expired } : delivery;
+  }
+
+  #keepable(records: readonly QueueRecord[]): { records: readonly QueueRecord[]; expired: number } {
+    const days = this.#options.retentionDays;
+    if (days === undefined || days === 0) return { records, expired: 0 };
+    return withoutExpired(records, `${Math.floor(Date.now() / 1000) - days * 86_400}000000000`);
+  }
+
+  async #deliver(records: readonly QueueRecord[]): Promise<Delivery> {
     // The usual case: the records' text straight into one ILP request, accepted whole.
     let body: Buffer | undefined;
     try {
