@@ -52,7 +52,6 @@ describe('a table dropped by hand while the gateway runs', () => {
       QUESTDB_TABLE: 'autocreated',
       FLUSH_BACKOFF_MAX_MS: '300',
       RETENTION_DAYS: '3650',
-      MAX_TIME_AHEAD_S: '86400',
     });
     try {
       expect((await post(gw, 1)).status).toBe(200);
