@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDevices } from '../lib/device-load.mjs';
-import { startGatewayProcess } from '../lib/gateway-process.mjs';
+import { startGatewayProcess, waitForEmptyQueue } from '../lib/gateway-process.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
 import { storedCounts } from '../lib/questdb-sql.mjs';
 
@@ -59,11 +59,7 @@ export async function runOutage({ bundlePath, outageMs, log = () => undefined })
   } finally {
     await load.stop();
   }
-  const deadline = Date.now() + 120_000;
-  while ((await status()).queue.readings > 0) {
-    if (Date.now() > deadline) throw new Error('backlog did not drain within 120 s');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitForEmptyQueue(status);
   const peak = peakRssMb();
   child.kill('SIGTERM');
   await exited;

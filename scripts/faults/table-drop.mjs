@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDevices } from '../lib/device-load.mjs';
-import { startGatewayProcess } from '../lib/gateway-process.mjs';
+import { startGatewayProcess, waitForEmptyQueue } from '../lib/gateway-process.mjs';
 import { QUESTDB_GUARANTEE_SETTINGS, startQuestDb } from '../lib/questdb.mjs';
 import { sql, storedCounts, waitForCount } from '../lib/questdb-sql.mjs';
 
@@ -77,11 +77,7 @@ export async function runTableDrop({ bundlePath, questdb: mode, drops, log = () 
   } finally {
     await load.stop();
   }
-  const deadline = Date.now() + 120_000;
-  while ((await status()).queue.readings > 0) {
-    if (Date.now() > deadline) throw new Error('backlog did not drain within 120 s');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitForEmptyQueue(status);
   // The kept readings are sent again after the check that found the table gone (every 5 s).
   await waitForCount(questdb.httpUrl, `SELECT count() FROM "${TABLE}"`, load.accepted, 60_000);
   const { deadLetters } = await status();

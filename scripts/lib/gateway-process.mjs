@@ -75,3 +75,16 @@ export async function startGatewayProcess(options) {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * Waits until the gateway's queue is empty, asking `status` (its /status) every 100 ms; throws after `timeoutMs`.
+ * @param {() => Promise<{ queue: { readings: number } }>} status
+ * @param {number} [timeoutMs]
+ */
+export async function waitForEmptyQueue(status, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  while ((await status()).queue.readings > 0) {
+    if (Date.now() > deadline) throw new Error(`backlog did not drain within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
