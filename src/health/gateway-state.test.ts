@@ -12,6 +12,7 @@ function snapshot(
     oldest?: number | null;
     failures?: number;
     lastErrorAt?: string;
+    lastError?: string;
     deadLetters?: number;
     clock?: boolean | null;
   } = {},
@@ -26,7 +27,7 @@ function snapshot(
     deadLetters: change.deadLetters ?? 0,
     flush: {
       last: null,
-      lastError: change.lastErrorAt === undefined ? null : { at: change.lastErrorAt, message: 'connect ECONNREFUSED' },
+      lastError: change.lastErrorAt === undefined ? null : { at: change.lastErrorAt, message: change.lastError ?? 'connect ECONNREFUSED' },
       consecutiveFailures: change.failures ?? 0,
     },
     sinks: [],
@@ -58,6 +59,16 @@ describe('the gateway state in words', () => {
   it('says how long QuestDB has been unreachable while readings are buffered', () => {
     const state = describeGatewayState(snapshot({ failures: 40, oldest: 800 }), now - 12 * 60_000 - 5_000, now);
     expect(state).toEqual({ code: 'buffering', text: 'buffering — QuestDB unreachable for 12 min', outageSeconds: 725 });
+  });
+
+  it('says when QuestDB answers but its table needs an operator (replaced by an ILP write, or of the wrong shape)', () => {
+    const message = 'table cargo_data is not the table the gateway set up and cannot hold readings exactly (no column time)';
+    const state = describeGatewayState(
+      snapshot({ failures: 5, lastErrorAt: '2026-11-24T11:59:00Z', lastError: message }),
+      now - 60_000,
+      now,
+    );
+    expect(state.text).toBe('buffering — the QuestDB table needs an operator for 1 min');
   });
 
   it('names the queue fill from half full on, and a full queue that refuses readings', () => {

@@ -16,6 +16,8 @@ const QUEUE_FILL_WORTH_SAYING = 0.5;
 const QUEUE_FULL = 0.9;
 /** A backlog whose oldest reading is older than this is named "catching up" rather than "delivering". */
 const CATCHING_UP_AFTER_SECONDS = 60;
+/** A failure of the table check: QuestDB answers, its table needs an operator (see QuestDbTarget). */
+const TABLE_AT_FAULT = /^table \S+ is not the table the gateway set up|^table setup failed: table /;
 
 /** "45 s", "12 min", "3 h 5 min": the units a manager reads at a glance. */
 export function formatDuration(seconds: number): string {
@@ -45,7 +47,8 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
     headline = fill >= QUEUE_FULL ? 'refusing readings — queue full' : 'refusing readings — stopping, or queue disk failing';
   } else if (outageSeconds !== null) {
     code = 'buffering';
-    headline = `buffering — QuestDB unreachable for ${formatDuration(outageSeconds)}`;
+    const tableAtFault = TABLE_AT_FAULT.test(snapshot.flush.lastError?.message ?? '');
+    headline = `buffering — ${tableAtFault ? 'the QuestDB table needs an operator' : 'QuestDB unreachable'} for ${formatDuration(outageSeconds)}`;
   } else if (oldest !== null && oldest > CATCHING_UP_AFTER_SECONDS) {
     code = 'catching_up';
     headline = `catching up — oldest queued reading ${formatDuration(oldest)} old`;
