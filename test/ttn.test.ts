@@ -60,6 +60,13 @@ describe('The Things Network webhook as the existing stack answers it', () => {
     expect(new Set(rows.map(([, , time]) => time))).toEqual(new Set(['2026-02-04T09:59:00.000000001Z']));
   });
 
+  it('ignores a decoded_payload.time more than 24 h ahead and stores the readings at received_at, as the existing stack does', async () => {
+    const answer = await json(await gw.post('/api/v2/ingest/ttn', uplink('lora-4', { time: '2031-01-01T00:00:00.000Z', level: 5 })));
+    expect(answer).toMatchObject({ status: 200, body: { count: 7 } });
+    const rows = await rowsOf('lora-4');
+    expect(new Set(rows.map(([, , time]) => time))).toEqual(new Set(['2026-02-04T10:00:01.500000000Z']));
+  });
+
   it('answers 200 to an uplink without numbers and to other message types, storing nothing', async () => {
     const noNumbers = {
       end_device_ids: { device_id: 'lora-3' },
