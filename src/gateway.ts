@@ -22,6 +22,7 @@ import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { GatewayStats } from './stats.js';
+import { GatewayConsole } from './console/gateway-console.js';
 import { VERSION } from './version.js';
 
 export interface Gateway {
@@ -46,6 +47,8 @@ export interface GatewayOptions {
    * finds itself in a worker thread. Tests that run the sources pass the built bundle.
    */
   deliveryScript?: URL | string;
+  /** The environment the configuration was loaded from, for the console's settings page; `process.env` by default. */
+  env?: Record<string, string | undefined>;
 }
 
 /**
@@ -67,6 +70,20 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
+  const gatewayConsole = new GatewayConsole({
+    queue,
+    stats,
+    keys,
+    failureDelay,
+    isStopping: stopping.isStopping,
+    version: VERSION,
+    certificate: () => ({ ...tlsSummary(certificate), subjectAltName: certificate.subjectAltName, pem: certificate.cert }),
+    sinks: sinkDescriptions,
+    delivery,
+    password: config.consolePassword,
+    metricsToken: config.metricsToken,
+    env: options.env ?? process.env,
+  });
   const app = createApp({
     queue,
     delivery,
@@ -85,8 +102,10 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     version: VERSION,
     tls: () => tlsSummary(certificate),
     sinks: sinkDescriptions,
+    console: gatewayConsole,
   });
   const http = await listen(app, config, certificate, queue);
+  gatewayConsole.start(http.httpsPort);
   delivery.start();
   keys.watch();
   const questdb = healthQuestDb(sinks);

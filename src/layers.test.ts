@@ -14,11 +14,12 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   sinks: ['queue', 'questdb', 'reading', 'log', 'config', 'stats'],
   health: ['queue', 'questdb', 'keys', 'stats'],
   http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats'],
+  console: ['config', 'reading', 'keys', 'queue', 'health', 'stats', 'version'],
   config: [],
   log: [],
   stats: [],
   version: [],
-  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'stats', 'version'],
+  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'console', 'stats', 'version'],
   cli: ['config', 'log', 'keys', 'tls', 'queue', 'gateway', 'version'],
   main: ['cli', 'sinks'],
 };
@@ -35,7 +36,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
+    return /\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name) ? [path] : [];
   });
 }
 

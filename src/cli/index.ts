@@ -1,5 +1,6 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import { renderConfigTable } from '../config/config-table.js';
+import { checkConfig } from '../config/check-config.js';
 import { type Gateway, startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { CertificateError } from '../tls/certificate-store.js';
@@ -113,16 +114,16 @@ export async function runCli(args: string[]): Promise<void> {
         err: (text) => process.stderr.write(text),
       });
       break;
-    case 'check-config':
-      try {
-        const config = loadConfig();
-        process.stdout.write(`configuration valid (${config.environment}, API key from ${config.apiKeySource})\n`);
-      } catch (error) {
-        if (!(error instanceof ConfigError)) throw error;
-        process.stderr.write(`harbor-gateway: ${error.message}\n`);
+    case 'check-config': {
+      const check = checkConfig();
+      if (check.valid) {
+        process.stdout.write(`${check.summary}\n`);
+      } else {
+        process.stderr.write(`harbor-gateway: ${new ConfigError(check.problems).message}\n`);
         process.exitCode = EXIT_CONFIG;
       }
       break;
+    }
     case 'config-table':
       process.stdout.write(`${renderConfigTable()}\n`);
       break;

@@ -18,6 +18,7 @@ type Resolved =
   | 'questdbPasswordFile'
   | 'grafanaAdminPassword'
   | 'grafanaAdminPasswordFile'
+  | ConsoleSetting
   | 'gatewayName'
   | 'localQuestdb'
   | RemoteQuestDbSetting
@@ -45,6 +46,9 @@ export interface RemoteQuestDbConfig {
   table: string;
 }
 
+/** The console password and the `/metrics` token, each resolved from its value, file or credential. */
+type ConsoleSetting = 'consolePassword' | 'consolePasswordFile' | 'metricsToken' | 'metricsTokenFile';
+
 /** The UPSTREAM_* settings, gathered into `Config.upstream`. */
 type UpstreamSetting = Extract<keyof SettingValues, `upstream${string}`>;
 
@@ -56,6 +60,10 @@ export interface Config extends Omit<SettingValues, Resolved> {
   /** Where the key came from, for the startup log (never the key itself). */
   apiKeySource: SecretSource | 'development default';
   questdbPassword: string | undefined;
+  /** The local console's password; undefined leaves the console closed. */
+  consolePassword: string | undefined;
+  /** The bearer token `/metrics` wants from clients other than loopback; undefined: loopback only. */
+  metricsToken: string | undefined;
   gatewayName: string;
   /** `LOCAL_QUESTDB=off` turns the local QuestDB sink off. */
   localQuestdb: boolean;
@@ -153,6 +161,21 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     fileVar: 'GRAFANA_ADMIN_PASSWORD_FILE',
     credential: 'grafana_admin_password',
   });
+  const consolePassword = resolveSecret(env, problems, readSecret, {
+    value: partial.consolePassword,
+    valueVar: 'CONSOLE_PASSWORD',
+    file: partial.consolePasswordFile,
+    fileVar: 'CONSOLE_PASSWORD_FILE',
+    credential: 'console_password',
+  });
+  const metricsToken = resolveSecret(env, problems, readSecret, {
+    value: partial.metricsToken,
+    valueVar: 'METRICS_TOKEN',
+    file: partial.metricsTokenFile,
+    fileVar: 'METRICS_TOKEN_FILE',
+    credential: 'metrics_token',
+    pattern: API_KEY_PATTERN,
+  });
   const upstream = resolveUpstream(env, problems, readSecret, partial);
   if ((partial.questdbUsername === undefined) !== (questdbPassword?.secret === undefined)) {
     problems.push('QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together');
@@ -181,6 +204,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     checkProductionSecret(problems, 'API_KEY', apiKey?.secret);
     checkProductionSecret(problems, 'QUESTDB_PASSWORD', questdbPassword?.secret);
     checkProductionSecret(problems, 'GRAFANA_ADMIN_PASSWORD', grafanaPassword?.secret);
+    checkProductionSecret(problems, 'CONSOLE_PASSWORD', consolePassword?.secret);
+    checkProductionSecret(problems, 'METRICS_TOKEN', metricsToken?.secret);
     if (remoteQuestdb !== undefined) checkProductionRemote(problems, remoteQuestdb);
     if (partial.upstreamApiKey !== undefined) {
       problems.push('UPSTREAM_API_KEY is refused in production: use UPSTREAM_API_KEY_FILE or the upstream_api_key credential');
@@ -190,6 +215,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     if (partial.kafkaSaslMechanism === 'PLAIN' && partial.kafkaTls === false && partial.kafkaTlsCaFile === undefined) {
       problems.push('KAFKA_SASL_MECHANISM PLAIN sends the password in clear: set KAFKA_TLS in production');
     }
+  }
+  // A device's key must never open the console, so the one key every device may hold cannot be its password.
+  if (consolePassword !== undefined && consolePassword.secret === (apiKey?.secret ?? DEVELOPMENT_API_KEY)) {
+    problems.push('CONSOLE_PASSWORD must differ from API_KEY: device keys never open the console');
   }
   const forwards = remoteQuestdb !== undefined || partial.upstreamUrl !== undefined || partial.kafkaBrokers !== undefined;
   if (partial.localQuestdb === 'off' && !forwards) {
@@ -227,6 +256,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
     grafanaAdminPasswordFile: _grafanaAdminPasswordFile,
+    consolePassword: _consolePassword,
+    consolePasswordFile: _consolePasswordFile,
+    metricsToken: _metricsToken,
+    metricsTokenFile: _metricsTokenFile,
     localQuestdb,
     remoteQuestdbUrl: _remoteQuestdbUrl,
     remoteQuestdbTokenFile: _remoteQuestdbTokenFile,
@@ -257,6 +290,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,
+    consolePassword: consolePassword?.secret,
+    metricsToken: metricsToken?.secret,
     upstream,
     readingTimes,
     kafka:

@@ -334,6 +334,32 @@ export const SETTINGS = {
     doc: 'File holding the Grafana admin password (checked, never used).',
     schema: text(),
   }),
+  consolePassword: define({
+    env: 'CONSOLE_PASSWORD',
+    default: undefined,
+    doc: 'Password of the local console (`https://<gateway>:<HTTPS_PORT>/console/`), distinct from every device key: no device key opens the console. Prefer `CONSOLE_PASSWORD_FILE` or a systemd credential named `console_password`. Unset: the console only says how to set one. Production refuses a shipped or short one, and one equal to `API_KEY`.',
+    schema: text(),
+    secret: true,
+  }),
+  consolePasswordFile: define({
+    env: 'CONSOLE_PASSWORD_FILE',
+    default: undefined,
+    doc: 'File holding the console password. `$CREDENTIALS_DIRECTORY/console_password` is read automatically under systemd.',
+    schema: text(),
+  }),
+  metricsToken: define({
+    env: 'METRICS_TOKEN',
+    default: undefined,
+    doc: '`/metrics` (Prometheus text format) answers loopback clients; others must send `Authorization: Bearer` with this token. Unset: loopback only. Prefer `METRICS_TOKEN_FILE` or a systemd credential named `metrics_token`.',
+    schema: apiKeyText,
+    secret: true,
+  }),
+  metricsTokenFile: define({
+    env: 'METRICS_TOKEN_FILE',
+    default: undefined,
+    doc: 'File holding the `/metrics` token.',
+    schema: text(),
+  }),
   gatewayName: define({
     env: 'GATEWAY_NAME',
     default: undefined,

@@ -4,8 +4,9 @@ import type { QueueWriter } from '../queue/queue-writer.js';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/receive-clock.js';
 import type { GatewayStats } from '../stats.js';
-import type { KeyStore } from '../keys/key-store.js';
+import type { KeyStore, Principal } from '../keys/key-store.js';
 import type { SinkDescription, TlsSummary } from '../health/snapshot.js';
+import type { Reading } from '../reading/reading-schema.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -32,6 +33,16 @@ export interface AppDeps {
   version: string;
   tls?: () => TlsSummary;
   sinks?: readonly SinkDescription[];
+  /** The local console and `/metrics` (src/console/): mounted ahead of the API, told what ingest accepted and refused. */
+  console?: ConsoleHooks;
+}
+
+export interface ConsoleHooks {
+  mount(app: Hono): void;
+  /** Readings committed for a key: called on the request, so it must stay cheap. */
+  accepted(principal: Principal, readings: readonly Reading[]): void;
+  /** A request answered with an error, after its answer was made. */
+  refused(c: Context): void;
 }
 
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */
@@ -50,9 +61,14 @@ export function createApp(deps: AppDeps): Hono {
     logger: deps.logger,
   });
 
+  // Ahead of the refusal count: the console's own answers are not the API's refusals.
+  deps.console?.mount(app);
   app.use(async (c, next) => {
     await next();
-    if (c.res.status >= 400) deps.stats.refusedRequests += 1;
+    if (c.res.status >= 400) {
+      deps.stats.refusedRequests += 1;
+      deps.console?.refused(c);
+    }
   });
 
   registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes) }, requireApiKey);

@@ -14,6 +14,13 @@ export interface ProblemBody {
   details: ProblemDetail[];
 }
 
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The refusal a request was answered with, for what watches refusals after the answer (the console). */
+    problem: ProblemBody;
+  }
+}
+
 export function problem(
   c: Context,
   status: ContentfulStatusCode,
@@ -21,5 +28,7 @@ export function problem(
   details: ProblemDetail[] = [],
   headers?: Record<string, string>,
 ): Response {
-  return c.json<ProblemBody>({ message, details }, status, headers);
+  const body: ProblemBody = { message, details };
+  c.set('problem', body);
+  return c.json<ProblemBody>(body, status, headers);
 }

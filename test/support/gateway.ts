@@ -44,7 +44,7 @@ export async function startTestGateway(env: Record<string, string> = {}): Promis
     ...env,
   };
   const config = loadConfig(fullEnv);
-  const gateway = await startGateway(config, createLogger(config.logLevel), { deliveryScript: inject('bundlePath') });
+  const gateway = await startGateway(config, createLogger(config.logLevel), { deliveryScript: inject('bundlePath'), env: fullEnv });
   return {
     gateway,
     url: gateway.url,

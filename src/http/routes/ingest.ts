@@ -10,6 +10,7 @@ import type { ReceiveClock } from '../../reading/receive-clock.js';
 import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import { parseGpsFixes } from '../../reading/gps-fix.js';
 import type { KeyCounterTable } from '../../keys/key-counters.js';
+import type { Principal } from '../../keys/key-store.js';
 import { foreignShips } from '../../keys/ship-prefix.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
@@ -31,6 +32,7 @@ export interface IngestDeps {
   isStopping: () => boolean;
   logger: Logger;
   keys: { counters: KeyCounterTable };
+  console?: { accepted(principal: Principal, readings: readonly Reading[]): void };
 }
 
 type Kind = 'single' | 'batch' | 'ttn' | 'gps';
@@ -124,6 +126,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   const stored = await store(c, parsed.readings, deps);
   if (stored !== undefined) return stored;
   if (principal !== undefined) deps.keys.counters.accepted(principal.name, parsed.readings.length);
+  if (principal !== undefined) deps.console?.accepted(principal, parsed.readings);
   if (kind === 'single') {
     const reading = parsed.readings[0]!;
     return c.json({ status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId });

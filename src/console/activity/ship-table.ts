@@ -1,0 +1,101 @@
+import type { Reading } from '../../reading/reading-schema.js';
+import { MinuteCounts } from './minute-counts.js';
+
+/** Ships remembered; past this the least recently seen eighth is forgotten. A site has tens to hundreds. */
+export const MAX_SHIPS = 1000;
+/** Cargo ids whose last value is kept per ship. */
+export const MAX_CARGOS = 16;
+/** A ship is stale once silent for three of its usual gaps, and never sooner than this. */
+const STALE_AFTER_MIN_MS = 5 * 60_000;
+/** Requests closer together than this are one burst (a GPS pair sent as two readings), not a gap. */
+const BURST_MS = 1000;
+
+interface ShipEntry {
+  key: string;
+  lastSeenMs: number;
+  /** Smoothed gap between the ship's bursts of readings; undefined until it has sent twice. */
+  gapMs: number | undefined;
+  readonly minutes: MinuteCounts;
+  readonly values: Map<string, number>;
+}
+
+export interface ShipView {
+  shipId: string;
+  /** The key its latest readings came with. */
+  key: string;
+  lastSeenMs: number;
+  stale: boolean;
+  readingsLastHour: number;
+  /** The latest value of each cargo id, up to MAX_CARGOS. */
+  lastValues: { cargoId: string; value: number }[];
+}
+
+/**
+ * Every ship the gateway accepted readings from since it started: which key it used, when it was
+ * last seen, how many readings it sent in the last hour and its latest values. Bounded in ships and
+ * in cargo ids per ship, and fed with the readings ingest has already parsed (one map look-up per
+ * run of readings of one ship, one per reading for its value).
+ */
+export class ShipTable {
+  readonly #ships = new Map<string, ShipEntry>();
+
+  record(key: string, readings: readonly Reading[], now: number): void {
+    let entry: ShipEntry | undefined;
+    let ship = '';
+    let run = 0;
+    for (const reading of readings) {
+      if (entry === undefined || reading.shipId !== ship) {
+        if (entry !== undefined) touch(entry, key, run, now);
+        ship = reading.shipId;
+        entry = this.#entry(ship, key, now);
+        run = 0;
+      }
+      run += 1;
+      const values = entry.values;
+      if (values.size >= MAX_CARGOS && !values.has(reading.cargoId)) values.delete(values.keys().next().value!);
+      values.set(reading.cargoId, reading.value);
+    }
+    if (entry !== undefined) touch(entry, key, run, now);
+  }
+
+  get size(): number {
+    return this.#ships.size;
+  }
+
+  /** The ships, most recently seen first. */
+  list(now: number): ShipView[] {
+    return [...this.#ships]
+      .map(([shipId, e]) => ({
+        shipId,
+        key: e.key,
+        lastSeenMs: e.lastSeenMs,
+        stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
+        readingsLastHour: e.minutes.total(now),
+        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
+      }))
+      .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
+  }
+
+  #entry(shipId: string, key: string, now: number): ShipEntry {
+    const known = this.#ships.get(shipId);
+    if (known !== undefined) return known;
+    if (this.#ships.size >= MAX_SHIPS) this.#forgetOldest();
+    const entry: ShipEntry = { key, lastSeenMs: now, gapMs: undefined, minutes: new MinuteCounts(), values: new Map() };
+    this.#ships.set(shipId, entry);
+    return entry;
+  }
+
+  /** Forgets the least recently seen eighth at once, so a flood of new ship ids costs a sort per 125 ships, not a scan per ship. */
+  #forgetOldest(): void {
+    const oldest = [...this.#ships].sort((a, b) => a[1].lastSeenMs - b[1].lastSeenMs).slice(0, Math.ceil(MAX_SHIPS / 8));
+    for (const [shipId] of oldest) this.#ships.delete(shipId);
+  }
+}
+
+function touch(entry: ShipEntry, key: string, readings: number, now: number): void {
+  const gap = now - entry.lastSeenMs;
+  if (gap >= BURST_MS) entry.gapMs = entry.gapMs === undefined ? gap : entry.gapMs * 0.8 + gap * 0.2;
+  entry.lastSeenMs = now;
+  entry.key = key;
+  entry.minutes.add(readings, now);
+}

@@ -1,0 +1,126 @@
+import type { Context, Hono } from 'hono';
+import { describeGatewayState, OutageWatch, type GatewayState } from '../health/gateway-state.js';
+import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from '../health/snapshot.js';
+import type { KeyStore, Principal } from '../keys/key-store.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
+import type { Reading } from '../reading/reading-schema.js';
+import type { GatewayStats } from '../stats.js';
+import { CounterMinutes } from './activity/minute-counts.js';
+import { RefusalTable } from './activity/refusal-table.js';
+import { ShipTable } from './activity/ship-table.js';
+import { ConsolePassword } from './auth/password.js';
+import { LoginThrottle } from './auth/login-throttle.js';
+import { SessionStore } from './auth/sessions.js';
+import type { CertificateFacts } from './pages/settings.js';
+import { peerAddress } from './request-facts.js';
+import { mountConsole } from './routes/mount.js';
+
+/** The refusal's message and its first detail: "…: body.value: Input should be a number". */
+function describeProblem(problem: { message: string; details: { loc: (string | number)[]; msg: string }[] }): string {
+  const first = problem.details[0];
+  return first === undefined ? problem.message : `${problem.message}: ${first.loc.join('.')}: ${first.msg}`;
+}
+
+/** How often the console samples the accepted-readings counter and watches for delivery outages. */
+const SAMPLE_MS = 10_000;
+
+export interface ConsoleDeps {
+  queue: QueueWriter;
+  stats: GatewayStats;
+  keys: KeyStore;
+  /** The wrong-key delay's counts (the HTTP layer's FailureDelay). */
+  failureDelay: { readonly total: number; readonly tracked: number };
+  isStopping: () => boolean;
+  version: string;
+  /** The certificate HTTPS serves now (never its key). */
+  certificate: () => CertificateFacts & { pem: string };
+  sinks: readonly SinkDescription[];
+  /** Wakes the sinks after dead letters were re-queued. */
+  delivery: { notifyAppended(): void };
+  password: string | undefined;
+  metricsToken: string | undefined;
+  /** The environment the gateway started with: the settings page shows it (secrets masked) and checks it. */
+  env: Record<string, string | undefined>;
+}
+
+/**
+ * The console's state: what ingest told it (ships, refusals), readings per minute sampled from the
+ * ingest counter, delivery outages watched as the health rows watch them, and the sessions. All of
+ * it in memory and bounded; nothing here runs on an accepted request but `accepted()`.
+ */
+export class GatewayConsole {
+  readonly ships = new ShipTable();
+  readonly refusals = new RefusalTable();
+  readonly minutes: CounterMinutes;
+  readonly sessions = new SessionStore();
+  readonly throttle = new LoginThrottle();
+  readonly password: ConsolePassword;
+  /** The HTTPS port as listening (known once the servers are up). */
+  httpsPort = 0;
+  readonly #outage = new OutageWatch();
+  #outageSince: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(readonly deps: ConsoleDeps) {
+    this.minutes = new CounterMinutes(() => deps.stats.acceptedReadings);
+    this.password = new ConsolePassword(deps.password);
+  }
+
+  /** Starts sampling until the gateway stops; the timer never keeps the process alive. */
+  start(httpsPort: number): void {
+    this.httpsPort = httpsPort;
+    this.#sample();
+    this.#timer ??= setInterval(() => {
+      if (this.deps.isStopping()) clearInterval(this.#timer);
+      else this.#sample();
+    }, SAMPLE_MS).unref();
+  }
+
+  /** Its pages and `/metrics`, on the gateway's app. */
+  mount(app: Hono): void {
+    mountConsole(app, this);
+  }
+
+  /** Ingest accepted these readings with this key (called on the request, after its commit). */
+  accepted(principal: Principal, readings: readonly Reading[]): void {
+    this.ships.record(principal.name, readings, Date.now());
+  }
+
+  /** Ingest answered with an error (called after the answer was made; accepted requests never come here). */
+  refused(c: Context): void {
+    if (!c.req.path.startsWith('/api/')) return;
+    const status = c.res.status;
+    const problem = c.get('problem');
+    this.refusals.record(
+      {
+        status,
+        key: c.get('principal')?.name,
+        address: peerAddress(c),
+        message: problem === undefined ? undefined : describeProblem(problem),
+        missingKey: problem?.details[0]?.type === 'missing',
+      },
+      Date.now(),
+    );
+  }
+
+  snapshot(now = Date.now()): GatewaySnapshot {
+    const { queue, stats, keys, failureDelay, isStopping, version, sinks, certificate } = this.deps;
+    const tls = () => {
+      const { source, fingerprintSha256, notAfter } = certificate();
+      return { source, fingerprintSha256, notAfter };
+    };
+    return takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version, sinks, tls }, now);
+  }
+
+  /** The state in the words of `gateway_health`, with the outage timed from when this console first saw it. */
+  state(snapshot: GatewaySnapshot, now = Date.now()): GatewayState {
+    this.#outageSince = this.#outage.observe(snapshot, now);
+    return describeGatewayState(snapshot, this.#outageSince, now);
+  }
+
+  #sample(): void {
+    const now = Date.now();
+    this.minutes.sample(now);
+    this.state(this.snapshot(now), now);
+  }
+}

@@ -1,0 +1,99 @@
+import type { GatewayState } from '../../health/gateway-state.js';
+import type { GatewaySnapshot } from '../../health/snapshot.js';
+import type { RefusalTable } from '../activity/refusal-table.js';
+import { Exposition } from './exposition.js';
+
+const STATES = ['delivering', 'catching_up', 'buffering', 'refusing'] as const;
+
+/**
+ * The console's figures for a scraper: the same snapshot `/status` and the console read, the
+ * refusals by status the console counts, and the process's memory.
+ */
+export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals: RefusalTable): string {
+  const out = new Exposition();
+  out
+    .family('harbor_gateway_info', 'gauge', 'The running version.', [[{ version: s.version }, 1]])
+    .one('harbor_uptime_seconds', 'gauge', 'Seconds since the gateway started.', s.uptimeSeconds)
+    .one('harbor_ready', 'gauge', '1 while the queue takes readings.', s.ready ? 1 : 0)
+    .family(
+      'harbor_state',
+      'gauge',
+      "The gateway's state in one word, as gateway_health.state: 1 for the current one.",
+      STATES.map((code) => [{ state: code }, state.code === code ? 1 : 0] as const),
+    );
+  if (s.clockSynchronized !== null)
+    out.one('harbor_clock_synchronized', 'gauge', '1 once the system clock is synchronised.', s.clockSynchronized ? 1 : 0);
+
+  const statuses: [{ status: string }, number][] = [[{ status: '200' }, s.totals.acceptedRequests]];
+  for (const [status, count] of [...refusals.byStatus].sort((a, b) => a[0] - b[0])) statuses.push([{ status: String(status) }, count]);
+  out
+    .family('harbor_ingest_requests_total', 'counter', 'Ingest requests answered since start, by HTTP status.', statuses)
+    .one('harbor_ingest_readings_total', 'counter', 'Readings accepted since start.', s.totals.acceptedReadings)
+    .one('harbor_wrong_key_requests_total', 'counter', 'Requests with a wrong or missing X-API-Key since start.', s.auth.wrongKeyRequests);
+
+  out
+    .one('harbor_queue_readings', 'gauge', 'Readings in the queue file waiting for a sink.', s.queue.readings)
+    .one('harbor_queue_records', 'gauge', 'Requests (records) in the queue file.', s.queue.records)
+    .one('harbor_queue_bytes', 'gauge', 'Bytes of queued readings, counted against QUEUE_MAX_BYTES.', s.queue.bytes)
+    .one('harbor_queue_max_bytes', 'gauge', 'QUEUE_MAX_BYTES.', s.queue.maxBytes)
+    .one('harbor_dead_letters', 'gauge', 'Dead letters in the queue file, all sinks.', s.deadLetters);
+  if (s.queue.oldestAgeSeconds !== null)
+    out.one('harbor_queue_oldest_age_seconds', 'gauge', 'Age of the oldest queued reading.', s.queue.oldestAgeSeconds);
+
+  const sink = (name: string, type: 'counter' | 'gauge', help: string, pick: (x: GatewaySnapshot['sinks'][number]) => number | null) =>
+    out.family(
+      name,
+      type,
+      help,
+      s.sinks.flatMap((x) => {
+        const value = pick(x);
+        return value === null ? [] : [[{ sink: x.name }, value] as const];
+      }),
+    );
+  sink('harbor_sink_backlog_readings', 'gauge', 'Readings a sink has still to deliver.', (x) => x.backlog);
+  sink('harbor_sink_oldest_age_seconds', 'gauge', "Age of a sink's oldest undelivered reading.", (x) => x.oldestAgeSeconds);
+  sink('harbor_sink_delivered_readings_total', 'counter', 'Readings a sink delivered since start.', (x) => x.delivered);
+  sink('harbor_sink_deliveries_total', 'counter', 'Successful deliveries of a sink since start.', (x) => x.deliveries);
+  sink('harbor_sink_failures_total', 'counter', 'Failed delivery attempts of a sink since start.', (x) => x.failures);
+  sink('harbor_sink_consecutive_failures', 'gauge', 'Failed attempts of a sink since its last success.', (x) => x.consecutiveFailures);
+  sink('harbor_sink_dead_lettered_total', 'counter', 'Readings a sink made dead letters since start.', (x) => x.deadLettered);
+  sink('harbor_sink_dropped_readings_total', 'counter', 'Readings a drop_oldest sink skipped since start.', (x) => x.dropped);
+  sink('harbor_sink_expired_readings_total', 'counter', 'Readings not sent because the destination would not keep them.', (x) => x.expired);
+
+  const key = (
+    name: string,
+    help: string,
+    pick: (k: GatewaySnapshot['keys'][number]) => number | null,
+    type: 'counter' | 'gauge' = 'counter',
+  ) =>
+    out.family(
+      name,
+      type,
+      help,
+      s.keys.flatMap((k) => {
+        const value = pick(k);
+        return value === null ? [] : [[{ key: k.name }, value] as const];
+      }),
+    );
+  key('harbor_key_accepted_requests_total', 'Requests accepted with a key since start.', (k) => k.acceptedRequests);
+  key('harbor_key_accepted_readings_total', 'Readings accepted with a key since start.', (k) => k.acceptedReadings);
+  key(
+    'harbor_key_refused_requests_total',
+    'Requests with a valid key that were refused (403, 422, ...) since start.',
+    (k) => k.refusedRequests,
+  );
+  key(
+    'harbor_key_last_seen_timestamp_seconds',
+    'When a key was last used (Unix time).',
+    (k) => (k.lastSeen === null ? null : Date.parse(k.lastSeen) / 1000),
+    'gauge',
+  );
+
+  out
+    .one('process_resident_memory_bytes', 'gauge', 'Resident memory of the gateway process.', s.memory.rssBytes)
+    .family('harbor_heap_used_bytes', 'gauge', 'V8 heap in use, per thread.', [
+      [{ thread: 'ingest' }, s.memory.heapUsedBytes],
+      ...(s.memory.deliveryHeapUsedBytes === null ? [] : [[{ thread: 'delivery' }, s.memory.deliveryHeapUsedBytes] as const]),
+    ]);
+  return out.text();
+}

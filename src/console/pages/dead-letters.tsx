@@ -1,0 +1,123 @@
+import type { FC } from 'hono/jsx';
+import type { DeadLetter } from '../../queue/dead-letters.js';
+import { formatCount, formatTime } from './format.js';
+import { CsrfField, Scroll } from './layout.js';
+
+export interface DeadLettersModel {
+  total: number;
+  letters: DeadLetter[];
+  /** Dead letters per sink and reason, over all of them (the list may show fewer). */
+  bySink: { sink: string; reason: string; count: number }[];
+  /** Set when the summary covers only this many of the oldest. */
+  summarised: number | undefined;
+  csrf: string;
+}
+
+export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summarised, csrf }) => (
+  <>
+    <section aria-labelledby="h-by-sink">
+      <h2 id="h-by-sink">By sink and reason{summarised === undefined ? '' : ` (the oldest ${formatCount(summarised)})`}</h2>
+      {total === 0 ? (
+        <p class="muted" id="no-dead-letters">
+          No dead letters: every destination took every reading it was sent.
+        </p>
+      ) : (
+        <Scroll label="Dead letters by sink">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Sink</th>
+                <th scope="col">Reason</th>
+                <th scope="col" class="num">
+                  Count
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {bySink.map((row) => (
+                <tr>
+                  <th scope="row">{row.sink}</th>
+                  <td>{row.reason}</td>
+                  <td class="num">{formatCount(row.count)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Scroll>
+      )}
+      <p class="hint">
+        A dead letter is a reading a destination refused for its content. Re-queue puts it at the end of the queue for every destination
+        again (after fixing the cause); purge deletes it for good.
+      </p>
+    </section>
+    {total === 0 ? null : (
+      <section aria-labelledby="h-letters">
+        <h2 id="h-letters">
+          {letters.length < total ? `Oldest ${formatCount(letters.length)} of ${formatCount(total)}` : `All ${formatCount(total)}`}
+        </h2>
+        <form method="post" action="/console/dead-letters">
+          <CsrfField csrf={csrf} />
+          <Scroll label="Dead letters">
+            <table id="dead-letters">
+              <thead>
+                <tr>
+                  <th scope="col">
+                    <span class="muted">Select</span>
+                  </th>
+                  <th scope="col">Id</th>
+                  <th scope="col">Sink</th>
+                  <th scope="col">Failed at</th>
+                  <th scope="col">Reason</th>
+                  <th scope="col">Readings (time, ship, cargo, value)</th>
+                </tr>
+              </thead>
+              <tbody>
+                {letters.map((letter) => (
+                  <tr>
+                    <td>
+                      <input
+                        type="checkbox"
+                        name="id"
+                        value={String(letter.id)}
+                        id={`dl-${letter.id}`}
+                        aria-label={`Dead letter ${letter.id}`}
+                      />
+                    </td>
+                    <td>
+                      <label for={`dl-${letter.id}`}>#{letter.id}</label>
+                    </td>
+                    <td>{letter.sink}</td>
+                    <td>{formatTime(letter.failedMs)}</td>
+                    <td>{letter.reason}</td>
+                    <td class="mono">
+                      {letter.line.split('\n').map((line, i) => (
+                        <>
+                          {i > 0 ? <br /> : null}
+                          {line.replaceAll('\t', ' | ')}
+                        </>
+                      ))}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroll>
+          <div class="actions">
+            <button type="submit" name="action" value="requeue" class="primary">
+              Re-queue selected
+            </button>
+            <button type="submit" name="action" value="requeue-all" class="plain">
+              Re-queue all {formatCount(total)}
+            </button>
+            <button type="submit" name="action" value="purge" class="plain">
+              Purge selected…
+            </button>
+            <button type="submit" name="action" value="purge-all" class="plain">
+              Purge all…
+            </button>
+          </div>
+        </form>
+      </section>
+    )}
+  </>
+);

@@ -1,0 +1,176 @@
+import type { FC } from 'hono/jsx';
+import { raw } from 'hono/html';
+import type { KeyCounters } from '../../keys/key-counters.js';
+import { formatAgo, formatCount } from './format.js';
+import { CsrfField, Scroll } from './layout.js';
+
+export interface KeyRow {
+  name: string;
+  shipPrefix: string | null;
+  /** False for `API_KEY` (the key named default), which lives in the settings, not the key file. */
+  inFile: boolean;
+  counters: KeyCounters | undefined;
+}
+
+export interface KeysModel {
+  keys: KeyRow[];
+  path: string;
+  /** Lines of the key file the gateway skipped. */
+  problems: string[];
+  csrf: string;
+  /** Why the last add was refused, with what was typed. */
+  error?: string | undefined;
+  typed?: { name: string; shipPrefix: string } | undefined;
+  now: number;
+}
+
+export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, now }) => (
+  <>
+    <section aria-labelledby="h-add">
+      <h2 id="h-add">Add a key</h2>
+      {error === undefined ? null : (
+        <p class="error" role="alert" id="key-error">
+          {error}
+        </p>
+      )}
+      <form method="post" action="/console/keys" class="stack">
+        <CsrfField csrf={csrf} />
+        <div>
+          <label for="key-name">
+            Name <span class="hint">1 to 64 of A-Z a-z 0-9 _ . - (the device or site it is for)</span>
+          </label>
+          <input type="text" id="key-name" name="name" required maxlength={64} pattern="[A-Za-z0-9_.\-]{1,64}" value={typed?.name ?? ''} />
+        </div>
+        <div>
+          <label for="key-prefix">
+            Ship prefix <span class="hint">optional: the key may only send ships whose ship_id starts with this</span>
+          </label>
+          <input type="text" id="key-prefix" name="ship_prefix" maxlength={100} value={typed?.shipPrefix ?? ''} />
+        </div>
+        <div class="actions">
+          <button type="submit" class="primary">
+            Add key
+          </button>
+        </div>
+      </form>
+    </section>
+    <section aria-labelledby="h-keys">
+      <h2 id="h-keys">Keys</h2>
+      <Scroll label="Keys">
+        <table id="keys">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Ships</th>
+              <th scope="col" class="num">
+                Readings
+              </th>
+              <th scope="col" class="num">
+                Refused
+              </th>
+              <th scope="col">Last used</th>
+              <th scope="col">
+                <span class="muted">Revoke</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((key) => (
+              <tr>
+                <th scope="row">{key.name}</th>
+                <td>{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
+                <td class="num">{formatCount(key.counters?.acceptedReadings ?? 0)}</td>
+                <td class="num">{formatCount(key.counters?.refusedRequests ?? 0)}</td>
+                <td>
+                  {key.counters?.lastSeen == null ? (
+                    <span class="muted">not since start</span>
+                  ) : (
+                    formatAgo(Date.parse(key.counters.lastSeen), now)
+                  )}
+                </td>
+                <td>
+                  {key.inFile ? (
+                    <form method="post" action="/console/keys/revoke">
+                      <CsrfField csrf={csrf} />
+                      <input type="hidden" name="name" value={key.name} />
+                      <button type="submit" class="plain" aria-label={`Revoke ${key.name}`}>
+                        Revoke…
+                      </button>
+                    </form>
+                  ) : (
+                    <span class="hint">API_KEY setting</span>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Scroll>
+      <p class="hint">
+        Keys are kept as salted hashes in <span class="mono">{path}</span>, the file <span class="mono">harbor-gateway keys</span> edits; a
+        key is shown once, when it is made. Changes apply within seconds, without a restart.
+      </p>
+      {problems.length === 0 ? null : (
+        <div class="error">
+          Lines of the key file the gateway skipped:
+          <ul>
+            {problems.map((p) => (
+              <li>{p}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+    </section>
+  </>
+);
+
+export interface KeyCreatedModel {
+  name: string;
+  key: string;
+  shipPrefix: string | undefined;
+  /** Ready to paste into a device's sketch: the ingest URL, the key and the certificate's fingerprint. */
+  snippet: string;
+  /** The snippet as a QR code (SVG), for a phone to carry it to the laptop that flashes the device. */
+  qrSvg: string;
+}
+
+export const KeyCreated: FC<KeyCreatedModel> = ({ name, key, shipPrefix, snippet, qrSvg }) => (
+  <>
+    <section aria-labelledby="h-new-key">
+      <h2 id="h-new-key">Key {name}</h2>
+      <p>
+        <strong>Copy it now: this is the only time the gateway shows it.</strong> Only its hash is kept.
+        {shipPrefix === undefined ? '' : ` It may only send ships whose ship_id starts with "${shipPrefix}".`}
+      </p>
+      <label for="new-key">Key</label>
+      <div class="secret">
+        <input type="text" id="new-key" readonly value={key} class="mono" autocomplete="off" spellcheck={false} />
+        <button type="button" class="plain" data-copy="new-key" hidden>
+          Copy
+        </button>
+      </div>
+    </section>
+    <section aria-labelledby="h-snippet">
+      <h2 id="h-snippet">For the device</h2>
+      <div class="grid2">
+        <div>
+          <pre id="snippet">{snippet}</pre>
+          <div class="actions">
+            <button type="button" class="plain" data-copy="snippet" hidden>
+              Copy
+            </button>
+          </div>
+        </div>
+        <figure class="qr-figure">
+          <div class="qr" role="img" aria-label="QR code of the snippet beside it">
+            {raw(qrSvg)}
+          </div>
+          <figcaption class="hint">The same snippet as a QR code.</figcaption>
+        </figure>
+      </div>
+    </section>
+    <p>
+      <a href="/console/keys">Back to the keys</a>
+    </p>
+  </>
+);

@@ -1,0 +1,93 @@
+import type { Child, FC } from 'hono/jsx';
+import { ASSET_VERSION } from '../assets/assets.js';
+
+export const CONSOLE_PATH = '/console';
+
+const NAV = [
+  { href: `${CONSOLE_PATH}/`, label: 'Overview', id: 'overview' },
+  { href: `${CONSOLE_PATH}/devices`, label: 'Devices', id: 'devices' },
+  { href: `${CONSOLE_PATH}/keys`, label: 'Keys', id: 'keys' },
+  { href: `${CONSOLE_PATH}/dead-letters`, label: 'Dead letters', id: 'dead-letters' },
+  { href: `${CONSOLE_PATH}/settings`, label: 'Certificate and settings', id: 'settings' },
+] as const;
+
+export type PageId = (typeof NAV)[number]['id'] | 'login';
+
+export interface LayoutProps {
+  title: string;
+  page: PageId;
+  /** The session's form token; absent on the login page, which has no navigation. */
+  csrf?: string | undefined;
+  /** What the last action did, shown once above the page. */
+  notice?: string | undefined;
+  /** Seconds between refreshes of the page's content by the console's script; none without it. */
+  refreshS?: number;
+  version: string;
+  children?: Child;
+}
+
+/** The frame of every page: navigation, the log-out form, one stylesheet and one deferred script, nothing inline. */
+export const Layout: FC<LayoutProps> = ({ title, page, csrf, notice, refreshS, version, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="referrer" content="no-referrer" />
+      <title>{`${title} · Harbor Gateway`}</title>
+      <link rel="stylesheet" href={`${CONSOLE_PATH}/assets/console.css?v=${ASSET_VERSION}`} />
+      <link rel="icon" href={`${CONSOLE_PATH}/assets/icon.svg?v=${ASSET_VERSION}`} type="image/svg+xml" />
+      <script src={`${CONSOLE_PATH}/assets/console.js?v=${ASSET_VERSION}`} defer></script>
+    </head>
+    <body>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={`${CONSOLE_PATH}/`}>
+          Harbor Gateway
+        </a>
+        {csrf === undefined ? null : (
+          <>
+            <nav aria-label="Console">
+              <ul>
+                {NAV.map((item) => (
+                  <li>
+                    <a href={item.href} aria-current={item.id === page ? 'page' : undefined}>
+                      {item.label}
+                    </a>
+                  </li>
+                ))}
+              </ul>
+            </nav>
+            <form method="post" action={`${CONSOLE_PATH}/logout`} class="logout">
+              <input type="hidden" name="_csrf" value={csrf} />
+              <button type="submit" class="link">
+                Log out
+              </button>
+            </form>
+          </>
+        )}
+      </header>
+      <main id="main" data-refresh={refreshS === undefined ? undefined : String(refreshS)}>
+        <h1>{title}</h1>
+        {notice === undefined ? null : (
+          <p class="notice" role="status">
+            {notice}
+          </p>
+        )}
+        {children}
+      </main>
+      <footer class="foot">Harbor Gateway {version}</footer>
+    </body>
+  </html>
+);
+
+/** A form's hidden field that proves it came from this session's page. */
+export const CsrfField: FC<{ csrf: string }> = ({ csrf }) => <input type="hidden" name="_csrf" value={csrf} />;
+
+/** A table that scrolls sideways on a narrow screen instead of widening the page. */
+export const Scroll: FC<{ label: string; children?: Child }> = ({ label, children }) => (
+  <section class="scroll" aria-label={label} tabindex={0}>
+    {children}
+  </section>
+);

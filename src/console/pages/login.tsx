@@ -1,0 +1,44 @@
+import type { FC } from 'hono/jsx';
+
+export interface LoginModel {
+  /** The login form's token, also in a cookie (double submit): a login cannot be forged from another site. */
+  loginToken: string;
+  /** Where to go after logging in (a console path). */
+  next: string;
+  failed: boolean;
+  /** False while no console password is set: the page says how to set one instead of asking for it. */
+  configured: boolean;
+}
+
+export const Login: FC<LoginModel> = ({ loginToken, next, failed, configured }) =>
+  configured ? (
+    <section aria-labelledby="h-login" class="card">
+      <h2 id="h-login">Log in</h2>
+      {failed ? (
+        <p class="error" role="alert" id="login-error">
+          That is not the console password. (A device key is not the console password.)
+        </p>
+      ) : null}
+      <form method="post" action="/console/login" class="stack">
+        <input type="hidden" name="_login" value={loginToken} />
+        <input type="hidden" name="next" value={next} />
+        <div>
+          <label for="password">Console password</label>
+          <input type="password" id="password" name="password" required autocomplete="current-password" />
+        </div>
+        <div class="actions">
+          <button type="submit" class="primary">
+            Log in
+          </button>
+        </div>
+      </form>
+    </section>
+  ) : (
+    <section aria-labelledby="h-closed" class="card">
+      <h2 id="h-closed">The console has no password yet</h2>
+      <p>
+        Set <code>CONSOLE_PASSWORD_FILE</code> (or the systemd credential <code>console_password</code>, or <code>CONSOLE_PASSWORD</code>)
+        and restart the gateway. On the appliance it is in <code>harbor.conf</code>. Device keys never open the console.
+      </p>
+    </section>
+  );

@@ -1,0 +1,149 @@
+import type { FC } from 'hono/jsx';
+import type { GatewayState } from '../../health/gateway-state.js';
+import type { GatewaySnapshot, SinkSnapshot } from '../../health/snapshot.js';
+import { formatBytes, formatCount, formatDuration } from './format.js';
+import { Scroll } from './layout.js';
+import { MinuteChart } from './minute-chart.js';
+
+export interface OverviewModel {
+  state: GatewayState;
+  snapshot: GatewaySnapshot;
+  /** Readings accepted per minute, the last hour oldest first. */
+  minutes: number[];
+  /** Where devices and browsers reach the gateway over HTTPS. */
+  httpsUrls: string[];
+}
+
+const age = (seconds: number | null): string => (seconds === null ? 'none' : `${formatDuration(seconds)} old`);
+
+const CLOCK = { true: 'synchronised', false: 'not synchronised: readings without a time get an untrusted time', null: 'unknown here' };
+
+export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, httpsUrls }) => (
+  <>
+    <p class={`state state-${state.code}`} id="state">
+      {state.text}
+    </p>
+    <section aria-labelledby="h-rate">
+      <h2 id="h-rate">Readings per minute</h2>
+      <MinuteChart counts={minutes} />
+    </section>
+    <div class="grid2">
+      <section aria-labelledby="h-queue">
+        <h2 id="h-queue">Queue</h2>
+        <dl class="facts">
+          <dt>Readings waiting</dt>
+          <dd id="queue-readings">{formatCount(s.queue.readings)}</dd>
+          <dt>Size</dt>
+          <dd>
+            {formatBytes(s.queue.bytes)} of {formatBytes(s.queue.maxBytes)} ({Math.floor((100 * s.queue.bytes) / s.queue.maxBytes)} %)
+          </dd>
+          <dt>Oldest queued reading</dt>
+          <dd>{age(s.queue.oldestAgeSeconds)}</dd>
+          <dt>Dead letters</dt>
+          <dd>
+            <a href="/console/dead-letters">{formatCount(s.deadLetters)}</a>
+          </dd>
+          <dt>Durability</dt>
+          <dd>{s.durability}</dd>
+        </dl>
+      </section>
+      <section aria-labelledby="h-gateway">
+        <h2 id="h-gateway">Gateway</h2>
+        <dl class="facts">
+          <dt>Version</dt>
+          <dd>{s.version}</dd>
+          <dt>Up for</dt>
+          <dd>{formatDuration(s.uptimeSeconds)}</dd>
+          <dt>Clock</dt>
+          <dd>{CLOCK[String(s.clockSynchronized) as keyof typeof CLOCK]}</dd>
+          <dt>Accepted since start</dt>
+          <dd>
+            {formatCount(s.totals.acceptedReadings)} readings in {formatCount(s.totals.acceptedRequests)}
+            {s.totals.acceptedRequests === 1 ? ' request' : ' requests'}
+          </dd>
+          <dt>Refused since start</dt>
+          <dd>
+            <a href="/console/devices#refusals">{formatCount(s.totals.refusedRequests)} requests</a>
+          </dd>
+        </dl>
+      </section>
+    </div>
+    <section aria-labelledby="h-sinks">
+      <h2 id="h-sinks">Destinations</h2>
+      <Scroll label="Destinations">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Sink</th>
+              <th scope="col" class="num">
+                Backlog
+              </th>
+              <th scope="col">Oldest undelivered</th>
+              <th scope="col" class="num">
+                Delivered
+              </th>
+              <th scope="col" class="num">
+                Failures
+              </th>
+              <th scope="col" class="num">
+                Dead letters
+              </th>
+              <th scope="col">Last error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {s.sinks.map((sink) => (
+              <SinkRow sink={sink} />
+            ))}
+          </tbody>
+        </table>
+      </Scroll>
+    </section>
+    <section aria-labelledby="h-https">
+      <h2 id="h-https">HTTPS</h2>
+      <dl class="facts">
+        <dt>Addresses</dt>
+        <dd>
+          {httpsUrls.map((url, i) => (
+            <>
+              {i > 0 ? <br /> : null}
+              <span class="mono">{url}</span>
+            </>
+          ))}
+        </dd>
+        <dt>Certificate fingerprint (SHA-256)</dt>
+        <dd class="mono" id="fingerprint">
+          {s.tls?.fingerprintSha256 ?? 'none'}
+        </dd>
+        <dt>Valid until</dt>
+        <dd>{s.tls?.notAfter ?? 'unknown'}</dd>
+      </dl>
+    </section>
+  </>
+);
+
+const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
+  <tr>
+    <th scope="row">
+      {sink.name}
+      <span class="hint">{sink.destination}</span>
+    </th>
+    <td class="num">{formatCount(sink.backlog)}</td>
+    <td>{age(sink.oldestAgeSeconds)}</td>
+    <td class="num">{formatCount(sink.delivered)}</td>
+    <td class="num">{formatCount(sink.failures)}</td>
+    <td class="num">{formatCount(sink.deadLettered)}</td>
+    <td>
+      {sink.lastError === null ? (
+        <span class="muted">none</span>
+      ) : (
+        <>
+          <span class={sink.consecutiveFailures > 0 ? 'badge badge-bad' : 'badge badge-live'}>
+            {sink.consecutiveFailures > 0 ? `failing (${sink.consecutiveFailures} in a row)` : 'recovered'}
+          </span>{' '}
+          {sink.lastError.at}: {sink.lastError.message}
+        </>
+      )}
+    </td>
+  </tr>
+);

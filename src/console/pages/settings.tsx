@@ -1,0 +1,118 @@
+import type { FC } from 'hono/jsx';
+import type { ConfigCheck } from '../../config/check-config.js';
+import { CsrfField, Scroll } from './layout.js';
+
+export interface SettingRow {
+  env: string;
+  /** The value as the environment or the default gave it; secrets are never shown. */
+  shown: string;
+  origin: 'environment' | 'default' | 'unset';
+  secret: boolean;
+}
+
+export interface CertificateFacts {
+  fingerprintSha256: string;
+  source: string;
+  subjectAltName: string;
+  notAfter: string;
+}
+
+export interface SettingsModel {
+  certificate: CertificateFacts;
+  settings: SettingRow[];
+  check: ConfigCheck;
+  /** The appliance's update upload, when this system has one. */
+  update: string | undefined;
+  csrf: string;
+}
+
+export const Settings: FC<SettingsModel> = ({ certificate, settings, check, update, csrf }) => (
+  <>
+    <section aria-labelledby="h-cert">
+      <h2 id="h-cert">HTTPS certificate</h2>
+      <dl class="facts">
+        <dt>Fingerprint (SHA-256)</dt>
+        <dd class="mono" id="cert-fingerprint">
+          {certificate.fingerprintSha256}
+        </dd>
+        <dt>Source</dt>
+        <dd>{certificate.source}</dd>
+        <dt>Names</dt>
+        <dd class="mono">{certificate.subjectAltName}</dd>
+        <dt>Valid until</dt>
+        <dd>{certificate.notAfter}</dd>
+      </dl>
+      <p class="actions">
+        <a href="/console/certificate.pem" download="harbor-gateway.pem">
+          Download the certificate (PEM)
+        </a>
+      </p>
+      <p class="hint">Compare the fingerprint with the one your browser or device shows before trusting the connection.</p>
+    </section>
+    <section aria-labelledby="h-check">
+      <h2 id="h-check">What check-config says now</h2>
+      {check.valid ? (
+        <p class="notice" id="check-config">
+          {check.summary}
+        </p>
+      ) : (
+        <div class="error" id="check-config">
+          The configuration would not start the gateway now:
+          <ul>
+            {check.problems.map((p) => (
+              <li>{p}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+      <p class="hint">The settings and files as they are now; the running gateway keeps what it read at its start.</p>
+    </section>
+    {update === undefined ? null : (
+      <section aria-labelledby="h-update">
+        <h2 id="h-update">Update</h2>
+        <p>{update}</p>
+        <form method="post" action={`/console/update?_csrf=${encodeURIComponent(csrf)}`} enctype="multipart/form-data" class="stack">
+          <CsrfField csrf={csrf} />
+          <div>
+            <label for="bundle">Update bundle</label>
+            <input type="file" id="bundle" name="bundle" required />
+          </div>
+          <div class="actions">
+            <button type="submit" class="primary">
+              Upload and install
+            </button>
+          </div>
+        </form>
+      </section>
+    )}
+    <section aria-labelledby="h-settings">
+      <h2 id="h-settings">Effective settings</h2>
+      <Scroll label="Effective settings">
+        <table id="settings">
+          <thead>
+            <tr>
+              <th scope="col">Variable</th>
+              <th scope="col">Value</th>
+              <th scope="col">From</th>
+            </tr>
+          </thead>
+          <tbody>
+            {settings.map((s) => (
+              <tr>
+                <th scope="row" class="mono">
+                  {s.env}
+                </th>
+                <td class={s.secret ? 'muted' : 'mono'}>{s.shown}</td>
+                <td>{s.origin}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Scroll>
+      <p class="hint">
+        As read at start. Secrets are never shown; they may also come from the <span class="mono">*_FILE</span> settings and systemd
+        credentials.
+      </p>
+    </section>
+  </>
+);

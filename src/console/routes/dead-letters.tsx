@@ -1,0 +1,113 @@
+import type { Context, Hono } from 'hono';
+import { DeadLetterStore, type Selection } from '../../queue/dead-letters.js';
+import type { GatewayConsole } from '../gateway-console.js';
+import { Confirm } from '../pages/confirm.js';
+import { DeadLetters } from '../pages/dead-letters.js';
+import { formatCount } from '../pages/format.js';
+import { CONSOLE_PATH } from '../pages/layout.js';
+import { renderPage } from '../render.js';
+import { requireFormToken } from './guard.js';
+
+/** Dead letters listed on the page, oldest first. */
+const LISTED = 200;
+/** Dead letters the summary by sink and reason reads at most. */
+const SUMMARISED = 1000;
+
+/** The ids a form selected (`id` once per checked box), or 'all'. */
+function selectionOf(body: Record<string, unknown>, all: boolean): Selection {
+  if (all) return 'all';
+  const raw = body['id'];
+  const values = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  return values.filter((v): v is string => typeof v === 'string' && /^\d{1,15}$/.test(v)).map(Number);
+}
+
+const describe = (selection: Selection, total: number): string =>
+  selection === 'all'
+    ? `all ${formatCount(total)} dead letters`
+    : `${selection.length} dead ${selection.length === 1 ? 'letter' : 'letters'}`;
+
+/** The same store the `dead-letters` command uses, opened for one request and closed after it. */
+function withStore<T>(console: GatewayConsole, use: (store: DeadLetterStore) => T): T {
+  const store = new DeadLetterStore(console.deps.queue.dataDir);
+  try {
+    return use(store);
+  } finally {
+    store.close();
+  }
+}
+
+export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): void {
+  const frame = (c: Context, notice?: string) => ({
+    title: 'Dead letters',
+    page: 'dead-letters' as const,
+    csrf: c.get('consoleSession').csrf,
+    version: console.deps.version,
+    notice,
+  });
+
+  app.get(`${CONSOLE_PATH}/dead-letters`, (c) => {
+    const model = withStore(console, (store) => {
+      const total = store.count();
+      const groups = new Map<string, { sink: string; reason: string; count: number }>();
+      for (const letter of store.list(SUMMARISED)) {
+        const id = `${letter.sink}\0${letter.reason}`;
+        const group = groups.get(id) ?? { sink: letter.sink, reason: letter.reason, count: 0 };
+        group.count += 1;
+        groups.set(id, group);
+      }
+      return { total, letters: store.list(LISTED), bySink: [...groups.values()].sort((a, b) => b.count - a.count) };
+    });
+    const done = c.req.query('done');
+    const n = Number(c.req.query('n') ?? 0);
+    const notice =
+      done === 'requeued'
+        ? `Re-queued ${formatCount(n)}: they go to every destination again at the next delivery.`
+        : done === 'purged'
+          ? `Purged ${formatCount(n)} for good.`
+          : undefined;
+    return renderPage(
+      c,
+      frame(c, notice),
+      <DeadLetters {...model} summarised={model.total > SUMMARISED ? SUMMARISED : undefined} csrf={c.get('consoleSession').csrf} />,
+    );
+  });
+
+  app.post(`${CONSOLE_PATH}/dead-letters`, requireFormToken(), async (c) => {
+    const body = await c.req.parseBody({ all: true });
+    const action = body['action'];
+    const selection = selectionOf(body, action === 'requeue-all' || action === 'purge-all');
+    if (selection !== 'all' && selection.length === 0) {
+      return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
+    }
+    if (action === 'requeue' || action === 'requeue-all') {
+      const count = withStore(console, (store) => store.requeue(selection));
+      // The queue's totals and the sinks learn of the re-queued readings now, not at the next housekeeping.
+      console.deps.queue.refresh();
+      console.deps.delivery.notifyAppended();
+      return c.redirect(`${CONSOLE_PATH}/dead-letters?done=requeued&n=${count}`, 303);
+    }
+    if (action !== 'purge' && action !== 'purge-all') return c.text('Unknown action', 400);
+    const total = withStore(console, (store) => store.count());
+    return renderPage(
+      c,
+      frame(c),
+      <Confirm
+        question={`Purge ${describe(selection, total)}?`}
+        detail="Their readings are deleted for good and reach no destination. This cannot be undone. (Re-queue sends them again instead.)"
+        action={`${CONSOLE_PATH}/dead-letters/purge`}
+        fields={selection === 'all' ? [['all', 'yes']] : selection.map((id) => ['id', String(id)] as [string, string])}
+        confirmLabel="Purge for good"
+        cancelHref={`${CONSOLE_PATH}/dead-letters`}
+        csrf={c.get('consoleSession').csrf}
+      />,
+    );
+  });
+
+  app.post(`${CONSOLE_PATH}/dead-letters/purge`, requireFormToken(), async (c) => {
+    const body = await c.req.parseBody({ all: true });
+    if (body['confirm'] !== 'yes') return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
+    const selection = selectionOf(body, body['all'] === 'yes');
+    const count = selection !== 'all' && selection.length === 0 ? 0 : withStore(console, (store) => store.purge(selection));
+    return c.redirect(`${CONSOLE_PATH}/dead-letters?done=purged&n=${count}`, 303);
+  });
+}

@@ -1,0 +1,118 @@
+import type { Context, Hono } from 'hono';
+import { DEFAULT_KEY_NAME, KEY_NAME_PATTERN, SHIP_PREFIX_PATTERN, readKeyFile, writeKeyFile } from '../../keys/key-file.js';
+import { generateKey, hashKey } from '../../keys/key-hash.js';
+import { deviceSnippet, qrSvg } from '../device-snippet.js';
+import type { GatewayConsole } from '../gateway-console.js';
+import { Confirm } from '../pages/confirm.js';
+import { KeyCreated, Keys, type KeyRow } from '../pages/keys.js';
+import { CONSOLE_PATH } from '../pages/layout.js';
+import { renderPage } from '../render.js';
+import { requireFormToken } from './guard.js';
+import { httpsUrl, lanHosts } from './pages.js';
+
+const field = (body: Record<string, unknown>, name: string): string => {
+  const value = body[name];
+  return typeof value === 'string' ? value.trim() : '';
+};
+
+/** Why a new key cannot be made with this name and prefix; undefined when it can. */
+function refusalOf(name: string, shipPrefix: string, existing: readonly { name: string }[]): string | undefined {
+  if (!KEY_NAME_PATTERN.test(name)) return 'The name must be 1 to 64 characters of A-Z a-z 0-9 _ . -';
+  if (name === DEFAULT_KEY_NAME) return `The name ${DEFAULT_KEY_NAME} is the API_KEY setting's`;
+  if (shipPrefix !== '' && !SHIP_PREFIX_PATTERN.test(shipPrefix)) return 'The ship prefix must be 1 to 100 characters without spaces';
+  if (existing.some((e) => e.name === name)) return `A key named ${name} exists; revoke it first to replace it`;
+  return undefined;
+}
+
+export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
+  const { keys } = console.deps;
+  const frame = (c: Context, notice?: string) => ({
+    title: 'Keys',
+    page: 'keys' as const,
+    csrf: c.get('consoleSession').csrf,
+    version: console.deps.version,
+    notice,
+  });
+
+  const list = (c: Context, error?: string, typed?: { name: string; shipPrefix: string }, notice?: string) => {
+    const file = readKeyFile(keys.path);
+    const counters = new Map(keys.counters.list().map((k) => [k.name, k]));
+    const rows: KeyRow[] = [
+      { name: DEFAULT_KEY_NAME, shipPrefix: null, inFile: false, counters: counters.get(DEFAULT_KEY_NAME) },
+      ...file.entries.map((e) => ({ name: e.name, shipPrefix: e.shipPrefix ?? null, inFile: true, counters: counters.get(e.name) })),
+    ];
+    return renderPage(
+      c,
+      frame(c, notice),
+      <Keys
+        keys={rows}
+        path={keys.path}
+        problems={file.problems}
+        csrf={c.get('consoleSession').csrf}
+        error={error}
+        typed={typed}
+        now={Date.now()}
+      />,
+      error === undefined ? 200 : 422,
+    );
+  };
+
+  app.get(`${CONSOLE_PATH}/keys`, (c) => {
+    const revoked = c.req.query('revoked');
+    return list(c, undefined, undefined, revoked === undefined ? undefined : `Key ${revoked} revoked: the gateway no longer accepts it.`);
+  });
+
+  app.post(`${CONSOLE_PATH}/keys`, requireFormToken(), async (c) => {
+    const body = await c.req.parseBody({ all: true });
+    const name = field(body, 'name');
+    const shipPrefix = field(body, 'ship_prefix');
+    const file = readKeyFile(keys.path);
+    const refusal = refusalOf(name, shipPrefix, file.entries);
+    if (refusal !== undefined) return list(c, refusal, { name, shipPrefix });
+    const key = generateKey();
+    writeKeyFile(keys.path, [...file.entries, { name, hash: hashKey(key), ...(shipPrefix === '' ? {} : { shipPrefix }) }]);
+    keys.reload();
+    const [host] = lanHosts(c);
+    const snippet = deviceSnippet({
+      name,
+      key,
+      shipPrefix: shipPrefix === '' ? undefined : shipPrefix,
+      url: `${httpsUrl(host!, console.httpsPort)}/api/v2/ingest`,
+      fingerprintSha256: console.deps.certificate().fingerprintSha256,
+    });
+    return renderPage(
+      c,
+      frame(c),
+      <KeyCreated name={name} key={key} shipPrefix={shipPrefix === '' ? undefined : shipPrefix} snippet={snippet} qrSvg={qrSvg(snippet)} />,
+      201,
+    );
+  });
+
+  app.post(`${CONSOLE_PATH}/keys/revoke`, requireFormToken(), async (c) => {
+    const body = await c.req.parseBody({ all: true });
+    const name = field(body, 'name');
+    const file = readKeyFile(keys.path);
+    if (!file.entries.some((e) => e.name === name)) return list(c, `There is no key named ${name} in the key file`);
+    if (body['confirm'] !== 'yes') {
+      return renderPage(
+        c,
+        frame(c),
+        <Confirm
+          question={`Revoke the key ${name}?`}
+          detail="Devices using it are refused (401) within seconds. Its readings already accepted stay queued and are delivered."
+          action={`${CONSOLE_PATH}/keys/revoke`}
+          fields={[['name', name]]}
+          confirmLabel={`Revoke ${name}`}
+          cancelHref={`${CONSOLE_PATH}/keys`}
+          csrf={c.get('consoleSession').csrf}
+        />,
+      );
+    }
+    writeKeyFile(
+      keys.path,
+      file.entries.filter((e) => e.name !== name),
+    );
+    keys.reload();
+    return c.redirect(`${CONSOLE_PATH}/keys?revoked=${encodeURIComponent(name)}`, 303);
+  });
+}

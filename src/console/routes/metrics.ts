@@ -1,0 +1,32 @@
+import type { Hono } from 'hono';
+import { tokensMatch } from '../auth/csrf.js';
+import type { GatewayConsole } from '../gateway-console.js';
+import { PROMETHEUS_TEXT } from '../metrics/exposition.js';
+import { renderMetrics } from '../metrics/gateway-metrics.js';
+import { isLoopback, peerAddress } from '../request-facts.js';
+
+export const METRICS_PATH = '/metrics';
+
+/**
+ * `/metrics`: answered to the machine itself, and to others that send `METRICS_TOKEN` as a bearer
+ * token. Without a token set, loopback only, as a local agent (Telegraf, Vector, a Prometheus
+ * agent) scrapes it. Device keys and the console password do not open it.
+ */
+export function registerMetricsRoute(app: Hono, console: GatewayConsole): void {
+  const token = console.deps.metricsToken;
+  app.get(METRICS_PATH, (c) => {
+    if (!isLoopback(peerAddress(c))) {
+      if (token === undefined)
+        return c.text('/metrics answers loopback clients only; set METRICS_TOKEN to scrape it from elsewhere\n', 403);
+      const given = /^Bearer (.+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
+      if (!tokensMatch(token, given))
+        return c.text('/metrics wants Authorization: Bearer <METRICS_TOKEN>\n', 401, { 'WWW-Authenticate': 'Bearer' });
+    }
+    const now = Date.now();
+    const snapshot = console.snapshot(now);
+    return c.body(renderMetrics(snapshot, console.state(snapshot, now), console.refusals), 200, {
+      'Content-Type': PROMETHEUS_TEXT,
+      'Cache-Control': 'no-store',
+    });
+  });
+}

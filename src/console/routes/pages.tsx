@@ -1,0 +1,98 @@
+import { networkInterfaces } from 'node:os';
+import type { Context, Hono } from 'hono';
+import { checkConfig } from '../../config/check-config.js';
+import { SETTINGS } from '../../config/settings.js';
+import { MAX_SHIPS } from '../activity/ship-table.js';
+import type { GatewayConsole } from '../gateway-console.js';
+import { Devices } from '../pages/devices.js';
+import { CONSOLE_PATH } from '../pages/layout.js';
+import { Overview } from '../pages/overview.js';
+import { Settings, type SettingRow } from '../pages/settings.js';
+import { renderPage } from '../render.js';
+import { isLoopback, requestHostname } from '../request-facts.js';
+import { updateInstaller } from '../update-bundle.js';
+
+/** Seconds between refreshes of the overview and devices pages (by the script; without it, a reload). */
+const REFRESH_S = 10;
+
+/**
+ * The host devices and browsers on the LAN reach the gateway by: the one this browser used, unless
+ * that is the machine itself, then the board's own LAN addresses.
+ */
+export function lanHosts(c: Context): string[] {
+  const asked = requestHostname(c);
+  if (asked !== undefined && asked !== 'localhost' && !isLoopback(asked.replace(/^\[|\]$/g, ''))) return [asked];
+  const own = Object.values(networkInterfaces())
+    .flat()
+    .filter((a) => a !== undefined && !a.internal && a.family === 'IPv4')
+    .map((a) => a!.address);
+  return own.length > 0 ? own : [asked ?? 'localhost'];
+}
+
+export const httpsUrl = (host: string, port: number): string => `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/** The settings as the environment gave them at start; a secret shows only whether it is set. */
+export function settingRows(env: Record<string, string | undefined>): SettingRow[] {
+  return Object.values(SETTINGS).map((setting) => {
+    const value = env[setting.env] === '' ? undefined : env[setting.env];
+    const secret = 'secret' in setting && setting.secret === true;
+    if (value !== undefined) return { env: setting.env, shown: secret ? 'set (not shown)' : value, origin: 'environment', secret };
+    if (setting.default !== undefined) return { env: setting.env, shown: setting.default, origin: 'default', secret };
+    return { env: setting.env, shown: '', origin: 'unset', secret };
+  });
+}
+
+export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
+  const settings = settingRows(console.deps.env);
+  const frame = (c: Context, page: 'overview' | 'devices' | 'settings', title: string, refreshS?: number) => ({
+    title,
+    page,
+    csrf: c.get('consoleSession').csrf,
+    version: console.deps.version,
+    ...(refreshS === undefined ? {} : { refreshS }),
+  });
+
+  // Paths are matched without their trailing slash: this is /console/ too.
+  app.get(CONSOLE_PATH, (c) => {
+    const now = Date.now();
+    const snapshot = console.snapshot(now);
+    const model = {
+      state: console.state(snapshot, now),
+      snapshot,
+      minutes: console.minutes.series(now),
+      httpsUrls: lanHosts(c).map((host) => `${httpsUrl(host, console.httpsPort)}/`),
+    };
+    return renderPage(c, frame(c, 'overview', 'Overview', REFRESH_S), <Overview {...model} />);
+  });
+
+  app.get(`${CONSOLE_PATH}/devices`, (c) => {
+    const now = Date.now();
+    const model = {
+      ships: console.ships.list(now),
+      refusals: console.refusals.keys(),
+      wrongKeys: console.refusals.wrongKeys(),
+      shipsFull: console.ships.size >= MAX_SHIPS,
+      now,
+    };
+    return renderPage(c, frame(c, 'devices', 'Devices', REFRESH_S), <Devices {...model} />);
+  });
+
+  app.get(`${CONSOLE_PATH}/settings`, (c) => {
+    const { pem: _pem, ...certificate } = console.deps.certificate();
+    const model = {
+      certificate,
+      settings,
+      check: checkConfig(console.deps.env),
+      update: updateInstaller()?.description,
+      csrf: c.get('consoleSession').csrf,
+    };
+    return renderPage(c, frame(c, 'settings', 'Certificate and settings'), <Settings {...model} />);
+  });
+
+  app.get(`${CONSOLE_PATH}/certificate.pem`, (c) =>
+    c.body(console.deps.certificate().pem, 200, {
+      'Content-Type': 'application/x-pem-file',
+      'Content-Disposition': 'attachment; filename="harbor-gateway.pem"',
+    }),
+  );
+}
