@@ -126,7 +126,8 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
 
 export interface KeyCreatedModel {
   name: string;
-  key: string;
+  /** The new key (`key` is JSX's own prop name). */
+  secret: string;
   shipPrefix: string | undefined;
   /** Ready to paste into a device's sketch: the ingest URL, the key and the certificate's fingerprint. */
   snippet: string;
@@ -134,7 +135,7 @@ export interface KeyCreatedModel {
   qrSvg: string;
 }
 
-export const KeyCreated: FC<KeyCreatedModel> = ({ name, key, shipPrefix, snippet, qrSvg }) => (
+export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snippet, qrSvg }) => (
   <>
     <section aria-labelledby="h-new-key">
       <h2 id="h-new-key">Key {name}</h2>
@@ -144,7 +145,7 @@ export const KeyCreated: FC<KeyCreatedModel> = ({ name, key, shipPrefix, snippet
       </p>
       <label for="new-key">Key</label>
       <div class="secret">
-        <input type="text" id="new-key" readonly value={key} class="mono" autocomplete="off" spellcheck={false} />
+        <input type="text" id="new-key" readonly value={secret} class="mono" autocomplete="off" spellcheck={false} />
         <button type="button" class="plain" data-copy="new-key" hidden>
           Copy
         </button>
