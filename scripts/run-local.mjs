@@ -1,6 +1,7 @@
 // Runs the gateway with a local QuestDB on this machine: `npm run local`. Ctrl-C stops both.
 // QuestDB keeps its data in ./data/questdb and the gateway its queue in ./data/gateway.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { GATEWAY_NODE_OPTIONS } from './lib/node-options.mjs';
@@ -25,10 +26,16 @@ const questdb = await startQuestDb({
 });
 process.stdout.write(`QuestDB: ${questdb.httpUrl} (PostgreSQL wire on 127.0.0.1:${questdb.pgPort}, user admin, password quest)\n`);
 
+// The console's password: yours when CONSOLE_PASSWORD is set, else a new one for this run.
+process.env.CONSOLE_PASSWORD ||= randomBytes(12).toString('base64url');
 const gateway = spawn(process.execPath, [join(projectRoot, 'dist', 'gateway.mjs')], {
   stdio: 'inherit',
   env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS, DATA_DIR: join(dataDir, 'gateway'), QUESTDB_URL: questdb.httpUrl, ...process.env },
 });
+
+process.stdout.write(
+  `console: https://localhost:${process.env.HTTPS_PORT || 8443}/console/ (self-signed certificate), password ${process.env.CONSOLE_PASSWORD}\n`,
+);
 
 let stopping = false;
 const stop = (/** @type {NodeJS.Signals} */ signal) => {

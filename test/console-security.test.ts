@@ -65,7 +65,14 @@ describe('console sessions', () => {
 
   it('sends a browser without a session, or with a made-up or ended one, to the login page', async () => {
     const anonymous = new ConsoleClient(https);
-    for (const path of ['/console/', '/console/devices', '/console/keys', '/console/dead-letters', '/console/settings', '/console/certificate.pem']) {
+    for (const path of [
+      '/console/',
+      '/console/devices',
+      '/console/keys',
+      '/console/dead-letters',
+      '/console/settings',
+      '/console/certificate.pem',
+    ]) {
       const answer = await anonymous.request(path);
       expect(answer.status, path).toBe(303);
       expect(answer.location).toBe(`/console/login?next=${encodeURIComponent(path)}`);

@@ -1,14 +1,11 @@
 // Debian's Chromium for the browser tests, installed by the project's own apt helper when missing,
 // and the flags that keep a headless run on this machine: no sandbox (tests run as root), no GPU,
 // and nothing that reaches for the network on its own (QUIC, component and sync updates).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { aptInstall } from './apt.mjs';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
-const FLAGS = [
+export const CHROMIUM_FLAGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -26,15 +23,10 @@ export function ensureChromium() {
 }
 
 /**
- * Launch options for playwright-core's `chromium.launch`, with a fresh profile directory of its
- * own; call `cleanup()` once the browser is closed.
- * @returns {{ executablePath: string, args: string[], cleanup: () => void }}
+ * Options for playwright-core's `chromium.launch`. Playwright gives each launch a fresh
+ * `--user-data-dir` of its own in the temporary directory and removes it when the browser closes.
+ * @returns {{ executablePath: string, args: string[], headless: true }}
  */
 export function chromiumLaunchOptions() {
-  const profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'));
-  return {
-    executablePath: ensureChromium(),
-    args: [...FLAGS, `--user-data-dir=${profile}`],
-    cleanup: () => rmSync(profile, { recursive: true, force: true }),
-  };
+  return { executablePath: ensureChromium(), args: [...CHROMIUM_FLAGS], headless: true };
 }

@@ -18,12 +18,12 @@ export function isLoopback(address: string): boolean {
   return v4.startsWith('127.') || address === '::1';
 }
 
-/** The host name the client used to reach the gateway (the Host header without its port), or undefined. */
+/** The host name the client used to reach the gateway (from the Host header or the URL, without the port), or undefined. */
 export function requestHostname(c: Context): string | undefined {
   const host = c.req.header('host');
-  if (host === undefined || host === '') return undefined;
   try {
-    return new URL(`http://${host}`).hostname;
+    const name = host === undefined || host === '' ? new URL(c.req.url).hostname : new URL(`http://${host}`).hostname;
+    return name === '' ? undefined : name;
   } catch {
     return undefined;
   }

@@ -26,7 +26,10 @@ export class ConsoleClient {
     readonly origin: string | null = base,
   ) {}
 
-  async request(path: string, init: { method?: string; form?: [string, string][]; headers?: Record<string, string> } = {}): Promise<ConsolePage> {
+  async request(
+    path: string,
+    init: { method?: string; form?: [string, string][]; headers?: Record<string, string> } = {},
+  ): Promise<ConsolePage> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.cookies.size > 0) headers['cookie'] = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     if (init.form !== undefined) {
@@ -54,7 +57,13 @@ export class ConsoleClient {
 
   async login(password: string): Promise<ConsolePage> {
     await this.request('/console/login');
-    return this.request('/console/login', { form: [['_login', this.loginToken ?? ''], ['password', password], ['next', '/console/']] });
+    return this.request('/console/login', {
+      form: [
+        ['_login', this.loginToken ?? ''],
+        ['password', password],
+        ['next', '/console/'],
+      ],
+    });
   }
 
   /** A form of the console, with this session's token unless `csrf` says otherwise. */

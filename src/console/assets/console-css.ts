@@ -37,7 +37,7 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;margi
 dl.facts dt{color:var(--muted)}
 dl.facts dd{margin:0;overflow-wrap:anywhere}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9rem}
-pre{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:.75rem;overflow-x:auto;white-space:pre}
+pre{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:.75rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:0 .45rem;border-radius:999px;font-size:.85rem;font-weight:600}
 .badge-stale{background:var(--warnbg);color:var(--warn)}
 .badge-live{background:var(--okbg);color:var(--ok)}

@@ -32,7 +32,7 @@ export const Layout: FC<LayoutProps> = ({ title, page, csrf, notice, refreshS, v
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="referrer" content="no-referrer" />
+      <meta name="referrer" content="same-origin" />
       <title>{`${title} · Harbor Gateway`}</title>
       <link rel="stylesheet" href={`${CONSOLE_PATH}/assets/console.css?v=${ASSET_VERSION}`} />
       <link rel="icon" href={`${CONSOLE_PATH}/assets/icon.svg?v=${ASSET_VERSION}`} type="image/svg+xml" />

@@ -55,7 +55,8 @@ export function consoleTransport(console: GatewayConsole): MiddlewareHandler {
     c.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('X-Frame-Options', 'DENY');
-    c.header('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` with forms, which the origin check refuses.
+    c.header('Referrer-Policy', 'same-origin');
     c.header('Cross-Origin-Opener-Policy', 'same-origin');
     c.header('Cross-Origin-Resource-Policy', 'same-origin');
     if (!c.res.headers.has('Cache-Control')) c.header('Cache-Control', 'no-store');

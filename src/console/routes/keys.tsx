@@ -83,7 +83,13 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
     return renderPage(
       c,
       frame(c),
-      <KeyCreated name={name} secret={key} shipPrefix={shipPrefix === '' ? undefined : shipPrefix} snippet={snippet} qrSvg={qrSvg(snippet)} />,
+      <KeyCreated
+        name={name}
+        secret={key}
+        shipPrefix={shipPrefix === '' ? undefined : shipPrefix}
+        snippet={snippet}
+        qrSvg={qrSvg(snippet)}
+      />,
       201,
     );
   });

@@ -29,7 +29,8 @@ export function lanHosts(c: Context): string[] {
   return own.length > 0 ? own : [asked ?? 'localhost'];
 }
 
-export const httpsUrl = (host: string, port: number): string => `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+export const httpsUrl = (host: string, port: number): string =>
+  `https://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 
 /** The settings as the environment gave them at start; a secret shows only whether it is set. */
 export function settingRows(env: Record<string, string | undefined>): SettingRow[] {

@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { CounterMinutes, MinuteCounts } from './minute-counts.js';
+import { RefusalTable } from './refusal-table.js';
+import { MAX_CARGOS, MAX_SHIPS, ShipTable } from './ship-table.js';
+
+const T0 = Date.UTC(2026, 10, 26, 10, 0, 0);
+const MIN = 60_000;
+const reading = (shipId: string, cargoId: string, value: number) => ({ timeNs: undefined, shipId, cargoId, value });
+
+describe('minute counts', () => {
+  it('keep the last hour in 60 slots, the current minute last, and forget what is older', () => {
+    const counts = new MinuteCounts();
+    counts.add(5, T0);
+    counts.add(2, T0 + 30_000);
+    counts.add(7, T0 + 10 * MIN);
+    const series = counts.series(T0 + 10 * MIN);
+    expect(series).toHaveLength(60);
+    expect(series.at(-1)).toBe(7);
+    expect(series.at(-11)).toBe(5 + 2);
+    expect(counts.total(T0 + 10 * MIN)).toBe(14);
+    expect(counts.total(T0 + 60 * MIN)).toBe(7);
+    expect(counts.total(T0 + 71 * MIN)).toBe(0);
+  });
+
+  it('take readings per minute from a running counter by sampling it', () => {
+    let total = 100;
+    const minutes = new CounterMinutes(() => total);
+    minutes.sample(T0);
+    total += 40;
+    minutes.sample(T0 + 20_000);
+    total += 2;
+    expect(minutes.series(T0 + MIN).slice(-2)).toEqual([40, 2]);
+  });
+});
+
+describe('ship table', () => {
+  it('keeps per ship the key, last seen, readings in the last hour and the latest value per cargo', () => {
+    const ships = new ShipTable();
+    ships.record('buoys', [reading('buoy-1', 'level', 1), reading('buoy-1', 'temp', 20), reading('buoy-2', 'level', 3)], T0);
+    ships.record('buoys', [reading('buoy-1', 'level', 2)], T0 + MIN);
+    const [first, second] = ships.list(T0 + MIN);
+    expect(first).toMatchObject({ shipId: 'buoy-1', key: 'buoys', lastSeenMs: T0 + MIN, readingsLastHour: 3, stale: false });
+    expect(first!.lastValues).toEqual([
+      { cargoId: 'level', value: 2 },
+      { cargoId: 'temp', value: 20 },
+    ]);
+    expect(second).toMatchObject({ shipId: 'buoy-2', readingsLastHour: 1 });
+  });
+
+  it('marks a ship stale after three of its usual gaps, never before 5 minutes', () => {
+    const ships = new ShipTable();
+    for (let i = 0; i < 5; i++) ships.record('k', [reading('slow', 'x', i)], T0 + i * 10 * MIN);
+    const last = T0 + 40 * MIN;
+    expect(ships.list(last + 29 * MIN)[0]!.stale).toBe(false);
+    expect(ships.list(last + 31 * MIN)[0]!.stale).toBe(true);
+    ships.record('k', [reading('fast', 'x', 1)], T0);
+    ships.record('k', [reading('fast', 'x', 1)], T0 + 5_000);
+    expect(ships.list(T0 + 4 * MIN).find((s) => s.shipId === 'fast')!.stale).toBe(false);
+    expect(ships.list(T0 + 6 * MIN).find((s) => s.shipId === 'fast')!.stale).toBe(true);
+  });
+
+  it('stays bounded in ships and in cargo ids per ship', () => {
+    const ships = new ShipTable();
+    for (let i = 0; i < MAX_SHIPS + 500; i++) ships.record('k', [reading(`ship-${i}`, 'x', i)], T0 + i);
+    expect(ships.size).toBeLessThanOrEqual(MAX_SHIPS);
+    const names = new Set(ships.list(T0 + MAX_SHIPS + 500).map((s) => s.shipId));
+    expect(names.has(`ship-${MAX_SHIPS + 499}`)).toBe(true);
+    expect(names.has('ship-0')).toBe(false);
+    ships.record(
+      'k',
+      Array.from({ length: 100 }, (_, i) => reading('many', `c${i}`, i)),
+      T0,
+    );
+    expect(ships.list(T0).find((s) => s.shipId === 'many')!.lastValues).toHaveLength(MAX_CARGOS);
+  });
+});
+
+describe('refusal table', () => {
+  it('counts 403 and 422 by key with the latest reason, wrong and missing keys by address, every status for /metrics', () => {
+    const table = new RefusalTable();
+    const base = { address: '10.0.0.5', message: undefined, missingKey: false };
+    table.record({ ...base, status: 403, key: 'crane', message: 'ship not allowed' }, T0);
+    table.record({ ...base, status: 422, key: 'crane', message: 'body.value: not a number' }, T0 + 1);
+    table.record({ ...base, status: 413, key: 'crane' }, T0 + 2);
+    table.record({ ...base, status: 401, key: undefined }, T0 + 3);
+    table.record({ ...base, status: 401, key: undefined, missingKey: true }, T0 + 4);
+    expect(table.keys()).toEqual([{ key: 'crane', forbidden: 1, invalid: 1, other: 1, last: { atMs: T0 + 2, status: 413, message: '' } }]);
+    expect(table.wrongKeys()).toEqual([{ address: '10.0.0.5', wrong: 1, missing: 1, lastMs: T0 + 4 }]);
+    expect([...table.byStatus]).toEqual([
+      [403, 1],
+      [422, 1],
+      [413, 1],
+      [401, 2],
+    ]);
+  });
+
+  it('forgets the address that failed least recently past its bound', () => {
+    const table = new RefusalTable();
+    for (let i = 0; i < 300; i++)
+      table.record({ status: 401, key: undefined, address: `10.0.${i >> 8}.${i & 255}`, message: undefined, missingKey: false }, T0 + i);
+    const listed = table.wrongKeys();
+    expect(listed).toHaveLength(256);
+    expect(listed[0]!.address).toBe('10.0.1.43');
+  });
+});

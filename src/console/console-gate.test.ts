@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Hono } from 'hono';
+import { afterAll, describe, expect, it } from 'vitest';
+import { KeyStore } from '../keys/key-store.js';
+import { createLogger } from '../log/logger.js';
+import { QueueWriter } from '../queue/queue-writer.js';
+import { GatewayStats } from '../stats.js';
+import { GatewayConsole } from './gateway-console.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'harbor-console-gate-'));
+const queue = QueueWriter.open({ dataDir: dir, durability: 'process-crash', maxBytes: 1 << 20 });
+afterAll(() => {
+  queue.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function app(metricsToken: string | undefined): Hono {
+  const console = new GatewayConsole({
+    queue,
+    stats: new GatewayStats(),
+    keys: new KeyStore({ defaultKey: 'device-key', path: join(dir, 'api-keys'), pollMs: 1000, logger: createLogger('silent') }),
+    failureDelay: { total: 0, tracked: 0 },
+    isStopping: () => false,
+    version: 'test',
+    certificate: () => ({ fingerprintSha256: 'AA', source: 'self-signed', subjectAltName: '', notAfter: '', pem: '' }),
+    sinks: [],
+    delivery: { notifyAppended: () => undefined },
+    password: 'console-password',
+    metricsToken,
+    env: {},
+  });
+  console.httpsPort = 8443;
+  const hono = new Hono({ strict: false });
+  console.mount(hono);
+  return hono;
+}
+
+/** A request as @hono/node-server hands it over: the socket tells the peer and whether it is TLS. */
+const from = (remoteAddress: string, encrypted = false) => ({ incoming: { socket: { remoteAddress, encrypted } } });
+
+describe('who reaches the console and /metrics', () => {
+  it('sends a browser on the LAN from plain HTTP to the HTTPS port, and serves it over TLS', async () => {
+    const hono = app(undefined);
+    const plain = await hono.request('http://gateway.local:8000/console/devices?x=1', {}, from('192.168.1.7'));
+    expect(plain.status).toBe(308);
+    expect(plain.headers.get('location')).toBe('https://gateway.local:8443/console/devices?x=1');
+    const post = await hono.request('http://gateway.local:8000/console/login', { method: 'POST' }, from('192.168.1.7'));
+    expect(post.status).toBe(403);
+    const tls = await hono.request('https://gateway.local:8443/console/login', {}, from('192.168.1.7', true));
+    expect(tls.status).toBe(200);
+    const loopback = await hono.request('http://localhost:8000/console/login', {}, from('::ffff:127.0.0.1'));
+    expect(loopback.status).toBe(200);
+  });
+
+  it('answers /metrics on loopback, elsewhere only with METRICS_TOKEN; never for a device key', async () => {
+    expect((await app(undefined).request('/metrics', {}, from('127.0.0.1'))).status).toBe(200);
+    expect((await app(undefined).request('/metrics', {}, from('192.168.1.7'))).status).toBe(403);
+    const withToken = app('metrics-token-0123456789');
+    expect((await withToken.request('/metrics', {}, from('192.168.1.7'))).status).toBe(401);
+    const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+    expect((await withToken.request('/metrics', bearer('device-key'), from('192.168.1.7'))).status).toBe(401);
+    expect((await withToken.request('/metrics', { headers: { 'x-api-key': 'device-key' } }, from('192.168.1.7'))).status).toBe(401);
+    const scraped = await withToken.request('/metrics', bearer('metrics-token-0123456789'), from('192.168.1.7'));
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toMatch(/^# HELP harbor_gateway_info /);
+  });
+});
