@@ -117,6 +117,33 @@ describe('loadConfig', () => {
     expect(loadConfig({ GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key' }).apiKey).toBe('a-long-enough-production-key');
   });
 
+  it('reads the console password and the /metrics token from values, files or credentials; production refuses weak ones', () => {
+    const credentials = tempDir('cred');
+    writeFileSync(join(credentials, 'console_password'), 'console-from-credential\n');
+    writeFileSync(join(credentials, 'metrics_token'), 'metrics-from-credential');
+    expect(loadConfig({ CREDENTIALS_DIRECTORY: credentials })).toMatchObject({
+      consolePassword: 'console-from-credential',
+      metricsToken: 'metrics-from-credential',
+    });
+    expect(loadConfig({ CONSOLE_PASSWORD_FILE: secretFile('from-file\n') }).consolePassword).toBe('from-file');
+    expect(loadConfig({}).consolePassword).toBeUndefined();
+    const production = { GATEWAY_ENV: 'production', API_KEY: 'a-long-enough-production-key' };
+    expect(problemsOf({ ...production, CONSOLE_PASSWORD: 'admin' })).toContain(
+      'CONSOLE_PASSWORD is a shipped test default; set your own before running in production',
+    );
+    expect(problemsOf({ ...production, CONSOLE_PASSWORD: 'short-one' })).toContain(
+      'CONSOLE_PASSWORD must be at least 16 characters in production',
+    );
+    expect(problemsOf({ ...production, CONSOLE_PASSWORD: production.API_KEY })).toContain(
+      'CONSOLE_PASSWORD must differ from API_KEY: device keys never open the console',
+    );
+    expect(problemsOf({ CONSOLE_PASSWORD: DEVELOPMENT_API_KEY })).toContain(
+      'CONSOLE_PASSWORD must differ from API_KEY: device keys never open the console',
+    );
+    expect(problemsOf({ ...production, METRICS_TOKEN: 'short' })).toContain('METRICS_TOKEN must be at least 16 characters in production');
+    expect(loadConfig({ ...production, CONSOLE_PASSWORD: 'a-long-console-password' }).consolePassword).toBe('a-long-console-password');
+  });
+
   it('wants the QuestDB user and password together', () => {
     expect(problemsOf({ QUESTDB_USERNAME: 'admin' })[0]).toMatch(/QUESTDB_USERNAME and QUESTDB_PASSWORD must be set together/);
   });
