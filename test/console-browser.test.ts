@@ -52,6 +52,7 @@ afterAll(async () => {
 });
 
 /** The visible text of an element, once it is there. */
+// biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node: its visible text is what a person reads
 const text = (locator: Locator): Promise<string> => locator.innerText();
 
 /** Posts as the JavaScript SDK does: JSON, `X-API-Key`, the time filled in by the client. */
