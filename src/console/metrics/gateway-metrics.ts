@@ -40,16 +40,20 @@ export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals:
   if (s.queue.oldestAgeSeconds !== null)
     out.one('harbor_queue_oldest_age_seconds', 'gauge', 'Age of the oldest queued reading.', s.queue.oldestAgeSeconds);
 
-  const sink = (name: string, type: 'counter' | 'gauge', help: string, pick: (x: GatewaySnapshot['sinks'][number]) => number | null) =>
-    out.family(
-      name,
-      type,
-      help,
-      s.sinks.flatMap((x) => {
-        const value = pick(x);
-        return value === null ? [] : [[{ sink: x.name }, value] as const];
-      }),
-    );
+  /** A family with one sample per item (sink or key) labelled by its name; an item without a value is left out. */
+  const each =
+    <T extends { name: string }>(label: string, items: readonly T[]) =>
+    (name: string, type: 'counter' | 'gauge', help: string, pick: (item: T) => number | null) =>
+      out.family(
+        name,
+        type,
+        help,
+        items.flatMap((item) => {
+          const value = pick(item);
+          return value === null ? [] : [[{ [label]: item.name }, value] as const];
+        }),
+      );
+  const sink = each('sink', s.sinks);
   sink('harbor_sink_backlog_readings', 'gauge', 'Readings a sink has still to deliver.', (x) => x.backlog);
   sink('harbor_sink_oldest_age_seconds', 'gauge', "Age of a sink's oldest undelivered reading.", (x) => x.oldestAgeSeconds);
   sink('harbor_sink_delivered_readings_total', 'counter', 'Readings a sink delivered since start.', (x) => x.delivered);
@@ -60,33 +64,17 @@ export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals:
   sink('harbor_sink_dropped_readings_total', 'counter', 'Readings a drop_oldest sink skipped since start.', (x) => x.dropped);
   sink('harbor_sink_expired_readings_total', 'counter', 'Readings not sent because the destination would not keep them.', (x) => x.expired);
 
-  const key = (
-    name: string,
-    help: string,
-    pick: (k: GatewaySnapshot['keys'][number]) => number | null,
-    type: 'counter' | 'gauge' = 'counter',
-  ) =>
-    out.family(
-      name,
-      type,
-      help,
-      s.keys.flatMap((k) => {
-        const value = pick(k);
-        return value === null ? [] : [[{ key: k.name }, value] as const];
-      }),
-    );
-  key('harbor_key_accepted_requests_total', 'Requests accepted with a key since start.', (k) => k.acceptedRequests);
-  key('harbor_key_accepted_readings_total', 'Readings accepted with a key since start.', (k) => k.acceptedReadings);
+  const key = each('key', s.keys);
+  key('harbor_key_accepted_requests_total', 'counter', 'Requests accepted with a key since start.', (k) => k.acceptedRequests);
+  key('harbor_key_accepted_readings_total', 'counter', 'Readings accepted with a key since start.', (k) => k.acceptedReadings);
   key(
     'harbor_key_refused_requests_total',
-    'Requests with a valid key that were refused (403, 422, ...) since start.',
+    'counter',
+    'Requests with a valid key refused (403, 422, ...) since start.',
     (k) => k.refusedRequests,
   );
-  key(
-    'harbor_key_last_seen_timestamp_seconds',
-    'When a key was last used (Unix time).',
-    (k) => (k.lastSeen === null ? null : Date.parse(k.lastSeen) / 1000),
-    'gauge',
+  key('harbor_key_last_seen_timestamp_seconds', 'gauge', 'When a key was last used (Unix time).', (k) =>
+    k.lastSeen === null ? null : Date.parse(k.lastSeen) / 1000,
   );
 
   out
