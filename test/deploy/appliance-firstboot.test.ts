@@ -38,7 +38,7 @@ import {
   credstoreFile,
   firstBoot,
   type System,
-} from '../../appliance/firstboot/firstboot.mjs';
+} from '../../appliance/board/firstboot.mjs';
 import {
   FORWARD_SECRETS,
   SECRETS,
@@ -47,8 +47,8 @@ import {
   queueBound,
   setRootReadOnly,
   validateSettings,
-} from '../../appliance/firstboot/settings.mjs';
-import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/firstboot/unit.mjs';
+} from '../../appliance/board/settings.mjs';
+import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/board/unit.mjs';
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
 import { spawnGateway, type GatewayProcess } from '../support/process.js';
 
