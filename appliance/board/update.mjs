@@ -20,7 +20,21 @@
 // certificates and settings. Every decision is written there first, so a power cut at any point
 // leaves a board that boots a slot that was good, with its queue whole.
 import { spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, createWriteStream, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  createWriteStream,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -145,12 +159,29 @@ export function restoreQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR,
   for (const name of [...QUEUE_FILES, 'queue.db-shm']) if (existsSync(join(stateDir, name))) renameSync(join(stateDir, name), join(aside, name));
   for (const name of QUEUE_FILES) if (existsSync(join(snapshot, name))) copyFileSync(join(snapshot, name), join(stateDir, name));
   syncTree(stateDir);
+  syncTree(aside);
   rmSync(snapshot, { recursive: true, force: true });
   return `the trial had upgraded the queue to format ${after}; that file is kept in ${aside} and the format-${before} queue from before the trial was restored`;
 }
 
+/** The files of a folder and the folder itself on disk, before anything relies on them. */
 function syncTree(/** @type {string} */ dir) {
-  spawnSync('sync', ['-f', dir]);
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (!statSync(path).isFile()) continue;
+    const fd = openSync(path, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
