@@ -27,7 +27,17 @@ import { freePort } from '../scripts/lib/ports.mjs';
 import { applianceCache, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
 import { releaseFolder } from './lib/test-bundles.mjs';
 import { gatewayStatus, postReadings, questdbCount } from './lib/vm-checks.mjs';
-import { HOST_FROM_GUEST, VM_HOST_PACKAGES, bootMachine, editPartition, inNetworkNamespace, partitions, readPartitionFile, waitForHttp, writeBootFile } from './lib/vm.mjs';
+import {
+  HOST_FROM_GUEST,
+  VM_HOST_PACKAGES,
+  bootMachine,
+  editPartition,
+  inNetworkNamespace,
+  partitions,
+  readPartitionFile,
+  waitForHttp,
+  writeBootFile,
+} from './lib/vm.mjs';
 
 const elapsed = stopwatch();
 const say = (/** @type {string} */ message) => process.stdout.write(`[appliance:boot-test ${elapsed().toFixed(0)} s] ${message}\n`);
@@ -105,7 +115,12 @@ try {
   let boot = 0;
   const start = async (/** @type {string} */ why) => {
     boot += 1;
-    const machine = bootMachine({ disk, serial: join(work, `serial-${boot}.log`), forwards: { [port]: 8000, [httpsPort]: 443, [questdbPort]: 9000 }, work });
+    const machine = bootMachine({
+      disk,
+      serial: join(work, `serial-${boot}.log`),
+      forwards: { [port]: 8000, [httpsPort]: 443, [questdbPort]: 9000 },
+      work,
+    });
     const chosen = await machine.waitFor(/booting slot ([AB])/, 300_000, 'the boot script choosing a slot');
     const ready = await waitForHttp(`${url}/readyz`, 20 * 60_000, machine);
     say(`boot ${boot} (${why}): slot ${chosen[1]}, gateway ready ${ready} s after U-Boot`);
@@ -116,18 +131,28 @@ try {
 
   // Boot 1.
   const first = await start('first boot');
-  const banner = await first.waitFor(/HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})/, 60_000, 'the certificate fingerprint on the console');
+  const banner = await first.waitFor(
+    /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})/,
+    60_000,
+    'the certificate fingerprint on the console',
+  );
   expect(/Harbor Gateway "Boot test site" on gw-boot-test/.test(first.console()), 'the console does not show the site and hostname');
   const consoleFingerprint = String(banner[1]);
   const status1 = await consoleChecks(url, apiKey);
   expect(status1.clockSynchronized === false, `before any time server answered, clockSynchronized is ${status1.clockSynchronized}`);
-  expect(status1.tls?.fingerprintSha256 === consoleFingerprint, `/status shows certificate ${status1.tls?.fingerprintSha256}, the console ${consoleFingerprint}`);
+  expect(
+    status1.tls?.fingerprintSha256 === consoleFingerprint,
+    `/status shows certificate ${status1.tls?.fingerprintSha256}, the console ${consoleFingerprint}`,
+  );
   const served = await servedFingerprint(httpsPort);
   expect(served === consoleFingerprint, `port 443 serves certificate ${served}, the console printed ${consoleFingerprint}`);
   say(`HTTPS on 443 serves the certificate the console printed (${consoleFingerprint.slice(0, 23)}…); clock unsynchronised`);
 
   const tlsPost = (/** @type {string} */ key, /** @type {string} */ ship, /** @type {string[]} */ readings) =>
-    spawnSync(esp32, ['127.0.0.1', String(httpsPort), '/api/v2/ingest', key, ship, 'batch', ...readings], { encoding: 'utf8', timeout: 120_000 });
+    spawnSync(esp32, ['127.0.0.1', String(httpsPort), '/api/v2/ingest', key, ship, 'batch', ...readings], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
   const tls = tlsPost(apiKey, 'esp32-boot-test', ['temperature', '21.5', 'humidity', '40.25']);
   expect(tls.status === 0 && /HTTP\/1\.1 200/.test(tls.stdout), `the ESP32 TLS client got: ${tls.stdout}${tls.stderr}`);
   say(`ESP32 TLS client over 443: ${tls.stdout.split('\n')[0]}, 200`);
@@ -136,14 +161,22 @@ try {
   const gpsOwn = tlsPost(keys.gps, 'gps-ship-7', ['speed', '11.5']);
   const gpsOther = tlsPost(keys.gps, 'tank-ship', ['speed', '12.5']);
   const wrong = tlsPost(`wrong-${stamp}-key-xx`, 'tank-ship', ['level', '1']);
-  expect(/HTTP\/1\.1 200/.test(tank.stdout) && /HTTP\/1\.1 200/.test(gpsOwn.stdout), `device keys: tank ${tank.stdout.split('\n')[1]}, gps ${gpsOwn.stdout.split('\n')[1]}`);
+  expect(
+    /HTTP\/1\.1 200/.test(tank.stdout) && /HTTP\/1\.1 200/.test(gpsOwn.stdout),
+    `device keys: tank ${tank.stdout.split('\n')[1]}, gps ${gpsOwn.stdout.split('\n')[1]}`,
+  );
   expect(/HTTP\/1\.1 403/.test(gpsOther.stdout), `gps-2 sending another ship: ${gpsOther.stdout.split('\n')[1]}`);
   expect(/HTTP\/1\.1 401/.test(wrong.stdout), `a wrong key: ${wrong.stdout.split('\n')[1]}`);
   say('device keys from harbor.conf: tank-1 and gps-2 accepted, gps-2 refused (403) for a ship outside its prefix, a wrong key 401');
 
   const tlsRows = await waitFor(
     async () => {
-      const counts = await questdbCount({ port: questdbPort, password: questdbPassword, values: new Set([21.5, 40.25].map((v) => v)), ship: 'esp32-boot-test' });
+      const counts = await questdbCount({
+        port: questdbPort,
+        password: questdbPassword,
+        values: new Set([21.5, 40.25].map((v) => v)),
+        ship: 'esp32-boot-test',
+      });
       return counts.rows >= 2 ? counts : undefined;
     },
     30 * 60_000,
@@ -163,8 +196,14 @@ try {
   const ntp = timeServer();
   cleanups.push(() => ntp.close());
   const syncStarted = Date.now();
-  await waitFor(async () => ((await gatewayStatus(url, apiKey)).clockSynchronized === true ? true : undefined), 10 * 60_000, 'clockSynchronized true');
-  say(`clock synchronised ${Math.round((Date.now() - syncStarted) / 1000)} s after the time server started answering (${ntp.answered()} answers)`);
+  await waitFor(
+    async () => ((await gatewayStatus(url, apiKey)).clockSynchronized === true ? true : undefined),
+    10 * 60_000,
+    'clockSynchronized true',
+  );
+  say(
+    `clock synchronised ${Math.round((Date.now() - syncStarted) / 1000)} s after the time server started answering (${ntp.answered()} answers)`,
+  );
 
   const load = postReadings({ url, apiKey, from: 0, count: 1_000_000, answered, stopOnError: true });
   await new Promise((r) => setTimeout(r, 8000));
@@ -177,8 +216,14 @@ try {
   const second = await start('after the power cut');
   await waitFor(async () => ((await gatewayStatus(url, apiKey)).queue.readings === 0 ? true : undefined), 30 * 60_000, 'the queue drained');
   const counts = await questdbCount({ port: questdbPort, password: questdbPassword, values: answered });
-  expect(counts.missing.length === 0, `${counts.missing.length} answered readings missing from QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`);
-  expect(counts.rows === counts.distinct && counts.rows >= answered.size, `QuestDB holds ${counts.rows} rows, ${counts.distinct} distinct, ${answered.size} answered`);
+  expect(
+    counts.missing.length === 0,
+    `${counts.missing.length} answered readings missing from QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`,
+  );
+  expect(
+    counts.rows === counts.distinct && counts.rows >= answered.size,
+    `QuestDB holds ${counts.rows} rows, ${counts.distinct} distinct, ${answered.size} answered`,
+  );
   say(`after the power cut every answered reading is in QuestDB exactly once (${counts.rows} rows)`);
   second.cut();
   await second.exited;
@@ -196,14 +241,19 @@ try {
     cam: tlsPost(keys.cam, 'cam-ship', ['frames', '25']),
   };
   const line = (/** @type {{ stdout: string }} */ r) => r.stdout.split('\n')[1] ?? r.stdout;
-  expect(/ 401/.test(line(after.tankOld)) && / 401/.test(line(after.gps)), `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`);
+  expect(
+    / 401/.test(line(after.tankOld)) && / 401/.test(line(after.gps)),
+    `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`,
+  );
   expect(/ 200/.test(line(after.tankNew)) && / 200/.test(line(after.cam)), `new keys: ${line(after.tankNew)}, ${line(after.cam)}`);
   const status3 = await consoleChecks(url, apiKey);
   third.cut();
   await third.exited;
   const owner = keyFileOwner(disk, parts.data);
   expect(owner.file !== 0 && owner.file === owner.dir, `the key file is owned by uid ${owner.file}, its folder by ${owner.dir}`);
-  say(`device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned by the gateway's dynamic user (uid ${owner.file}); ${status3.keys.length} keys in /status`);
+  say(
+    `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned by the gateway's dynamic user (uid ${owner.file}); ${status3.keys.length} keys in /status`,
+  );
   failed = false;
 } finally {
   for (const cleanup of cleanups) cleanup();

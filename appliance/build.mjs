@@ -20,7 +20,19 @@
 // Maven Central (QuestDB), apt.grafana.com (Grafana) and, for --kernel raspberrypi,
 // archive.raspberrypi.com. Third-party archive keys are pinned by fingerprint.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  copyFileSync,
+} from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/lib/questdb.mjs';
 import { credentialFile, credstoreFile } from './board/firstboot.mjs';
@@ -105,7 +117,9 @@ const applianceCommit = output('git', ['-C', repoRoot, 'rev-parse', 'HEAD']);
 const sourceDateEpoch = process.env['SOURCE_DATE_EPOCH'] ?? output('git', ['-C', repoRoot, 'log', '-1', '--format=%ct']);
 const name = `harbor-gateway-${source.version}-${kernel}-arm64${withGrafana ? '' : '-without-grafana'}`;
 const release = join(outDir, name);
-say(`${name}: gateway ${source.gatewayVersion} (${source.commit.slice(0, 12)}), appliance ${applianceCommit.slice(0, 12)}${signing.test ? ', TEST signing keys' : ''}`);
+say(
+  `${name}: gateway ${source.gatewayVersion} (${source.commit.slice(0, 12)}), appliance ${applianceCommit.slice(0, 12)}${signing.test ? ', TEST signing keys' : ''}`,
+);
 
 const work = join(applianceCache(), `build-${process.pid}`);
 rmSync(work, { recursive: true, force: true });
@@ -122,7 +136,10 @@ try {
   // appliance/rootfs holds what only the appliance has; the units and their files come from systemd/.
   const overlay = join(work, 'overlay');
   const grafanaDropIns = join(repoRoot, 'appliance/rootfs', UNIT_DIR, 'harbor-grafana.service.d');
-  cpSync(join(repoRoot, 'appliance/rootfs'), overlay, { recursive: true, filter: (path) => withGrafana || !path.startsWith(grafanaDropIns) });
+  cpSync(join(repoRoot, 'appliance/rootfs'), overlay, {
+    recursive: true,
+    filter: (path) => withGrafana || !path.startsWith(grafanaDropIns),
+  });
   const sysroot = unpackSysroot(join(work, 'sysroot'), { refresh: args.includes('--refresh') });
   stageGateway({ sysroot, destination: join(overlay, GATEWAY_HOME), tree: releaseVersion === undefined ? undefined : source.dir });
   installSystemdFiles(overlay, { withGrafana });
@@ -172,7 +189,8 @@ try {
 
   smokeTest(rootfs);
   checkUnitPaths(rootfs, enabled);
-  const isEnabled = (/** @type {string} */ unit) => spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
+  const isEnabled = (/** @type {string} */ unit) =>
+    spawnSync('chroot', [rootfs, 'systemctl', 'is-enabled', unit], { encoding: 'utf8' }).stdout.trim();
   for (const unit of enabled) {
     // A unit without an [Install] section is accepted by `systemctl enable` but would never start.
     const state = isEnabled(unit);
@@ -180,7 +198,8 @@ try {
   }
   for (const unit of masked) if (isEnabled(unit) !== 'masked') throw new Error(`${unit} is not masked in the image`);
   for (const link of ['boot/vmlinuz', 'boot/initrd.img'])
-    if (spawnSync('chroot', [rootfs, 'test', '-s', `/${link}`]).status !== 0) throw new Error(`/${link} is missing: U-Boot boots the slot's kernel by that name`);
+    if (spawnSync('chroot', [rootfs, 'test', '-s', `/${link}`]).status !== 0)
+      throw new Error(`/${link} is missing: U-Boot boots the slot's kernel by that name`);
   say('the image runs its gateway, Java and Node under emulation; unit paths, credentials and kernel links resolve');
 
   // The three trees of the card: boot partition, root slot, data partition.
@@ -208,11 +227,27 @@ try {
   // The root is written as it is into a slot by every update: its size is its content and some room.
   const rootMiB = Math.ceil((usedMiB(rootfs) * 1.1 + 256) / 64) * 64;
   const dataMiB = Math.ceil((usedMiB(dataTree) * 1.3 + 256) / 64) * 64;
-  const rootImage = ext4Image({ tree: rootfs, file: join(parts, 'root.ext4'), label: 'harbor-root', mib: rootMiB, seed, epoch: sourceDateEpoch });
-  const dataImage = ext4Image({ tree: dataTree, file: join(parts, 'data.ext4'), label: 'harbor-var', mib: dataMiB, seed, epoch: sourceDateEpoch });
+  const rootImage = ext4Image({
+    tree: rootfs,
+    file: join(parts, 'root.ext4'),
+    label: 'harbor-root',
+    mib: rootMiB,
+    seed,
+    epoch: sourceDateEpoch,
+  });
+  const dataImage = ext4Image({
+    tree: dataTree,
+    file: join(parts, 'data.ext4'),
+    label: 'harbor-var',
+    mib: dataMiB,
+    seed,
+    epoch: sourceDateEpoch,
+  });
   const bootFiles = checkBootTree(bootTree);
   const bootFat = bootImage({ tree: bootTree, file: join(parts, 'boot.vfat'), epoch: sourceDateEpoch });
-  say(`root ${rootMiB} MiB of a ${SLOT_MIB} MiB slot, data ${dataMiB} MiB (grows to the card), boot ${BOOT_MIB} MiB with ${bootFiles.length} files`);
+  say(
+    `root ${rootMiB} MiB of a ${SLOT_MIB} MiB slot, data ${dataMiB} MiB (grows to the card), boot ${BOOT_MIB} MiB with ${bootFiles.length} files`,
+  );
 
   rmSync(release, { recursive: true, force: true });
   mkdirSync(release, { recursive: true });
@@ -237,7 +272,9 @@ try {
     signing,
     work: parts,
   });
-  say(`bundle signed: ${basename(bundle)} (${(statSync(bundle).size / MIB).toFixed(0)} MiB in ${(elapsed() - bundleStarted).toFixed(0)} s)`);
+  say(
+    `bundle signed: ${basename(bundle)} (${(statSync(bundle).size / MIB).toFixed(0)} MiB in ${(elapsed() - bundleStarted).toFixed(0)} s)`,
+  );
 
   const sbom = writeSbom(source.dir, join(release, `${name}.sbom.cdx.json`));
   const packagesFile = join(release, `${name}.packages.tsv`);
@@ -257,7 +294,11 @@ try {
     released: source.released,
     gateway: { version: source.gatewayVersion, commit: source.commit, queueFormat: source.queueFormat },
     appliance: { commit: applianceCommit, sourceDateEpoch: Number(sourceDateEpoch) },
-    debian: { suite: SUITE, packages: packages.size, kernel: `${kernel}: linux-image ${version(kernel === 'debian' ? 'linux-image-arm64' : 'linux-image-rpi-v8')}` },
+    debian: {
+      suite: SUITE,
+      packages: packages.size,
+      kernel: `${kernel}: linux-image ${version(kernel === 'debian' ? 'linux-image-arm64' : 'linux-image-rpi-v8')}`,
+    },
     node: version('nodejs'),
     java: version('openjdk-21-jre-headless'),
     questdb: QUESTDB_VERSION,
@@ -268,7 +309,12 @@ try {
     signing: signing.test
       ? { keys: 'TEST keys made by the build (--test-keys): not for the field', caSha256: signing.fingerprint }
       : { keys: 'release signing key', caSha256: signing.fingerprint },
-    sbom: { file: basename(sbom.file), format: sbom.format, components: sbom.components, source: 'npm sbom --omit dev (package-lock.json)' },
+    sbom: {
+      file: basename(sbom.file),
+      format: sbom.format,
+      components: sbom.components,
+      source: 'npm sbom --omit dev (package-lock.json)',
+    },
     files: [artefact, bundle, packagesFile, changelog, sbom.file].map(describeFile),
   };
   writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
@@ -298,9 +344,13 @@ function prepareBootTree(tree, rootfs) {
   const script = join(work, 'boot.cmd');
   const lines = readFileSync(join(repoRoot, 'appliance/boot/boot.cmd'), 'utf8').split('\n');
   writeFileSync(script, lines.filter((line) => !line.trimStart().startsWith('#') && line.trim() !== '').join('\n'));
-  run('mkimage', ['-A', 'arm64', '-O', 'linux', '-T', 'script', '-C', 'none', '-n', 'Harbor Gateway slot choice', '-d', script, join(tree, 'boot.scr')], {
-    quiet: true,
-  });
+  run(
+    'mkimage',
+    ['-A', 'arm64', '-O', 'linux', '-T', 'script', '-C', 'none', '-n', 'Harbor Gateway slot choice', '-d', script, join(tree, 'boot.scr')],
+    {
+      quiet: true,
+    },
+  );
   writeFileSync(join(tree, 'harbor-slot.env'), 'HARBOR_SLOT=A\n');
   writeFileSync(join(tree, 'harbor-try.env'), 'HARBOR_TRY=\nHARBOR_TRY_LEFT=0\n');
   copyFileSync(join(repoRoot, 'appliance/boot/harbor.conf'), join(tree, 'harbor.conf'));
@@ -359,4 +409,3 @@ function checkUnitPaths(rootfs, enabled) {
   }
   if (missing.length > 0) throw new Error(`units refer to what the image does not have:\n  ${missing.join('\n  ')}`);
 }
-

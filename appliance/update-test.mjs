@@ -94,7 +94,7 @@ try {
   ]);
   // The test reads QuestDB from outside the board: its HTTP port on every address (data partition).
   writeFileSync(join(work, 'questdb.env'), 'QDB_HTTP_BIND_TO=0.0.0.0:9000\n');
-  editPartition(disk, parts.data, ['write ' + join(work, 'questdb.env') + ' /lib/harbor-appliance/etc/harbor-gateway/questdb.env']);
+  editPartition(disk, parts.data, [`write ${join(work, 'questdb.env')} /lib/harbor-appliance/etc/harbor-gateway/questdb.env`]);
 
   const bundlePort = await freePort();
   const offer = bundleServer(bundlePort);
@@ -150,7 +150,10 @@ try {
   /** Every answered reading is queued: the power cuts lost none. */
   const expectQueueWhole = async (/** @type {string} */ when) => {
     const status = await gatewayStatus(url, apiKey);
-    expect(status.queue.readings >= answered.size, `${when}: the queue holds ${status.queue.readings} readings, ${answered.size} were answered`);
+    expect(
+      status.queue.readings >= answered.size,
+      `${when}: the queue holds ${status.queue.readings} readings, ${answered.size} were answered`,
+    );
     return status.queue.readings;
   };
 
@@ -158,7 +161,11 @@ try {
   const first = await bootInto('A', 'first boot of the old release');
   offer.serve(untrusted);
   next = await postReadings({ url, apiKey, from: next, count: 500, answered });
-  await first.machine.waitFor(/refused http:\/\/\S+: the bundle's signature or format was refused/, 10 * 60_000, 'the untrusted bundle refused');
+  await first.machine.waitFor(
+    /refused http:\/\/\S+: the bundle's signature or format was refused/,
+    10 * 60_000,
+    'the untrusted bundle refused',
+  );
   offer.serve(undefined);
   expect(slotB() === emptySlotB, 'slot B changed after the untrusted bundle');
   say(`untrusted bundle refused; ${answered.size} readings queued while QuestDB is unreachable`);
@@ -190,7 +197,11 @@ try {
   say(`installation completed in ${installSeconds} s (third attempt)`);
 
   // 3. A cut during the trial boot: back on the old slot by itself.
-  const trialBoot = await third.machine.waitFor(/booting slot ([AB]) \(partition \d, trial (\d)\)/, 10 * 60_000, 'the reboot into the trial');
+  const trialBoot = await third.machine.waitFor(
+    /booting slot ([AB]) \(partition \d, trial (\d)\)/,
+    10 * 60_000,
+    'the reboot into the trial',
+  );
   expect(trialBoot[1] === 'B' && trialBoot[2] === '1', `after the installation U-Boot chose slot ${trialBoot[1]} trial ${trialBoot[2]}`);
   await new Promise((r) => setTimeout(r, 20_000));
   await cutAndWait(third.machine);
@@ -199,7 +210,10 @@ try {
   await expectQueueWhole(`boot ${boot}`);
   expect(/never confirmed/.test(readBootFileNow(back.machine) ?? ''), 'no report');
   await cutAndWait(back.machine);
-  expect(/never confirmed/.test(readBootFile(disk, parts.boot, RESULT_FILE) ?? ''), `${RESULT_FILE} does not say the trial was never confirmed`);
+  expect(
+    /never confirmed/.test(readBootFile(disk, parts.boot, RESULT_FILE) ?? ''),
+    `${RESULT_FILE} does not say the trial was never confirmed`,
+  );
   say('power cut during the trial boot: the old slot came back by itself and says the trial was never confirmed');
 
   // 4. The bundle again: installed, tried, confirmed; every reading delivered once.
@@ -212,7 +226,9 @@ try {
   await trial.machine.waitFor(/is ready and confirmed/, 45 * 60_000, 'the trial confirmed');
   const updateSeconds = Math.round((Date.now() - updateStarted) / 1000);
   const delivered = await waitForDelivery({ url, apiKey, questdbPort, questdbPassword, answered });
-  say(`the new release confirmed ${updateSeconds} s after the installation began; QuestDB holds ${delivered.rows} rows, ${delivered.distinct} distinct, of ${answered.size} answered readings`);
+  say(
+    `the new release confirmed ${updateSeconds} s after the installation began; QuestDB holds ${delivered.rows} rows, ${delivered.distinct} distinct, of ${answered.size} answered readings`,
+  );
   timings.push(`update (install start to confirmed): ${updateSeconds} s; reboot to ready on trial: ${trial.seconds} s`);
 
   // 5. The old release offered by the central tier: a downgrade, refused.
@@ -222,7 +238,10 @@ try {
   await trial.machine.waitFor(/refused http:\/\/\S+: \S+ is older than \S+ \(a downgrade\)/, 15 * 60_000, 'the downgrade refused');
   offer.serve(undefined);
   await cutAndWait(trial.machine);
-  expect(partitionDigest(disk, parts.rootA) === digestA && bootState() === stateBefore, 'the refused downgrade wrote to a slot or the boot state');
+  expect(
+    partitionDigest(disk, parts.rootA) === digestA && bootState() === stateBefore,
+    'the refused downgrade wrote to a slot or the boot state',
+  );
   say('downgrade to the old release refused; nothing written');
 
   // 6. A bundle whose gateway cannot start: tried, marked bad, back on slot B.
@@ -261,7 +280,11 @@ function mib(/** @type {string} */ file) {
 
 /** The console's last update line, for the message of a failed check. */
 function readBootFileNow(/** @type {import('./lib/vm.mjs').Machine} */ machine) {
-  return machine.console().split('\n').filter((line) => line.includes('harbor-update')).at(-1);
+  return machine
+    .console()
+    .split('\n')
+    .filter((line) => line.includes('harbor-update'))
+    .at(-1);
 }
 
 /**
@@ -303,7 +326,10 @@ async function waitForDelivery({ url, apiKey, questdbPort, questdbPassword, answ
     await new Promise((r) => setTimeout(r, 5000));
   }
   const counts = await questdbCount({ port: questdbPort, password: questdbPassword, values: answered });
-  expect(counts.missing.length === 0, `${counts.missing.length} answered readings are not in QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`);
+  expect(
+    counts.missing.length === 0,
+    `${counts.missing.length} answered readings are not in QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`,
+  );
   expect(counts.rows === counts.distinct, `QuestDB holds ${counts.rows} rows for ${counts.distinct} readings: some twice`);
   return counts;
 }

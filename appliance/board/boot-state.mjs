@@ -55,7 +55,10 @@ export function writeCommitted(/** @type {Slot} */ slot, boot = BOOT_DIR) {
 
 /** A trial of `slot` for `attempts` boots; no slot: no trial. */
 export function writeTrial(/** @type {Slot | undefined} */ slot, attempts = TRIAL_ATTEMPTS, boot = BOOT_DIR) {
-  writeAtomic(join(boot, TRY_FILE), slot === undefined ? 'HARBOR_TRY=\nHARBOR_TRY_LEFT=0\n' : `HARBOR_TRY=${slot}\nHARBOR_TRY_LEFT=${attempts}\n`);
+  writeAtomic(
+    join(boot, TRY_FILE),
+    slot === undefined ? 'HARBOR_TRY=\nHARBOR_TRY_LEFT=0\n' : `HARBOR_TRY=${slot}\nHARBOR_TRY_LEFT=${attempts}\n`,
+  );
 }
 
 /** What the kernel was started with: the slot (rauc.slot=) and whether this boot is a trial. */

@@ -282,7 +282,10 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
       system.log(`could not create the HTTPS certificate now (the gateway creates it at start): ${/** @type {Error} */ (error).message}`);
     }
     if (settings.deviceKeys !== undefined) {
-      const keyFile = writeDeviceKeys(at(unitEnv['API_KEYS_FILE'] ?? join(unitEnv['DATA_DIR'] ?? 'var/lib/harbor-gateway', 'api-keys')), settings.deviceKeys);
+      const keyFile = writeDeviceKeys(
+        at(unitEnv['API_KEYS_FILE'] ?? join(unitEnv['DATA_DIR'] ?? 'var/lib/harbor-gateway', 'api-keys')),
+        settings.deviceKeys,
+      );
       system.log(`device keys: ${settings.deviceKeys.length} from harbor.conf in ${keyFile}`);
     }
     // agetty expands backslash escapes in issue files: \4 is the board's IPv4 address.

@@ -142,7 +142,8 @@ export function parseDeviceKeys(text) {
     else if (name === 'default') problems.push(`${where}: the name default is API_KEY's`);
     else if (names.has(name)) problems.push(`${where}: the name is used twice`);
     else if (!DEVICE_KEY.test(key)) problems.push(`${where}: the key must be 16-256 printable characters without spaces or :`);
-    else if (shipPrefix !== undefined && !SHIP_PREFIX.test(shipPrefix)) problems.push(`${where}: the ship prefix must be 1-100 characters without spaces`);
+    else if (shipPrefix !== undefined && !SHIP_PREFIX.test(shipPrefix))
+      problems.push(`${where}: the ship prefix must be 1-100 characters without spaces`);
     else {
       names.add(name);
       keys.push({ name, key, shipPrefix });
@@ -386,7 +387,8 @@ export function validateSettings(values, env) {
     deviceKeys = parsed.keys;
   }
   const updateUrl = get('UPDATE_URL') ?? '';
-  if (updateUrl !== '' && !/^https?:\/\/[^\s"'\\]+$/.test(updateUrl)) problems.push('UPDATE_URL must be an http:// or https:// address without spaces or quotes');
+  if (updateUrl !== '' && !/^https?:\/\/[^\s"'\\]+$/.test(updateUrl))
+    problems.push('UPDATE_URL must be an http:// or https:// address without spaces or quotes');
   const trialText = get('UPDATE_TRIAL_SECONDS');
   const trialSeconds = trialText === undefined ? undefined : Number(trialText);
   if (trialSeconds !== undefined && !(Number.isInteger(trialSeconds) && trialSeconds >= 60 && trialSeconds <= 7200))

@@ -156,7 +156,8 @@ export function restoreQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR,
   }
   const aside = join(stateDir, `queue-format-${after}-set-aside-${now.toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(aside, { recursive: true, mode: 0o700 });
-  for (const name of [...QUEUE_FILES, 'queue.db-shm']) if (existsSync(join(stateDir, name))) renameSync(join(stateDir, name), join(aside, name));
+  for (const name of [...QUEUE_FILES, 'queue.db-shm'])
+    if (existsSync(join(stateDir, name))) renameSync(join(stateDir, name), join(aside, name));
   for (const name of QUEUE_FILES) if (existsSync(join(snapshot, name))) copyFileSync(join(snapshot, name), join(stateDir, name));
   syncTree(stateDir);
   syncTree(aside);
@@ -320,7 +321,10 @@ async function download(/** @type {string} */ url, /** @type {{ conditional?: bo
   if (response.status === 304) return undefined;
   if (!response.ok || response.body === null) throw new Error(`${url} answered ${response.status}`);
   log(`downloading ${url}`);
-  await pipeline(Readable.fromWeb(/** @type {import('node:stream/web').ReadableStream} */ (response.body)), createWriteStream(partial, { mode: 0o600 }));
+  await pipeline(
+    Readable.fromWeb(/** @type {import('node:stream/web').ReadableStream} */ (response.body)),
+    createWriteStream(partial, { mode: 0o600 }),
+  );
   renameSync(partial, target);
   const received = response.headers.get('etag');
   if (received !== null) writeAtomic(etagFile, received, 0o600);
@@ -397,7 +401,9 @@ async function installBundle({ source, bundle, force, reboot }) {
     return 1;
   }
   writeTrialRecord({ ...trial, status: 'installed' });
-  log(`installed ${manifest.version} into slot ${target}; the next boot tries it, and falls back to slot ${booted.slot ?? '?'} unless it is confirmed`);
+  log(
+    `installed ${manifest.version} into slot ${target}; the next boot tries it, and falls back to slot ${booted.slot ?? '?'} unless it is confirmed`,
+  );
   if (reboot) run('systemctl', ['reboot']);
   return 0;
 }
@@ -437,11 +443,17 @@ export async function installFromBootPartition(boot = BOOT_DIR) {
   if (status !== 0) {
     const refused = readJson(join(UPDATE_DIR, 'refused.json'));
     const last = readLast();
-    writeResult(boot, `The update in ${BOOT_BUNDLE} was not installed: ${refused?.reason ?? last?.reason ?? 'see the journal'}. Nothing was written to the system.`);
+    writeResult(
+      boot,
+      `The update in ${BOOT_BUNDLE} was not installed: ${refused?.reason ?? last?.reason ?? 'see the journal'}. Nothing was written to the system.`,
+    );
     return status;
   }
   const trial = readTrial();
-  writeResult(boot, `${trial?.to ?? 'The update'} was installed into slot ${trial?.slot ?? '?'} and is being tried; this file will say whether it was kept.`);
+  writeResult(
+    boot,
+    `${trial?.to ?? 'The update'} was installed into slot ${trial?.slot ?? '?'} and is being tried; this file will say whether it was kept.`,
+  );
   run('systemctl', ['reboot']);
   return 0;
 }
@@ -463,15 +475,22 @@ function writeResult(/** @type {string} */ boot, /** @type {string} */ text) {
 async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ expected) {
   /** @type {string[]} */
   const waiting = [];
-  const unit = run('systemctl', ['show', 'harbor-gateway.service', '--property=ActiveState,SubState,Result,ExecMainStatus,StatusText'], { quiet: true });
+  const unit = run('systemctl', ['show', 'harbor-gateway.service', '--property=ActiveState,SubState,Result,ExecMainStatus,StatusText'], {
+    quiet: true,
+  });
   const props = Object.fromEntries(
     unit.stdout
       .trim()
       .split('\n')
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
-  if (props['ActiveState'] === 'failed' || (props['Result'] !== undefined && props['Result'] !== 'success' && props['ActiveState'] !== 'active'))
-    return { failed: `harbor-gateway.service ${props['ActiveState']} (${props['Result']}, exit status ${props['ExecMainStatus']})${gatewayJournal()}` };
+  if (
+    props['ActiveState'] === 'failed' ||
+    (props['Result'] !== undefined && props['Result'] !== 'success' && props['ActiveState'] !== 'active')
+  )
+    return {
+      failed: `harbor-gateway.service ${props['ActiveState']} (${props['Result']}, exit status ${props['ExecMainStatus']})${gatewayJournal()}`,
+    };
   if (props['ActiveState'] !== 'active') waiting.push(`harbor-gateway.service is ${props['ActiveState']}/${props['SubState']}`);
   try {
     const ready = await fetch(`http://127.0.0.1:${expected.port}/readyz`, { signal: AbortSignal.timeout(5000) });
@@ -491,7 +510,9 @@ async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ exp
 }
 
 function gatewayJournal() {
-  const journal = run('journalctl', ['--unit=harbor-gateway.service', '--boot', '--lines=6', '--output=cat', '--no-pager'], { quiet: true });
+  const journal = run('journalctl', ['--unit=harbor-gateway.service', '--boot', '--lines=6', '--output=cat', '--no-pager'], {
+    quiet: true,
+  });
   const lines = journal.stdout.trim();
   return lines === '' ? '' : `; its last log lines: ${lines.split('\n').join(' | ').slice(-1500)}`;
 }
@@ -516,7 +537,9 @@ export async function confirm() {
   const version = releaseInfo()['APPLIANCE_VERSION'] ?? '';
   const settings = trialSettings();
   const deadline = Date.now() + settings.trialSeconds * 1000;
-  log(`slot ${booted.slot} runs ${version} on trial: waiting up to ${settings.trialSeconds} s for the gateway on its queue${settings.questdb ? ' and the local QuestDB' : ''}`);
+  log(
+    `slot ${booted.slot} runs ${version} on trial: waiting up to ${settings.trialSeconds} s for the gateway on its queue${settings.questdb ? ' and the local QuestDB' : ''}`,
+  );
   /** @type {string | undefined} */
   let failure;
   let waiting = ['nothing checked yet'];
@@ -534,7 +557,14 @@ export async function confirm() {
     }
     await new Promise((r) => setTimeout(r, 3000));
   }
-  const record = trial ?? { from: '?', to: version, slot: booted.slot ?? 'A', startedAt: new Date().toISOString(), source: '?', status: 'installed' };
+  const record = trial ?? {
+    from: '?',
+    to: version,
+    slot: booted.slot ?? 'A',
+    startedAt: new Date().toISOString(),
+    source: '?',
+    status: 'installed',
+  };
   if (failure === undefined) {
     const good = rauc(['status', 'mark-good'], true);
     if (!good.ok) failure = `RAUC could not mark the slot good: ${good.stderr}`;
@@ -564,13 +594,19 @@ export function report() {
     if (trial.status === 'installed') {
       // The first boot of a trial: the queue as it was, in case the trial upgrades it and fails.
       const format = Number(releaseInfo()['QUEUE_FORMAT'] ?? 0);
-      if (format > 0 && snapshotQueue({ releaseFormat: format })) log('queue copied before the trial opens it (its format is older than this release writes)');
+      if (format > 0 && snapshotQueue({ releaseFormat: format }))
+        log('queue copied before the trial opens it (its format is older than this release writes)');
     }
     return 0;
   }
   if (outcome === 'interrupted') {
     // Power was cut while RAUC wrote the slot: it was marked bad first, so the committed slot booted.
-    finishTrial({ ...trial, status: 'failed', reason: 'the installation was interrupted (power cut or restart); the slot was left unused', finishedAt: new Date().toISOString() });
+    finishTrial({
+      ...trial,
+      status: 'failed',
+      reason: 'the installation was interrupted (power cut or restart); the slot was left unused',
+      finishedAt: new Date().toISOString(),
+    });
     announce(`Update to ${trial.to} was interrupted during installation; ${trial.from} keeps running from slot ${booted.slot}.`);
     return 0;
   }
@@ -583,8 +619,15 @@ export function report() {
     trial.status === 'failed' && trial.reason
       ? trial.reason
       : 'the trial boot never confirmed the new release (it did not start, hung, lost power or was reset by the watchdog)';
-  finishTrial({ ...trial, status: 'failed', reason: restored ? `${reason}; ${restored}` : reason, finishedAt: trial.finishedAt ?? new Date().toISOString() });
-  announce(`Update to ${trial.to} failed and was rolled back; ${trial.from} runs from slot ${booted.slot}. Why: ${reason}${restored ? `. ${restored}` : ''}`);
+  finishTrial({
+    ...trial,
+    status: 'failed',
+    reason: restored ? `${reason}; ${restored}` : reason,
+    finishedAt: trial.finishedAt ?? new Date().toISOString(),
+  });
+  announce(
+    `Update to ${trial.to} failed and was rolled back; ${trial.from} runs from slot ${booted.slot}. Why: ${reason}${restored ? `. ${restored}` : ''}`,
+  );
   return 0;
 }
 
@@ -616,7 +659,11 @@ async function main() {
     case 'install': {
       const source = args.find((arg) => !arg.startsWith('--'));
       if (source === undefined) throw new Error('install needs a bundle file or an http(s) address');
-      return install({ source: /^https?:\/\//.test(source) ? source : resolve(source), force: args.includes('--force'), reboot: !args.includes('--no-reboot') });
+      return install({
+        source: /^https?:\/\//.test(source) ? source : resolve(source),
+        force: args.includes('--force'),
+        reboot: !args.includes('--no-reboot'),
+      });
     }
     case 'install-boot-partition':
       return installFromBootPartition();

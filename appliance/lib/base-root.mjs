@@ -83,7 +83,10 @@ export function baseRoot({ kernel, withGrafana, refresh = false, say }) {
       pinnedKey(RASPBERRYPI_KEY, join(keys, 'etc/apt/trusted.gpg.d/raspberrypi.asc'));
       mkdirSync(join(keys, 'etc/apt/preferences.d'), { recursive: true });
       // Raspberry Pi's kernel and firmware win over Debian's packages of the same names.
-      writeFileSync(join(keys, 'etc/apt/preferences.d/raspberrypi'), 'Package: *\nPin: origin archive.raspberrypi.com\nPin-Priority: 600\n');
+      writeFileSync(
+        join(keys, 'etc/apt/preferences.d/raspberrypi'),
+        'Package: *\nPin: origin archive.raspberrypi.com\nPin-Priority: 600\n',
+      );
     }
     // Written before the kernel package installs: its hooks read these.
     const early = join(work, 'early');

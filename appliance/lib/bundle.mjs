@@ -58,7 +58,15 @@ export function makeBundle({ rootImage, bundle, version, description, build, sig
   rmSync(bundle, { force: true });
   run(
     'rauc',
-    ['bundle', `--cert=${signing.cert}`, `--key=${signing.key}`, `--keyring=${signing.keyring}`, '--mksquashfs-args=-comp xz -b 1M -no-progress', content, bundle],
+    [
+      'bundle',
+      `--cert=${signing.cert}`,
+      `--key=${signing.key}`,
+      `--keyring=${signing.keyring}`,
+      '--mksquashfs-args=-comp xz -b 1M -no-progress',
+      content,
+      bundle,
+    ],
     { quiet: true },
   );
   rmSync(content, { recursive: true, force: true });

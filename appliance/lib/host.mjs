@@ -39,7 +39,9 @@ export const output = (/** @type {string} */ command, /** @type {string[]} */ ar
 
 /** A command on PATH, or a file named by its absolute path. */
 const onPath = (/** @type {string} */ command) =>
-  command.startsWith('/') ? existsSync(command) : (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, command)));
+  command.startsWith('/')
+    ? existsSync(command)
+    : (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, command)));
 
 /**
  * Installs the Debian packages whose commands are missing. Needs root, like the chroot and the

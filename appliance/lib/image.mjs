@@ -30,7 +30,22 @@ export function ext4Image({ tree, file, label, mib, seed, epoch }) {
   rmSync(file, { force: true });
   run(
     'mkfs.ext4',
-    ['-q', '-F', '-b', '4096', '-L', label, '-U', uuid({ seed, label }), '-E', `hash_seed=${uuid({ seed, label, hash: true })},root_owner=0:0`, '-d', tree, file, `${mib}M`],
+    [
+      '-q',
+      '-F',
+      '-b',
+      '4096',
+      '-L',
+      label,
+      '-U',
+      uuid({ seed, label }),
+      '-E',
+      `hash_seed=${uuid({ seed, label, hash: true })},root_owner=0:0`,
+      '-d',
+      tree,
+      file,
+      `${mib}M`,
+    ],
     { env: { ...process.env, E2FSPROGS_FAKE_TIME: epoch, SOURCE_DATE_EPOCH: epoch } },
   );
   return file;
@@ -97,4 +112,3 @@ export function checkBootTree(/** @type {string} */ tree) {
   if (!names.some((name) => /\.dtb$/.test(name))) throw new Error('no device tree on the boot partition: a Raspberry Pi would not boot');
   return names.map((name) => basename(name));
 }
-

@@ -24,9 +24,70 @@ export function makeKeyPair(dir, name) {
   mkdirSync(partial, { recursive: true, mode: 0o700 });
   const at = (/** @type {string} */ file) => join(partial, file);
   const days = '3650';
-  run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', at('ca.key.pem'), '-out', at('ca.cert.pem'), '-days', days, '-subj', `/O=Harbor Gateway/CN=${name} CA`, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], { quiet: true });
-  run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', at('signing.key.pem'), '-out', at('signing.csr.pem'), '-subj', `/O=Harbor Gateway/CN=${name} bundle signing`], { quiet: true });
-  run('openssl', ['x509', '-req', '-in', at('signing.csr.pem'), '-CA', at('ca.cert.pem'), '-CAkey', at('ca.key.pem'), '-CAcreateserial', '-out', at('signing.cert.pem'), '-days', days, '-extfile', '/dev/stdin'], { quiet: true, input: 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n' });
+  run(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      at('ca.key.pem'),
+      '-out',
+      at('ca.cert.pem'),
+      '-days',
+      days,
+      '-subj',
+      `/O=Harbor Gateway/CN=${name} CA`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    { quiet: true },
+  );
+  run(
+    'openssl',
+    [
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      at('signing.key.pem'),
+      '-out',
+      at('signing.csr.pem'),
+      '-subj',
+      `/O=Harbor Gateway/CN=${name} bundle signing`,
+    ],
+    { quiet: true },
+  );
+  run(
+    'openssl',
+    [
+      'x509',
+      '-req',
+      '-in',
+      at('signing.csr.pem'),
+      '-CA',
+      at('ca.cert.pem'),
+      '-CAkey',
+      at('ca.key.pem'),
+      '-CAcreateserial',
+      '-out',
+      at('signing.cert.pem'),
+      '-days',
+      days,
+      '-extfile',
+      '/dev/stdin',
+    ],
+    { quiet: true, input: 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n' },
+  );
   renameSync(partial, dir);
   return dir;
 }
@@ -44,7 +105,13 @@ export function signingMaterial({ key, cert, keyring, testKeys }) {
   if (testKeys) {
     const dir = makeKeyPair(join(applianceCache(), 'test-keys'), 'TEST KEY, not for the field');
     const ca = join(dir, 'ca.cert.pem');
-    return { key: join(dir, 'signing.key.pem'), cert: join(dir, 'signing.cert.pem'), keyring: ca, test: true, fingerprint: certFingerprint(ca) };
+    return {
+      key: join(dir, 'signing.key.pem'),
+      cert: join(dir, 'signing.cert.pem'),
+      keyring: ca,
+      test: true,
+      fingerprint: certFingerprint(ca),
+    };
   }
   if (key === undefined || cert === undefined || keyring === undefined) {
     throw new Error(

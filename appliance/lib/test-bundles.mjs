@@ -31,14 +31,21 @@ export function releaseFolder({ version, dir, build = true }) {
       ...(version === undefined ? [] : ['--release', version]),
     ]);
   }
-  if (!existsSync(at('.raucb')) || !existsSync(at('.img'))) throw new Error(`${folder} has no ${name}.img and .raucb: run npm run appliance:build first`);
+  if (!existsSync(at('.raucb')) || !existsSync(at('.img')))
+    throw new Error(`${folder} has no ${name}.img and .raucb: run npm run appliance:build first`);
   return { name, version: wanted, image: at('.img'), bundle: at('.raucb'), folder };
 }
 
 /** A CA and signing key the board does not trust. */
 export const untrustedKeys = (/** @type {string} */ work) => {
   const dir = makeKeyPair(join(work, 'untrusted-keys'), 'Untrusted');
-  return { key: join(dir, 'signing.key.pem'), cert: join(dir, 'signing.cert.pem'), keyring: join(dir, 'ca.cert.pem'), test: true, fingerprint: '' };
+  return {
+    key: join(dir, 'signing.key.pem'),
+    cert: join(dir, 'signing.cert.pem'),
+    keyring: join(dir, 'ca.cert.pem'),
+    test: true,
+    fingerprint: '',
+  };
 };
 
 /** A gateway bundle that fails at start as a bad release does: it throws before it listens. */
@@ -72,9 +79,21 @@ export function rebundle({ from, to, work, signing, version, description, breakG
   rmSync(to, { force: true });
   // RAUC makes a new verity hash tree; the old one's files are not part of the content.
   for (const leftover of ['manifest.raucm.sig']) rmSync(join(content, leftover), { force: true });
-  run('rauc', ['bundle', `--cert=${keys.cert}`, `--key=${keys.key}`, `--keyring=${keys.keyring}`, '--mksquashfs-args=-comp xz -b 1M -no-progress', content, to], {
-    quiet: true,
-  });
+  run(
+    'rauc',
+    [
+      'bundle',
+      `--cert=${keys.cert}`,
+      `--key=${keys.key}`,
+      `--keyring=${keys.keyring}`,
+      '--mksquashfs-args=-comp xz -b 1M -no-progress',
+      content,
+      to,
+    ],
+    {
+      quiet: true,
+    },
+  );
   rmSync(content, { recursive: true, force: true });
   return to;
 }

@@ -69,7 +69,12 @@ export function bootFiles(/** @type {string} */ disk, /** @type {Partition} */ p
     .map((line) => line.replace('::/', ''));
 }
 
-export function writeBootFile(/** @type {string} */ disk, /** @type {Partition} */ part, /** @type {string} */ file, /** @type {string} */ name) {
+export function writeBootFile(
+  /** @type {string} */ disk,
+  /** @type {Partition} */ part,
+  /** @type {string} */ file,
+  /** @type {string} */ name,
+) {
   run('mcopy', ['-o', '-i', fat(disk, part), file, `::/${name}`]);
 }
 
@@ -91,7 +96,10 @@ export function editPartition(disk, part, requests) {
 
 /** SHA-256 of a partition's bytes: whether anything wrote to it. */
 export function partitionDigest(/** @type {string} */ disk, /** @type {Partition} */ part) {
-  return output('sh', ['-c', `dd if=${disk} bs=1M iflag=skip_bytes,count_bytes skip=${part.start * 512} count=${part.size * 512} status=none | sha256sum`]).split(' ')[0];
+  return output('sh', [
+    '-c',
+    `dd if=${disk} bs=1M iflag=skip_bytes,count_bytes skip=${part.start * 512} count=${part.size * 512} status=none | sha256sum`,
+  ]).split(' ')[0];
 }
 
 /**
@@ -173,7 +181,8 @@ export function bootMachine({ disk, serial, forwards, work }) {
           from += (match.index ?? 0) + match[0].length;
           return match;
         }
-        if (machine.exitCode !== null || machine.signalCode !== null) throw new Error(`the machine stopped while waiting for ${what}; console: ${serial}`);
+        if (machine.exitCode !== null || machine.signalCode !== null)
+          throw new Error(`the machine stopped while waiting for ${what}; console: ${serial}`);
         if (Date.now() > deadline) throw new Error(`no ${what} within ${Math.round(timeoutMs / 1000)} s; console: ${serial}`);
         await new Promise((r) => setTimeout(r, 1000));
       }
@@ -190,7 +199,8 @@ export async function waitForHttp(/** @type {string} */ url, /** @type {number} 
     } catch {
       // still booting
     }
-    if (Date.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${Math.round(timeoutMs / 1000)} s; console: ${machine.serial}`);
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`${url} did not answer within ${Math.round(timeoutMs / 1000)} s; console: ${machine.serial}`);
     await new Promise((r) => setTimeout(r, 2000));
   }
 }

@@ -182,7 +182,7 @@ describe('device keys from harbor.conf', () => {
     const bad = parseDeviceKeys('tank-1:short default:0123456789abcdef0 a:0123456789abcdef0 a:0123456789abcdef1');
     expect(bad.problems).toEqual([
       'DEVICE_KEYS entry 1 (tank-1): the key must be 16-256 printable characters without spaces or :',
-      'DEVICE_KEYS entry 2 (default): the name default is API_KEY\'s',
+      "DEVICE_KEYS entry 2 (default): the name default is API_KEY's",
       'DEVICE_KEYS entry 4 (a): the name is used twice',
     ]);
     expect(bad.problems.join(' ')).not.toMatch(/0123456789abcdef/);
@@ -194,7 +194,10 @@ describe('device keys from harbor.conf', () => {
 
   it('checks the update settings', () => {
     const zone = { zoneExists: () => true };
-    const { settings, problems } = validateSettings(parseConfigText('UPDATE_URL=https://central.example/site.raucb\nUPDATE_TRIAL_SECONDS=900\n').values, zone);
+    const { settings, problems } = validateSettings(
+      parseConfigText('UPDATE_URL=https://central.example/site.raucb\nUPDATE_TRIAL_SECONDS=900\n').values,
+      zone,
+    );
     expect(problems).toEqual([]);
     expect(settings.update).toEqual({ url: 'https://central.example/site.raucb', trialSeconds: 900 });
     expect(validateSettings(parseConfigText('UPDATE_URL=ftp://x\nUPDATE_TRIAL_SECONDS=5\n').values, zone).problems).toHaveLength(2);
