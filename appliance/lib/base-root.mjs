@@ -38,8 +38,10 @@ const BASE_PACKAGES = [
   'nodejs',
   // QuestDB 9.3.4 runs on Java 17 and newer; 21 is the LTS Java of trixie with security support.
   'openjdk-21-jre-headless',
-  // Updates over the air: RAUC installs signed bundles into the other root slot (docs/appliance.md).
+  // Updates over the air: RAUC installs signed bundles into the other root slot (docs/appliance.md);
+  // its installer is the D-Bus service of rauc-service.
   'rauc',
+  'rauc-service',
 ];
 /**
  * Kernel, firmware and boot loader. U-Boot starts the kernel of the slot its boot script picks
