@@ -118,9 +118,9 @@ export function baseRoot({ kernel, withGrafana, refresh = false, say }) {
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
-  // Older base roots of this variant are of no use once a new one is made.
+  // Older base roots of this variant are of no use once a new one is made (one being made is left alone).
   for (const name of readdirSync(applianceCache()))
-    if (name.startsWith(`base-root-${SUITE}-${kernel}-`) && join(applianceCache(), name) !== dir)
+    if (name.startsWith(`base-root-${SUITE}-${kernel}-`) && !name.endsWith('.part') && join(applianceCache(), name) !== dir)
       rmSync(join(applianceCache(), name), { recursive: true, force: true });
   return { tarball, packages: list, key };
 }
