@@ -175,6 +175,17 @@ try {
   run('cp', ['-a', `${overlay}/.`, rootfs]);
   say('gateway, board programs, QuestDB and units on the Debian root');
 
+  // Node, Java and systemctl in the root see the system as they would on the board.
+  /** @type {[string, string[]][]} */
+  const mounts = [
+    ['proc', ['-t', 'proc', 'proc']],
+    ['sys', ['-t', 'sysfs', 'sysfs']],
+    ['dev', ['--bind', '/dev']],
+  ];
+  const mounted = mounts.map(([dir, how]) => {
+    run('mount', [...how, join(rootfs, dir)]);
+    return join(rootfs, dir);
+  });
   const enabled = [...SYSTEM_UNITS, ...projectUnits(withGrafana)];
   const masked = [...MASKED_UNITS, ...(withGrafana ? [GRAFANA_PACKAGE_UNIT] : [])];
   run('chroot', [rootfs, 'systemctl', 'enable', ...enabled], { quiet: true });
@@ -200,6 +211,7 @@ try {
   for (const link of ['boot/vmlinuz', 'boot/initrd.img'])
     if (spawnSync('chroot', [rootfs, 'test', '-s', `/${link}`]).status !== 0)
       throw new Error(`/${link} is missing: U-Boot boots the slot's kernel by that name`);
+  for (const dir of mounted.reverse()) run('umount', [dir]);
   say('the image runs its gateway, Java and Node under emulation; unit paths, credentials and kernel links resolve');
 
   // The three trees of the card: boot partition, root slot, data partition.

@@ -126,6 +126,7 @@ const QUEUE_FILES = ['queue.db', 'queue.db-wal'];
  * the file's format, keep a copy of it, so that a failed trial gives the old release back a file
  * it can open (the gateway never changes a file newer than its release). Root runs this with the
  * gateway stopped, so the file and its WAL are copied as one state.
+ * @param {{ stateDir?: string, updateDir?: string, releaseFormat: number }} options
  */
 export function snapshotQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR, releaseFormat }) {
   const format = queueFormatOf(join(stateDir, 'queue.db'));
@@ -144,6 +145,7 @@ export function snapshotQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR
  * After a failed trial, on the committed slot, before its gateway starts: when the trial upgraded
  * the queue's format, its file is set aside untouched (readings the trial accepted stay in it) and
  * the copy taken before the trial is put back. Returns what was done, for the report.
+ * @param {{ stateDir?: string, updateDir?: string, now?: Date }} options
  */
 export function restoreQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR, now = new Date() }) {
   const snapshot = join(updateDir, QUEUE_SNAPSHOT);
