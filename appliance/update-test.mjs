@@ -5,7 +5,7 @@
 //      gateway): readings are queued; the central tier's address offers a bundle signed with a key
 //      the board does not trust: refused, slot B and the boot state untouched; power is cut while
 //      readings are being sent;
-//   2. the new bundle on the boot partition: power is cut 3 s into the installation, then 60 s into
+//   2. the new bundle on the boot partition: power is cut 3 s into the installation, then 20 s into
 //      the next attempt: each time the old slot boots with every answered reading queued, and the
 //      installation starts again; the third attempt completes;
 //   3. power is cut during the trial boot of the new slot: the board comes back on the old slot by
@@ -180,7 +180,7 @@ try {
   writeBootFile(disk, parts.boot, newRelease.bundle, BOOT_BUNDLE);
   for (const [attempt, delay] of /** @type {const} */ ([
     [1, 3],
-    [2, 60],
+    [2, 20],
   ])) {
     const { machine } = await bootInto('A', attempt === 1 ? 'the bundle on the boot partition' : 'after a cut during installation');
     const queued = await expectQueueWhole(`boot ${boot}`);
