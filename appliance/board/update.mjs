@@ -240,8 +240,9 @@ export function readLast(dir = UPDATE_DIR) {
  */
 export function trialOutcome(trial, now) {
   if (trial.status === 'good') return 'good';
-  if (trial.status === 'installing') return 'interrupted';
+  // The new slot runs: a power cut may have come after RAUC finished but before the record said so.
   if (now.booted === trial.slot) return now.trialBoot ? 'pending' : 'good';
+  if (trial.status === 'installing') return 'interrupted';
   return 'failed';
 }
 
@@ -593,7 +594,7 @@ export function report() {
   if (trial === undefined) return 0;
   const outcome = trialOutcome(trial, { booted: booted.slot, trialBoot: booted.trial });
   if (outcome === 'pending') {
-    if (trial.status === 'installed') {
+    if (trial.status !== 'failed') {
       // The first boot of a trial: the queue as it was, in case the trial upgrades it and fails.
       const format = Number(releaseInfo()['QUEUE_FORMAT'] ?? 0);
       if (format > 0 && snapshotQueue({ releaseFormat: format }))
