@@ -55,6 +55,16 @@ export function makeBundle({ rootImage, bundle, version, description, build, sig
       '',
     ].join('\n'),
   );
+  signBundle({ content, bundle, signing });
+  rmSync(content, { recursive: true, force: true });
+  return bundle;
+}
+
+/**
+ * Makes and signs a bundle of a content folder (manifest.raucm and its images).
+ * @param {{ content: string, bundle: string, signing: import('./signing.mjs').Signing }} options
+ */
+export function signBundle({ content, bundle, signing }) {
   rmSync(bundle, { force: true });
   run(
     'rauc',
@@ -69,6 +79,5 @@ export function makeBundle({ rootImage, bundle, version, description, build, sig
     ],
     { quiet: true },
   );
-  rmSync(content, { recursive: true, force: true });
   return bundle;
 }

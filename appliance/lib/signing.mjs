@@ -24,16 +24,14 @@ export function makeKeyPair(dir, name) {
   mkdirSync(partial, { recursive: true, mode: 0o700 });
   const at = (/** @type {string} */ file) => join(partial, file);
   const days = '3650';
+  // P-256 keys: what RAUC's OpenSSL signs and verifies everywhere, and small.
+  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   run(
     'openssl',
     [
       'req',
       '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
+      ...newKey,
       '-keyout',
       at('ca.key.pem'),
       '-out',
@@ -53,11 +51,7 @@ export function makeKeyPair(dir, name) {
     'openssl',
     [
       'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
+      ...newKey,
       '-keyout',
       at('signing.key.pem'),
       '-out',

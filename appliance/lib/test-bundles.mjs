@@ -3,6 +3,7 @@
 // cannot start. Also finds (and, when missing, builds) the release folders of appliance:build.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { signBundle } from './bundle.mjs';
 import { repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
 import { makeKeyPair, signingMaterial } from './signing.mjs';
@@ -74,26 +75,8 @@ export function rebundle({ from, to, work, signing, version, description, breakG
     run('debugfs', ['-w', '-R', 'rm /opt/harbor-gateway/dist/gateway.mjs', image], { quiet: true });
     run('debugfs', ['-w', '-R', `write ${file} /opt/harbor-gateway/dist/gateway.mjs`, image], { quiet: true });
   }
-  const keys = signing ?? test;
   mkdirSync(join(to, '..'), { recursive: true });
-  rmSync(to, { force: true });
-  // RAUC makes a new verity hash tree; the old one's files are not part of the content.
-  for (const leftover of ['manifest.raucm.sig']) rmSync(join(content, leftover), { force: true });
-  run(
-    'rauc',
-    [
-      'bundle',
-      `--cert=${keys.cert}`,
-      `--key=${keys.key}`,
-      `--keyring=${keys.keyring}`,
-      '--mksquashfs-args=-comp xz -b 1M -no-progress',
-      content,
-      to,
-    ],
-    {
-      quiet: true,
-    },
-  );
+  signBundle({ content, bundle: to, signing: signing ?? test });
   rmSync(content, { recursive: true, force: true });
   return to;
 }
