@@ -6,7 +6,7 @@
 // signature chains to that certificate. --test-keys makes a throwaway CA and signing key instead,
 // kept in ~/.cache/harbor-gateway/appliance/test-keys so that test images and test bundles match;
 // an image built with them says so in its manifest and release file, and is not for the field.
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applianceCache, output, run } from './host.mjs';
 
@@ -61,6 +61,7 @@ export function makeKeyPair(dir, name) {
     ],
     { quiet: true },
   );
+  writeFileSync(at('signing.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n');
   run(
     'openssl',
     [
@@ -78,9 +79,9 @@ export function makeKeyPair(dir, name) {
       '-days',
       days,
       '-extfile',
-      '/dev/stdin',
+      at('signing.ext'),
     ],
-    { quiet: true, input: 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n' },
+    { quiet: true },
   );
   renameSync(partial, dir);
   return dir;
