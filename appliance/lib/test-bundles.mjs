@@ -2,7 +2,7 @@
 // the host: the same content signed by a key the board does not trust, and a release whose gateway
 // cannot start. Also finds (and, when missing, builds) the release folders of appliance:build.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { signBundle } from './bundle.mjs';
 import { repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
@@ -14,11 +14,18 @@ import { makeKeyPair, signingMaterial } from './signing.mjs';
  * @param {{ version?: string, dir?: string, build?: boolean }} options
  */
 export function releaseFolder({ version, dir, build = true }) {
+  if (dir !== undefined) {
+    // A folder given by its path: its name says the release.
+    const name = basename(dir);
+    const found = /^harbor-gateway-(.+)-debian-arm64-without-grafana$/.exec(name);
+    if (found === null || !existsSync(join(dir, `${name}.raucb`)) || !existsSync(join(dir, `${name}.img`)))
+      throw new Error(`${dir} is not a release folder of appliance:build --kernel debian --without-grafana --no-compress`);
+    return { name, version: String(found[1]), image: join(dir, `${name}.img`), bundle: join(dir, `${name}.raucb`), folder: dir };
+  }
   const wanted = version ?? currentVersion().version;
   const name = `harbor-gateway-${wanted}-debian-arm64-without-grafana`;
-  const folder = dir ?? join(repoRoot, 'dist/appliance', name);
-  const at = (/** @type {string} */ suffix) => join(folder, `${name}${suffix}`);
-  if (!existsSync(at('.raucb')) && build) {
+  const folder = join(repoRoot, 'dist/appliance', name);
+  if (!existsSync(join(folder, `${name}.raucb`)) && build) {
     run('nice', [
       '-n',
       '10',
@@ -32,9 +39,7 @@ export function releaseFolder({ version, dir, build = true }) {
       ...(version === undefined ? [] : ['--release', version]),
     ]);
   }
-  if (!existsSync(at('.raucb')) || !existsSync(at('.img')))
-    throw new Error(`${folder} has no ${name}.img and .raucb: run npm run appliance:build first`);
-  return { name, version: wanted, image: at('.img'), bundle: at('.raucb'), folder };
+  return releaseFolder({ dir: folder, build: false });
 }
 
 /** A CA and signing key the board does not trust. */
