@@ -47,6 +47,7 @@ import {
   renderKeyFile,
   renderTimesyncd,
   renderUpdateEnv,
+  setRootDevice,
   setRootReadOnly,
   validateSettings,
 } from './settings.mjs';
@@ -100,6 +101,7 @@ export const credstoreFile = (/** @type {string} */ name) => join(CREDSTORE_DIR,
  * @property {(name: string) => void} setLiveHostname
  * @property {() => boolean} rootIsReadOnly
  * @property {(mode: 'ro' | 'rw') => void} remountRoot
+ * @property {() => string | undefined} rootDevice      the running root as the kernel was told it (root=), if a named one
  * @property {(check: GatewayCheck) => string[]} checkGateway  the gateway's problems with the settings, [] when it accepts them
  * @property {(run: GatewayRun) => string} createCertificate   has the gateway create (or find) its HTTPS certificate; its SHA-256 fingerprint
  * @property {(message: string) => void} log
@@ -252,7 +254,11 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     writeAtomic(at(GRAFANA_ENV), renderGrafanaEnv(settings.alerts));
     writeAtomic(at(UPDATE_ENV), renderUpdateEnv(settings.update));
     const fstab = at('etc/fstab');
-    if (existsSync(fstab)) writeAtomic(fstab, setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot));
+    if (existsSync(fstab)) {
+      const device = system.rootDevice();
+      const text = setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot);
+      writeAtomic(fstab, device === undefined ? text : setRootDevice(text, device));
+    }
     writeAtomic(at(MARKER), `${now.toISOString()}\n`);
     const applied = renderApplied({ settings, hostname, queueMaxBytes: bound.bytes, appliedAt: now });
     writeAtomic(savedPath, applied, 0o600);
@@ -483,6 +489,7 @@ export function boardSystem() {
     },
     setLiveHostname: (name) => writeFileSync('/proc/sys/kernel/hostname', name),
     rootIsReadOnly: () => String(mountOf('/')?.[5]).split(',').includes('ro'),
+    rootDevice: () => /(?:^|\s)root=((?:PARTUUID|UUID|LABEL)=\S+)/.exec(readFileSync('/proc/cmdline', 'utf8'))?.[1],
     remountRoot: (mode) => {
       const result = run('mount', ['-o', `remount,${mode}`, '/']);
       if (!result.ok) throw new Error(`cannot remount / ${mode}: ${result.output}`);
@@ -506,6 +513,7 @@ export function treeSystem(/** @type {string} */ root) {
     setLiveHostname: () => {},
     rootIsReadOnly: () => false,
     remountRoot: () => {},
+    rootDevice: () => undefined,
     // The running system's Node and bundle (the tree is a card's root, not one that runs).
     checkGateway: (check) => checkGatewayConfig({ ...check, scratch: join(root, 'run') }),
     // The certificate goes into the tree's state directory.

@@ -429,6 +429,24 @@ function isCidr(/** @type {string} */ text) {
 }
 
 /**
+ * fstab's root line naming the slot's own partition (root= of the kernel command line, which the
+ * boot script sets), checked at boot (pass 1) as a named device can be. The image ships /dev/root,
+ * which fits either slot but cannot be checked.
+ * @param {string} fstab
+ * @param {string} device  e.g. PARTUUID=1a2b3c4d-02
+ */
+export function setRootDevice(fstab, device) {
+  return fstab
+    .split('\n')
+    .map((line) => {
+      const fields = line.trim().split(/\s+/);
+      if (line.trim().startsWith('#') || fields.length < 4 || fields[1] !== '/') return line;
+      return [device, '/', fields[2], fields[3], fields[4] ?? '0', '1'].join('\t');
+    })
+    .join('\n');
+}
+
+/**
  * The queue's disk bound. A technician's value must leave QuestDB room; without one the bound is
  * kept from the last configuration, or set to a quarter of the free space of /var at first boot.
  * @param {{ requested: number | undefined, current: number | undefined, freeBytes: number }} input

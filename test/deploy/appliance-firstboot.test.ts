@@ -304,7 +304,7 @@ describe('first boot on a root tree', () => {
     }
     mkdirSync(join(root, 'etc'), { recursive: true });
     writeFileSync(join(root, 'etc/machine-id'), '3f9a0c1d2e4b4a6c8d0e1f2a3b4c5d6e\n');
-    writeFileSync(join(root, 'etc/fstab'), 'LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
+    writeFileSync(join(root, 'etc/fstab'), '/dev/root\t/\text4\trw,noatime\t0\t0\n');
     const calls: string[] = [];
     const logs: string[] = [];
     let readOnly = false;
@@ -314,6 +314,7 @@ describe('first boot on a root tree', () => {
       growVar: () => calls.push('growVar'),
       setLiveHostname: (name) => calls.push(`hostname ${name}`),
       rootIsReadOnly: () => readOnly,
+      rootDevice: () => 'PARTUUID=1a2b3c4d-02',
       remountRoot: (mode) => {
         calls.push(`remount ${mode}`);
         readOnly = mode === 'ro';
@@ -496,6 +497,8 @@ describe('first boot on a root tree', () => {
     // The gateway's user owns its state folder; the key file gets the folder's owner.
     expect(statSync(join(board.root, keyFile)).uid).toBe(statSync(join(board.root, 'var/lib/harbor-gateway')).uid);
     expect(parseEnvText(board.read(UPDATE_ENV))).toEqual({ UPDATE_URL: 'https://central.example/pier9.raucb' });
+    // The root line names the slot's partition, so it is checked at boot.
+    expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\trw,noatime\t0\t1\n');
 
     // An update wrote the other slot: its /etc is the image's; the data partition is the site's.
     const keysBefore = board.read(keyFile);
@@ -640,14 +643,14 @@ describe('first boot on a root tree', () => {
     const board = makeBoard();
     writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=yes\n');
     board.boot1();
-    expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\tro,noatime\t0\t1\n');
+    expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\tro,noatime\t0\t1\n');
     expect(board.calls.at(-1)).toBe('remount ro');
 
     board.setReadOnly(true);
     writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=no\n');
     board.boot1();
     expect(board.calls.slice(-3)).toEqual(['remount rw', 'hostname harbor-3f9a0c', 'createCertificate']);
-    expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
+    expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\trw,noatime\t0\t1\n');
   });
 
   describe('with the gateway', () => {
