@@ -1,38 +1,43 @@
-// npm run appliance:boot-test -- [IMAGE]: boots a card image built with --kernel debian in an
-// emulated arm64 machine (qemu-system-aarch64 "virt", the image's own kernel and initramfs; a
-// Raspberry Pi is not emulated) on a copy of the image 4 GiB larger than built, as a bigger card:
-//   boot 1: first boot applies a harbor.conf (READ_ONLY_ROOT=yes, passwords left to generate), grows
-//           /var, shows the generated secrets on the console and in harbor-credentials.txt; the
-//           gateway, started by systemd from harbor-gateway.service, answers on the forwarded port
-//           8000 with the configured key and queues a batch;
-//   power cut (SIGKILL of the machine); the card holds the API key and gateway.env where the units
-//           read them;
-//   boot 2: the one-time credentials file is gone, the root is read-only in fstab, and the batch is
-//           still queued: with the root read-only since first boot, the gateway's state directory
-//           (/var/lib/private/harbor-gateway) can only be on the /var partition.
-// harbor-questdb.service and harbor-grafana.service are masked in the copy, so the readings must
-// wait in the queue and the boots stay within minutes under emulation.
-import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+// npm run appliance:boot-test -- [RELEASE_DIR]: this tree's card image, booted on an emulated board
+// (lib/vm.mjs: qemu's generic arm64 machine, U-Boot and the card's own boot script, kernel and
+// services; a Raspberry Pi is not emulated), with the features a site uses, checked from outside as
+// devices and technicians see them. One card, three boots:
+//   boot 1: first boot applies a harbor.conf with a site name, the API key, two device keys, an
+//           upstream (a gateway on the host, as the central tier) and READ_ONLY_ROOT=yes; the console
+//           shows the site and the HTTPS certificate's fingerprint; the ESP32 SDK's TLS client
+//           (mbedTLS, scripts/lib/esp32-tls-client) posts over HTTPS on 443, where the certificate
+//           is the one the console printed; the device keys are accepted, limited to their ships and
+//           refused when wrong; the readings reach the board's QuestDB and the upstream; the clock
+//           shows unsynchronised until the test's time server answers, then synchronised; power is
+//           cut while readings are being sent;
+//   boot 2: every answered reading is in QuestDB exactly once; the root is read-only;
+//   boot 3: a new harbor.conf changes the device keys: the removed and replaced keys are refused, the
+//           new ones accepted; the key file is owned by the gateway's dynamic user.
+// The checks go through /status; the local web console, once it exists, gets the same checks here.
+// Builds the image when missing (--without-grafana --test-keys). Runs as root, in a network
+// namespace of its own: the board reaches only what the test serves.
+import { spawnSync } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { stripVTControlCharacters } from 'node:util';
+import { connect } from 'node:tls';
+import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
+import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
-import { GATEWAY_ENV, credentialFile } from './firstboot/firstboot.mjs';
-import { parseEnvText } from './firstboot/settings.mjs';
-import { applianceCache, ensureHostPackages, output, repoRoot, run, stopwatch } from './lib/host.mjs';
-import { UNIT_DIR } from './lib/layout.mjs';
+import { applianceCache, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { releaseFolder } from './lib/test-bundles.mjs';
+import { gatewayStatus, postReadings, questdbCount } from './lib/vm-checks.mjs';
+import {
+  HOST_FROM_GUEST,
+  VM_HOST_PACKAGES,
+  bootMachine,
+  editPartition,
+  inNetworkNamespace,
+  partitions,
+  readPartitionFile,
+  waitForHttp,
+  writeBootFile,
+} from './lib/vm.mjs';
 
 const elapsed = stopwatch();
 const say = (/** @type {string} */ message) => process.stdout.write(`[appliance:boot-test ${elapsed().toFixed(0)} s] ${message}\n`);
@@ -40,212 +45,310 @@ const expect = (/** @type {boolean} */ condition, /** @type {string} */ message)
   if (!condition) throw new Error(message);
 };
 
-ensureHostPackages({ 'qemu-system-aarch64': 'qemu-system-arm', mcopy: 'mtools', sfdisk: 'fdisk', debugfs: 'e2fsprogs' });
-const image = process.argv[2] ? resolve(process.argv[2]) : newestImage();
+requireRoot('run the emulated board');
+const dirArg = process.argv[2] ? resolve(process.argv[2]) : undefined;
+if (process.env['HARBOR_VM_NETNS'] !== '1') {
+  ensureHostPackages(VM_HOST_PACKAGES);
+  buildEsp32TlsClient();
+  run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
+  releaseFolder({ dir: dirArg });
+}
+inNetworkNamespace();
+const release = releaseFolder({ dir: dirArg, build: false });
+const esp32 = buildEsp32TlsClient();
+
 mkdirSync(applianceCache(), { recursive: true });
 const work = mkdtempSync(join(applianceCache(), 'boot-test-'));
+/** @type {string[]} */
+const timings = [];
 let failed = true;
+/** @type {(() => void)[]} */
+const cleanups = [];
 try {
+  // The central tier: a gateway of this tree on the host side, taking what the board forwards.
+  const upstreamKey = `central-${Date.now().toString(16)}-key-0123`;
+  const upstream = await startGatewayProcess({
+    bundle: join(repoRoot, 'dist/gateway.mjs'),
+    env: {
+      HOST: '0.0.0.0',
+      API_KEY: upstreamKey,
+      DATA_DIR: join(work, 'central'),
+      QUESTDB_URL: `http://127.0.0.1:${await freePort()}`,
+      HEALTH_REPORT: 'false',
+    },
+  });
+  cleanups.push(() => upstream.child.kill('SIGKILL'));
+  const upstreamPort = new URL(upstream.url).port;
+
   const disk = join(work, 'disk.img');
-  run('cp', ['--sparse=always', image, disk]);
-  run('truncate', ['-s', `+4G`, disk]);
-  /** @type {{ partitiontable: { partitions: { start: number, size: number }[] } }} */
-  const table = JSON.parse(output('sfdisk', ['--json', disk]));
-  const [boot, root, variable] = table.partitiontable.partitions;
-  if (!boot || !root || !variable) throw new Error(`${image} does not have the appliance's three partitions`);
-  const fat = `${disk}@@${boot.start * 512}`;
+  run('cp', ['--sparse=always', release.image, disk]);
+  run('truncate', ['-s', '+4G', disk]);
+  const parts = partitions(disk);
+  writeFileSync(join(work, 'questdb.env'), 'QDB_HTTP_BIND_TO=0.0.0.0:9000\n');
+  editPartition(disk, parts.data, [`write ${join(work, 'questdb.env')} /lib/harbor-appliance/etc/harbor-gateway/questdb.env`]);
 
-  const names = output('mdir', ['-b', '-i', fat, '::/'])
-    .split('\n')
-    .map((line) => line.replace('::/', ''));
-  const kernel = names.find((name) => name.startsWith('vmlinuz-'));
-  const initrd = names.find((name) => name.startsWith('initrd.img-'));
-  if (!kernel || !initrd) throw new Error('no Debian kernel on the boot partition: boot-test needs an image built with --kernel debian');
-  run('mcopy', ['-i', fat, `::/${kernel}`, join(work, 'vmlinuz')]);
-  run('mcopy', ['-i', fat, `::/${initrd}`, join(work, 'initrd')]);
+  const stamp = Date.now().toString(16);
+  const apiKey = `boot-test-${stamp}-api-key`;
+  const questdbPassword = `boot-test-${stamp}-questdb`;
+  const keys = { tank: `tank1-${stamp}-key`, gps: `gps2-${stamp}-key`, tankNew: `tank1-${stamp}-new-key`, cam: `cam3-${stamp}-key` };
+  const conf = (/** @type {string} */ deviceKeys) =>
+    [
+      'SITE_NAME=Boot test site',
+      'HOSTNAME=gw-boot-test',
+      `API_KEY=${apiKey}`,
+      `QUESTDB_PASSWORD=${questdbPassword}`,
+      `DEVICE_KEYS=${deviceKeys}`,
+      `UPSTREAM_URL=http://${HOST_FROM_GUEST}:${upstreamPort}/api/v2/ingest/batch`,
+      `UPSTREAM_API_KEY=${upstreamKey}`,
+      `NTP_SERVERS=${HOST_FROM_GUEST}`,
+      'READ_ONLY_ROOT=yes',
+      '',
+    ].join('\r\n');
+  writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tank} gps-2:${keys.gps}:gps-`));
+  writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
+  say(`card prepared from ${release.name}; central tier at ${HOST_FROM_GUEST}:${upstreamPort}`);
 
-  // Masked, not just left out of multi-user.target: harbor-gateway.service wants harbor-questdb.service.
-  editRoot(
-    disk,
-    root,
-    ['harbor-questdb.service', 'harbor-grafana.service'].flatMap((unit) => [
-      `rm /${UNIT_DIR}/multi-user.target.wants/${unit}`,
-      `rm /${UNIT_DIR}/${unit}`,
-      `symlink /${UNIT_DIR}/${unit} /dev/null`,
-    ]),
-  );
-  const apiKey = `boot-test-${randomBytes(12).toString('hex')}`;
-  writeFileSync(join(work, 'harbor.conf'), `SITE_NAME=Boot test\r\nHOSTNAME=gw-boot-test\r\nAPI_KEY=${apiKey}\r\nREAD_ONLY_ROOT=yes\r\n`);
-  run('mcopy', ['-o', '-i', fat, join(work, 'harbor.conf'), '::/harbor.conf']);
-  say(`image copy prepared: ${image}`);
-
-  const headers = { 'X-API-Key': apiKey };
-  const first = await bootMachine(disk, join(work, 'serial-1.log'));
-  try {
-    const batch = await fetch(`${first.url}/api/v2/ingest/batch`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify([
-        { time: '2026-11-21T10:00:00.000Z', ship_id: 'boot-test', cargo_id: 'latitude', value: 53.5461 },
-        { time: '2026-11-21T10:00:00.000Z', ship_id: 'boot-test', cargo_id: 'longitude', value: 9.9661 },
-      ]),
+  const port = await freePort();
+  const httpsPort = await freePort();
+  const questdbPort = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let boot = 0;
+  const start = async (/** @type {string} */ why) => {
+    boot += 1;
+    const machine = bootMachine({
+      disk,
+      serial: join(work, `serial-${boot}.log`),
+      forwards: { [port]: 8000, [httpsPort]: 443, [questdbPort]: 9000 },
+      work,
     });
-    expect(batch.status === 200, `batch answered ${batch.status}`);
-    const status = await getStatus(first.url, headers);
-    expect(status.queue.readings === 2, `queue holds ${status.queue.readings} readings, expected 2`);
-    expect(status.queue.maxBytes > 512 * 1024 * 1024, `queue bound ${status.queue.maxBytes} does not reflect the grown /var`);
-    const serial = readFileSync(first.serial, 'utf8');
-    expect(serial.includes('Harbor Gateway "Boot test" on gw-boot-test'), 'the console does not show the site and hostname');
-    expect(
-      serial.includes('GRAFANA_ADMIN_PASSWORD=') && !serial.includes(apiKey),
-      'the console must show the generated secrets and only those',
-    );
-    // systemd marks unit names with colour codes on the console, and stops writing status there
-    // once the login prompt has it: "Started" may never show when the gateway is ready after the
-    // prompt, so the answers above stand for it and the console shows who started it.
-    expect(
-      /Starting harbor-gateway\.service/.test(stripVTControlCharacters(serial)),
-      'the console does not show systemd starting harbor-gateway.service',
-    );
-    say(
-      `boot 1: first boot applied, gateway up after ${first.seconds} s, 2 readings queued, queue bound ${(status.queue.maxBytes / 2 ** 20).toFixed(0)} MiB`,
-    );
-  } finally {
-    first.cut();
-  }
-  await first.exited;
-  const bootFiles = output('mdir', ['-b', '-i', fat, '::/']);
-  expect(!bootFiles.includes('harbor.conf'), 'harbor.conf is still on the boot partition');
-  expect(bootFiles.includes('harbor-credentials.txt') && bootFiles.includes('harbor-applied.txt'), 'credentials or applied file missing');
-  const grown = /** @type {{ partitiontable: { partitions: { start: number, size: number }[] } }} */ (
-    JSON.parse(output('sfdisk', ['--json', disk]))
-  );
-  const varAfter = grown.partitiontable.partitions[2];
-  expect(
-    varAfter !== undefined && (varAfter.start + varAfter.size) * 512 > statSync(disk).size - 2 ** 20,
-    '/var was not grown to the end of the card',
-  );
-  say('power cut; /var fills the card, harbor.conf replaced by harbor-applied.txt and harbor-credentials.txt');
-  expect(readPartitionFile(disk, root, `/${credentialFile('api_key')}`) === apiKey, `the API key is not in /${credentialFile('api_key')}`);
-  const gatewayEnv = parseEnvText(readPartitionFile(disk, root, `/${GATEWAY_ENV}`));
-  expect(
-    gatewayEnv['GATEWAY_NAME'] === 'Boot test' && Number(gatewayEnv['QUEUE_MAX_BYTES']) > 512 * 2 ** 20,
-    `/${GATEWAY_ENV} holds ${JSON.stringify(gatewayEnv)}`,
-  );
-  say(`the card holds the API key in /${credentialFile('api_key')} and gateway.env from harbor.conf`);
+    const chosen = await machine.waitFor(/booting slot ([AB])/, 300_000, 'the boot script choosing a slot');
+    const ready = await waitForHttp(`${url}/readyz`, 20 * 60_000, machine);
+    say(`boot ${boot} (${why}): slot ${chosen[1]}, gateway ready ${ready} s after U-Boot`);
+    timings.push(`boot ${boot} (${why}): U-Boot to ready ${ready} s`);
+    return machine;
+  };
+  const answered = new Set();
 
-  const second = await bootMachine(disk, join(work, 'serial-2.log'));
-  try {
-    const status = await getStatus(second.url, headers);
-    expect(status.queue.readings === 2, `after the power cut the queue holds ${status.queue.readings} readings, expected 2`);
-    say(`boot 2: gateway up after ${second.seconds} s, the 2 readings survived the power cut`);
-  } finally {
-    second.cut();
-  }
+  // Boot 1.
+  const first = await start('first boot');
+  const banner = await first.waitFor(
+    /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})/,
+    60_000,
+    'the certificate fingerprint on the console',
+  );
+  expect(/Harbor Gateway "Boot test site" on gw-boot-test/.test(first.console()), 'the console does not show the site and hostname');
+  const consoleFingerprint = String(banner[1]);
+  const status1 = await consoleChecks(url, apiKey);
+  expect(status1.clockSynchronized === false, `before any time server answered, clockSynchronized is ${status1.clockSynchronized}`);
+  expect(
+    status1.tls?.fingerprintSha256 === consoleFingerprint,
+    `/status shows certificate ${status1.tls?.fingerprintSha256}, the console ${consoleFingerprint}`,
+  );
+  const served = await servedFingerprint(httpsPort);
+  expect(served === consoleFingerprint, `port 443 serves certificate ${served}, the console printed ${consoleFingerprint}`);
+  say(`HTTPS on 443 serves the certificate the console printed (${consoleFingerprint.slice(0, 23)}…); clock unsynchronised`);
+
+  const tlsPost = (/** @type {string} */ key, /** @type {string} */ ship, /** @type {string[]} */ readings) =>
+    spawnSync(esp32, ['127.0.0.1', String(httpsPort), '/api/v2/ingest', key, ship, 'batch', ...readings], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+  const tls = tlsPost(apiKey, 'esp32-boot-test', ['temperature', '21.5', 'humidity', '40.25']);
+  expect(tls.status === 0 && /HTTP\/1\.1 200/.test(tls.stdout), `the ESP32 TLS client got: ${tls.stdout}${tls.stderr}`);
+  say(`ESP32 TLS client over 443: ${tls.stdout.split('\n')[0]}, 200`);
+
+  const tank = tlsPost(keys.tank, 'tank-ship', ['level', '3.5']);
+  const gpsOwn = tlsPost(keys.gps, 'gps-ship-7', ['speed', '11.5']);
+  const gpsOther = tlsPost(keys.gps, 'tank-ship', ['speed', '12.5']);
+  const wrong = tlsPost(`wrong-${stamp}-key-xx`, 'tank-ship', ['level', '1']);
+  expect(
+    /HTTP\/1\.1 200/.test(tank.stdout) && /HTTP\/1\.1 200/.test(gpsOwn.stdout),
+    `device keys: tank ${tank.stdout.split('\n')[1]}, gps ${gpsOwn.stdout.split('\n')[1]}`,
+  );
+  expect(/HTTP\/1\.1 403/.test(gpsOther.stdout), `gps-2 sending another ship: ${gpsOther.stdout.split('\n')[1]}`);
+  expect(/HTTP\/1\.1 401/.test(wrong.stdout), `a wrong key: ${wrong.stdout.split('\n')[1]}`);
+  say('device keys from harbor.conf: tank-1 and gps-2 accepted, gps-2 refused (403) for a ship outside its prefix, a wrong key 401');
+
+  const tlsRows = await waitFor(
+    async () => {
+      const counts = await questdbCount({
+        port: questdbPort,
+        password: questdbPassword,
+        values: new Set([21.5, 40.25].map((v) => v)),
+        ship: 'esp32-boot-test',
+      });
+      return counts.rows >= 2 ? counts : undefined;
+    },
+    30 * 60_000,
+    "the TLS readings in the board's QuestDB",
+  );
+  say(`the readings sent over TLS are in the board's QuestDB (${tlsRows.rows} rows)`);
+  const central = await waitFor(
+    async () => {
+      const status = await gatewayStatus(upstream.url, upstreamKey);
+      return status.totals.acceptedReadings >= 6 ? status : undefined;
+    },
+    10 * 60_000,
+    'the readings at the central tier',
+  );
+  say(`the upstream (central tier) accepted ${central.totals.acceptedReadings} readings from the board`);
+
+  const ntp = timeServer();
+  cleanups.push(() => ntp.close());
+  const syncStarted = Date.now();
+  await waitFor(
+    async () => ((await gatewayStatus(url, apiKey)).clockSynchronized === true ? true : undefined),
+    10 * 60_000,
+    'clockSynchronized true',
+  );
+  say(
+    `clock synchronised ${Math.round((Date.now() - syncStarted) / 1000)} s after the time server started answering (${ntp.answered()} answers)`,
+  );
+
+  const load = postReadings({ url, apiKey, from: 0, count: 1_000_000, answered, stopOnError: true });
+  await new Promise((r) => setTimeout(r, 8000));
+  first.cut();
+  await first.exited;
+  await load;
+  say(`power cut under load: ${answered.size} readings answered`);
+
+  // Boot 2.
+  const second = await start('after the power cut');
+  await waitFor(async () => ((await gatewayStatus(url, apiKey)).queue.readings === 0 ? true : undefined), 30 * 60_000, 'the queue drained');
+  const counts = await questdbCount({ port: questdbPort, password: questdbPassword, values: answered });
+  expect(
+    counts.missing.length === 0,
+    `${counts.missing.length} answered readings missing from QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`,
+  );
+  expect(
+    counts.rows === counts.distinct && counts.rows >= answered.size,
+    `QuestDB holds ${counts.rows} rows, ${counts.distinct} distinct, ${answered.size} answered`,
+  );
+  say(`after the power cut every answered reading is in QuestDB exactly once (${counts.rows} rows)`);
+  second.cut();
   await second.exited;
-  expect(!output('mdir', ['-b', '-i', fat, '::/']).includes('harbor-credentials.txt'), 'harbor-credentials.txt survived the second boot');
-  const fstab = readPartitionFile(disk, root, '/etc/fstab');
-  expect(/^LABEL=harbor-root\s+\/\s+ext4\s+ro,/m.test(fstab), 'the root is not read-only in fstab');
-  say('the one-time credentials file is gone; fstab mounts the root read-only');
+  const fstab = readPartitionFile(disk, parts.rootA, '/etc/fstab') ?? '';
+  expect(/^\/dev\/root\s+\/\s+ext4\s+ro,/m.test(fstab), 'the root is not read-only in fstab');
+
+  // Boot 3: the device keys change.
+  writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tankNew} cam-3:${keys.cam}`));
+  writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
+  const third = await start('harbor.conf with new device keys');
+  const after = {
+    tankOld: tlsPost(keys.tank, 'tank-ship', ['level', '4']),
+    tankNew: tlsPost(keys.tankNew, 'tank-ship', ['level', '4.5']),
+    gps: tlsPost(keys.gps, 'gps-ship-7', ['speed', '13']),
+    cam: tlsPost(keys.cam, 'cam-ship', ['frames', '25']),
+  };
+  const line = (/** @type {{ stdout: string }} */ r) => r.stdout.split('\n')[1] ?? r.stdout;
+  expect(
+    / 401/.test(line(after.tankOld)) && / 401/.test(line(after.gps)),
+    `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`,
+  );
+  expect(/ 200/.test(line(after.tankNew)) && / 200/.test(line(after.cam)), `new keys: ${line(after.tankNew)}, ${line(after.cam)}`);
+  const status3 = await consoleChecks(url, apiKey);
+  third.cut();
+  await third.exited;
+  const owner = keyFileOwner(disk, parts.data);
+  expect(owner.file !== 0 && owner.file === owner.dir, `the key file is owned by uid ${owner.file}, its folder by ${owner.dir}`);
+  say(
+    `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned by the gateway's dynamic user (uid ${owner.file}); ${status3.keys.length} keys in /status`,
+  );
   failed = false;
 } finally {
-  process.stdout.write(`appliance:boot-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n`);
-  if (failed) process.stdout.write(`serial logs kept in ${work}\n`);
+  for (const cleanup of cleanups) cleanup();
+  process.stdout.write(`appliance:boot-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n${timings.join('\n')}\n`);
+  if (failed) process.stdout.write(`consoles kept in ${work}\n`);
   else rmSync(work, { recursive: true, force: true });
-}
-
-function newestImage() {
-  const dir = join(repoRoot, 'dist/appliance');
-  const images = existsSync(dir)
-    ? readdirSync(dir)
-        .filter((name) => /-debian-arm64.*\.img$/.test(name))
-        .map((name) => join(dir, name))
-    : [];
-  images.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  if (images[0] === undefined)
-    throw new Error('no dist/appliance/*-debian-arm64*.img: run npm run appliance:build -- --kernel debian --no-compress first');
-  return images[0];
-}
-
-/** Runs debugfs requests on the root partition of the disk image (copied out and back). */
-function editRoot(/** @type {string} */ disk, /** @type {{ start: number, size: number }} */ part, /** @type {string[]} */ requests) {
-  const file = join(work, 'root.ext4');
-  run('dd', [`if=${disk}`, `of=${file}`, 'bs=512', `skip=${part.start}`, `count=${part.size}`, 'conv=sparse', 'status=none']);
-  for (const request of requests) spawnSync('debugfs', ['-w', '-R', request, file], { stdio: 'ignore' });
-  run('dd', [`if=${file}`, `of=${disk}`, 'bs=512', `seek=${part.start}`, 'conv=notrunc,sparse', 'status=none']);
-  rmSync(file);
-}
-
-/** A file of an ext4 partition of the disk image, read in place (debugfs's offset= option). */
-function readPartitionFile(/** @type {string} */ disk, /** @type {{ start: number }} */ part, /** @type {string} */ path) {
-  return spawnSync('debugfs', ['-R', `cat ${path}`, `${disk}?offset=${part.start * 512}`], { encoding: 'utf8' }).stdout;
+  process.exit(failed ? 1 : 0);
 }
 
 /**
- * @param {string} url
- * @param {Record<string, string>} headers
- * @returns {Promise<{ queue: { readings: number, maxBytes: number } }>}
+ * What a technician checks on the board: today /status. The local web console, when it exists,
+ * is checked here too, for the same facts.
  */
-async function getStatus(url, headers) {
-  const response = await fetch(`${url}/status`, { headers });
-  expect(response.status === 200, `/status answered ${response.status}`);
-  return /** @type {Promise<{ queue: { readings: number, maxBytes: number } }>} */ (response.json());
+async function consoleChecks(/** @type {string} */ url, /** @type {string} */ apiKey) {
+  const status = await gatewayStatus(url, apiKey);
+  expect(status.ready, '/status says not ready');
+  return status;
 }
 
-/** Boots the disk in qemu with port 8000 forwarded to a free loopback port; resolves once /readyz answers. */
-async function bootMachine(/** @type {string} */ disk, /** @type {string} */ serial) {
-  const port = await freePort();
-  const log = openSync(join(work, 'qemu.log'), 'a');
-  const machine = spawn(
-    'qemu-system-aarch64',
-    [
-      '-M',
-      'virt',
-      '-cpu',
-      'cortex-a72',
-      '-smp',
-      '2',
-      '-m',
-      '2048',
-      '-nographic',
-      '-monitor',
-      'none',
-      '-kernel',
-      join(work, 'vmlinuz'),
-      '-initrd',
-      join(work, 'initrd'),
-      '-append',
-      'root=LABEL=harbor-root rw console=ttyAMA0 net.ifnames=0 fsck.repair=yes rootwait',
-      '-drive',
-      `file=${disk},format=raw,if=none,id=disk`,
-      '-device',
-      'virtio-blk-device,drive=disk',
-      '-netdev',
-      `user,id=net,hostfwd=tcp:127.0.0.1:${port}-:8000`,
-      '-device',
-      'virtio-net-device,netdev=net',
-      '-serial',
-      `file:${serial}`,
-    ],
-    { stdio: ['ignore', log, log] },
-  );
-  closeSync(log);
-  const exited = new Promise((resolveExit) => machine.once('exit', resolveExit));
-  const url = `http://127.0.0.1:${port}`;
-  const started = Date.now();
+/** The SHA-256 fingerprint of the certificate served on a port, as the console prints it. */
+function servedFingerprint(/** @type {number} */ port) {
+  return new Promise((resolveFingerprint, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false, servername: 'gw-boot-test.local' }, () => {
+      resolveFingerprint(socket.getPeerCertificate().fingerprint256);
+      socket.end();
+    });
+    socket.once('error', reject);
+  });
+}
+
+/**
+ * A time server for the board: SNTP answers with this machine's clock on UDP 123 of the namespace's
+ * loopback, which the board reaches as 10.0.2.2.
+ */
+function timeServer() {
+  const socket = createSocket('udp4');
+  let answered = 0;
+  socket.on('message', (request, from) => {
+    if (request.length < 48) return;
+    const reply = Buffer.alloc(48);
+    const now = ntpTime();
+    reply[0] = (0 << 6) | (4 << 3) | 4; // no leap warning, version 4, server
+    reply[1] = 1; // stratum 1: a reference clock
+    reply[2] = request[2] ?? 6;
+    reply[3] = 0xec; // precision 2^-20 s
+    reply.writeUInt32BE(0x10, 8); // root dispersion: 1/4096 s
+    reply.write('HOST', 12, 'latin1');
+    now.copy(reply, 16);
+    request.copy(reply, 24, 40, 48); // origin: the client's transmit time
+    now.copy(reply, 32);
+    ntpTime().copy(reply, 40);
+    socket.send(reply, from.port, from.address);
+    answered += 1;
+  });
+  socket.bind(123, '127.0.0.1');
+  return { close: () => socket.close(), answered: () => answered };
+}
+
+function ntpTime() {
+  const ms = Date.now();
+  const buffer = Buffer.alloc(8);
+  buffer.writeUInt32BE(Math.floor(ms / 1000) + 2_208_988_800, 0);
+  buffer.writeUInt32BE(Math.floor(((ms % 1000) / 1000) * 2 ** 32), 4);
+  return buffer;
+}
+
+/**
+ * @template T
+ * @param {() => Promise<T | undefined>} probe
+ * @param {number} timeoutMs
+ * @param {string} what
+ * @returns {Promise<T>}
+ */
+async function waitFor(probe, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
   for (;;) {
-    if (machine.exitCode !== null || machine.signalCode !== null)
-      throw new Error(`qemu exited: ${readFileSync(join(work, 'qemu.log'), 'utf8').slice(-2000)}`);
     try {
-      if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) })).ok) break;
-    } catch {
-      // still booting
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = /** @type {Error} */ (error).message;
     }
-    if (Date.now() - started > 15 * 60_000) {
-      machine.kill('SIGKILL');
-      throw new Error(`the gateway did not answer within 15 minutes; serial log: ${serial}`);
-    }
-    await new Promise((r) => setTimeout(r, 2000));
+    if (Date.now() > deadline) throw new Error(`no ${what} within ${Math.round(timeoutMs / 1000)} s${last ? ` (${last})` : ''}`);
+    await new Promise((r) => setTimeout(r, 5000));
   }
-  return { url, serial, exited, seconds: Math.round((Date.now() - started) / 1000), cut: () => machine.kill('SIGKILL') };
+}
+
+/** Owners of the gateway's key file and of its folder on the data partition. */
+function keyFileOwner(/** @type {string} */ disk, /** @type {import('./lib/vm.mjs').Partition} */ part) {
+  const uid = (/** @type {string} */ path) => {
+    const result = spawnSync('debugfs', ['-R', `stat ${path}`, `${disk}?offset=${part.start * 512}`], { encoding: 'utf8' });
+    const match = /User:\s+(\d+)/.exec(result.stdout);
+    if (match === null) throw new Error(`${path} is not on the data partition: ${result.stderr}`);
+    return Number(match[1]);
+  };
+  return { file: uid('/lib/private/harbor-gateway/api-keys'), dir: uid('/lib/private/harbor-gateway') };
 }

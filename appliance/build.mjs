@@ -1,85 +1,86 @@
-// npm run appliance:build -- [options]: the flashable arm64 image for Raspberry Pi 4/5.
+// npm run appliance:build -- [options]: a release's flashable arm64 image for Raspberry Pi 4/5 and
+// its signed update bundle, with the manifest, the SBOM, the changelog and checksums, into one folder.
 //
-//   --kernel debian        Debian's kernel and raspi-firmware (default): Raspberry Pi 4, all from Debian.
+//   --kernel debian        Debian's kernel, raspi-firmware and U-Boot (default): Raspberry Pi 4, all from Debian.
 //   --kernel raspberrypi   Raspberry Pi's kernels and firmware from archive.raspberrypi.com: Pi 4 and Pi 5.
-//   --without-grafana      leave Grafana out (its apt repository is not Debian's); for trying the
-//                          build on a machine that reaches only Debian and npm. Not for the field.
-//   --out DIR              where the image goes (default dist/appliance)
+//   --without-grafana      leave Grafana out (its apt repository is not Debian's); for building on a
+//                          machine that reaches only Debian and npm. Said in the manifest. Not for the field.
+//   --release X.Y.Z        an earlier release's image: its gateway built from the commit CHANGELOG.md
+//                          records, on this tree's appliance (what an over-the-air update starts from)
+//   --signing-key KEY --signing-cert CERT --keyring CA
+//                          the release signing key and the CA the image trusts (docs/appliance.md)
+//   --test-keys            throwaway signing keys in the cache instead; such an image is not for the field
+//   --out DIR              where the release folder goes (default dist/appliance)
 //   --no-compress          keep the .img only (default: also .img.xz, which flashing tools take)
-//   --refresh              fetch the arm64 sysroot packages again
+//   --refresh              bootstrap the Debian root and fetch the arm64 sysroot packages again
 //
-// Debian 13 (trixie) for arm64 is bootstrapped by mmdebstrap, with maintainer scripts run under
-// qemu-user (binfmt). Needs root and these hosts: Debian's archive, the npm registry (npm ci),
+// Debian 13 (trixie) for arm64 is bootstrapped by mmdebstrap once per package set, with maintainer
+// scripts run under qemu-user (binfmt), and cached (lib/base-root.mjs); each build puts the project's
+// files on a copy of it. Needs root and these hosts: Debian's archive, the npm registry (npm ci),
 // Maven Central (QuestDB), apt.grafana.com (Grafana) and, for --kernel raspberrypi,
-// archive.raspberrypi.com. The image is assembled from file system images made with mkfs -d and
-// mtools, without loop devices. Third-party archive keys are pinned by fingerprint.
+// archive.raspberrypi.com. Third-party archive keys are pinned by fingerprint.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  copyFileSync,
+} from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/lib/questdb.mjs';
-import { credentialFile, credstoreFile } from './firstboot/firstboot.mjs';
-import { FORWARD_SECRETS, SECRETS } from './firstboot/settings.mjs';
-import { unitCredentials, unitValues } from './firstboot/unit.mjs';
-import { DEBIAN_SOURCES, SUITE, digest } from './lib/debian.mjs';
+import { credentialFile, credstoreFile } from './board/firstboot.mjs';
+import { FORWARD_SECRETS, SECRETS } from './board/settings.mjs';
+import { unitCredentials, unitValues } from './board/unit.mjs';
+import { GRAFANA_VERSION, baseRoot } from './lib/base-root.mjs';
+import { makeBundle } from './lib/bundle.mjs';
+import { SUITE, digest } from './lib/debian.mjs';
 import { applianceCache, ensureBinfmt, ensureHostPackages, output, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { BOOT_MIB, SLOT_MIB, bootImage, checkBootTree, ext4Image, usedMiB, writeCard } from './lib/image.mjs';
 import { GATEWAY_HOME, QUESTDB_JAR, UNIT_DIR, installGrafanaProvisioning, installSystemdFiles, projectUnits } from './lib/layout.mjs';
+import { WITHOUT_GRAFANA, describeFile, packageVersions, writeChecksums, writeSbom } from './lib/manifest.mjs';
+import { currentSource, releaseSource } from './lib/release-source.mjs';
+import { signingMaterial } from './lib/signing.mjs';
 import { CROSS_TOOLS, stageGateway } from './lib/stage-gateway.mjs';
 import { unpackSysroot } from './lib/sysroot.mjs';
 
-/** Grafana OSS from Grafana's own apt repository, pinned; its signing key is checked by fingerprint. */
-const GRAFANA_VERSION = process.env['GRAFANA_VERSION'] ?? '13.2.3';
-const GRAFANA_SOURCE = 'deb https://apt.grafana.com stable main';
-const GRAFANA_KEY = { url: 'https://apt.grafana.com/gpg-full.key', fingerprint: 'B53AE77BADB630A683046005963FA27710458545' };
-const RASPBERRYPI_SOURCE = `deb http://archive.raspberrypi.com/debian ${SUITE} main`;
-const RASPBERRYPI_KEY = {
-  url: 'https://archive.raspberrypi.com/debian/raspberrypi.gpg.key',
-  fingerprint: 'CF8A1AF502A2AA2D763BAE7E82B129927FA3303E',
-};
-
-const BASE_PACKAGES = [
-  'systemd-sysv',
-  'systemd-resolved',
-  'systemd-timesyncd',
-  'udev',
-  'dbus',
-  'kmod',
-  'iproute2',
-  'iputils-ping',
-  'ca-certificates',
-  'tzdata',
-  'initramfs-tools',
-  'e2fsprogs',
-  'dosfstools',
-  'fdisk',
-  'cloud-guest-utils',
-  // The gateway: Debian's Node 20.19 (ABI 115, what better-sqlite3 is cross-built for).
-  'nodejs',
-  // QuestDB 9.3.4 runs on Java 17 and newer; 21 is the LTS Java of trixie with security support.
-  'openjdk-21-jre-headless',
+/** Services of the base system and the appliance the image starts, besides the units of systemd/. */
+const SYSTEM_UNITS = [
+  'harbor-firstboot.service',
+  'harbor-config.path',
+  'harbor-update-report.service',
+  'harbor-update-confirm.service',
+  'harbor-update-file.service',
+  'harbor-update-url.timer',
+  'systemd-networkd.service',
+  'systemd-resolved.service',
+  'systemd-timesyncd.service',
 ];
-const KERNEL_PACKAGES = {
-  debian: ['linux-image-arm64', 'raspi-firmware'],
-  raspberrypi: ['linux-image-rpi-v8', 'linux-image-rpi-2712', 'raspi-firmware'],
-};
-/** Services of the base system the image starts, besides the units of systemd/. */
-const SYSTEM_UNITS = ['harbor-firstboot.service', 'systemd-networkd.service', 'systemd-resolved.service', 'systemd-timesyncd.service'];
-/** Timers that would download and write on an appliance whose updates come as a new image. */
+/** Timers that would download and write on an appliance whose updates come as signed bundles. */
 const MASKED_UNITS = ['apt-daily.timer', 'apt-daily-upgrade.timer'];
 /** Grafana's own unit: harbor-grafana.service replaces it and conflicts with it, so it can never start. */
 const GRAFANA_PACKAGE_UNIT = 'grafana-server.service';
+/** The settings a site gives live on the data partition, bound over these folders of every slot. */
+export const SHARED_ETC = ['etc/harbor-gateway', 'etc/credstore'];
+export const SHARED_ETC_SOURCE = 'var/lib/harbor-appliance/etc';
 
 const MIB = 1024 * 1024;
-const BOOT_MIB = 512;
 
 const args = process.argv.slice(2);
-const option = (/** @type {string} */ name, /** @type {string} */ fallback) => {
+const option = (/** @type {string} */ name) => {
   const index = args.indexOf(name);
-  return index >= 0 ? String(args[index + 1]) : fallback;
+  return index >= 0 ? String(args[index + 1]) : undefined;
 };
-const kernel = option('--kernel', 'debian');
+const kernel = option('--kernel') ?? 'debian';
 if (kernel !== 'debian' && kernel !== 'raspberrypi') throw new Error('--kernel is debian or raspberrypi');
 const withGrafana = !args.includes('--without-grafana');
-const outDir = resolve(repoRoot, option('--out', 'dist/appliance'));
+const outDir = resolve(repoRoot, option('--out') ?? 'dist/appliance');
 const elapsed = stopwatch();
 const say = (/** @type {string} */ message) => process.stdout.write(`[appliance:build ${elapsed().toFixed(0)} s] ${message}\n`);
 
@@ -95,21 +96,43 @@ ensureHostPackages({
   sfdisk: 'fdisk',
   gpg: 'gpg',
   xz: 'xz-utils',
+  rauc: 'rauc',
+  mksquashfs: 'squashfs-tools',
+  mkimage: 'u-boot-tools',
+  openssl: 'openssl',
   ...CROSS_TOOLS,
 });
 ensureBinfmt();
 
-const gitCommit = output('git', ['-C', repoRoot, 'rev-parse', '--short=12', 'HEAD']);
+const signing = signingMaterial({
+  key: option('--signing-key'),
+  cert: option('--signing-cert'),
+  keyring: option('--keyring'),
+  testKeys: args.includes('--test-keys'),
+});
+const releaseVersion = option('--release');
+const source = releaseVersion === undefined ? currentSource() : releaseSource(releaseVersion);
+const applianceCommit = output('git', ['-C', repoRoot, 'rev-parse', 'HEAD']);
 // One timestamp for every file of the image, so that the same inputs give the same bytes.
 const sourceDateEpoch = process.env['SOURCE_DATE_EPOCH'] ?? output('git', ['-C', repoRoot, 'log', '-1', '--format=%ct']);
-const version = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).version;
-const name = `harbor-gateway-${version}-${kernel}-arm64${withGrafana ? '' : '-without-grafana'}`;
+const name = `harbor-gateway-${source.version}-${kernel}-arm64${withGrafana ? '' : '-without-grafana'}`;
+const release = join(outDir, name);
+say(
+  `${name}: gateway ${source.gatewayVersion} (${source.commit.slice(0, 12)}), appliance ${applianceCommit.slice(0, 12)}${signing.test ? ', TEST signing keys' : ''}`,
+);
 
 const work = join(applianceCache(), `build-${process.pid}`);
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 try {
-  // Everything the project adds to the image, as one tree synced into the root after the packages.
+  const base = baseRoot({ kernel, withGrafana, refresh: args.includes('--refresh'), say });
+  say(`base root ${base.key} (cached)`);
+  const rootfs = join(work, 'rootfs');
+  mkdirSync(rootfs);
+  run('tar', ['--numeric-owner', '--xattrs', '--xattrs-include=*', '-xpf', base.tarball, '-C', rootfs]);
+  const packages = packageVersions(base.packages);
+
+  // Everything the project adds to the image, as one tree copied over the packages.
   // appliance/rootfs holds what only the appliance has; the units and their files come from systemd/.
   const overlay = join(work, 'overlay');
   const grafanaDropIns = join(repoRoot, 'appliance/rootfs', UNIT_DIR, 'harbor-grafana.service.d');
@@ -118,84 +141,62 @@ try {
     filter: (path) => withGrafana || !path.startsWith(grafanaDropIns),
   });
   const sysroot = unpackSysroot(join(work, 'sysroot'), { refresh: args.includes('--refresh') });
-  stageGateway({ sysroot, destination: join(overlay, GATEWAY_HOME) });
+  stageGateway({ sysroot, destination: join(overlay, GATEWAY_HOME), tree: releaseVersion === undefined ? undefined : source.dir });
   installSystemdFiles(overlay, { withGrafana });
   if (withGrafana) installGrafanaProvisioning(overlay);
-  cpSync(join(repoRoot, 'appliance/firstboot'), join(overlay, 'usr/lib/harbor-appliance'), { recursive: true });
+  cpSync(join(repoRoot, 'appliance/board'), join(overlay, 'usr/lib/harbor-appliance'), { recursive: true });
+  mkdirSync(join(overlay, 'usr/sbin'), { recursive: true });
+  symlinkSync('../lib/harbor-appliance/update.mjs', join(overlay, 'usr/sbin/harbor-update'));
   mkdirSync(join(overlay, QUESTDB_JAR, '..'), { recursive: true });
   cpSync(await fetchQuestDb(), join(overlay, QUESTDB_JAR));
   writeFileSync(join(overlay, QUESTDB_JAR, '../VERSION'), `${QUESTDB_VERSION}\n`);
   mkdirSync(join(overlay, 'usr/share/doc/harbor-appliance'), { recursive: true });
   cpSync(join(repoRoot, 'docs/appliance.md'), join(overlay, 'usr/share/doc/harbor-appliance/appliance.md'));
-  mkdirSync(join(overlay, 'boot/firmware'), { recursive: true });
-  cpSync(join(repoRoot, 'appliance/boot/harbor.conf'), join(overlay, 'boot/firmware/harbor.conf'));
-  if (kernel === 'raspberrypi') {
-    // Raspberry Pi's firmware reads these; Debian's raspi-firmware writes its own from /etc/default.
-    writeFileSync(join(overlay, 'boot/firmware/config.txt'), 'arm_64bit=1\nauto_initramfs=1\nenable_uart=1\ndisable_overscan=1\n');
-    writeFileSync(
-      join(overlay, 'boot/firmware/cmdline.txt'),
-      'console=serial0,115200 console=tty1 root=LABEL=harbor-root rootfstype=ext4 fsck.repair=yes rootwait\n',
-    );
-  }
+  mkdirSync(join(overlay, 'etc/rauc'), { recursive: true });
+  copyFileSync(signing.keyring, join(overlay, 'etc/rauc/keyring.pem'));
+  const releaseFile = {
+    APPLIANCE_VERSION: source.version,
+    HARBOR_GATEWAY_VERSION: source.gatewayVersion,
+    GIT_COMMIT: source.commit,
+    APPLIANCE_COMMIT: applianceCommit,
+    QUEUE_FORMAT: String(source.queueFormat),
+    DEBIAN_SUITE: SUITE,
+    KERNEL: kernel,
+    QUESTDB_VERSION,
+    GRAFANA_VERSION: withGrafana ? GRAFANA_VERSION : 'none',
+    SIGNING: signing.test ? 'test keys, not for the field' : `release key, CA SHA-256 ${signing.fingerprint}`,
+  };
   writeFileSync(
     join(overlay, 'etc/harbor-appliance-release'),
-    `HARBOR_GATEWAY_VERSION=${version}\nGIT_COMMIT=${gitCommit}\nDEBIAN_SUITE=${SUITE}\nKERNEL=${kernel}\nQUESTDB_VERSION=${QUESTDB_VERSION}\nGRAFANA_VERSION=${withGrafana ? GRAFANA_VERSION : 'none'}\n`,
+    Object.entries(releaseFile)
+      .map(([key, value]) => `${key}=${value}\n`)
+      .join(''),
   );
-  say('gateway, first boot, QuestDB and units staged');
+  run('cp', ['-a', `${overlay}/.`, rootfs]);
+  say('gateway, board programs, QuestDB and units on the Debian root');
 
-  // Written before the kernel package installs: its hooks read it to write cmdline.txt and config.txt.
-  const early = join(work, 'early');
-  mkdirSync(join(early, 'etc/default'), { recursive: true });
-  writeFileSync(join(early, 'etc/default/raspi-firmware'), 'ROOTPART=LABEL=harbor-root\nCONSOLES="ttyS1,115200 tty0"\n');
-
-  const sources = [...DEBIAN_SOURCES];
-  const keys = join(work, 'keys');
-  mkdirSync(join(keys, 'etc/apt/trusted.gpg.d'), { recursive: true });
-  if (withGrafana) {
-    pinnedKey(GRAFANA_KEY, join(keys, 'etc/apt/trusted.gpg.d/grafana.asc'));
-    sources.push(GRAFANA_SOURCE);
-  }
-  if (kernel === 'raspberrypi') {
-    pinnedKey(RASPBERRYPI_KEY, join(keys, 'etc/apt/trusted.gpg.d/raspberrypi.asc'));
-    mkdirSync(join(keys, 'etc/apt/preferences.d'), { recursive: true });
-    // Raspberry Pi's kernel and firmware win over Debian's packages of the same names.
-    writeFileSync(join(keys, 'etc/apt/preferences.d/raspberrypi'), 'Package: *\nPin: origin archive.raspberrypi.com\nPin-Priority: 600\n');
-    sources.push(RASPBERRYPI_SOURCE);
-  }
-
-  const packages = [...BASE_PACKAGES, ...KERNEL_PACKAGES[kernel], ...(withGrafana ? [`grafana=${GRAFANA_VERSION}`] : [])];
+  // Node, Java and systemctl in the root see the system as they would on the board.
+  /** @type {[string, string[]][]} */
+  const mounts = [
+    ['proc', ['-t', 'proc', 'proc']],
+    ['sys', ['-t', 'sysfs', 'sysfs']],
+    ['dev', ['--bind', '/dev']],
+  ];
+  const mounted = mounts.map(([dir, how]) => {
+    run('mount', [...how, join(rootfs, dir)]);
+    return join(rootfs, dir);
+  });
   const enabled = [...SYSTEM_UNITS, ...projectUnits(withGrafana)];
   const masked = [...MASKED_UNITS, ...(withGrafana ? [GRAFANA_PACKAGE_UNIT] : [])];
-  const rootfs = join(work, 'rootfs');
-  say(`bootstrapping Debian ${SUITE} arm64 (${packages.length} packages and their dependencies) under emulation`);
-  run(
-    'mmdebstrap',
-    [
-      '--variant=minbase',
-      '--architectures=arm64',
-      '--mode=root',
-      '--format=directory',
-      '--aptopt=APT::Install-Recommends "false"',
-      // Our /etc/default/raspi-firmware is a conffile of raspi-firmware: keep it, do not ask.
-      '--dpkgopt=force-confdef',
-      '--dpkgopt=force-confold',
-      `--include=${packages.join(',')}`,
-      `--setup-hook=sync-in ${keys} /`,
-      `--essential-hook=sync-in ${early} /`,
-      `--customize-hook=sync-in ${overlay} /`,
-      `--customize-hook=chroot "$1" systemctl enable ${enabled.join(' ')}`,
-      `--customize-hook=chroot "$1" systemctl mask ${masked.join(' ')}`,
-      // Each card makes its own machine id (and from it its default hostname) on first boot.
-      '--customize-hook=truncate -s 0 "$1/etc/machine-id" && rm -f "$1/var/lib/dbus/machine-id" && echo harbor > "$1/etc/hostname"',
-      '--customize-hook=ln -sf ../run/systemd/resolve/stub-resolv.conf "$1/etc/resolv.conf"',
-      `--customize-hook=chroot "$1" dpkg-query -W -f '\${Package}\\t\${Version}\\n' > ${join(work, 'packages.tsv')}`,
-      SUITE,
-      rootfs,
-      ...sources,
-    ],
-    { env: { ...process.env, SOURCE_DATE_EPOCH: sourceDateEpoch } },
-  );
-  say('root file system bootstrapped');
+  run('chroot', [rootfs, 'systemctl', 'enable', ...enabled], { quiet: true });
+  run('chroot', [rootfs, 'systemctl', 'mask', ...masked], { quiet: true });
+  // Each card makes its own machine id (and from it its default hostname) on first boot; an update
+  // carries the card's over to the new slot (the bundle's hook).
+  writeFileSync(join(rootfs, 'etc/machine-id'), '');
+  rmSync(join(rootfs, 'var/lib/dbus/machine-id'), { force: true });
+  writeFileSync(join(rootfs, 'etc/hostname'), 'harbor\n');
+  rmSync(join(rootfs, 'etc/resolv.conf'), { force: true });
+  symlinkSync('../run/systemd/resolve/stub-resolv.conf', join(rootfs, 'etc/resolv.conf'));
 
   smokeTest(rootfs);
   checkUnitPaths(rootfs, enabled);
@@ -207,20 +208,132 @@ try {
     if (state !== 'enabled') throw new Error(`${unit} is ${state} in the image, not enabled: does it have an [Install] section?`);
   }
   for (const unit of masked) if (isEnabled(unit) !== 'masked') throw new Error(`${unit} is not masked in the image`);
-  say('the image runs its gateway, Java and Node under emulation; unit paths and credentials resolve');
+  for (const link of ['boot/vmlinuz', 'boot/initrd.img'])
+    if (spawnSync('chroot', [rootfs, 'test', '-s', `/${link}`]).status !== 0)
+      throw new Error(`/${link} is missing: U-Boot boots the slot's kernel by that name`);
+  for (const dir of mounted.reverse()) run('umount', [dir]);
+  say('the image runs its gateway, Java and Node under emulation; unit paths, credentials and kernel links resolve');
 
-  mkdirSync(outDir, { recursive: true });
-  const image = assemble(rootfs, join(outDir, `${name}.img`));
-  cpSync(join(work, 'packages.tsv'), join(outDir, `${name}.packages.tsv`));
+  // The three trees of the card: boot partition, root slot, data partition.
+  const parts = join(work, 'parts');
+  mkdirSync(parts);
+  const bootTree = join(parts, 'boot');
+  renameSync(join(rootfs, 'boot/firmware'), bootTree);
+  mkdirSync(join(rootfs, 'boot/firmware'));
+  prepareBootTree(bootTree, rootfs);
+  const dataTree = join(parts, 'var');
+  renameSync(join(rootfs, 'var'), dataTree);
+  mkdirSync(join(rootfs, 'var'), { mode: 0o755 });
+  for (const dir of SHARED_ETC) {
+    const shared = join(dataTree, SHARED_ETC_SOURCE.replace(/^var\//, ''), basename(dir));
+    mkdirSync(join(shared, '..'), { recursive: true });
+    if (existsSync(join(rootfs, dir))) renameSync(join(rootfs, dir), shared);
+    else mkdirSync(shared, { mode: 0o700 });
+    mkdirSync(join(rootfs, dir), { mode: 0o755 });
+  }
+  // Maintainer scripts and kernel hooks stamp files with the build's time; clamp them to the commit's.
+  for (const tree of [rootfs, dataTree, bootTree])
+    run('find', [tree, '-newermt', `@${sourceDateEpoch}`, '-exec', 'touch', '--no-dereference', `--date=@${sourceDateEpoch}`, '{}', '+']);
+
+  const seed = { applianceCommit, commit: source.commit, sourceDateEpoch, kernel, withGrafana };
+  // The root is written as it is into a slot by every update: its size is its content and some room.
+  const rootMiB = Math.ceil((usedMiB(rootfs) * 1.1 + 256) / 64) * 64;
+  const dataMiB = Math.ceil((usedMiB(dataTree) * 1.3 + 256) / 64) * 64;
+  const rootImage = ext4Image({
+    tree: rootfs,
+    file: join(parts, 'root.ext4'),
+    label: 'harbor-root',
+    mib: rootMiB,
+    seed,
+    epoch: sourceDateEpoch,
+  });
+  const dataImage = ext4Image({
+    tree: dataTree,
+    file: join(parts, 'data.ext4'),
+    label: 'harbor-var',
+    mib: dataMiB,
+    seed,
+    epoch: sourceDateEpoch,
+  });
+  const bootFiles = checkBootTree(bootTree);
+  const bootFat = bootImage({ tree: bootTree, file: join(parts, 'boot.vfat'), epoch: sourceDateEpoch });
+  say(
+    `root ${rootMiB} MiB of a ${SLOT_MIB} MiB slot, data ${dataMiB} MiB (grows to the card), boot ${BOOT_MIB} MiB with ${bootFiles.length} files`,
+  );
+
+  rmSync(release, { recursive: true, force: true });
+  mkdirSync(release, { recursive: true });
+  const image = writeCard({
+    image: join(release, `${name}.img`),
+    boot: bootFat,
+    root: rootImage,
+    rootMiB,
+    data: dataImage,
+    dataMiB,
+    diskId: digest(seed).slice(0, 8),
+    work: parts,
+  });
+  say(`image written: ${basename(image)} (${(statSync(image).size / MIB).toFixed(0)} MiB)`);
+  const bundleStarted = elapsed();
+  const bundle = makeBundle({
+    rootImage,
+    bundle: join(release, `${name}.raucb`),
+    version: source.version,
+    description: `Harbor Gateway ${source.version} (gateway ${source.gatewayVersion}, ${kernel} kernel${withGrafana ? '' : ', without Grafana'})`,
+    build: `${source.commit.slice(0, 12)}/${applianceCommit.slice(0, 12)}`,
+    signing,
+    work: parts,
+  });
+  say(
+    `bundle signed: ${basename(bundle)} (${(statSync(bundle).size / MIB).toFixed(0)} MiB in ${(elapsed() - bundleStarted).toFixed(0)} s)`,
+  );
+
+  const sbom = writeSbom(source.dir, join(release, `${name}.sbom.cdx.json`));
+  const packagesFile = join(release, `${name}.packages.tsv`);
+  copyFileSync(base.packages, packagesFile);
+  const changelog = join(release, 'CHANGELOG.md');
+  copyFileSync(join(source.dir, 'CHANGELOG.md'), changelog);
   let artefact = image;
   if (!args.includes('--no-compress')) {
     run('xz', ['--threads=0', '-6', '--keep', '--force', image]);
     artefact = `${image}.xz`;
   }
-  writeFileSync(`${artefact}.sha256`, `${output('sha256sum', [artefact]).split(' ')[0]}  ${basename(artefact)}\n`);
-  say(`image written: ${artefact} (${(statSync(artefact).size / MIB).toFixed(0)} MiB)`);
+  const manifestFile = join(release, `${name}.manifest.json`);
+  const version = (/** @type {string} */ pkg) => packages.get(pkg) ?? 'not installed';
+  const manifest = {
+    name,
+    version: source.version,
+    released: source.released,
+    gateway: { version: source.gatewayVersion, commit: source.commit, queueFormat: source.queueFormat },
+    appliance: { commit: applianceCommit, sourceDateEpoch: Number(sourceDateEpoch) },
+    debian: {
+      suite: SUITE,
+      packages: packages.size,
+      kernel: `${kernel}: linux-image ${version(kernel === 'debian' ? 'linux-image-arm64' : 'linux-image-rpi-v8')}`,
+    },
+    node: version('nodejs'),
+    java: version('openjdk-21-jre-headless'),
+    questdb: QUESTDB_VERSION,
+    grafana: withGrafana ? version('grafana') : WITHOUT_GRAFANA,
+    rauc: version('rauc'),
+    uBoot: version('u-boot-rpi'),
+    layout: { bootMiB: BOOT_MIB, slotMiB: SLOT_MIB, rootMiB, dataMiBAtFlash: dataMiB },
+    signing: signing.test
+      ? { keys: 'TEST keys made by the build (--test-keys): not for the field', caSha256: signing.fingerprint }
+      : { keys: 'release signing key', caSha256: signing.fingerprint },
+    sbom: {
+      file: basename(sbom.file),
+      format: sbom.format,
+      components: sbom.components,
+      source: 'npm sbom --omit dev (package-lock.json)',
+    },
+    files: [artefact, bundle, packagesFile, changelog, sbom.file].map(describeFile),
+  };
+  writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
+  writeChecksums(join(release, 'SHA256SUMS'), [artefact, bundle, manifestFile, sbom.file, packagesFile, changelog]);
+  say(`release folder: ${release} (image, bundle, manifest, SBOM with ${sbom.components} components, packages, changelog, SHA256SUMS)`);
 } finally {
-  // A failed bootstrap can leave /proc, /sys or /dev mounted in the root; never delete through them.
+  // A failed chroot can leave /proc, /sys or /dev mounted in the root; never delete through them.
   const mounts = readFileSync('/proc/self/mounts', 'utf8')
     .split('\n')
     .map((line) => line.split(' ')[1] ?? '');
@@ -229,21 +342,30 @@ try {
 }
 
 /**
- * Downloads an archive key and keeps it only when it holds the pinned primary key.
- * @param {{ url: string, fingerprint: string }} key
- * @param {string} destination
+ * The boot partition: the firmware and device trees raspi-firmware put there, U-Boot for the
+ * Raspberry Pi and the firmware's config.txt that starts it, the boot script, the slot files (slot A
+ * committed, no trial) and harbor.conf. The kernels stay in their slots.
+ * @param {string} tree
+ * @param {string} rootfs
  */
-function pinnedKey(key, destination) {
-  run('curl', ['--fail', '--silent', '--show-error', '--location', '--output', destination, key.url]);
-  const fingerprints = output('gpg', ['--show-keys', '--with-colons', destination])
-    .split('\n')
-    .filter((line) => line.startsWith('fpr:'))
-    .map((line) => line.split(':')[9]);
-  if (!fingerprints.includes(key.fingerprint)) {
-    throw new Error(
-      `${key.url} does not hold key ${key.fingerprint} (found ${fingerprints.join(', ')}); check the archive's announcement before changing the pin`,
-    );
-  }
+function prepareBootTree(tree, rootfs) {
+  for (const entry of readdirSync(tree)) if (/^(vmlinuz|initrd\.img|cmdline\.txt)/.test(entry)) rmSync(join(tree, entry), { force: true });
+  copyFileSync(join(rootfs, 'usr/lib/u-boot/rpi_arm64/u-boot.bin'), join(tree, 'u-boot.bin'));
+  writeFileSync(join(tree, 'config.txt'), 'arm_64bit=1\nenable_uart=1\nkernel=u-boot.bin\n');
+  // The script without its comment lines: U-Boot's shell reads them, but every byte is parsed at each boot.
+  const script = join(work, 'boot.cmd');
+  const lines = readFileSync(join(repoRoot, 'appliance/boot/boot.cmd'), 'utf8').split('\n');
+  writeFileSync(script, lines.filter((line) => !line.trimStart().startsWith('#') && line.trim() !== '').join('\n'));
+  run(
+    'mkimage',
+    ['-A', 'arm64', '-O', 'linux', '-T', 'script', '-C', 'none', '-n', 'Harbor Gateway slot choice', '-d', script, join(tree, 'boot.scr')],
+    {
+      quiet: true,
+    },
+  );
+  writeFileSync(join(tree, 'harbor-slot.env'), 'HARBOR_SLOT=A\n');
+  writeFileSync(join(tree, 'harbor-try.env'), 'HARBOR_TRY=\nHARBOR_TRY_LEFT=0\n');
+  copyFileSync(join(repoRoot, 'appliance/boot/harbor.conf'), join(tree, 'harbor.conf'));
 }
 
 /** The installed image, under emulation: Node loads the arm64 module, the bundle runs, Java starts. */
@@ -298,97 +420,4 @@ function checkUnitPaths(rootfs, enabled) {
     }
   }
   if (missing.length > 0) throw new Error(`units refer to what the image does not have:\n  ${missing.join('\n  ')}`);
-}
-
-/**
- * Writes the card image: boot (FAT32), root (ext4) and var (ext4, grown to the card at first boot),
- * MBR-partitioned as the Raspberry Pi firmware reads it.
- * @param {string} rootfs
- * @param {string} image
- */
-function assemble(rootfs, image) {
-  const parts = join(work, 'parts');
-  mkdirSync(parts, { recursive: true });
-  const bootTree = join(parts, 'boot');
-  const varTree = join(parts, 'var');
-  renameSync(join(rootfs, 'boot/firmware'), bootTree);
-  mkdirSync(join(rootfs, 'boot/firmware'));
-  renameSync(join(rootfs, 'var'), varTree);
-  mkdirSync(join(rootfs, 'var'), { mode: 0o755 });
-
-  // Maintainer scripts and kernel hooks stamp files with the build's time; clamp them to the commit's.
-  for (const tree of [rootfs, varTree, bootTree]) {
-    run('find', [tree, '-newermt', `@${sourceDateEpoch}`, '-exec', 'touch', '--no-dereference', `--date=@${sourceDateEpoch}`, '{}', '+']);
-  }
-  const usedMiB = (/** @type {string} */ dir) => Math.ceil(Number(output('du', ['-sb', dir]).split('\t')[0]) / MIB);
-  // Room for security updates of the root; /var is grown to the card on first boot.
-  const rootMiB = Math.ceil((usedMiB(rootfs) * 1.3 + 768) / 64) * 64;
-  const varMiB = Math.ceil((usedMiB(varTree) * 1.3 + 256) / 64) * 64;
-  const ids = digest({ gitCommit, sourceDateEpoch, kernel, withGrafana });
-  const uuid = (/** @type {string} */ seed) => {
-    const hex = digest({ ids, seed }) + digest({ seed, ids }) + digest({ ids, seed, n: 2 });
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-  };
-  const fakeTime = { ...process.env, E2FSPROGS_FAKE_TIME: sourceDateEpoch, SOURCE_DATE_EPOCH: sourceDateEpoch };
-  const ext4 = (/** @type {string} */ label, /** @type {string} */ tree, /** @type {number} */ mib) => {
-    const file = join(parts, `${label}.ext4`);
-    // 4 KiB blocks although the file system starts small: /var grows to the whole card.
-    run(
-      'mkfs.ext4',
-      [
-        '-q',
-        '-F',
-        '-b',
-        '4096',
-        '-L',
-        label,
-        '-U',
-        uuid(label),
-        '-E',
-        `hash_seed=${uuid(`${label}-hash`)},root_owner=0:0`,
-        '-d',
-        tree,
-        file,
-        `${mib}M`,
-      ],
-      { env: fakeTime },
-    );
-    return file;
-  };
-  const rootImage = ext4('harbor-root', rootfs, rootMiB);
-  const varImage = ext4('harbor-var', varTree, varMiB);
-
-  const bootImage = join(parts, 'boot.vfat');
-  run('mkfs.vfat', ['-F', '32', '-n', 'HARBOR-BOOT', '--invariant', '-C', bootImage, String(BOOT_MIB * 1024)], { quiet: true });
-  const entries = readdirSync(bootTree).map((entry) => join(bootTree, entry));
-  if (!entries.some((entry) => /\.(dtb|img)$|^vmlinuz/.test(basename(entry))))
-    throw new Error('no kernel or device tree in /boot/firmware: the card would not boot');
-  run('mcopy', ['-s', '-p', '-m', '-i', bootImage, ...entries, '::/'], { env: fakeTime });
-
-  // 4 MiB before the first partition keeps every partition aligned to the card's erase blocks.
-  const bootStart = 4;
-  const rootStart = bootStart + BOOT_MIB;
-  const varStart = rootStart + rootMiB;
-  const totalMiB = varStart + varMiB;
-  rmSync(image, { force: true });
-  run('truncate', ['-s', `${totalMiB}M`, image]);
-  const sectors = (/** @type {number} */ mib) => mib * 2048;
-  const table = [
-    'label: dos',
-    `label-id: 0x${ids.slice(0, 8)}`,
-    `start=${sectors(bootStart)}, size=${sectors(BOOT_MIB)}, type=c, bootable`,
-    `start=${sectors(rootStart)}, size=${sectors(rootMiB)}, type=83`,
-    `start=${sectors(varStart)}, size=${sectors(varMiB)}, type=83`,
-    '',
-  ].join('\n');
-  writeFileSync(join(parts, 'table.sfdisk'), table);
-  run('sh', ['-c', `sfdisk --quiet ${image} < ${join(parts, 'table.sfdisk')}`]);
-  for (const [file, start] of /** @type {const} */ ([
-    [bootImage, bootStart],
-    [rootImage, rootStart],
-    [varImage, varStart],
-  ])) {
-    run('dd', [`if=${file}`, `of=${image}`, 'bs=1M', `seek=${start}`, 'conv=notrunc,sparse', 'status=none']);
-  }
-  return image;
 }

@@ -29,9 +29,9 @@ import {
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { freePort } from '../scripts/lib/ports.mjs';
-import { GATEWAY_ENV, GATEWAY_UNIT } from './firstboot/firstboot.mjs';
-import { parseEnvText } from './firstboot/settings.mjs';
-import { unitCommand, unitCredentials, unitEnvironment } from './firstboot/unit.mjs';
+import { GATEWAY_ENV, GATEWAY_UNIT } from './board/firstboot.mjs';
+import { parseEnvText } from './board/settings.mjs';
+import { unitCommand, unitCredentials, unitEnvironment } from './board/unit.mjs';
 import { applianceCache, ensureBinfmt, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
 import { GATEWAY_HOME, installSystemdFiles } from './lib/layout.mjs';
 import { CROSS_TOOLS, stageGateway } from './lib/stage-gateway.mjs';
@@ -69,7 +69,7 @@ try {
   step(`arm64 root from Debian ${node.version} packages unpacked`);
 
   stageGateway({ sysroot: root, destination: join(root, GATEWAY_HOME) });
-  cpSync(join(repoRoot, 'appliance/firstboot'), join(root, 'usr/lib/harbor-appliance'), { recursive: true });
+  cpSync(join(repoRoot, 'appliance/board'), join(root, 'usr/lib/harbor-appliance'), { recursive: true });
   copyFileSync('/usr/bin/qemu-aarch64-static', join(root, 'usr/bin/qemu-aarch64-static'));
   step(`gateway bundle and arm64 better-sqlite3 staged in /${GATEWAY_HOME}`);
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { unitEnvironment, unitWords } from '../appliance/firstboot/unit.mjs';
+import { unitEnvironment, unitWords } from '../appliance/board/unit.mjs';
 import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 

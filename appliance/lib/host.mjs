@@ -15,13 +15,15 @@ export const applianceCache = () => join(cacheDir(), 'appliance');
  * Runs a command, streaming its output; throws with the command line when it fails.
  * @param {string} command
  * @param {string[]} args
- * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, quiet?: boolean }} [options]
+ * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, quiet?: boolean, input?: string }} [options]
  */
 export function run(command, args, options = {}) {
+  const stdin = options.input === undefined ? 'ignore' : 'pipe';
   const result = spawnSync(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
-    stdio: options.quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    stdio: options.quiet ? [stdin, 'pipe', 'pipe'] : [stdin, 'inherit', 'inherit'],
+    input: options.input,
     encoding: 'utf8',
   });
   if (result.error) throw new Error(`${command}: ${result.error.message}`);
@@ -35,13 +37,16 @@ export function run(command, args, options = {}) {
 /** Output of a command that must succeed, trimmed. */
 export const output = (/** @type {string} */ command, /** @type {string[]} */ args) => run(command, args, { quiet: true }).trim();
 
+/** A command on PATH, or a file named by its absolute path. */
 const onPath = (/** @type {string} */ command) =>
-  (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, command)));
+  command.startsWith('/')
+    ? existsSync(command)
+    : (process.env['PATH'] ?? '').split(':').some((dir) => dir !== '' && existsSync(join(dir, command)));
 
 /**
  * Installs the Debian packages whose commands are missing. Needs root, like the chroot and the
  * loop-free image assembly after it.
- * @param {Record<string, string>} commands  command -> Debian package that provides it
+ * @param {Record<string, string>} commands  command (or absolute path) -> Debian package that provides it
  */
 export function ensureHostPackages(commands) {
   const missing = [
@@ -55,8 +60,10 @@ export function ensureHostPackages(commands) {
   requireRoot(`install ${missing.join(' ')}`);
   process.stdout.write(`installing host packages: ${missing.join(' ')}\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run('apt-get', ['update', '-qq'], { env });
-  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
+  // Other tools may be installing at the same moment: wait for dpkg's lock rather than fail on it.
+  const lockWait = ['-o', 'DPkg::Lock::Timeout=600'];
+  run('apt-get', [...lockWait, 'update', '-qq'], { env });
+  run('apt-get', [...lockWait, 'install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
 }
 
 /** arm64 programs run through binfmt_misc and qemu-user-static: maintainer scripts, the board's Node. */

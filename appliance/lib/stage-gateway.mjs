@@ -40,9 +40,10 @@ export function elfMachine(/** @type {string} */ path) {
 /**
  * better_sqlite3.node for arm64, cross-built once per better-sqlite3 version, target Node and compiler.
  * @param {string} sysroot
+ * @param {string} [tree]  the tree whose node_modules/better-sqlite3 is built (an earlier release's)
  */
-export function crossBuildBetterSqlite3(sysroot) {
-  const source = join(repoRoot, 'node_modules', 'better-sqlite3');
+export function crossBuildBetterSqlite3(sysroot, tree = repoRoot) {
+  const source = join(tree, 'node_modules', 'better-sqlite3');
   if (!existsSync(join(source, 'package.json'))) throw new Error('node_modules/better-sqlite3 is missing: run npm ci first');
   const { version } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
   const node = targetNode(sysroot);
@@ -80,22 +81,25 @@ export function crossBuildBetterSqlite3(sysroot) {
 }
 
 /**
- * Builds the bundle and writes the gateway's install tree (what goes to /opt/harbor-gateway), with
- * the README the unit's Documentation= points at. The installs of the README's Debian-board steps
- * (npm ci on the board) hold the same runtime files and more.
- * @param {{ sysroot: string, destination: string }} options
+ * Writes the gateway's install tree (what goes to /opt/harbor-gateway), with the README the unit's
+ * Documentation= points at, from a tree whose bundle is built (this one unless an earlier release's
+ * is given). The installs of the README's Debian-board steps (npm ci on the board) hold the same
+ * runtime files and more.
+ * @param {{ sysroot: string, destination: string, tree?: string }} options
  */
-export function stageGateway({ sysroot, destination }) {
-  run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
-  const module = crossBuildBetterSqlite3(sysroot);
+export function stageGateway({ sysroot, destination, tree }) {
+  if (tree === undefined) run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
+  const from = tree ?? repoRoot;
+  const module = crossBuildBetterSqlite3(sysroot, from);
   rmSync(destination, { recursive: true, force: true });
   mkdirSync(join(destination, 'dist'), { recursive: true });
-  for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt']) copyFileSync(join(repoRoot, 'dist', file), join(destination, 'dist', file));
-  copyFileSync(join(repoRoot, 'README.md'), join(destination, 'README.md'));
+  for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt'])
+    if (existsSync(join(from, 'dist', file))) copyFileSync(join(from, 'dist', file), join(destination, 'dist', file));
+  copyFileSync(join(from, 'README.md'), join(destination, 'README.md'));
   for (const name of RUNTIME_MODULES) {
-    const from = join(repoRoot, 'node_modules', name);
+    const packageDir = join(from, 'node_modules', name);
     // The host's build of the native module and the C sources stay behind; the arm64 module goes in below.
-    cpSync(from, join(destination, 'node_modules', name), { recursive: true, filter: without(from, ['build', 'deps', 'src']) });
+    cpSync(packageDir, join(destination, 'node_modules', name), { recursive: true, filter: without(packageDir, ['build', 'deps', 'src']) });
   }
   const release = join(destination, 'node_modules', 'better-sqlite3', 'build', 'Release');
   mkdirSync(release, { recursive: true });

@@ -32,13 +32,15 @@ import {
   GRAFANA_ENV,
   GRAFANA_PASSWORD_FLAG,
   ISSUE,
+  SLOT_MARKER,
+  UPDATE_ENV,
   checkGatewayConfig,
   createGatewayCertificate,
   credentialFile,
   credstoreFile,
   firstBoot,
   type System,
-} from '../../appliance/firstboot/firstboot.mjs';
+} from '../../appliance/board/firstboot.mjs';
 import {
   FORWARD_SECRETS,
   SECRETS,
@@ -47,9 +49,11 @@ import {
   queueBound,
   setRootReadOnly,
   validateSettings,
-} from '../../appliance/firstboot/settings.mjs';
-import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/firstboot/unit.mjs';
+} from '../../appliance/board/settings.mjs';
+import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/board/unit.mjs';
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
+import { parseKeyFile } from '../../src/keys/key-file.js';
+import { keyMatches } from '../../src/keys/key-hash.js';
 import { spawnGateway, type GatewayProcess } from '../support/process.js';
 
 const repo = join(import.meta.dirname, '..', '..');
@@ -111,6 +115,8 @@ describe('harbor.conf validation', () => {
       alerts: { email: '', webhookUrl: '', smtpHost: '', smtpFrom: '' },
       forwarding: {},
       forwardSecrets: {},
+      deviceKeys: undefined,
+      update: { url: '', trialSeconds: undefined },
     });
   });
 
@@ -236,7 +242,8 @@ describe('the units of systemd/ on the appliance', () => {
 
   it('are extended by drop-ins of the appliance only where it needs more', () => {
     const dropIns = readdirSync(join(repo, 'appliance/rootfs/etc/systemd/system')).filter((name) => name.endsWith('.d'));
-    expect(dropIns).toEqual(['harbor-grafana.service.d']);
+    // RAUC's service takes the configuration written for the card it runs on (update.mjs rauc-config).
+    expect(dropIns).toEqual(['harbor-grafana.service.d', 'rauc.service.d']);
     const grafana = repoFile('appliance/rootfs/etc/systemd/system/harbor-grafana.service.d/20-appliance.conf');
     expect(unitEnvironment(grafana)).toEqual({ GF_LOG_MODE: 'console' });
     expect(unitValues(grafana, 'ExecStartPre').join('\n')).toContain(`test ! -e /${GRAFANA_PASSWORD_FLAG} ||`);
@@ -297,7 +304,7 @@ describe('first boot on a root tree', () => {
     }
     mkdirSync(join(root, 'etc'), { recursive: true });
     writeFileSync(join(root, 'etc/machine-id'), '3f9a0c1d2e4b4a6c8d0e1f2a3b4c5d6e\n');
-    writeFileSync(join(root, 'etc/fstab'), 'LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
+    writeFileSync(join(root, 'etc/fstab'), '/dev/root\t/\text4\trw,noatime\t0\t0\n');
     const calls: string[] = [];
     const logs: string[] = [];
     let readOnly = false;
@@ -307,6 +314,7 @@ describe('first boot on a root tree', () => {
       growVar: () => calls.push('growVar'),
       setLiveHostname: (name) => calls.push(`hostname ${name}`),
       rootIsReadOnly: () => readOnly,
+      rootDevice: () => 'PARTUUID=1a2b3c4d-02',
       remountRoot: (mode) => {
         calls.push(`remount ${mode}`);
         readOnly = mode === 'ro';
@@ -463,6 +471,57 @@ describe('first boot on a root tree', () => {
     expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({});
   });
 
+  it('writes device keys for the gateway, and gives a slot an update wrote the settings last applied', () => {
+    const board = makeBoard();
+    const conf = [
+      'SITE_NAME=Pier 9',
+      'HOSTNAME=gw-pier9',
+      'API_KEY=pier9-sensor-key-0123456789',
+      'TIMEZONE=Europe/Berlin',
+      'NTP_SERVERS=192.168.10.1',
+      'DEVICE_KEYS=tank-1:tank1-key-0123456789 gps-2:gps2-key-0123456789:gps-',
+      'UPDATE_URL=https://central.example/pier9.raucb',
+    ];
+    writeFileSync(join(board.boot, CONFIG_FILE), conf.join('\r\n'));
+    expect(board.boot1().status).toBe('applied');
+    const keyFile = 'var/lib/harbor-gateway/api-keys';
+    const keys = parseKeyFile(board.read(keyFile));
+    expect(keys.problems).toEqual([]);
+    expect(keys.entries.map((entry) => [entry.name, entry.shipPrefix])).toEqual([
+      ['tank-1', undefined],
+      ['gps-2', 'gps-'],
+    ]);
+    expect(keyMatches(String(keys.entries[0]?.hash), 'tank1-key-0123456789')).toBe(true);
+    expect(board.read(keyFile)).not.toContain('tank1-key');
+    expect(statSync(join(board.root, keyFile)).mode & 0o777).toBe(0o600);
+    // The gateway's user owns its state folder; the key file gets the folder's owner.
+    expect(statSync(join(board.root, keyFile)).uid).toBe(statSync(join(board.root, 'var/lib/harbor-gateway')).uid);
+    expect(parseEnvText(board.read(UPDATE_ENV))).toEqual({ UPDATE_URL: 'https://central.example/pier9.raucb' });
+    // The root line names the slot's partition, so it is checked at boot.
+    expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\trw,noatime\t0\t1\n');
+
+    // An update wrote the other slot: its /etc is the image's; the data partition is the site's.
+    const keysBefore = board.read(keyFile);
+    rmSync(join(board.root, SLOT_MARKER));
+    rmSync(join(board.root, 'etc/hostname'));
+    rmSync(join(board.root, 'etc/localtime'));
+    rmSync(join(board.root, 'etc/systemd/timesyncd.conf.d'), { recursive: true });
+    expect(board.boot1().status).toBe('applied');
+    expect(board.read('etc/hostname')).toBe('gw-pier9\n');
+    expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/Europe/Berlin');
+    expect(board.read('etc/systemd/timesyncd.conf.d/10-harbor.conf')).toContain('NTP=192.168.10.1');
+    expect(board.read(credentialFile('api_key'))).toBe('pier9-sensor-key-0123456789');
+    expect(board.read(keyFile)).toBe(keysBefore);
+    expect(parseEnvText(board.read(UPDATE_ENV))).toEqual({ UPDATE_URL: 'https://central.example/pier9.raucb' });
+    expect(board.calls.filter((call) => call === 'growVar')).toHaveLength(1);
+    expect(board.boot1().status).toBe('unchanged');
+
+    // DEVICE_KEYS=none revokes them all.
+    writeFileSync(join(board.boot, CONFIG_FILE), [...conf.slice(0, 5), 'DEVICE_KEYS=none'].join('\r\n'));
+    expect(board.boot1().status).toBe('applied');
+    expect(parseKeyFile(board.read(keyFile)).entries).toEqual([]);
+  });
+
   it('applies the forwarding settings: into gateway.env, secrets into the credential store, kept when left empty', () => {
     const board = makeBoard();
     const token = 'remote-token-0123456789abcdef';
@@ -584,14 +643,14 @@ describe('first boot on a root tree', () => {
     const board = makeBoard();
     writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=yes\n');
     board.boot1();
-    expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\tro,noatime\t0\t1\n');
+    expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\tro,noatime\t0\t1\n');
     expect(board.calls.at(-1)).toBe('remount ro');
 
     board.setReadOnly(true);
     writeFileSync(join(board.boot, CONFIG_FILE), 'READ_ONLY_ROOT=no\n');
     board.boot1();
     expect(board.calls.slice(-3)).toEqual(['remount rw', 'hostname harbor-3f9a0c', 'createCertificate']);
-    expect(board.read('etc/fstab')).toBe('LABEL=harbor-root\t/\text4\trw,noatime\t0\t1\n');
+    expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\trw,noatime\t0\t1\n');
   });
 
   describe('with the gateway', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseByteSize as applianceParse } from '../../appliance/firstboot/settings.mjs';
+import { parseByteSize as applianceParse } from '../../appliance/board/settings.mjs';
 import { parseByteSize as gatewayParse } from '../../src/config/size.js';
 
 // The appliance's first boot checks QUEUE_MAX_BYTES in plain JavaScript before the gateway ever

@@ -6,9 +6,10 @@
 // present, or to delete the one-time credentials file. Never writes a secret to stdout or stderr:
 // they end in the journal.
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import {
   chmodSync,
+  chownSync,
   closeSync,
   existsSync,
   fchmodSync,
@@ -43,7 +44,10 @@ import {
   renderGrafanaEnv,
   renderHosts,
   renderNetwork,
+  renderKeyFile,
   renderTimesyncd,
+  renderUpdateEnv,
+  setRootDevice,
   setRootReadOnly,
   validateSettings,
 } from './settings.mjs';
@@ -62,6 +66,15 @@ export const GRAFANA_ENV = 'etc/harbor-gateway/grafana.env';
 /** The gateway's unit as installed: its environment and command are what the settings are checked with. */
 export const GATEWAY_UNIT = 'etc/systemd/system/harbor-gateway.service';
 export const MARKER = 'var/lib/harbor-appliance/configured';
+/**
+ * On the root slot: this slot has had the site's settings applied. A slot an update wrote lacks it,
+ * and gets the settings last applied (SAVED_CONFIG, on the data partition) at its first boot.
+ */
+export const SLOT_MARKER = 'etc/harbor-appliance/slot-configured';
+/** harbor.conf as last applied, without secrets (the text of harbor-applied.txt), for the other slot. */
+export const SAVED_CONFIG = 'var/lib/harbor-appliance/applied.conf';
+/** What harbor-update reads: the central tier's bundle address and the trial's time limit. */
+export const UPDATE_ENV = 'etc/harbor-gateway/update.env';
 export const ISSUE = 'run/issue.d/50-harbor.issue';
 /**
  * Grafana applies its admin password credential only when it creates its database; this flag (in
@@ -88,6 +101,7 @@ export const credstoreFile = (/** @type {string} */ name) => join(CREDSTORE_DIR,
  * @property {(name: string) => void} setLiveHostname
  * @property {() => boolean} rootIsReadOnly
  * @property {(mode: 'ro' | 'rw') => void} remountRoot
+ * @property {() => string | undefined} rootDevice      the running root as the kernel was told it (root=), if a named one
  * @property {(check: GatewayCheck) => string[]} checkGateway  the gateway's problems with the settings, [] when it accepts them
  * @property {(run: GatewayRun) => string} createCertificate   has the gateway create (or find) its HTTPS certificate; its SHA-256 fingerprint
  * @property {(message: string) => void} log
@@ -120,9 +134,15 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     system.log(`removed ${CREDENTIALS_FILE} from the boot partition`);
   }
   const hasConfig = existsSync(configPath);
-  if (configured && !hasConfig) return { status: 'unchanged', problems: [], generated: [] };
+  const slotConfigured = existsSync(at(SLOT_MARKER));
+  if (configured && !hasConfig && slotConfigured) return { status: 'unchanged', problems: [], generated: [] };
+  // A slot an update wrote, on a configured card: the settings last applied, secrets kept as they are.
+  const savedPath = at(SAVED_CONFIG);
+  const fromSaved = configured && !hasConfig && existsSync(savedPath);
+  if (fromSaved) system.log(`this slot has not had the site's settings yet: applying ${SAVED_CONFIG}`);
+  else if (configured && !hasConfig) return { status: 'unchanged', problems: [], generated: [] };
 
-  const parsed = parseConfigText(hasConfig ? readFileSync(configPath, 'utf8') : '');
+  const parsed = parseConfigText(hasConfig ? readFileSync(configPath, 'utf8') : fromSaved ? readFileSync(savedPath, 'utf8') : '');
   const { settings, problems } = validateSettings(parsed.values, {
     zoneExists: (zone) => isFile(at(join('usr/share/zoneinfo', zone))),
   });
@@ -232,13 +252,21 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
 
     writeAtomic(envPath, gatewayEnv);
     writeAtomic(at(GRAFANA_ENV), renderGrafanaEnv(settings.alerts));
+    writeAtomic(at(UPDATE_ENV), renderUpdateEnv(settings.update));
     const fstab = at('etc/fstab');
-    if (existsSync(fstab)) writeAtomic(fstab, setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot));
+    if (existsSync(fstab)) {
+      const device = system.rootDevice();
+      const text = setRootReadOnly(readFileSync(fstab, 'utf8'), settings.readOnlyRoot);
+      writeAtomic(fstab, device === undefined ? text : setRootDevice(text, device));
+    }
     writeAtomic(at(MARKER), `${now.toISOString()}\n`);
+    const applied = renderApplied({ settings, hostname, queueMaxBytes: bound.bytes, appliedAt: now });
+    writeAtomic(savedPath, applied, 0o600);
+    writeAtomic(at(SLOT_MARKER), `${now.toISOString()}\n`);
 
     if (hasConfig) wipe(configPath);
     rmSync(join(boot, ERROR_FILE), { force: true });
-    writeAtomic(join(boot, APPLIED_FILE), renderApplied({ settings, hostname, queueMaxBytes: bound.bytes, appliedAt: now }));
+    writeAtomic(join(boot, APPLIED_FILE), applied);
     if (shown.length > 0) {
       writeAtomic(
         join(boot, CREDENTIALS_FILE),
@@ -258,6 +286,13 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
       system.log(`HTTPS certificate SHA-256 ${fingerprint}`);
     } catch (error) {
       system.log(`could not create the HTTPS certificate now (the gateway creates it at start): ${/** @type {Error} */ (error).message}`);
+    }
+    if (settings.deviceKeys !== undefined) {
+      const keyFile = writeDeviceKeys(
+        at(unitEnv['API_KEYS_FILE'] ?? join(unitEnv['DATA_DIR'] ?? 'var/lib/harbor-gateway', 'api-keys')),
+        settings.deviceKeys,
+      );
+      system.log(`device keys: ${settings.deviceKeys.length} from harbor.conf in ${keyFile}`);
     }
     // agetty expands backslash escapes in issue files: \4 is the board's IPv4 address.
     const site = settings.siteName.replace(/\\/g, '\\\\');
@@ -331,6 +366,29 @@ export function createGatewayCertificate({ command, env }) {
     throw new Error(`${(result.stderr ?? '').trim() || result.error?.message || `exit status ${result.status ?? result.signal}`}`);
   }
   return fingerprint;
+}
+
+/**
+ * The gateway's device key file from harbor.conf's DEVICE_KEYS, replacing what it held. The gateway
+ * reads it as the user systemd makes up for it (DynamicUser): the file gets the owner of the folder
+ * it is in, which systemd gave that user; a folder the gateway never ran on is still root's, and
+ * systemd hands it over with its contents when the service first starts.
+ * @param {string} path
+ * @param {import('./settings.mjs').DeviceKey[]} keys
+ */
+export function writeDeviceKeys(path, keys) {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o750 });
+  const owner = statSync(dir);
+  writeAtomic(path, renderKeyFile(keys, hashDeviceKey), 0o600);
+  if (process.getuid?.() === 0) chownSync(path, owner.uid, owner.gid);
+  return path;
+}
+
+/** The key's salted HMAC-SHA256 in the gateway's form (src/keys/key-hash.ts): hmac-sha256$salt$mac. */
+export function hashDeviceKey(/** @type {string} */ key) {
+  const salt = randomBytes(16);
+  return `hmac-sha256$${salt.toString('base64url')}$${createHmac('sha256', salt).update(key, 'utf8').digest('base64url')}`;
 }
 
 /** Writes a file so that a power cut leaves the old or the new content, never a torn one. */
@@ -431,6 +489,7 @@ export function boardSystem() {
     },
     setLiveHostname: (name) => writeFileSync('/proc/sys/kernel/hostname', name),
     rootIsReadOnly: () => String(mountOf('/')?.[5]).split(',').includes('ro'),
+    rootDevice: () => /(?:^|\s)root=((?:PARTUUID|UUID|LABEL)=\S+)/.exec(readFileSync('/proc/cmdline', 'utf8'))?.[1],
     remountRoot: (mode) => {
       const result = run('mount', ['-o', `remount,${mode}`, '/']);
       if (!result.ok) throw new Error(`cannot remount / ${mode}: ${result.output}`);
@@ -454,6 +513,7 @@ export function treeSystem(/** @type {string} */ root) {
     setLiveHostname: () => {},
     rootIsReadOnly: () => false,
     remountRoot: () => {},
+    rootDevice: () => undefined,
     // The running system's Node and bundle (the tree is a card's root, not one that runs).
     checkGateway: (check) => checkGatewayConfig({ ...check, scratch: join(root, 'run') }),
     // The certificate goes into the tree's state directory.

@@ -21,6 +21,19 @@ import { isIP } from 'node:net';
  * @property {Alerts} alerts
  * @property {Record<string, string>} forwarding      forwarding settings that are set, by key, for gateway.env
  * @property {Record<string, string>} forwardSecrets  forwarding secrets given in harbor.conf, by credential name
+ * @property {DeviceKey[] | undefined} deviceKeys  undefined: keep the key file as it is; []: no device keys
+ * @property {Update} update
+ */
+/**
+ * @typedef {object} DeviceKey  a device's own key, as harbor.conf gives it (only its hash is stored)
+ * @property {string} name
+ * @property {string} key
+ * @property {string | undefined} shipPrefix
+ */
+/**
+ * @typedef {object} Update  updates over the air (update.mjs)
+ * @property {string} url            '' = none: the address of the central tier's bundle for this site
+ * @property {number | undefined} trialSeconds  how long a new release may take to be ready on trial
  */
 /**
  * @typedef {object} Alerts  who hears of the dashboard's alerts; '' = nobody that way
@@ -89,7 +102,78 @@ const KEYS = new Set([
   'ALERT_WEBHOOK_URL',
   'ALERT_SMTP_HOST',
   'ALERT_SMTP_FROM',
+  'DEVICE_KEYS',
+  'UPDATE_URL',
+  'UPDATE_TRIAL_SECONDS',
 ]);
+
+/** The gateway's rules for the key file (src/keys/key-file.ts), which the key file written here must pass. */
+const KEY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const SHIP_PREFIX = /^[^\s\p{Cc}]{1,100}$/u;
+/** A device key typed into harbor.conf: as long as the gateway asks of API_KEY, one field of a line. */
+const DEVICE_KEY = /^[\x21-\x39\x3b-\x7e]{16,256}$/;
+
+/**
+ * DEVICE_KEYS: `name:key` or `name:key:ship_prefix` entries separated by spaces, commas or `;`;
+ * `none` removes every device key. The key may not hold `:` here.
+ * @param {string} text
+ * @returns {{ keys: DeviceKey[], problems: string[] }}
+ */
+export function parseDeviceKeys(text) {
+  /** @type {DeviceKey[]} */
+  const keys = [];
+  /** @type {string[]} */
+  const problems = [];
+  if (text.trim().toLowerCase() === 'none') return { keys, problems };
+  const names = new Set();
+  for (const [index, entry] of text
+    .split(/[\s,;]+/)
+    .filter((e) => e !== '')
+    .entries()) {
+    const at = entry.indexOf(':');
+    const name = at < 0 ? entry : entry.slice(0, at);
+    const rest = at < 0 ? '' : entry.slice(at + 1);
+    const split = rest.indexOf(':');
+    const key = split < 0 ? rest : rest.slice(0, split);
+    const shipPrefix = split < 0 ? undefined : rest.slice(split + 1);
+    // Never the key itself in a problem: it would end on the boot partition's error file.
+    const where = `DEVICE_KEYS entry ${index + 1}${KEY_NAME.test(name) ? ` (${name})` : ''}`;
+    if (!KEY_NAME.test(name)) problems.push(`${where}: the name must be 1-64 characters of A-Z a-z 0-9 _ . -`);
+    else if (name === 'default') problems.push(`${where}: the name default is API_KEY's`);
+    else if (names.has(name)) problems.push(`${where}: the name is used twice`);
+    else if (!DEVICE_KEY.test(key)) problems.push(`${where}: the key must be 16-256 printable characters without spaces or :`);
+    else if (shipPrefix !== undefined && !SHIP_PREFIX.test(shipPrefix))
+      problems.push(`${where}: the ship prefix must be 1-100 characters without spaces`);
+    else {
+      names.add(name);
+      keys.push({ name, key, shipPrefix });
+    }
+  }
+  if (keys.length === 0 && problems.length === 0) problems.push('DEVICE_KEYS holds no entry: write none to remove every device key');
+  return { keys, problems };
+}
+
+/**
+ * The gateway's device key file (src/keys/key-file.ts reads it): a header, then one line per key
+ * with its name, the key's salted HMAC-SHA256 as `harbor-gateway keys add` writes it, and the prefix.
+ * @param {DeviceKey[]} keys
+ * @param {(key: string) => string} hash
+ */
+export function renderKeyFile(keys, hash) {
+  return [
+    '# Harbor Gateway device keys: name, key hash, optional ship_id prefix. Written by harbor-firstboot from DEVICE_KEYS in harbor.conf.',
+    ...keys.map(({ name, key, shipPrefix }) => `${name} ${hash(key)}${shipPrefix === undefined ? '' : ` ${shipPrefix}`}`),
+    '',
+  ].join('\n');
+}
+
+/** update.env: what harbor-update-url.service and harbor-update confirm read. */
+export function renderUpdateEnv(/** @type {Update} */ update) {
+  const lines = ['# Written by harbor-firstboot from harbor.conf (UPDATE_*): updates over the air.'];
+  if (update.url !== '') lines.push(`UPDATE_URL=${envValue(update.url)}`);
+  if (update.trialSeconds !== undefined) lines.push(`UPDATE_TRIAL_SECONDS=${update.trialSeconds}`);
+  return `${lines.join('\n')}\n`;
+}
 
 // Length and the shipped test values are the gateway's production rules, checked by the gateway.
 // These are the appliance's: a secret is typed into sensors and login forms and sits on one line of
@@ -294,10 +378,28 @@ export function validateSettings(values, env) {
   if (alerts.email !== '' && alerts.smtpHost === '') problems.push('ALERT_EMAIL needs ALERT_SMTP_HOST, the mail server that sends it');
   if (alerts.smtpFrom !== '' && !isAddress(alerts.smtpFrom)) problems.push('ALERT_SMTP_FROM must be one e-mail address');
 
+  /** @type {DeviceKey[] | undefined} */
+  let deviceKeys;
+  const deviceKeysText = get('DEVICE_KEYS');
+  if (deviceKeysText !== undefined) {
+    const parsed = parseDeviceKeys(deviceKeysText);
+    problems.push(...parsed.problems);
+    deviceKeys = parsed.keys;
+  }
+  const updateUrl = get('UPDATE_URL') ?? '';
+  if (updateUrl !== '' && !/^https?:\/\/[^\s"'\\]+$/.test(updateUrl))
+    problems.push('UPDATE_URL must be an http:// or https:// address without spaces or quotes');
+  const trialText = get('UPDATE_TRIAL_SECONDS');
+  const trialSeconds = trialText === undefined ? undefined : Number(trialText);
+  if (trialSeconds !== undefined && !(Number.isInteger(trialSeconds) && trialSeconds >= 60 && trialSeconds <= 7200))
+    problems.push('UPDATE_TRIAL_SECONDS must be a whole number of seconds from 60 to 7200');
+
   return {
     settings: {
       alerts,
       siteName,
+      deviceKeys,
+      update: { url: updateUrl, trialSeconds },
       hostname,
       apiKey: secrets['apiKey'],
       questdbPassword: secrets['questdbPassword'],
@@ -324,6 +426,24 @@ function isCidr(/** @type {string} */ text) {
   const family = isIP(String(match[1]));
   const prefix = Number(match[2]);
   return (family === 4 && prefix <= 32) || (family === 6 && prefix <= 128);
+}
+
+/**
+ * fstab's root line naming the slot's own partition (root= of the kernel command line, which the
+ * boot script sets), checked at boot (pass 1) as a named device can be. The image ships /dev/root,
+ * which fits either slot but cannot be checked.
+ * @param {string} fstab
+ * @param {string} device  e.g. PARTUUID=1a2b3c4d-02
+ */
+export function setRootDevice(fstab, device) {
+  return fstab
+    .split('\n')
+    .map((line) => {
+      const fields = line.trim().split(/\s+/);
+      if (line.trim().startsWith('#') || fields.length < 4 || fields[1] !== '/') return line;
+      return [device, '/', fields[2], fields[3], fields[4] ?? '0', '1'].join('\t');
+    })
+    .join('\n');
 }
 
 /**
@@ -513,6 +633,10 @@ export function renderApplied({ settings, hostname, queueMaxBytes, appliedAt }) 
     `ALERT_SMTP_FROM=${settings.alerts.smtpFrom}`,
     '# Forwarding to the centre. Empty keys, passwords and tokens keep the current ones.',
     ...FORWARDING.map(({ key, credential }) => `${key}=${credential === undefined ? (settings.forwarding[key] ?? '') : ''}`),
+    '# Device keys are kept as hashes only: empty keeps them, none removes them.',
+    'DEVICE_KEYS=',
+    `UPDATE_URL=${settings.update.url}`,
+    `UPDATE_TRIAL_SECONDS=${settings.update.trialSeconds ?? ''}`,
     '',
   ].join('\r\n');
 }
