@@ -1,45 +1,28 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { connect as connectTcp } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as connectTls, type TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
 import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
+import { openTls, tlsGatewayForTests } from './support/tls-gateway.js';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const table = uniqueTable('tls');
-const dataDir = mkdtempSync(join(tmpdir(), 'harbor-tls-'));
-let gw: GatewayProcess;
+const gateway = tlsGatewayForTests('tls', {
+  QUESTDB_TABLE: table,
+  HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+  REQUEST_TIMEOUT_MS: '1500',
+});
 let port: number;
 let httpsPort: number;
+let dataDir: string;
 let esp32Client: string;
 
-beforeAll(async () => {
+beforeAll(() => {
   esp32Client = buildEsp32TlsClient();
-  gw = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: dataDir,
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: table,
-    HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-    REQUEST_TIMEOUT_MS: '1500',
-    HEALTH_REPORT: 'false',
-  });
-  port = Number(new URL(gw.url).port);
-  httpsPort = Number(
-    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
-      .split(':')
-      .pop(),
-  );
-});
-afterAll(async () => {
-  gw.child.kill('SIGTERM');
-  expect((await gw.exited).code).toBe(0);
-  rmSync(dataDir, { recursive: true, force: true });
+  ({ port, httpsPort, dataDir } = gateway());
 });
 
 const run = (command: string, args: string[], input = '') => {
@@ -134,7 +117,7 @@ describe('curl and plain HTTP', () => {
   it('refuses plain HTTP on the HTTPS port without taking the gateway down', async () => {
     const result = run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', `http://127.0.0.1:${httpsPort}/healthz`]);
     expect(result.out).not.toBe('200');
-    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${gateway().gw.url}/healthz`)).status).toBe(200);
   });
 });
 
@@ -179,13 +162,6 @@ describe('stalled clients are bounded like a slow header', () => {
   });
 });
 
-function openTls(targetPort: number): Promise<TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const socket = connectTls({ host: '127.0.0.1', port: targetPort, rejectUnauthorized: false }, () => resolve(socket));
-    socket.once('error', reject);
-  });
-}
-
 describe('the generated certificate', () => {
   it('is kept in DATA_DIR/tls with a private key only the gateway reads', () => {
     expect(statSync(join(dataDir, 'tls', 'key.pem')).mode & 0o777).toBe(0o600);
@@ -193,9 +169,9 @@ describe('the generated certificate', () => {
   });
 
   it('has one fingerprint in the start log, /status, the CLI and the handshake', async () => {
-    const logged = (gw.logs.find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
+    const logged = (gateway().gw.logs.find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
     expect(logged).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
-    const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+    const status = (await (await fetch(`${gateway().gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
       tls: { fingerprintSha256: string; source: string };
     };
     expect(status.tls).toMatchObject({ fingerprintSha256: logged, source: 'self-signed' });
