@@ -34,8 +34,8 @@ const esp32 = (targetPort: number, ...args: string[]) =>
   run(esp32Client, ['127.0.0.1', String(targetPort), '/api/v2/ingest', TEST_KEY, ...args]);
 
 /** One TLS version offered by openssl s_client; security level 0 so the client offers old versions at all. */
-const handshake = (targetPort: number, version: string) =>
-  run('openssl', ['s_client', '-connect', `127.0.0.1:${targetPort}`, `-${version}`, '-cipher', 'DEFAULT@SECLEVEL=0'], '');
+const handshake = (targetPort: number, version: string, more: string[] = []) =>
+  run('openssl', ['s_client', '-connect', `127.0.0.1:${targetPort}`, `-${version}`, '-cipher', 'DEFAULT@SECLEVEL=0', ...more], '');
 
 describe('the Arduino/ESP32 SDK through mbedTLS', () => {
   it.each([
@@ -112,6 +112,28 @@ describe('curl and plain HTTP', () => {
       ]);
       expect(result.out, url).toBe('200');
     }
+  });
+
+  it('answers curl -k --http1.0, which offers only ALPN http/1.0, on both ports', () => {
+    const body = JSON.stringify({ ship_id: 'curl-http10', cargo_id: 'c', value: 1 });
+    for (const target of [httpsPort, port]) {
+      const result = run('curl', [
+        '-sk',
+        '--http1.0',
+        '-w',
+        '\n%{http_code}',
+        '-H',
+        `X-API-Key: ${TEST_KEY}`,
+        '-d',
+        body,
+        `https://127.0.0.1:${target}/api/v2/ingest`,
+      ]);
+      expect(result.out, String(target)).toMatch(/"status":"Data received and queued".*\n200$/s);
+    }
+    const offered = handshake(httpsPort, 'tls1_2', ['-alpn', 'http/1.0']);
+    expect(offered.out).toContain('ALPN protocol: http/1.0');
+    const both = handshake(httpsPort, 'tls1_2', ['-alpn', 'http/1.0,http/1.1']);
+    expect(both.out).toContain('ALPN protocol: http/1.1');
   });
 
   it('refuses plain HTTP on the HTTPS port without taking the gateway down', async () => {

@@ -23,3 +23,8 @@ export function problem(
 ): Response {
   return c.json<ProblemBody>({ message, details }, status, headers);
 }
+
+/** The same body as text, for refusals made before a request reaches the app (see `early-refusals.ts`). */
+export function problemText(message: string, details: ProblemDetail[] = []): string {
+  return JSON.stringify({ message, details } satisfies ProblemBody);
+}
