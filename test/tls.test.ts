@@ -1,10 +1,11 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { connect as connectTcp } from 'node:net';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
 import { TEST_KEY } from './support/gateway.js';
+import { LatencyLink } from './support/latency-link.js';
 import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
 import { openTls, tlsGatewayForTests } from './support/tls-gateway.js';
 
@@ -59,6 +60,52 @@ describe('the Arduino/ESP32 SDK through mbedTLS', () => {
       ['pressure', 1013.25],
       ['temperature', 23.700000762939453],
     ]);
+  });
+});
+
+describe('a misconfigured ESP32 over a link with latency', () => {
+  // 50 ms each way: a weak Wi-Fi or a cellular link.
+  const ONE_WAY_MS = 50;
+  let link: LatencyLink;
+  beforeAll(async () => {
+    link = await LatencyLink.start(httpsPort, ONE_WAY_MS);
+  });
+  afterAll(() => link.close());
+
+  /** The SDK's whole send, as its own process (the link runs in this one); killed after 20 s. */
+  const send = (key: string, value: number): Promise<{ status: number | null; log: string; ms: number }> =>
+    new Promise((resolve) => {
+      const started = Date.now();
+      const child = spawn(
+        esp32Client,
+        ['127.0.0.1', String(link.port), '/api/v2/ingest', key, 'esp32-wrong-key', 'single', 'temperature', String(value)],
+        { timeout: 20_000 },
+      );
+      let log = '';
+      child.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      child.on('close', (status) => resolve({ status, log, ms: Date.now() - started }));
+    });
+
+  it('sees its 401 on the first attempt of every reading, within HTTPClient’s 5 s, and stops retrying', async () => {
+    // More readings than the wrong-key delay needs to reach its cap from an address.
+    for (let reading = 1; reading <= 10; reading++) {
+      const { status, log, ms } = await send('misconfigured-key-0123456789', reading);
+      expect(log, `reading ${reading}`).not.toContain('read Timeout');
+      expect(log.match(/\[HTTP\] Attempt/g), `reading ${reading}:\n${log}`).toHaveLength(1);
+      expect(log).toContain('[HTTP] Response code: 401');
+      expect(log).toContain('[HTTP] Client error. Will not retry.');
+      expect(log).toContain('"type":"invalid_api_key"');
+      expect(status).toBe(0);
+      expect(ms).toBeLessThan(5000);
+    }
+  });
+
+  it('with the right key stores at once, as the wrong key from the same address is still slowed', async () => {
+    const { status, log } = await send(TEST_KEY, 1);
+    expect(log.match(/\[HTTP\] Attempt/g)).toHaveLength(1);
+    expect(log).toContain('[HTTP] Response code: 200');
+    expect(status).toBe(0);
   });
 });
 

@@ -31,7 +31,7 @@ describe('loadConfig', () => {
       apiKey: DEVELOPMENT_API_KEY,
       apiKeySource: 'development default',
       apiKeysFile: 'data/api-keys',
-      authFailureDelayMaxMs: 5000,
+      authFailureDelayMaxMs: 500,
     });
   });
 
@@ -47,6 +47,11 @@ describe('loadConfig', () => {
   it('never repeats a secret in its error', () => {
     const problems = problemsOf({ API_KEY: 'x'.repeat(5000) });
     expect(problems.join('\n')).not.toContain('xxxx');
+  });
+
+  it('refuses a wrong-key delay that would outlast the read timeouts of device stacks', () => {
+    expect(problemsOf({ AUTH_FAILURE_DELAY_MAX_MS: '5000' })[0]).toMatch(/^AUTH_FAILURE_DELAY_MAX_MS must be at most 1000/);
+    expect(loadConfig({ AUTH_FAILURE_DELAY_MAX_MS: '1000' }).authFailureDelayMaxMs).toBe(1000);
   });
 
   it('refuses credentials inside the QuestDB URL', () => {
