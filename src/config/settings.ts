@@ -4,7 +4,7 @@ import { parseByteSize } from './size.js';
 
 /**
  * Every setting the gateway reads from its environment: the single source for parsing,
- * defaults and the configuration table in the README (see `harbor-gateway config-table`).
+ * defaults and the configuration reference, docs/configuration.md (see `harbor-gateway config-table`).
  */
 export interface Setting<T> {
   readonly env: string;
