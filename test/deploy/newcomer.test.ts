@@ -221,7 +221,18 @@ describe.sequential("the README's first hour in a clean clone", () => {
     await expectNothingLeft(run);
   }, 300_000);
 
-  it('SIGHUP to npm alone stops everything, and the reading of the run before is in QuestDB', async () => {
+  it('Ctrl-C typed in the terminal stops everything, the gateway with one signal', async () => {
+    const run = await startLocal('script', ['-qfec', 'npm run local', '/dev/null']);
+    // The terminal turns ^C into SIGINT for every process in its foreground group.
+    run.child.stdin!.write('\x03');
+    await expectNothingLeft(run);
+    expect(run.output()).toContain('stopping (SIGINT)');
+    // One SIGTERM from the script, not a second signal that would cut the last flush short.
+    expect(run.output()).not.toContain('"event":"forced_exit"');
+    expect(run.output()).toContain('"event":"stopped"');
+  }, 300_000);
+
+  it('SIGHUP to npm alone stops everything, and the reading of the closed terminal is in QuestDB', async () => {
     const run = await startLocal('npm', ['run', 'local']);
     try {
       // Sent just before the terminal closed: delivered then, or from the queue now.
