@@ -64,6 +64,8 @@ const listening = (port: number, host = '127.0.0.1'): Promise<boolean> =>
 interface Run {
   child: ChildProcess;
   output: () => string;
+  /** Resolves once the child has exited and all it wrote has been read. */
+  closed: Promise<void>;
   /** The gateway's plain and HTTPS ports, QuestDB's HTTP port, and the start line. */
   port: number;
   httpsPort: number;
@@ -78,6 +80,7 @@ async function startLocal(command: string, args: string[]): Promise<Run> {
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const startLine = (): string | undefined => /^.*"event":"started".*$/m.exec(output)?.[0];
   await waitUntil(`the gateway to start: ${output.slice(-2000)}`, () => startLine() !== undefined || child.exitCode !== null, 240_000);
   const started = JSON.parse(startLine()!.replace(/^[^{]*/, '')) as { address: string; httpsAddress: string; msg: string };
@@ -85,6 +88,7 @@ async function startLocal(command: string, args: string[]): Promise<Run> {
   return {
     child,
     output: () => output,
+    closed,
     port: Number(started.address.split(':').pop()),
     httpsPort: Number(started.httpsAddress.split(':').pop()),
     questdbPort: Number(questdb[1]),
@@ -95,6 +99,7 @@ async function startLocal(command: string, args: string[]): Promise<Run> {
 
 /** Waits until nothing of the run is left: no process from the clone, none of its ports open. */
 async function expectNothingLeft(run: Run): Promise<void> {
+  await run.closed;
   await waitUntil(`every process of the run to end: ${processesOfClone().join(', ')}`, () => processesOfClone().length === 0, 60_000);
   for (const port of [run.port, run.httpsPort, run.questdbPort, run.questdbPgPort]) expect(await listening(port), String(port)).toBe(false);
 }
