@@ -306,6 +306,7 @@ function logStarted(
   started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate; sinks: readonly SinkDescription[] },
 ): void {
   const { http, queue, certificate } = started;
+  const line = startLine(config, started);
   if (certificate.replacedDamaged !== undefined) {
     logger.warn(
       { event: 'certificate_replaced', reason: certificate.replacedDamaged, tls: tlsSummary(certificate) },
@@ -329,8 +330,27 @@ function logStarted(
       apiKeysFile: config.apiKeysFile,
       environment: config.environment,
     },
-    'harbor gateway listening',
+    line,
   );
+  // A person at a terminal reads this line, not the JSON around it.
+  if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
+}
+
+/** Where everything is, in words: the API, the certificate's fingerprint, the queue, QuestDB and the key in use. */
+function startLine(config: Config, started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate }): string {
+  const { http, queue, certificate } = started;
+  const everyAddress = config.host === '0.0.0.0' || config.host === '::';
+  const host = everyAddress ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const api = `API http://${host}:${http.port}/api/v2/ingest and https://${host}:${http.httpsPort}/api/v2/ingest${everyAddress ? ' on every address' : ''}`;
+  const tls = `HTTPS certificate SHA-256 ${certificate.fingerprintSha256} (${certificate.source})`;
+  const queued = `queue ${queue.path} (${queue.stats().readings} readings queued)`;
+  const questdb = config.localQuestdb ? `QuestDB ${config.questdbUrl}, table ${config.table}` : 'no local QuestDB';
+  // The shipped development key is public; any other key is a secret and only its source is named.
+  const key =
+    config.apiKeySource === 'development default'
+      ? `X-API-Key ${config.apiKey}, the public development key (set API_KEY before other machines reach this one)`
+      : `X-API-Key from API_KEY (${config.apiKeySource})`;
+  return `Harbor Gateway ${VERSION}: ${api}; ${tls}; ${queued}; ${questdb}; ${key}, device keys in ${config.apiKeysFile}`;
 }
 
 /** What a technician compares with the device's view: never the key. */

@@ -1,5 +1,5 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
-import { renderConfigTable } from '../config/config-table.js';
+import { renderConfigReference, renderConfigTable } from '../config/config-table.js';
 import { checkConfig } from '../config/check-config.js';
 import { type Gateway, startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
@@ -27,7 +27,8 @@ Usage: harbor-gateway [command]
   tls-certificate
                  print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
                  self-signed certificate when no other is configured
-  config-table   print the configuration variables as a Markdown table
+  config-table   print the configuration variables as a Markdown table (--document: the whole
+                 configuration reference, docs/configuration.md)
   version        print the version
 `;
 
@@ -125,7 +126,7 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     }
     case 'config-table':
-      process.stdout.write(`${renderConfigTable()}\n`);
+      process.stdout.write(args[1] === '--document' ? renderConfigReference() : `${renderConfigTable()}\n`);
       break;
     case 'version':
     case '--version':

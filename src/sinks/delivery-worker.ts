@@ -1,6 +1,6 @@
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
-import pino from 'pino';
+import type pino from 'pino';
 import { createLogger } from '../log/logger.js';
 import type { Durability, Progress } from '../queue/queue-file.js';
 import { QueueReader } from '../queue/queue-reader.js';
@@ -46,7 +46,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
   if (port === null) throw new Error('delivery runs in a worker thread');
   const post = (message: FromDelivery): void => port.postMessage(message);
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
-  const logger = createLogger(data.logLevel, pino.destination({ dest: 1, sync: true })).child({ thread: 'delivery' });
+  const logger = createLogger(data.logLevel).child({ thread: 'delivery' });
   const sinks: Sink[] = data.sinks.map((spec) => {
     const replayWindowMs = spec.replayWindowMs ?? 0;
     const reader = new QueueReader(data.dataDir, data.durability, spec.name, { keeps: replayWindowMs > 0 });

@@ -26,11 +26,10 @@ function readUnit(name: string): Map<string, string[]> {
   return keys;
 }
 
-/** The settings named in the README's configuration table. */
+/** The settings named in the configuration reference. */
 const gatewaySettings = (): Set<string> => {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('<!-- config-table:start -->'), readme.indexOf('<!-- config-table:end -->'));
-  return new Set([...table.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]!));
+  const reference = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8');
+  return new Set([...reference.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]!));
 };
 
 describe('systemd units', () => {
