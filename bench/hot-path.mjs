@@ -17,7 +17,7 @@ await build({
       export { parseBatch } from '../../src/reading/parse-readings.ts';
       export { readingSchema } from '../../src/reading/reading-schema.ts';
       export { encodeRecord, decodeRecord } from '../../src/queue/record-codec.ts';
-      export { ReceiveClock } from '../../src/reading/timestamp.ts';
+      export { ReceiveClock } from '../../src/reading/receive-clock.ts';
       export { IlpEncoder } from '../../src/sinks/questdb/ilp-encoder.ts';
     `,
     resolveDir: work,
