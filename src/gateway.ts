@@ -11,6 +11,7 @@ import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
 import { loadServerCertificate, type CertificateLocation, type ServerCertificate } from './tls/certificate-store.js';
 import { queuePath } from './queue/queue-file.js';
+import { ownDataDir, type DataDirLock } from './queue/data-dir-lock.js';
 import { assertReadableFormat } from './queue/queue-format.js';
 import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
@@ -53,9 +54,20 @@ export interface GatewayOptions {
  * only once everything they answer from is open.
  */
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
-  const certificateLocation = certificateLocationOf(config);
   // A queue file from a newer release is refused before anything is written, the certificate included.
   assertReadableFormat(queuePath(config.dataDir));
+  // Then nothing is written before this process owns the data directory: a second gateway stops here.
+  const owner = await ownDataDir(config.dataDir);
+  try {
+    return await startOwned(config, logger, options, owner);
+  } catch (error) {
+    owner.release();
+    throw error;
+  }
+}
+
+async function startOwned(config: Config, logger: Logger, options: GatewayOptions, owner: DataDirLock): Promise<Gateway> {
+  const certificateLocation = certificateLocationOf(config);
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
   const sinks = sinkSpecs(config);
@@ -97,7 +109,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue }));
+    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner }));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -128,11 +140,12 @@ interface Running {
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
   queue: QueueWriter;
+  owner: DataDirLock;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue } = running;
+  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
@@ -144,6 +157,7 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
   await questdb?.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
+  owner.release();
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
 }
 
