@@ -59,7 +59,7 @@ export class SinkLoop {
   readonly #replay: (ReplaySettings & { window: ReplayWindow<Progress> }) | undefined;
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
-  #lastKeepCheck = 0;
+  #lastKeepCheck = Number.NEGATIVE_INFINITY;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -171,8 +171,9 @@ export class SinkLoop {
     const expired = replay.window.expired();
     // Checked every few seconds, not only when something is to be let go: a destination that comes
     // back from a cut may stop applying writes a while after it answered the first check.
-    if (!this.#mustRecover && Date.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
-    this.#lastKeepCheck = Date.now();
+    // Monotonic: a step of the wall clock back must not stop the checks until it catches up.
+    if (!this.#mustRecover && performance.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
+    this.#lastKeepCheck = performance.now();
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
       this.#mustRecover = true;
