@@ -81,7 +81,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const app = createApp({
     queue,
     delivery,
-    clock: new ReceiveClock(),
+    clock: receiveClock(queue, logger),
     stats,
     validator: { schema: readingSchema({ maxIdLength: config.maxIdLength }), limits: { maxIdLength: config.maxIdLength } },
     logger,
@@ -187,6 +187,19 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     );
   }
   return queue;
+}
+
+/** Receive times resume after the newest one the queue holds; what the clock notices of the wall clock is logged. */
+function receiveClock(queue: QueueWriter, logger: Logger): ReceiveClock {
+  const says = {
+    stepped_back: 'the system clock stepped back; readings without a time follow it, in nanoseconds no earlier time used',
+    held: 'the system clock is behind receive times already given; readings without a time get times just after them until it catches up',
+    resumed_behind:
+      "the queue's newest receive time is more than a day ahead of the system clock; readings without a time follow the clock",
+  } as const;
+  return new ReceiveClock(Date.now, queue.newestReceivedMs, (notice) =>
+    logger.warn({ event: `receive_clock_${notice.kind}`, ...notice }, says[notice.kind]),
+  );
 }
 
 function deliveryThread(

@@ -62,6 +62,22 @@ export function segmentRecordsAfter(
 
 export const queuePath = (dataDir: string): string => join(dataDir, 'queue.db');
 
+/**
+ * The newest `received_ms` in the file: of the newest segment that has records (a dead letter
+ * re-queued there keeps its old time, so the whole segment, at most 16,384 records). The file always
+ * holds its newest record: a segment is dropped only once every sink passed a later one.
+ */
+export function newestReceivedMs(db: Database.Database): number | undefined {
+  for (const segment of listSegments(db).reverse()) {
+    const newest = db
+      .prepare<[], number | null>(`SELECT MAX(received_ms) FROM ${segmentTable(segment)}`)
+      .pluck()
+      .get();
+    if (newest !== null && newest !== undefined) return newest;
+  }
+  return undefined;
+}
+
 export interface Totals {
   records: number;
   readings: number;

@@ -5,6 +5,7 @@ import {
   createSegment,
   ledgerReader,
   listSegments,
+  newestReceivedMs,
   openQueueFile,
   queuePath,
   readProgress,
@@ -68,6 +69,8 @@ export class QueueWriter {
   readonly maxBytes: number;
   /** Sinks added to and removed from the queue at this open. */
   readonly registered: Registered;
+  /** When the newest record in the file at open was received (epoch ms): where receive times resume. */
+  readonly newestReceivedMs: number | undefined;
   readonly #db: Database.Database;
   /** Per sink: the readings after its mark at open. */
   readonly #sinkBacklogAtOpen = new Map<string, number>();
@@ -119,6 +122,7 @@ export class QueueWriter {
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
     this.#ledgerAtOpen = this.#readLedger();
     this.#base = countQueued(db);
+    this.newestReceivedMs = newestReceivedMs(db);
     this.#totals = { ...this.#base };
   }
 

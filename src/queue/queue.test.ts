@@ -114,6 +114,24 @@ describe('QueueWriter and QueueReader', () => {
     reader.close();
   });
 
+  it('knows at open when its newest record was received, after every sink delivered it and a re-queued older one', async () => {
+    const dataDir = tempDir('queue');
+    expect(openQueue({ dataDir }).newestReceivedMs).toBeUndefined();
+    open.pop()?.close();
+    const first = QueueWriter.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
+    await first.append('1\ts\tc\t1', 1, 5_000);
+    await first.append('2\ts\tc\t2', 1, 9_000);
+    first.close();
+    const reader = new QueueReader(dataDir, 'process-crash', 'questdb');
+    reader.complete(reader.readOldest(10, 1 << 20));
+    reader.close();
+    // What an operator re-queues keeps the time it was first received.
+    const db = new Database(join(dataDir, 'queue.db'));
+    segmentInsert(db, listSegments(db).at(-1)!).run(1_000, 1, 9, '3\ts\tc\t3');
+    db.close();
+    expect(openQueue({ dataDir }).newestReceivedMs).toBe(9_000);
+  });
+
   it('starts new segments as they fill and drops the ones the flusher has finished', async () => {
     const queue = openQueue({ maxBytes: 64 * 1024 * 1024 });
     const segments = () => {

@@ -153,7 +153,8 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
 /** Commits the readings as one queue record; undefined on success, else the refusal to send. */
 async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise<Response | undefined> {
   try {
-    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, Date.now());
+    // Received at the clock's newest millisecond: at a restart the queue's newest one is where it starts.
+    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, deps.clock.receivedMs());
   } catch (error) {
     if (error instanceof QueueRefusedError) {
       if (error.refusal !== 'full' && error.refusal !== 'closed') {
