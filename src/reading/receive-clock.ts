@@ -112,8 +112,7 @@ export class ReceiveClock {
 
   /** The newest millisecond any time was given in, or the wall clock's when later: what the queue records as received. */
   receivedMs(): number {
-    const now = this.now();
-    return now > this.#highMs ? now : this.#highMs;
+    return Math.max(this.now(), this.#highMs);
   }
 
   /** One receive time of its own: `reserve(1).ns()`. */
