@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { QueueRefusedError, classifyWriteError } from './queue-errors.js';
+import { QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
 import {
   countQueued,
   createSegment,
@@ -48,11 +48,24 @@ const SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
 /** Pages one compaction returns to the file system at most, so a housekeeping run stays short. */
 const COMPACT_MAX_PAGES = 16_384;
 
+/** The connection a request came on (a socket): once its client closed it, nobody waits for the answer. */
+export interface RequestConnection {
+  readonly destroyed: boolean;
+  /** The client sent its end (FIN); Node's HTTP server gives up the connection's requests then too. */
+  readonly readableEnded: boolean;
+}
+
+const isClosed = (connection: RequestConnection | undefined): boolean =>
+  connection !== undefined && (connection.destroyed || connection.readableEnded);
+
 interface PendingAppend {
   payload: string;
   readings: number;
   bytes: number;
   receivedMs: number;
+  connection: RequestConnection | undefined;
+  /** The turn of the event loop it was appended in. */
+  turn: number;
   resolve: () => void;
   reject: (error: Error) => void;
 }
@@ -83,6 +96,9 @@ export class QueueWriter {
   readonly #insertMany: (batch: PendingAppend[]) => void;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
+  /** Turns of the event loop counted while appends wait (a check-phase callback each). */
+  #turn = 0;
+  #ticking = false;
   /** The segment appends go to, its insert statement, and how full it is. */
   #segment: number;
   #insert: Database.Statement<[number, number, number, string]>;
@@ -130,8 +146,11 @@ export class QueueWriter {
     return new QueueWriter(options);
   }
 
-  /** Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError. */
-  append(payload: string, readings: number, receivedMs: number): Promise<void> {
+  /**
+   * Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError,
+   * or with RequestAbandonedError when `connection` was closed by its client before the commit.
+   */
+  append(payload: string, readings: number, receivedMs: number, connection?: RequestConnection): Promise<void> {
     if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
     const bytes = Buffer.byteLength(payload);
     if (this.#totals.bytes + this.#reserved + bytes > this.maxBytes) {
@@ -140,17 +159,34 @@ export class QueueWriter {
     }
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
-      if (this.#pending.push({ payload, readings, bytes, receivedMs, resolve, reject }) === 1) {
-        setImmediate(this.#commitPending);
+      this.#pending.push({ payload, readings, bytes, receivedMs, connection, turn: this.#turn, resolve, reject });
+      if (!this.#ticking) {
+        this.#ticking = true;
+        setImmediate(this.#tick);
       }
     });
   }
 
-  readonly #commitPending = (): void => {
-    const batch = this.#pending;
-    if (batch.length === 0) return;
-    this.#pending = [];
+  /**
+   * Once a turn of the event loop: commits the appends made before the last turn. Each waits one
+   * whole turn, whose poll reads the end of a connection whose request was read in the turn before
+   * (a read stops at a partial buffer, before the EOF behind it), so a request its client gave up
+   * on meanwhile is not committed. Everything appended in between goes in the same commit.
+   */
+  readonly #tick = (): void => {
+    this.#turn += 1;
+    let due = 0;
+    while (due < this.#pending.length && this.#pending[due]!.turn <= this.#turn - 2) due += 1;
+    if (due > 0) this.#commit(this.#pending.splice(0, due));
+    if (this.#pending.length > 0) setImmediate(this.#tick);
+    else this.#ticking = false;
+  };
+
+  #commit(appends: PendingAppend[]): void {
+    let batch = appends;
     for (const item of batch) this.#reserved -= item.bytes;
+    if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
+    if (batch.length === 0) return;
     try {
       this.#insertMany(batch);
     } catch (error) {
@@ -173,7 +209,17 @@ export class QueueWriter {
       item.resolve();
     }
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
-  };
+  }
+
+  /** Refuses the appends whose client went away while they waited: they are not committed. */
+  #withoutAbandoned(batch: PendingAppend[]): PendingAppend[] {
+    const kept: PendingAppend[] = [];
+    for (const item of batch) {
+      if (isClosed(item.connection)) item.reject(new RequestAbandonedError());
+      else kept.push(item);
+    }
+    return kept;
+  }
 
   /** Seals the current segment (dropped once every sink has passed it) and appends to a new one. */
   #startSegment(): void {
@@ -296,7 +342,7 @@ export class QueueWriter {
    */
   close(): boolean {
     if (this.#closed) return true;
-    this.#commitPending();
+    if (this.#pending.length > 0) this.#commit(this.#pending.splice(0));
     this.#closed = true;
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)');

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { QueueRefusedError } from './queue-errors.js';
+import { QueueRefusedError, RequestAbandonedError } from './queue-errors.js';
 import { QueueReader } from './queue-reader.js';
 import { countAdded, listSegments, segmentInsert } from './queue-file.js';
 import { QueueWriter, type QueueOptions } from './queue-writer.js';
@@ -39,6 +39,27 @@ describe('QueueWriter and QueueReader', () => {
     expect(count()).toBe(0);
     await appended;
     expect(count()).toBe(1);
+    reader.close();
+  });
+
+  it('does not commit an append whose client closed its connection while it waited, and commits the rest', async () => {
+    const queue = openQueue();
+    const gone = { destroyed: false, readableEnded: false };
+    const halfClosed = { destroyed: false, readableEnded: false };
+    const abandoned = queue.append('1\ts\tc\t1', 1, 1, gone);
+    const ended = queue.append('3\ts\tc\t3', 1, 1, halfClosed);
+    const kept = queue.append('2\ts\tc\t2', 1, 1, { destroyed: false, readableEnded: false });
+    // The end of the connection arrives in the next turn of the event loop, still before the commit.
+    setImmediate(() => {
+      gone.destroyed = true;
+      halfClosed.readableEnded = true;
+    });
+    await expect(ended).rejects.toBeInstanceOf(RequestAbandonedError);
+    await expect(abandoned).rejects.toBeInstanceOf(RequestAbandonedError);
+    await kept;
+    expect(queue.stats()).toMatchObject({ records: 1, readings: 1, commits: 1 });
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
+    expect(reader.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['2\ts\tc\t2']);
     reader.close();
   });
 
