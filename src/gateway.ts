@@ -21,6 +21,7 @@ import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './heal
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
+import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
 import { VERSION } from './version.js';
 
@@ -78,6 +79,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
+  const idempotency = idempotencyKeys(config, logger);
   const app = createApp({
     queue,
     delivery,
@@ -96,20 +98,41 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     version: VERSION,
     tls: () => tlsSummary(certificate),
     sinks: sinkDescriptions,
+    idempotency,
   });
   const http = await listen(app, config, certificate, queue);
   delivery.start();
   keys.watch();
   const questdb = healthQuestDb(sinks);
   const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, () =>
-    takeSnapshot({ queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions }),
+    takeSnapshot({
+      queue,
+      stats,
+      keys,
+      failureDelay,
+      isStopping: stopping.isStopping,
+      version: VERSION,
+      sinks: sinkDescriptions,
+      idempotency,
+    }),
   );
   const systemd = await notifySystemdReady(config, http, queue, logger);
   logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner }));
+    (stopped ??= stopInOrder(config, logger, {
+      stopping,
+      systemd,
+      housekeeping,
+      keys,
+      http,
+      delivery,
+      questdb,
+      queue,
+      owner,
+      idempotency,
+    }));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -141,11 +164,12 @@ interface Running {
   questdb: QuestDbHttp | undefined;
   queue: QueueWriter;
   owner: DataDirLock;
+  idempotency: IdempotencyKeys;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner } = running;
+  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner, idempotency } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
@@ -153,12 +177,35 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
   keys.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await http.close(deadline);
+  saveIdempotencyKeys(config, logger, idempotency);
   await delivery.stop(deadline);
   await questdb?.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
   owner.release();
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
+}
+
+/** How long an `Idempotency-Key` is honoured, and how many are held at most (a few MB). */
+const IDEMPOTENCY_WINDOW_MS = 10 * 60 * 1000;
+const IDEMPOTENCY_MAX_KEYS = 20_000;
+
+/** The keys the last graceful stop saved, read back. */
+function idempotencyKeys(config: Config, logger: Logger): IdempotencyKeys {
+  const keys = new IdempotencyKeys({ windowMs: IDEMPOTENCY_WINDOW_MS, maxKeys: IDEMPOTENCY_MAX_KEYS });
+  const loaded = keys.load(idempotencyFile(config.dataDir));
+  if (loaded > 0) logger.info({ event: 'idempotency_keys_loaded', keys: loaded }, 'Idempotency-Keys of the last run read back');
+  return keys;
+}
+
+/** Once no request is in flight: the answered keys still in their window, for the next start. */
+function saveIdempotencyKeys(config: Config, logger: Logger, keys: IdempotencyKeys): void {
+  if (keys.size === 0) return;
+  try {
+    keys.save(idempotencyFile(config.dataDir));
+  } catch (error) {
+    logger.warn({ event: 'idempotency_keys_not_saved', err: error }, 'could not save the Idempotency-Keys; the next start forgets them');
+  }
 }
 
 function certificateLocationOf(config: Config): CertificateLocation {

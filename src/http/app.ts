@@ -9,6 +9,7 @@ import type { SinkDescription, TlsSummary } from '../health/snapshot.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
+import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problem } from './problem-details.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
@@ -32,6 +33,8 @@ export interface AppDeps {
   version: string;
   tls?: () => TlsSummary;
   sinks?: readonly SinkDescription[];
+  /** Requests with an `Idempotency-Key` answered so far (`routes/ingest.ts`). */
+  idempotency: IdempotencyKeys;
 }
 
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */
