@@ -224,7 +224,14 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     durability: config.durability,
     maxBytes: config.queueMaxBytes,
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
+    diskReserve: true,
   });
+  if (!queue.reserveReady) {
+    logger.warn(
+      { event: 'queue_reserve_missing', dataDir: config.dataDir },
+      'the disk is too full for the queue reserve; a disk filled by the queue may stop delivery until space is freed',
+    );
+  }
   for (const added of queue.registered.added)
     logger.info({ event: 'sink_added', sink: added.name, at: added.at }, `sink ${added.name} added`);
   if (queue.registered.removed.length > 0) {

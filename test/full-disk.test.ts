@@ -12,7 +12,8 @@ import { waitUntil } from './support/wait.js';
 /**
  * The data directory is a 4 MiB tmpfs in a private mount namespace (unshare, no privileges needed
  * beyond user namespaces), part of it taken by a ballast file, so the disk fills long before the
- * queue bound. Removing the ballast is "space returns".
+ * queue bound. Removing the ballast is "space returns". The second case fills a 6 MiB tmpfs with
+ * the queue alone, QuestDB away, and lets QuestDB back.
  */
 describe('full disk (ENOSPC on the data directory)', () => {
   it('answers 503 with a clear error, corrupts nothing and recovers by itself when space returns', async () => {
@@ -117,4 +118,76 @@ describe('full disk (ENOSPC on the data directory)', () => {
     }
     expect(await storedCounts(table)).toEqual({ rows: accepted, distinct: accepted });
   }, 60_000);
+
+  it('delivers a backlog that filled the disk itself once QuestDB is back, says not ready meanwhile, and takes readings again', async () => {
+    const dataDir = tempDir('selffull');
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    proxy.set('refuse');
+    const table = uniqueTable('selffull');
+    const { child, url, logs, stderr, exited } = await startGatewayProcess({
+      bundle: inject('bundlePath'),
+      wrap: ['unshare', '--map-root-user', '--mount', 'sh', '-c', 'mount -t tmpfs -o size=6m tmpfs "$DATA_DIR" && exec "$@"', 'sh'],
+      env: {
+        API_KEY: TEST_KEY,
+        DATA_DIR: dataDir,
+        QUESTDB_URL: proxy.url,
+        QUESTDB_TABLE: table,
+        QUEUE_MAX_BYTES: '1GiB',
+        FLUSH_INTERVAL_MS: '50',
+        FLUSH_BACKOFF_MAX_MS: '250',
+        REPLAY_WINDOW_MS: '3000',
+        HEALTH_REPORT: 'false',
+        RETENTION_DAYS: '0',
+      },
+      timeoutMs: 10_000,
+    });
+    let accepted = 0;
+    let sequence = 0;
+    const postBatch = async () => {
+      const batch = Array.from({ length: 100 }, () => {
+        const n = sequence++;
+        return { time: `2026-09-02T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: 'selffull', cargo_id: `metric-${n % 50}`, value: n };
+      });
+      const response = await fetch(`${url}/api/v2/ingest/batch`, {
+        method: 'POST',
+        headers: { 'x-api-key': TEST_KEY },
+        body: JSON.stringify(batch),
+      });
+      const body = (await response.json()) as { details?: { type: string }[] };
+      if (response.status === 200) accepted += batch.length;
+      return { status: response.status, type: body.details?.[0]?.type };
+    };
+    const ready = async () => (await fetch(`${url}/readyz`)).status;
+    const queued = async () =>
+      ((await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } }).queue
+        .readings;
+    try {
+      let refusal: Awaited<ReturnType<typeof postBatch>> | undefined;
+      for (let i = 0; i < 5000 && refusal === undefined; i++) {
+        const result = await postBatch();
+        if (result.status !== 200) refusal = result;
+      }
+      expect(refusal).toEqual({ status: 503, type: 'queue_disk_full' });
+      expect(accepted).toBeGreaterThan(5000);
+      // Not ready while ingest cannot write, also once no request has tried for a while.
+      expect(await ready()).toBe(503);
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      expect(await ready()).toBe(503);
+
+      proxy.set('pass');
+      await waitUntil('the backlog delivered', async () => (await queued()) === 0, 60_000);
+      await waitUntil('ready again', async () => (await ready()) === 200, 30_000);
+      await waitUntil('readings taken again', async () => (await postBatch()).status === 200, 30_000);
+      // The delivery thread never died, and did not send its kept readings again and again.
+      expect(logs.filter((l) => l['event'] === 'delivery_exited' || l['event'] === 'delivery_crashed')).toEqual([]);
+      expect(logs.filter((l) => l['event'] === 'replay').length).toBeLessThanOrEqual(1);
+      await waitUntil('the new readings delivered', async () => (await queued()) === 0, 30_000);
+    } finally {
+      child.kill('SIGTERM');
+      const { code } = await exited;
+      if (code !== 0) console.log(stderr(), JSON.stringify(logs.slice(-20)));
+      await proxy.close();
+    }
+    expect(await storedCounts(table)).toEqual({ rows: accepted, distinct: accepted });
+  }, 180_000);
 });

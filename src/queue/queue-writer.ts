@@ -1,8 +1,10 @@
 import type Database from 'better-sqlite3';
 import { QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
+import { DiskReserve, freeBytes, isDiskFull } from './disk-reserve.js';
 import {
   countQueued,
   createSegment,
+  dropSegment,
   ledgerReader,
   listSegments,
   newestReceivedMs,
@@ -16,7 +18,15 @@ import {
   type Progress,
   type Totals,
 } from './queue-file.js';
-import { readSinkMarks, registerSinks, totalsBetween, type Registered, type SinkRegistration } from './sink-marks.js';
+import {
+  compareMarks,
+  readSinkMarks,
+  registerSinks,
+  slowestMark,
+  totalsBetween,
+  type Registered,
+  type SinkRegistration,
+} from './sink-marks.js';
 
 export type { Durability } from './queue-file.js';
 
@@ -27,6 +37,8 @@ export interface QueueOptions {
   maxBytes: number;
   /** The sinks the queue feeds; by default the local QuestDB alone. */
   sinks?: readonly SinkRegistration[];
+  /** Keep a reserve on the file system for a full disk (disk-reserve.ts): the gateway does. */
+  diskReserve?: boolean;
 }
 
 /** A sink's share of the queue: what it has still to deliver. */
@@ -84,6 +96,8 @@ export class QueueWriter {
   readonly registered: Registered;
   /** When the newest record in the file at open was received (epoch ms): where receive times resume. */
   readonly newestReceivedMs: number | undefined;
+  /** The disk reserve was there or could be made at open (false: the file system was too full). */
+  readonly reserveReady: boolean;
   readonly #db: Database.Database;
   /** Per sink: the readings after its mark at open. */
   readonly #sinkBacklogAtOpen = new Map<string, number>();
@@ -113,6 +127,12 @@ export class QueueWriter {
   #full = false;
   #closed = false;
   #lastWriteFailureMs: number | undefined;
+  /** Room kept on the file system for the delivery thread to record deliveries on a full disk. */
+  readonly #diskReserve: DiskReserve;
+  /** A commit failed for want of disk space, and none has succeeded since. */
+  #diskFull = false;
+  /** When room was last made for the reserve while the disk is full (monotonic ms). */
+  #roomMadeAt = Number.NEGATIVE_INFINITY;
 
   private constructor(options: QueueOptions) {
     this.dataDir = options.dataDir;
@@ -139,6 +159,8 @@ export class QueueWriter {
     this.#ledgerAtOpen = this.#readLedger();
     this.#base = countQueued(db);
     this.newestReceivedMs = newestReceivedMs(db);
+    this.#diskReserve = new DiskReserve(options.dataDir, options.diskReserve === true);
+    this.reserveReady = this.#diskReserve.ensure();
     this.#totals = { ...this.#base };
   }
 
@@ -157,6 +179,9 @@ export class QueueWriter {
       this.#full = true;
       return Promise.reject(new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
     }
+    // On a full disk nothing is tried until there is room again: a failing commit could take the
+    // room the delivery thread frees for itself.
+    if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
       this.#pending.push({ payload, readings, bytes, receivedMs, connection, turn: this.#turn, resolve, reject });
@@ -191,11 +216,13 @@ export class QueueWriter {
       this.#insertMany(batch);
     } catch (error) {
       const refusal = classifyWriteError(error);
-      this.#lastWriteFailureMs = Date.now();
+      if (isDiskFull(error)) this.#diskFull = true;
+      else this.#lastWriteFailureMs = Date.now();
       for (const item of batch) item.reject(refusal);
       return;
     }
     this.#lastWriteFailureMs = undefined;
+    this.#diskFull = false;
     this.#commits += 1;
     for (const item of batch) {
       this.#segmentRecords += 1;
@@ -246,6 +273,63 @@ export class QueueWriter {
       (ledger.removed[key] - this.#ledgerAtOpen.removed[key]);
     this.#totals = { records: total('records'), readings: total('readings'), bytes: total('bytes') };
     if (this.#totals.bytes + this.#reserved < this.maxBytes) this.#full = false;
+    if (this.#diskFull) this.#roomToWrite();
+  }
+
+  /**
+   * On a full disk: whether ingest may write again. Only once the reserve is there (made again after
+   * the delivery thread used it) and the file system, or the queue file's free pages, have as much
+   * room again. Otherwise room is made at most once a second (`#makeRoom`); the rest is a statfs and
+   * a pragma.
+   */
+  #roomToWrite(): boolean {
+    try {
+      if (this.#diskReserve.present && this.#hasRoom()) return true;
+      const now = performance.now();
+      if (now - this.#roomMadeAt < 1000) return false;
+      this.#roomMadeAt = now;
+      this.#makeRoom();
+      return this.#diskReserve.ensure() && this.#hasRoom();
+    } catch {
+      // Still full (a checkpoint or compaction could not write): the next look tries again.
+      return false;
+    }
+  }
+
+  /** As much room as the reserve, on the file system or in the queue file's free pages. */
+  #hasRoom(): boolean {
+    const room = this.#diskReserve.bytes;
+    if (freeBytes(this.dataDir) >= room) return true;
+    const freePages = this.#db.pragma('freelist_count', { simple: true }) as number;
+    return freePages * (this.#db.pragma('page_size', { simple: true }) as number) >= room;
+  }
+
+  /**
+   * Hands what the sinks are done with back to the file system, so the reserve can be made again:
+   * the current segment, once every sink passed all of it, is closed for a new one and dropped
+   * (ingest, refused meanwhile, appends nothing that would let the sinks move into a newer one);
+   * free pages go back to the file system at the next checkpoint.
+   */
+  #makeRoom(): void {
+    const last = this.#db.prepare<[], number | null>(`SELECT MAX(id) FROM segment_${this.#segment}`).pluck().get() ?? 0;
+    if (last > 0 && compareMarks(slowestMark(this.#db), { segment: this.#segment, lastId: last }) >= 0) {
+      const finished = this.#segment;
+      this.#startSegment();
+      if (this.#segment > finished) dropSegment(this.#db, finished);
+    }
+    this.compact();
+    // Truncating the log waits for readers: briefly, as this runs on the ingest thread.
+    this.#db.pragma('busy_timeout = 100');
+    try {
+      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.#db.pragma('busy_timeout = 10000');
+    }
+  }
+
+  /** A commit failed for want of disk space and there is no room yet: ingest refuses, readiness says so. */
+  isDiskFull(): boolean {
+    return this.#diskFull && !this.#roomToWrite();
   }
 
   /** Full: an append was refused for size and no room has been made since. */
@@ -253,9 +337,14 @@ export class QueueWriter {
     return this.#full;
   }
 
-  /** Writable: open, not full, and no write failed (disk full, I/O) in the last few seconds. */
+  /** Writable: open, not full, not out of disk space, and no other write failed (I/O) in the last few seconds. */
   isWritable(now = Date.now()): boolean {
-    return !this.#closed && !this.#full && (this.#lastWriteFailureMs === undefined || now - this.#lastWriteFailureMs > 5000);
+    return (
+      !this.#closed &&
+      !this.#full &&
+      !this.isDiskFull() &&
+      (this.#lastWriteFailureMs === undefined || now - this.#lastWriteFailureMs > 5000)
+    );
   }
 
   /** The database answers queries: for the systemd watchdog. */
