@@ -53,8 +53,9 @@ export class FileLock {
       throw new Error(`cannot lock ${path}: the file is not writable for this user`);
     }
     try {
-      // No journal file, and once a write transaction took the exclusive lock it is kept until close.
-      db.pragma('journal_mode = OFF');
+      // No journal file (OFF is refused in better-sqlite3's defensive mode), and once a write
+      // transaction took the exclusive lock it is kept until close.
+      db.pragma('journal_mode = MEMORY');
       db.pragma('locking_mode = EXCLUSIVE');
       db.exec('BEGIN EXCLUSIVE; COMMIT');
     } catch (error) {
