@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, openSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
@@ -162,10 +162,18 @@ describe('full disk (ENOSPC on the data directory)', () => {
       ((await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } }).queue
         .readings;
     try {
+      // Until the disk is full for good: the first refusals may still be followed by a few answers,
+      // once the log the queue had written was folded into the queue file.
       let refusal: Awaited<ReturnType<typeof postBatch>> | undefined;
-      for (let i = 0; i < 5000 && refusal === undefined; i++) {
+      let refusedSince: number | undefined;
+      for (let i = 0; i < 10_000 && (refusedSince === undefined || Date.now() - refusedSince < 3_000); i++) {
         const result = await postBatch();
-        if (result.status !== 200) refusal = result;
+        if (result.status === 200) refusedSince = undefined;
+        else {
+          refusal ??= result;
+          refusedSince ??= Date.now();
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
       }
       expect(refusal).toEqual({ status: 503, type: 'queue_disk_full' });
       expect(accepted).toBeGreaterThan(5000);
@@ -181,6 +189,90 @@ describe('full disk (ENOSPC on the data directory)', () => {
       // The delivery thread never died, and did not send its kept readings again and again.
       expect(logs.filter((l) => l['event'] === 'delivery_exited' || l['event'] === 'delivery_crashed')).toEqual([]);
       expect(logs.filter((l) => l['event'] === 'replay').length).toBeLessThanOrEqual(1);
+      await waitUntil('the new readings delivered', async () => (await queued()) === 0, 30_000);
+    } finally {
+      child.kill('SIGTERM');
+      const { code } = await exited;
+      if (code !== 0) console.log(stderr(), JSON.stringify(logs.slice(-20)));
+      await proxy.close();
+    }
+    expect(await storedCounts(table)).toEqual({ rows: accepted, distinct: accepted });
+  }, 180_000);
+
+  it('delivers its backlog when something else took the last byte of the disk, and takes readings again once that is gone', async () => {
+    const dataDir = tempDir('otherfull');
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    proxy.set('refuse');
+    const table = uniqueTable('otherfull');
+    const { child, url, logs, stderr, exited } = await startGatewayProcess({
+      bundle: inject('bundlePath'),
+      wrap: ['unshare', '--map-root-user', '--mount', 'sh', '-c', 'mount -t tmpfs -o size=8m tmpfs "$DATA_DIR" && exec "$@"', 'sh'],
+      env: {
+        API_KEY: TEST_KEY,
+        DATA_DIR: dataDir,
+        QUESTDB_URL: proxy.url,
+        QUESTDB_TABLE: table,
+        FLUSH_INTERVAL_MS: '50',
+        FLUSH_BACKOFF_MAX_MS: '250',
+        REPLAY_WINDOW_MS: '0',
+        HEALTH_REPORT: 'false',
+        RETENTION_DAYS: '0',
+      },
+      timeoutMs: 10_000,
+    });
+    const inside = `/proc/${child.pid}/root${dataDir}`;
+    let accepted = 0;
+    let sequence = 0;
+    const postBatch = async () => {
+      const batch = Array.from({ length: 100 }, () => {
+        const n = sequence++;
+        return { time: `2026-09-03T00:00:00.${String(n).padStart(9, '0')}Z`, ship_id: 'otherfull', cargo_id: `metric-${n % 50}`, value: n };
+      });
+      const response = await fetch(`${url}/api/v2/ingest/batch`, {
+        method: 'POST',
+        headers: { 'x-api-key': TEST_KEY },
+        body: JSON.stringify(batch),
+      });
+      await response.arrayBuffer();
+      if (response.status === 200) accepted += batch.length;
+      return response.status;
+    };
+    const queued = async () =>
+      ((await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } }).queue
+        .readings;
+    try {
+      for (let i = 0; i < 200; i++) expect(await postBatch()).toBe(200);
+      expect(existsSync(join(inside, 'queue.reserve'))).toBe(true);
+      // Another program fills every byte left (a log, QuestDB on the same disk), also what the
+      // gateway gives back when it notices (its log folded into the queue file).
+      const ballast = join(inside, 'ballast');
+      const fill = () => {
+        const fd = openSync(ballast, 'a');
+        try {
+          for (;;) writeSync(fd, Buffer.alloc(4096, 1));
+        } catch (error) {
+          expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
+        } finally {
+          closeSync(fd);
+        }
+      };
+      fill();
+      expect(await postBatch()).toBe(503);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await postBatch()).toBe(503);
+      fill();
+      expect((await fetch(`${url}/readyz`)).status).toBe(503);
+
+      proxy.set('pass');
+      // In the log's room, or, when that is taken too, in the reserve's (queue_reserve_used).
+      await waitUntil('the backlog delivered', async () => (await queued()) === 0, 60_000);
+      expect(logs.filter((l) => l['event'] === 'delivery_exited')).toEqual([]);
+      expect((await fetch(`${url}/readyz`)).status).toBe(503);
+
+      unlinkSync(ballast);
+      await waitUntil('ready again, the reserve made again', async () => (await fetch(`${url}/readyz`)).status === 200, 30_000);
+      expect(existsSync(join(inside, 'queue.reserve'))).toBe(true);
+      expect(await postBatch()).toBe(200);
       await waitUntil('the new readings delivered', async () => (await queued()) === 0, 30_000);
     } finally {
       child.kill('SIGTERM');

@@ -3,17 +3,21 @@ import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statfsS
 import { join } from 'node:path';
 
 /**
- * Room the queue keeps for itself on its file system: `DATA_DIR/queue.reserve`, a file of its own
- * bytes. When the disk is full, SQLite can commit nothing, not even the few pages that record a
- * delivery or drop a delivered segment (its write-ahead log cannot grow, and the checkpoint that
- * would let it start over must grow the database file): the backlog could never move again. Then
- * the delivery thread deletes the reserve, records its deliveries in the room that gives, and the
- * segments it drops free pages inside the queue file; ingest waits until those pages are handed
- * back to the file system and the reserve is made again, so the next full disk finds it there.
+ * Room the queue keeps for itself on its file system. When the disk is full, SQLite can commit
+ * nothing, not even the few pages that record a delivery or drop a delivered segment (its
+ * write-ahead log cannot grow, and the checkpoint that would let it start over must add the pages
+ * the log holds to the database file): the backlog could never move again. So:
  *
- * The size is a sixteenth of the file system, between 256 KiB and 4 MiB: on the appliance's SD
- * card 4 MiB, several times the log of pages the queue keeps between checkpoints (about 1 MiB),
- * which is what a first checkpoint on a full disk may have to add to the queue file.
+ * - ingest commits only while the file system keeps a margin free (`roomFor`): the size of the
+ *   reserve plus twice the commit; below it ingest refuses, and resumes only once twice the margin
+ *   is free again (`roomToResume`), after the sinks' delivered segments were handed back;
+ * - `DATA_DIR/queue.reserve`, a file of that size, covers a disk that something else filled: the
+ *   delivery thread deletes it on SQLITE_FULL and records its deliveries in the room it gives;
+ *   the ingest thread makes it again before ingest resumes.
+ *
+ * The size is an eighth of the file system, between 256 KiB and 4 MiB: on the appliance's SD card
+ * 4 MiB, several times what the log holds between checkpoints (about 1 MiB), which is what a
+ * checkpoint on a full disk may have to add to the queue file.
  */
 export const reservePath = (dataDir: string): string => join(dataDir, 'queue.reserve');
 
@@ -24,7 +28,7 @@ const CHUNK = 256 * 1024;
 /** The reserve's size for the file system `dataDir` is on. */
 export function reserveBytes(dataDir: string): number {
   const fs = statfsSync(dataDir);
-  return Math.min(MAX_BYTES, Math.max(MIN_BYTES, Math.floor((fs.blocks * fs.bsize) / 16)));
+  return Math.min(MAX_BYTES, Math.max(MIN_BYTES, Math.floor((fs.blocks * fs.bsize) / 8)));
 }
 
 /** Bytes the file system has free for this user. */
@@ -48,6 +52,21 @@ export class DiskReserve {
 
   get present(): boolean {
     return !this.keep || existsSync(this.path);
+  }
+
+  /** A commit of `bytes` leaves the margin free (a statfs; always, for a queue without reserve). */
+  roomFor(bytes: number): boolean {
+    return !this.keep || freeBytes(this.dataDir) >= this.bytes + 2 * bytes;
+  }
+
+  /** How many pages of `pageSize` a compaction may move: their log frames take at most half the free room. */
+  pagesToMove(pageSize: number): number {
+    return this.keep ? Math.floor(freeBytes(this.dataDir) / 2 / (pageSize + 24)) : Number.POSITIVE_INFINITY;
+  }
+
+  /** After a full disk: twice the margin is free again. */
+  roomToResume(): boolean {
+    return !this.keep || freeBytes(this.dataDir) >= 2 * this.bytes;
   }
 
   /**

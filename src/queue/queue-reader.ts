@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { isDiskFull, releaseReserve } from './disk-reserve.js';
+import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import { listSegments, openQueueFile, readProgress, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
 import {
   advanceCommonMark,
@@ -48,6 +48,8 @@ export interface Completion {
 export class QueueReader {
   readonly sink: string;
   readonly #dataDir: string;
+  /** The gateway's disk reserve (disk-reserve.ts), when it keeps one. */
+  readonly #reserve: DiskReserve | undefined;
   readonly #onReserveReleased: () => void;
   readonly #db: Database.Database;
   readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
@@ -60,10 +62,11 @@ export class QueueReader {
     dataDir: string,
     durability: Durability,
     sink: string,
-    options: { keeps: boolean; onReserveReleased?: () => void } = { keeps: false },
+    options: { keeps: boolean; reserve?: boolean; onReserveReleased?: () => void } = { keeps: false },
   ) {
     this.sink = sink;
     this.#dataDir = dataDir;
+    this.#reserve = options.reserve === true ? new DiskReserve(dataDir) : undefined;
     this.#onReserveReleased = options.onReserveReleased ?? (() => undefined);
     this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
@@ -144,6 +147,7 @@ export class QueueReader {
     if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
     this.#dropPassed(common);
+    this.#giveBackLog();
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
   }
 
@@ -174,6 +178,24 @@ export class QueueReader {
       if (!isDiskFull(error) || !releaseReserve(this.#dataDir)) throw error;
       this.#onReserveReleased();
       return write();
+    }
+  }
+
+  /**
+   * While the disk is short of room (the reserve used up, or less than twice its size free), every
+   * completion checkpoints the log and truncates it: the room left must not go on a log that only
+   * grows (it starts over only after a checkpoint, which SQLite would not try before 1,000 pages).
+   */
+  #giveBackLog(): void {
+    const reserve = this.#reserve;
+    if (reserve === undefined || (reserve.present && reserve.roomToResume())) return;
+    this.#db.pragma('busy_timeout = 1000');
+    try {
+      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // Busy or still full: the next completion tries again.
+    } finally {
+      this.#db.pragma('busy_timeout = 10000');
     }
   }
 

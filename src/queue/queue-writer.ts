@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
-import { DiskReserve, freeBytes, isDiskFull } from './disk-reserve.js';
+import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import {
   countQueued,
   createSegment,
@@ -182,6 +182,7 @@ export class QueueWriter {
     // On a full disk nothing is tried until there is room again: a failing commit could take the
     // room the delivery thread frees for itself.
     if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
+    if (this.#diskFull) this.#diskFull = false;
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
       this.#pending.push({ payload, readings, bytes, receivedMs, connection, turn: this.#turn, resolve, reject });
@@ -212,6 +213,17 @@ export class QueueWriter {
     for (const item of batch) this.#reserved -= item.bytes;
     if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
     if (batch.length === 0) return;
+    if (!this.#diskFull && !this.#diskReserve.roomFor(batch.reduce((sum, item) => sum + item.bytes, 0))) {
+      this.#diskFull = true;
+      // While the margin is still free: the pages the log holds go into the queue file now.
+      this.#roomMadeAt = Number.NEGATIVE_INFINITY;
+      this.#roomToWrite();
+    }
+    if (this.#diskFull) {
+      const refusal = classifyWriteError({ code: 'SQLITE_FULL' });
+      for (const item of batch) item.reject(refusal);
+      return;
+    }
     try {
       this.#insertMany(batch);
     } catch (error) {
@@ -278,47 +290,55 @@ export class QueueWriter {
 
   /**
    * On a full disk: whether ingest may write again. Only once the reserve is there (made again after
-   * the delivery thread used it) and the file system, or the queue file's free pages, have as much
-   * room again. Otherwise room is made at most once a second (`#makeRoom`); the rest is a statfs and
-   * a pragma.
+   * the delivery thread used it) and the file system has room for the reserve and as much again
+   * besides (disk-reserve.ts). Until then, room is made at most once a second (`#makeRoom`); the
+   * rest is a statfs.
    */
   #roomToWrite(): boolean {
     try {
-      if (this.#diskReserve.present && this.#hasRoom()) return true;
+      if (this.#diskReserve.present && this.#diskReserve.roomToResume()) return true;
       const now = performance.now();
       if (now - this.#roomMadeAt < 1000) return false;
       this.#roomMadeAt = now;
       this.#makeRoom();
-      return this.#diskReserve.ensure() && this.#hasRoom();
+      return this.#diskReserve.ensure() && this.#diskReserve.roomToResume();
     } catch {
       // Still full (a checkpoint or compaction could not write): the next look tries again.
       return false;
     }
   }
 
-  /** As much room as the reserve, on the file system or in the queue file's free pages. */
-  #hasRoom(): boolean {
-    const room = this.#diskReserve.bytes;
-    if (freeBytes(this.dataDir) >= room) return true;
-    const freePages = this.#db.pragma('freelist_count', { simple: true }) as number;
-    return freePages * (this.#db.pragma('page_size', { simple: true }) as number) >= room;
-  }
-
   /**
    * Hands what the sinks are done with back to the file system, so the reserve can be made again:
-   * the current segment, once every sink passed all of it, is closed for a new one and dropped
-   * (ingest, refused meanwhile, appends nothing that would let the sinks move into a newer one);
-   * free pages go back to the file system at the next checkpoint.
+   * the log is checkpointed and truncated; the current segment, once every sink passed all of it,
+   * is closed for a new one and dropped (ingest, refused meanwhile, appends nothing that would let
+   * the sinks move into a newer one); free pages go back to the file system. A step that finds the
+   * disk full uses the reserve, as the delivery thread does.
    */
   #makeRoom(): void {
     const last = this.#db.prepare<[], number | null>(`SELECT MAX(id) FROM segment_${this.#segment}`).pluck().get() ?? 0;
-    if (last > 0 && compareMarks(slowestMark(this.#db), { segment: this.#segment, lastId: last }) >= 0) {
+    const drained = compareMarks(slowestMark(this.#db), { segment: this.#segment, lastId: last }) >= 0;
+    // The reserve is the delivery thread's as long as it has deliveries to record.
+    const step = (write: () => void): void => {
+      try {
+        write();
+      } catch (error) {
+        if (!isDiskFull(error) || !drained || !releaseReserve(this.dataDir)) throw error;
+        write();
+      }
+    };
+    step(() => this.#truncateLog());
+    if (last > 0 && drained) {
       const finished = this.#segment;
       this.#startSegment();
-      if (this.#segment > finished) dropSegment(this.#db, finished);
+      if (this.#segment > finished) step(() => dropSegment(this.#db, finished));
     }
-    this.compact();
-    // Truncating the log waits for readers: briefly, as this runs on the ingest thread.
+    // A little at a time: each round's moved pages go into the file, which then ends earlier.
+    for (let round = 0; round < 16 && this.compact() > 0; round++) step(() => this.#truncateLog());
+  }
+
+  /** Checkpoints the log and truncates it; waits for readers only briefly, as this is the ingest thread. */
+  #truncateLog(): void {
     this.#db.pragma('busy_timeout = 100');
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)');
@@ -420,9 +440,20 @@ export class QueueWriter {
   compact(): number {
     if (this.#closed) return 0;
     const free = this.#db.pragma('freelist_count', { simple: true }) as number;
-    if (free === 0) return 0;
-    this.#db.pragma(`incremental_vacuum(${Math.min(free, COMPACT_MAX_PAGES)})`);
-    return Math.min(free, COMPACT_MAX_PAGES);
+    // Moving a page writes it to the log first: on a nearly full disk, only as many as half the room takes.
+    const pages = Math.min(
+      free,
+      COMPACT_MAX_PAGES,
+      this.#diskReserve.pagesToMove(this.#db.pragma('page_size', { simple: true }) as number),
+    );
+    if (pages <= 0) return 0;
+    try {
+      this.#db.pragma(`incremental_vacuum(${pages})`);
+    } catch (error) {
+      if (isDiskFull(error)) return 0;
+      throw error;
+    }
+    return pages;
   }
 
   /**

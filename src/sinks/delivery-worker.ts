@@ -51,6 +51,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     const replayWindowMs = spec.replayWindowMs ?? 0;
     const reader = new QueueReader(data.dataDir, data.durability, spec.name, {
       keeps: replayWindowMs > 0,
+      reserve: true,
       onReserveReleased: () =>
         logger.warn(
           { event: 'queue_reserve_used', sink: spec.name },
