@@ -52,15 +52,20 @@ function receiveTimeOffsets(readings: readonly Reading[]): { of: number[] | unde
   for (let i = 0; i < readings.length; i++) if (readings[i]!.timeNs === undefined) untimed += 1;
   if (untimed === 0) return undefined;
   if (untimed === 1) return { of: undefined, span: 1 };
-  const seen = new Map<string, number>();
+  // By ship, then cargo: no key string to build per reading.
+  const seen = new Map<string, Map<string, number>>();
   const of: number[] = new Array(readings.length).fill(0);
   let span = 1;
   for (let i = 0; i < readings.length; i++) {
     const r = readings[i]!;
     if (r.timeNs !== undefined) continue;
-    const series = `${r.shipId}\t${r.cargoId}`;
-    const before = seen.get(series) ?? 0;
-    seen.set(series, before + 1);
+    let cargos = seen.get(r.shipId);
+    if (cargos === undefined) {
+      cargos = new Map();
+      seen.set(r.shipId, cargos);
+    }
+    const before = cargos.get(r.cargoId) ?? 0;
+    cargos.set(r.cargoId, before + 1);
     of[i] = before;
     if (before >= span) span = before + 1;
   }
