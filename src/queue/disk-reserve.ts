@@ -41,13 +41,17 @@ export class DiskReserve {
   readonly path: string;
   readonly bytes: number;
 
+  /** Whether the reserve is kept: not for a queue that asked for none, nor on a file system that reports no size. */
+  private readonly keep: boolean;
+
   /** `keep`: false for a queue that keeps no reserve (tests of other things): present and made, as far as it asks. */
   constructor(
     readonly dataDir: string,
-    private readonly keep = true,
+    keep = true,
   ) {
     this.path = reservePath(dataDir);
-    this.bytes = keep ? reserveBytes(dataDir) : 0;
+    this.keep = keep && statfsSync(dataDir).blocks > 0;
+    this.bytes = this.keep ? reserveBytes(dataDir) : 0;
   }
 
   get present(): boolean {
