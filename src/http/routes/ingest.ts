@@ -17,7 +17,7 @@ import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
 import { principalOf } from '../middleware/api-key/index.js';
 import type { Principal } from '../../keys/key-store.js';
-import { parseIdempotencyKey, type IdempotencyKeys, type StoredAnswer } from '../idempotency-keys.js';
+import { parseIdempotencyKey, type IdempotencyKeys } from '../idempotency-keys.js';
 import { problem } from '../problem-details.js';
 
 export interface IngestDeps {
@@ -128,27 +128,27 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   const idempotencyKey = c.req.header('idempotency-key');
   if (idempotencyKey !== undefined) return storeOnce(c, kind, parsed.readings, principal, idempotencyKey, deps);
   const stored = await storeAndCount(c, kind, parsed.readings, principal, deps);
-  return stored instanceof Response ? stored : c.json(stored.body as object);
+  return stored instanceof Response ? stored : c.json(stored);
 }
 
-/** Commits the readings and counts them for their key: the answer to give, or the refusal. */
+/** Commits the readings and counts them for their key: the body of the 200 answer, or the refusal. */
 async function storeAndCount(
   c: Context,
   kind: Kind,
   readings: Reading[],
   principal: Principal | undefined,
   deps: IngestDeps,
-): Promise<Response | StoredAnswer> {
+): Promise<Response | object> {
   const refused = await store(c, readings, deps);
   if (refused !== undefined) return refused;
   if (principal !== undefined) deps.keys.counters.accepted(principal.name, readings.length);
   if (kind === 'single') {
     const reading = readings[0]!;
-    return { status: 200, body: { status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId } };
+    return { status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId };
   }
   const status =
     kind === 'batch' ? 'Batch data received and queued' : kind === 'gps' ? 'GPS data received and queued' : 'Uplink received and queued';
-  return { status: 200, body: { status, count: readings.length } };
+  return { status, count: readings.length };
 }
 
 /**
@@ -178,7 +178,7 @@ async function storeOnce(
   if (claim.kind === 'repeat') {
     return c.json(claim.answer.body as object, claim.answer.status as 200, { 'Idempotent-Replayed': 'true' });
   }
-  let stored: Response | StoredAnswer;
+  let stored: Response | object;
   try {
     stored = await storeAndCount(c, kind, readings, principal, deps);
   } catch (error) {
@@ -189,8 +189,8 @@ async function storeOnce(
     claim.failed();
     return stored;
   }
-  claim.answered(stored);
-  return c.json(stored.body as object);
+  claim.answered({ status: 200, body: stored });
+  return c.json(stored);
 }
 
 /** What a keyed request asks to store: its endpoint and readings, receive times aside. */
