@@ -13,7 +13,8 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
-const BASE_NS = 1_780_000_000_000_000_000n;
+/** The readings' times count nanoseconds from here; their keys are `ship|ns since BASE_NS`. */
+export const BASE_NS = 1_780_000_000_000_000_000n;
 const MIN_ANSWERS_PER_ROUND = 30;
 
 /**
@@ -26,12 +27,15 @@ const MIN_ANSWERS_PER_ROUND = 30;
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
  *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string>,
- *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[] }} CrashOptions
+ *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[],
+ *             duringRound?: (gateway: import('./gateway-process.mjs').GatewayProcess, env: Record<string, string>) => Promise<void> }} CrashOptions
  *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
  *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
  *   `gatewayEnv`: further settings of every gateway run;
  *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
- *   those sinks deliver into, checked like the local one (the report's `destinations`).
+ *   those sinks deliver into, checked like the local one (the report's `destinations`);
+ *   `duringRound`: what else happens in each round while the load runs (a second gateway started
+ *   on the same data directory, say), given the round's gateway and its settings; the kill waits for it.
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport> }} CrashReport
@@ -113,7 +117,9 @@ export async function runCrashConsistency(options) {
 
   try {
     for (let round = 1; round <= rounds; round++) {
-      const gateway = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
+      const roundEnv = { API_KEY: KEY, DATA_DIR: await storage.open(), ...env };
+      const gateway = await startGatewayProcess({ bundle: bundlePath, env: roundEnv });
+      const besides = options.duringRound?.(gateway, roundEnv) ?? Promise.resolve();
       let alive = true;
       let answered = 0;
       const client = async (/** @type {number} */ id) => {
@@ -155,6 +161,7 @@ export async function runCrashConsistency(options) {
       // A random moment, but not before the round carried real load, however slow the machine.
       const killAt = Date.now() + roundMs.min + random() * (roundMs.max - roundMs.min);
       while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
+      await besides;
       gateway.child.kill('SIGKILL');
       killedAt[round] = Date.now();
       await gateway.exited;
@@ -261,8 +268,8 @@ export async function runCrashConsistency(options) {
   }
 }
 
-/** How often each reading key is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
-async function storedKeys(url, table) {
+/** How often each reading key (`ship|ns after BASE_NS`) is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
+export async function storedKeys(url, table) {
   const rows = (await sql(url, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
   const stored = new Map();
   for (const [ship, offset] of rows) {
@@ -273,7 +280,7 @@ async function storedKeys(url, table) {
 }
 
 /** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */
-function isoOf(ns) {
+export function isoOf(ns) {
   const seconds = ns / 1_000_000_000n;
   const fraction = String(ns % 1_000_000_000n).padStart(9, '0');
   return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;

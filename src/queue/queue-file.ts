@@ -62,6 +62,22 @@ export function segmentRecordsAfter(
 
 export const queuePath = (dataDir: string): string => join(dataDir, 'queue.db');
 
+/**
+ * The newest `received_ms` in the file: of the newest segment that has records (a dead letter
+ * re-queued there keeps its old time, so the whole segment, at most 16,384 records). The file always
+ * holds its newest record: a segment is dropped only once every sink passed a later one.
+ */
+export function newestReceivedMs(db: Database.Database): number | undefined {
+  for (const segment of listSegments(db).reverse()) {
+    const newest = db
+      .prepare<[], number | null>(`SELECT MAX(received_ms) FROM ${segmentTable(segment)}`)
+      .pluck()
+      .get();
+    if (newest !== null && newest !== undefined) return newest;
+  }
+  return undefined;
+}
+
 export interface Totals {
   records: number;
   readings: number;
@@ -88,6 +104,9 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   // 1 KiB pages: a commit of a few dozen single readings rewrites a few small pages instead of a
   // few large ones, about a third fewer bytes written per reading. Takes effect on new files.
   if (options.create) db.pragma('page_size = 1024');
+  // Lets free pages go back to the file system after a long outage or a full disk. Only before the
+  // first write of a new file (the journal mode below is one); older files are converted below.
+  if (options.create) db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
   db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
@@ -96,16 +115,34 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   db.pragma('journal_size_limit = 67108864');
   // 2 MiB of page cache per connection; the build's default is 16 MiB.
   db.pragma('cache_size = -2048');
-  // Lets free pages go back to the file system after a long outage; takes effect on new files.
-  if (options.create) db.pragma('auto_vacuum = INCREMENTAL');
   try {
     migrateQueueFile(db, path, VERSION);
     if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
+    if (options.create) enableIncrementalVacuum(db);
   } catch (error) {
     db.close();
     throw error;
   }
   return db;
+}
+
+/**
+ * Files made before the pragma order above have no incremental vacuum, so their free pages never go
+ * back to the file system. A small one is rewritten with it at open (VACUUM, before any other
+ * connection); a large one keeps working without, until it is small at some start.
+ */
+const CONVERT_MAX_BYTES = 32 * 1024 * 1024;
+
+function enableIncrementalVacuum(db: Database.Database): void {
+  if ((db.pragma('auto_vacuum', { simple: true }) as number) !== 0) return;
+  const bytes = (db.pragma('page_count', { simple: true }) as number) * (db.pragma('page_size', { simple: true }) as number);
+  if (bytes > CONVERT_MAX_BYTES) return;
+  try {
+    db.pragma('auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
+  } catch {
+    // No room for the copy VACUUM makes, or another connection is open: the next start tries again.
+  }
 }
 
 export function readProgress(db: Database.Database): Progress {

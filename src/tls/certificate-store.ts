@@ -25,6 +25,8 @@ export interface CertificateLocation {
   /** $CREDENTIALS_DIRECTORY under systemd: credentials `tls_cert` and `tls_key`. */
   credentialsDirectory: string | undefined;
   dataDir: string;
+  /** Read the self-signed pair, never make or replace it: beside a running gateway, which owns it. */
+  readOnly?: boolean;
 }
 
 export class CertificateError extends Error {
@@ -55,15 +57,23 @@ export function loadServerCertificate(location: CertificateLocation): ServerCert
     try {
       return readPair(certPath, keyPath, 'self-signed');
     } catch (error) {
-      if (!(error instanceof CertificateError)) throw error;
+      if (!(error instanceof CertificateError) || location.readOnly === true) throw error;
       // The gateway's own pair, damaged (a power cut before it reached the card): a new one beats
       // refusing to start, as devices of the SDK do not verify the certificate anyway.
       writeSelfSigned(dir, certPath, keyPath);
       return { ...readPair(certPath, keyPath, 'self-signed'), replacedDamaged: error.message };
     }
   }
+  if (location.readOnly === true) throw new CertificateError(`no self-signed certificate in ${dir} yet`);
   writeSelfSigned(dir, certPath, keyPath);
   return readPair(certPath, keyPath, 'self-signed');
+}
+
+/** Whether the certificate is the self-signed one in DATA_DIR: no operator files, no credentials. */
+export function usesSelfSigned(location: CertificateLocation): boolean {
+  if (location.certFile !== undefined && location.keyFile !== undefined) return false;
+  const credentials = location.credentialsDirectory;
+  return !(credentials !== undefined && existsSync(join(credentials, 'tls_cert')) && existsSync(join(credentials, 'tls_key')));
 }
 
 function readPair(certPath: string, keyPath: string, source: CertificateSource): ServerCertificate {

@@ -62,7 +62,7 @@ describe('systemd units', () => {
     expect(one('NotifyAccess')).toBe('all');
     expect(one('WatchdogSec')).toMatch(/^\d+s$/);
     expect(one('Restart')).toBe('on-failure');
-    expect(one('RestartPreventExitStatus')).toBe('78');
+    expect(one('RestartPreventExitStatus')).toBe('78 75');
     expect(one('DynamicUser')).toBe('yes');
     expect(one('StateDirectory')).toBe('harbor-gateway');
     expect(gateway.get('Environment')).toContain('DATA_DIR=%S/harbor-gateway');
