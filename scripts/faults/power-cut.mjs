@@ -30,7 +30,7 @@ export async function powerCutStorage() {
     },
     async afterKill(random) {
       const fs = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (mounted);
-      const report = await fs.cut({ tear: random() < 0.5 });
+      const report = await fs.cut({ model: random() < 0.5 ? 'tear' : 'drop', seed: Math.floor(random() * 2 ** 32) });
       await fs.unmount();
       mounted = undefined;
       tally.cuts += 1;

@@ -83,7 +83,7 @@ export async function runQuestDbPowerCuts({
     async afterKill(random) {
       await questdb?.kill();
       const mount = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (questdbMount);
-      const report = await mount.cut({ tear: random() < 0.5 });
+      const report = await mount.cut({ model: random() < 0.5 ? 'tear' : 'drop', seed: Math.floor(random() * 2 ** 32) });
       await mount.unmount();
       questdbCuts.cuts += 1;
       questdbCuts.undoneWrites += report.writes + report.resizes;
