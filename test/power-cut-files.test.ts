@@ -1,0 +1,34 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
+import { QueueWriter } from '../src/queue/queue-writer.js';
+
+// The gateway's own files on a disk that loses, at a power cut, every change not made durable:
+// what it has said is written must survive, including the names of the files and directories it
+// made (a directory's new entries are durable only once the directory itself is fsynced).
+
+type Disk = Awaited<ReturnType<typeof createPowercutDisk>>;
+let disk: Disk | undefined;
+
+afterEach(async () => {
+  await disk?.remove();
+  disk = undefined;
+});
+
+describe('the gateway’s files through a power cut', () => {
+  it('keeps a reading answered into a data directory the queue made on its first start', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    const queue = QueueWriter.open({ dataDir: join(fs.mountPoint, 'site', 'data'), durability: 'power-loss', maxBytes: 1 << 20 });
+    await queue.append('1\tship\tcargo\t1', 1, 1);
+
+    await fs.cut();
+    queue.close();
+    await fs.unmount();
+    const again = await disk.mount();
+    const reopened = QueueWriter.open({ dataDir: join(again.mountPoint, 'site', 'data'), durability: 'power-loss', maxBytes: 1 << 20 });
+
+    expect(reopened.stats().readings).toBe(1);
+    reopened.close();
+  });
+});
