@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
+import { hashKey } from '../src/keys/key-hash.js';
+import { readKeyFile, writeKeyFile } from '../src/keys/key-file.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
 
 // The gateway's own files on a disk that loses, at a power cut, every change not made durable:
@@ -30,5 +32,16 @@ describe('the gateway’s files through a power cut', () => {
 
     expect(reopened.stats().readings).toBe(1);
     reopened.close();
+  });
+
+  it('keeps a device key once the key file is written', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    writeKeyFile(join(fs.mountPoint, 'api-keys'), [{ name: 'pump-7', hash: hashKey('a-device-key-0123456789') }]);
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readKeyFile(join(disk.backing, 'api-keys')).entries.map((entry) => entry.name)).toEqual(['pump-7']);
   });
 });
