@@ -1,9 +1,11 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
 import { hashKey } from '../src/keys/key-hash.js';
 import { readKeyFile, writeKeyFile } from '../src/keys/key-file.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
+import { loadServerCertificate } from '../src/tls/certificate-store.js';
 
 // The gateway's own files on a disk that loses, at a power cut, every change not made durable:
 // what it has said is written must survive, including the names of the files and directories it
@@ -32,6 +34,25 @@ describe('the gateway’s files through a power cut', () => {
 
     expect(reopened.stats().readings).toBe(1);
     reopened.close();
+  });
+
+  it('keeps a reading answered into a data directory the self-signed certificate made first, as a start does', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    const dataDir = join(fs.mountPoint, 'site', 'data');
+    loadServerCertificate({ certFile: undefined, keyFile: undefined, credentialsDirectory: undefined, dataDir });
+    const queue = QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
+    await queue.append('1\tship\tcargo\t1', 1, 1);
+
+    await fs.cut();
+    queue.close();
+    await fs.unmount();
+    const again = await disk.mount();
+    const reopened = QueueWriter.open({ dataDir: join(again.mountPoint, 'site', 'data'), durability: 'power-loss', maxBytes: 1 << 20 });
+
+    expect(reopened.stats().readings).toBe(1);
+    reopened.close();
+    expect(existsSync(join(disk.backing, 'site', 'data', 'tls', 'cert.pem'))).toBe(true);
   });
 
   it('keeps a device key once the key file is written', async () => {
