@@ -121,7 +121,7 @@ describe('powercut-fs', () => {
       const report = await fs.cut({ model: 'tear', seed });
       await fs.unmount();
 
-      expect(report.torn).toMatch(/page: [1-7] of 8 sectors of a write of 4096 bytes at offset 0$/);
+      expect(report.torn).toMatch(/^page: [1-7] of 8 sectors of a write of 4096 bytes at offset 0$/);
       const sectors = readFileSync(join(disk.backing, 'page'), 'utf8').match(/.{512}/g) ?? [];
       expect(sectors.every((sector) => /^(o+|x+|n+)$/.test(sector))).toBe(true);
       expect(sectors.filter((sector) => sector[0] !== 'o').length).toBeGreaterThan(0);

@@ -34,7 +34,9 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -125,7 +127,7 @@ func keepSome(p *filePlan, keep float64, random *rand.Rand) {
 }
 
 // tear lets one write that is not durable and spans more than one sector land in part.
-func tear(plans []*filePlan, now time.Time, random *rand.Rand) string {
+func (j *journal) tear(plans []*filePlan, now time.Time, random *rand.Rand) string {
 	type candidate struct {
 		p *filePlan
 		i int
@@ -159,24 +161,30 @@ func tear(plans []*filePlan, now time.Time, random *rand.Rand) string {
 		sp := pick.p.sectors[s]
 		sp.land = max(sp.land, slices.Index(sp.writes, pick.i)+1)
 	}
-	return fmt.Sprintf("%s: %d of %d sectors of a write of %d bytes at offset %d", fileName(pick.p.pf), len(landed), len(sectors), len(c.data), c.offset)
+	return fmt.Sprintf("%s: %d of %d sectors of a write of %d bytes at offset %d", j.fileName(pick.p.pf), len(landed), len(sectors), len(c.data), c.offset)
 }
 
-// fileName is where the file is now, for the report.
-func fileName(pf *pendingFile) string {
+// fileName is where the file is now under the mount, for the report.
+func (j *journal) fileName(pf *pendingFile) string {
 	name, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", pf.fd))
 	if err != nil {
 		return fmt.Sprintf("descriptor %d", pf.fd)
+	}
+	if strings.HasPrefix(name, j.trash+"/") {
+		return "(unlinked)"
+	}
+	if rel, err := filepath.Rel(j.root, name); err == nil {
+		return rel
 	}
 	return name
 }
 
 // restore undoes every change of the file, then makes again what lands.
-func restore(p *filePlan, now time.Time, report *cutReport) {
+func (j *journal) restore(p *filePlan, now time.Time, report *cutReport) {
 	pf := p.pf
 	fail := func(what string, err error) {
 		if err != nil {
-			report.Errors = append(report.Errors, fmt.Sprintf("%s: %s: %v", fileName(pf), what, err))
+			report.Errors = append(report.Errors, fmt.Sprintf("%s: %s: %v", j.fileName(pf), what, err))
 		}
 	}
 	for i := len(pf.changes) - 1; i >= 0; i-- {
@@ -245,10 +253,10 @@ func (j *journal) powerCut(model string, seed uint64) cutReport {
 		keepSome(plans[i], keep, random)
 	}
 	if model == "tear" {
-		report.Torn = tear(plans, now, random)
+		report.Torn = j.tear(plans, now, random)
 	}
 	for _, p := range plans {
-		restore(p, now, &report)
+		j.restore(p, now, &report)
 		syscall.Close(p.pf.fd)
 	}
 	clear(j.files)
