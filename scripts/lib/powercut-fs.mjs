@@ -104,13 +104,19 @@ export async function createPowercutDisk(options = {}) {
       });
       return mounted;
     },
-    /** Unmounts when still mounted and removes everything. */
+    /** Unmounts when still mounted and removes everything; a failed unmount is the error reported. */
     async remove() {
       try {
         if (mounted) await mounted.unmount();
-      } finally {
-        rmSync(root, { recursive: true, force: true });
+      } catch (error) {
+        try {
+          rmSync(root, { recursive: true, force: true });
+        } catch {
+          // What is left of a mount that would not go; the unmount's error says why.
+        }
+        throw error;
       }
+      rmSync(root, { recursive: true, force: true });
     },
   };
 }
@@ -154,7 +160,14 @@ async function mountPowercutFs(binary, paths) {
     }
     await new Promise((r) => setTimeout(r, 10));
   }
-  const command = async (/** @type {string} */ line) => JSON.parse(await ask(paths.control, line));
+  const command = async (/** @type {string} */ line) => {
+    try {
+      return JSON.parse(await ask(paths.control, line));
+    } catch (error) {
+      // Its own output says why (a Go panic, say).
+      throw new Error(`powercut-fs did not answer ${line}: ${error}\n${output.slice(-4000)}`);
+    }
+  };
   let unmounted = false;
   return {
     mountPoint: paths.mountPoint,

@@ -160,10 +160,12 @@ func (j *journal) write(fd int, data []byte, offset int64) (int, error) {
 		return 0, err
 	}
 	if offset+int64(len(data)) > size && j.faults.draw(j.faults.enospc) {
+		j.forgetIfClean(fd, pf)
 		return 0, syscall.ENOSPC
 	}
 	old, err := oldBytes(pf, offset, offset+int64(len(data)), size)
 	if err != nil {
+		j.forgetIfClean(fd, pf)
 		return 0, err
 	}
 	written, err := syscall.Pwrite(fd, data, offset)
@@ -186,6 +188,7 @@ func (j *journal) recordResize(fd int, newSize int64) error {
 	}
 	old, err := oldBytes(pf, newSize, size, size)
 	if err != nil {
+		j.forgetIfClean(fd, pf)
 		return err
 	}
 	pf.changes = append(pf.changes, contentChange{seq: j.next(), at: j.now(), offset: newSize, old: old, oldSize: size, newSize: newSize})
@@ -205,10 +208,12 @@ func (j *journal) allocate(fd int, mode uint32, offset, length int64) error {
 	}
 	grows := mode&keepSize == 0 && offset+length > size
 	if offset+length > size && j.faults.draw(j.faults.enospc) {
+		j.forgetIfClean(fd, pf)
 		return syscall.ENOSPC
 	}
 	if grows {
 		if err := j.recordResize(fd, offset+length); err != nil {
+			j.forgetIfClean(fd, pf)
 			return err
 		}
 	}
@@ -289,7 +294,7 @@ func (j *journal) forget(ino uint64, now time.Time) {
 	}
 }
 
-// forgetIfClean drops a record that a failed write left empty.
+// forgetIfClean drops a record that a failed change left empty: every record has a change.
 func (j *journal) forgetIfClean(fd int, pf *pendingFile) {
 	if len(pf.changes) > 0 {
 		return

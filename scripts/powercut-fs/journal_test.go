@@ -630,6 +630,20 @@ func TestEnospcFailsWritesThatGrowAFileOnly(t *testing.T) {
 	}
 }
 
+func TestAWriteRefusedOnACleanFileLeavesNoRecordForTheCut(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.durable("data", "")
+	d.durable("other", "0")
+	d.mustWrite("other", "1", 0)
+	d.j.faults.enospc = 1
+	if err := d.write("data", "more", 0); err != syscall.ENOSPC {
+		t.Fatalf("the write answered %v, want ENOSPC", err)
+	}
+	if report := d.cut("subset", 1); report.Writes != 1 {
+		t.Errorf("the cut found %+v, want the one write to the other file pending", report)
+	}
+}
+
 func TestALyingFlushIsDurableOnlyOnceItsDelayHasPassed(t *testing.T) {
 	for _, wait := range []time.Duration{0, 499 * time.Millisecond, 500 * time.Millisecond} {
 		d := newDisk(t, false, faults{lie: 500 * time.Millisecond})
