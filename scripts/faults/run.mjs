@@ -1,5 +1,6 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
-// its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
+// its own QuestDB, runs crash consistency and a few power cuts in both durability modes on every
+// disk model of scripts/faults/power-cut.mjs (tear, subset, fsync-eio, enospc, lying-flush) and a
 // QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
 // Kafka through an uplink cut) and a few power cuts of QuestDB with the gateway (strict disk model,
 // short rounds: where QuestDB loses acknowledged transactions), and exits non-zero on any violation.
@@ -12,7 +13,7 @@ import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
-import { runPowerCuts } from './power-cut.mjs';
+import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
@@ -42,8 +43,14 @@ try {
     );
     if (violations > 0) failed = true;
   }
-  if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
-    failed = true;
+  const powerCuts = await runPowerCuts({
+    cuts,
+    models: Object.keys(DISK_MODELS),
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  if (!powerCuts) failed = true;
   const questdbCuts = await runQuestDbPowerCuts({
     cuts,
     bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
