@@ -12,6 +12,7 @@ import { loadServerCertificate } from '../src/tls/certificate-store.js';
 // made (a directory's new entries are durable only once the directory itself is fsynced).
 
 type Disk = Awaited<ReturnType<typeof createPowercutDisk>>;
+type PowercutMount = Awaited<ReturnType<Disk['mount']>>;
 let disk: Disk | undefined;
 
 afterEach(async () => {
@@ -19,40 +20,45 @@ afterEach(async () => {
   disk = undefined;
 });
 
+const DATA_DIR = join('site', 'data');
+
+/**
+ * Appends a reading to a queue in DATA_DIR on the mount (made there if missing), cuts the power
+ * once the append is answered, mounts again and counts the readings the queue holds.
+ */
+async function readingsAfterACut(d: Disk, fs: PowercutMount): Promise<number> {
+  const queue = QueueWriter.open({ dataDir: join(fs.mountPoint, DATA_DIR), durability: 'power-loss', maxBytes: 1 << 20 });
+  await queue.append('1\tship\tcargo\t1', 1, 1);
+  await fs.cut();
+  queue.close();
+  await fs.unmount();
+  const again = await d.mount();
+  const reopened = QueueWriter.open({ dataDir: join(again.mountPoint, DATA_DIR), durability: 'power-loss', maxBytes: 1 << 20 });
+  try {
+    return reopened.stats().readings;
+  } finally {
+    reopened.close();
+  }
+}
+
 describe('the gateway’s files through a power cut', () => {
   it('keeps a reading answered into a data directory the queue made on its first start', async () => {
     disk = await createPowercutDisk();
     const fs = await disk.mount();
-    const queue = QueueWriter.open({ dataDir: join(fs.mountPoint, 'site', 'data'), durability: 'power-loss', maxBytes: 1 << 20 });
-    await queue.append('1\tship\tcargo\t1', 1, 1);
-
-    await fs.cut();
-    queue.close();
-    await fs.unmount();
-    const again = await disk.mount();
-    const reopened = QueueWriter.open({ dataDir: join(again.mountPoint, 'site', 'data'), durability: 'power-loss', maxBytes: 1 << 20 });
-
-    expect(reopened.stats().readings).toBe(1);
-    reopened.close();
+    expect(await readingsAfterACut(disk, fs)).toBe(1);
   });
 
   it('keeps a reading answered into a data directory the self-signed certificate made first, as a start does', async () => {
     disk = await createPowercutDisk();
     const fs = await disk.mount();
-    const dataDir = join(fs.mountPoint, 'site', 'data');
-    loadServerCertificate({ certFile: undefined, keyFile: undefined, credentialsDirectory: undefined, dataDir });
-    const queue = QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
-    await queue.append('1\tship\tcargo\t1', 1, 1);
-
-    await fs.cut();
-    queue.close();
-    await fs.unmount();
-    const again = await disk.mount();
-    const reopened = QueueWriter.open({ dataDir: join(again.mountPoint, 'site', 'data'), durability: 'power-loss', maxBytes: 1 << 20 });
-
-    expect(reopened.stats().readings).toBe(1);
-    reopened.close();
-    expect(existsSync(join(disk.backing, 'site', 'data', 'tls', 'cert.pem'))).toBe(true);
+    loadServerCertificate({
+      certFile: undefined,
+      keyFile: undefined,
+      credentialsDirectory: undefined,
+      dataDir: join(fs.mountPoint, DATA_DIR),
+    });
+    expect(await readingsAfterACut(disk, fs)).toBe(1);
+    expect(existsSync(join(disk.backing, DATA_DIR, 'tls', 'cert.pem'))).toBe(true);
   });
 
   it('keeps a device key once the key file is written', async () => {

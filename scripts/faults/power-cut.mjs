@@ -221,6 +221,20 @@ function lostKeyChanges(keyFile, confirmed) {
 }
 
 /**
+ * A crash report for the log: how many were lost, and the first few keys of each kind of wrong.
+ * @param {import('../lib/crash-consistency.mjs').CrashReport} report
+ */
+export function briefly(report) {
+  return {
+    ...report,
+    lost: report.missing.length,
+    missing: report.missing.slice(0, 5),
+    forbidden: report.forbidden.slice(0, 5),
+    strangers: report.strangers.slice(0, 5),
+  };
+}
+
+/**
  * Runs `cuts` power cuts per durability mode on each disk model and says whether each met its
  * promise.
  * @param {{ cuts: number, questdbUrl: string, bundlePath: string, clients?: number, models?: string[],
@@ -263,11 +277,7 @@ export async function runPowerCuts({
       // The proof that the cuts bite: without fsync at each commit, answered readings are lost.
       const ok = wrong === 0 && (durability === 'power-loss' ? keptPromise : report.missing.length > 0);
       const summary = {
-        ...report,
-        lost: report.missing.length,
-        missing: report.missing.slice(0, 5),
-        forbidden: report.forbidden.slice(0, 5),
-        strangers: report.strangers.slice(0, 5),
+        ...briefly(report),
         ...storage.tally,
         keysLost: storage.tally.keysLost.slice(0, 5),
         errors: storage.tally.errors.slice(0, 5),
