@@ -61,6 +61,18 @@ describe('the gateway’s files through a power cut', () => {
     expect(existsSync(join(disk.backing, DATA_DIR, 'tls', 'cert.pem'))).toBe(true);
   });
 
+  it('removes the data directory it made when the fsync naming it fails, so the next start makes it anew', async () => {
+    disk = await createPowercutDisk({ fsyncEio: 1 });
+    const fs = await disk.mount();
+    const dataDir = join(fs.mountPoint, DATA_DIR);
+    expect(() => QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 })).toThrow(/EIO/);
+    expect(existsSync(join(fs.mountPoint, 'site'))).toBe(false);
+    expect(() => loadServerCertificate({ certFile: undefined, keyFile: undefined, credentialsDirectory: undefined, dataDir })).toThrow(
+      /EIO/,
+    );
+    expect(existsSync(join(fs.mountPoint, 'site'))).toBe(false);
+  });
+
   it('keeps a device key once the key file is written', async () => {
     disk = await createPowercutDisk();
     const fs = await disk.mount();

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VERSION } from '../version.js';
@@ -81,19 +81,25 @@ export interface Progress {
 /**
  * Makes the data directory and the missing directories above it, each one's name made durable by
  * an fsync of its parent: without it a power cut can take the new directory, and every reading
- * committed inside it, however well the queue file was fsynced.
+ * committed inside it, however well the queue file was fsynced. When an fsync fails, what was made
+ * is removed again, so the next start makes it (and fsyncs it) anew.
  */
 function makeDataDir(dataDir: string): void {
   const first = mkdirSync(dataDir, { recursive: true, mode: 0o750 });
   if (first === undefined) return;
-  for (let made = resolve(dataDir); ; made = dirname(made)) {
-    const fd = openSync(dirname(made), 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+  try {
+    for (let made = resolve(dataDir); ; made = dirname(made)) {
+      const fd = openSync(dirname(made), 'r');
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      if (made === resolve(first) || made === dirname(made)) return;
     }
-    if (made === resolve(first) || made === dirname(made)) return;
+  } catch (error) {
+    rmSync(first, { recursive: true, force: true });
+    throw error;
   }
 }
 
