@@ -33,9 +33,9 @@ export const DISK_MODELS = {
   },
   subset: { about: 'an arbitrary subset of what is not durable survives (later writes without earlier ones)', cut: () => 'subset' },
   'fsync-eio': {
-    about: 'subset cuts; 2% of fsyncs with something to write fail with EIO and drop their writes (fsyncgate)',
+    about: 'subset cuts; 5% of fsyncs with something to write fail with EIO and drop their writes (fsyncgate)',
     cut: () => 'subset',
-    faults: { fsyncEio: 0.02 },
+    faults: { fsyncEio: 0.05 },
     ioFaults: true,
   },
   enospc: {
@@ -57,6 +57,7 @@ export const DISK_MODELS = {
 
 /**
  * @typedef {{ cuts: number, torn: number, tornFiles: Record<string, number>, undoneWrites: number, keptWrites: number, undoneEntries: number, keptEntries: number,
+ *             fsyncEios: number, enospcs: number,
  *             keysConfirmed: number, keysLost: string[], errors: string[] }} CutTally
  *   `tornFiles`: which files the torn writes were in; `keysConfirmed`: key changes the CLI confirmed
  *   before a cut; `keysLost`: those a cut undid.
@@ -82,6 +83,8 @@ export async function powerCutStorage({ model = /** @type {DiskModel} */ (DISK_M
     keptWrites: 0,
     undoneEntries: 0,
     keptEntries: 0,
+    fsyncEios: 0,
+    enospcs: 0,
     keysConfirmed: 0,
     keysLost: [],
     errors: [],
@@ -114,6 +117,8 @@ export async function powerCutStorage({ model = /** @type {DiskModel} */ (DISK_M
       tally.keptWrites += report.kept;
       tally.undoneEntries += report.entries;
       tally.keptEntries += report.keptEntries;
+      tally.fsyncEios += report.fsyncEios;
+      tally.enospcs += report.enospcs;
       tally.errors.push(...(report.errors ?? []));
       tally.keysConfirmed += confirmed.length;
       tally.keysLost.push(...lostKeyChanges(join(disk.backing, DATA_DIR, 'api-keys'), confirmed));

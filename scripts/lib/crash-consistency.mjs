@@ -117,13 +117,13 @@ export async function runCrashConsistency(options) {
       if (Number(line.level) >= 50) errorEvents[String(line.event)] = (errorEvents[String(line.event)] ?? 0) + 1;
     }
   };
-  /** Starts a gateway on the storage; with `ioFaults`, up to five times. */
+  /** Starts a gateway on the storage; with `ioFaults`, up to ten times. */
   const start = async () => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
       } catch (error) {
-        if (!ioFaults || attempt === 5) throw error;
+        if (!ioFaults || attempt === 10) throw error;
         startFailures += 1;
       }
     }

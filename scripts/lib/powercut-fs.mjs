@@ -44,9 +44,10 @@ export function buildPowercutFs() {
  * and kernel can produce between two fsyncs.
  * @typedef {'drop' | 'tear' | 'subset'} CutModel
  * @typedef {{ model: CutModel, seed: string, keep?: number, writes: number, resizes: number, kept: number, entries: number,
- *             keptEntries: number, undone?: string[], torn?: string, errors?: string[] }} CutReport
+ *             keptEntries: number, undone?: string[], torn?: string, fsyncEios: number, enospcs: number, errors?: string[] }} CutReport
  *   `writes`, `resizes`: changes not durable at the cut; `kept`: of those, how many landed;
- *   `entries`: entry changes undone; `keptEntries`: entry changes not durable that landed.
+ *   `entries`: entry changes undone; `keptEntries`: entry changes not durable that landed;
+ *   `fsyncEios`, `enospcs`: the faults produced since the mount.
  * @typedef {object} PowercutMount
  * @property {string} mountPoint
  * @property {(options?: { model?: CutModel, seed?: number }) => Promise<CutReport>} cut  undoes what is not durable (keeping what the model allows); the mount fails every change afterwards
@@ -65,7 +66,7 @@ export function buildPowercutFs() {
  * pending that long becomes durable; without it only fsync makes anything durable. sync(2) and
  * syncfs(2) make nothing durable (FUSE does not pass them on).
  *
- * Faults, drawn from `seed`: `fsyncEio` is the chance an fsync with something to write fails with
+ * Faults, drawn from `seed` (plus the number of earlier mounts): `fsyncEio` is the chance an fsync with something to write fails with
  * EIO and its writes are dropped as written (a later fsync succeeds without them); `enospc` the
  * chance a write that grows a file fails with ENOSPC; `lyingFlushMs` acknowledges every fsync at
  * once and makes it durable only that much later.
@@ -81,11 +82,13 @@ export async function createPowercutDisk(options = {}) {
   mkdirSync(mountPoint);
   /** @type {PowercutMount | undefined} */
   let mounted;
+  let mounts = 0;
   return {
     backing,
     mountPoint,
     /** @returns {Promise<PowercutMount>} */
     async mount() {
+      mounts += 1;
       mounted = await mountPowercutFs(binary, {
         backing,
         trash: join(root, 'trash'),
@@ -99,7 +102,8 @@ export async function createPowercutDisk(options = {}) {
           ...(options.fsyncEio ? ['-fsync-eio', String(options.fsyncEio)] : []),
           ...(options.enospc ? ['-enospc', String(options.enospc)] : []),
           ...(options.lyingFlushMs ? ['-lying-flush', `${options.lyingFlushMs}ms`] : []),
-          ...(options.seed === undefined ? [] : ['-seed', String(options.seed)]),
+          // A new draw of faults at every mount, still repeatable from the disk's seed.
+          ...(options.seed === undefined ? [] : ['-seed', String(options.seed + mounts)]),
         ],
       });
       return mounted;

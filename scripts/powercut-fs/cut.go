@@ -55,6 +55,8 @@ type cutReport struct {
 	KeptEntries int      `json:"keptEntries"`      // entry changes not durable that landed
 	Undone      []string `json:"undone,omitempty"` // the first entry changes undone, newest first
 	Torn        string   `json:"torn,omitempty"`   // tear: the write that landed in part
+	FsyncEIOs   int      `json:"fsyncEios"`        // fsyncs failed with EIO since the mount
+	ENOSPCs     int      `json:"enospcs"`          // writes failed with ENOSPC since the mount
 	Errors      []string `json:"errors,omitempty"`
 }
 
@@ -236,7 +238,7 @@ func (j *journal) powerCut(model string, seed uint64) cutReport {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.cut = true
-	report := cutReport{Model: model, Seed: seed}
+	report := cutReport{Model: model, Seed: seed, FsyncEIOs: j.faults.fsyncEIOs, ENOSPCs: j.faults.enospcs}
 	random := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	now := j.now()
 	keep := 0.0

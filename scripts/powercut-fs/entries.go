@@ -252,6 +252,7 @@ func (j *journal) fsyncDir(path string) error {
 	now := j.now()
 	if j.fsyncCommitsEntries {
 		if j.pendingEntries(now) && j.faults.draw(j.faults.fsyncEIO) {
+			j.faults.fsyncEIOs++
 			return syscall.EIO
 		}
 		j.commitAllEntries(now)
@@ -263,6 +264,7 @@ func (j *journal) fsyncDir(path string) error {
 	}
 	if has && j.faults.draw(j.faults.fsyncEIO) {
 		// The journal could not be written: the changes stay in memory, pending.
+		j.faults.fsyncEIOs++
 		return syscall.EIO
 	}
 	j.commitDir(ino, len(j.entries)-1, now)

@@ -77,6 +77,8 @@ type faults struct {
 	fsyncEIO float64       // chance that an fsync with something to write fails with EIO
 	enospc   float64       // chance that a write or allocation that grows a file fails with ENOSPC
 	lie      time.Duration // a lying flush: fsync succeeds at once, durable only this much later
+	// How often each fault was produced since the mount.
+	fsyncEIOs, enospcs int
 }
 
 func (f *faults) draw(chance float64) bool {
@@ -160,6 +162,7 @@ func (j *journal) write(fd int, data []byte, offset int64) (int, error) {
 		return 0, err
 	}
 	if offset+int64(len(data)) > size && j.faults.draw(j.faults.enospc) {
+		j.faults.enospcs++
 		j.forgetIfClean(fd, pf)
 		return 0, syscall.ENOSPC
 	}
@@ -208,6 +211,7 @@ func (j *journal) allocate(fd int, mode uint32, offset, length int64) error {
 	}
 	grows := mode&keepSize == 0 && offset+length > size
 	if offset+length > size && j.faults.draw(j.faults.enospc) {
+		j.faults.enospcs++
 		j.forgetIfClean(fd, pf)
 		return syscall.ENOSPC
 	}
@@ -238,6 +242,7 @@ func (j *journal) fsyncFile(fd int) error {
 	now := j.now()
 	if pf := j.files[st.Ino]; pf != nil && hasPending(pf, now) {
 		if j.faults.draw(j.faults.fsyncEIO) {
+			j.faults.fsyncEIOs++
 			// The kernel's writeback failed: the pages stay readable but count as written.
 			for i := range pf.changes {
 				if c := &pf.changes[i]; c.state == pending && c.isWrite() && !c.isDurable(now) {
