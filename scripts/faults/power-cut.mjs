@@ -273,6 +273,9 @@ export async function runPowerCuts({
         storage,
         log,
         gracefulStops: 0.25,
+        // A short stop, so most SIGTERM rounds close the queue (and delete its WAL files) before
+        // the SIGKILL that follows within 2 s; by default the sinks drain for up to 10 s first.
+        gatewayEnv: { SHUTDOWN_TIMEOUT_MS: '500' },
         ioFaults: model.ioFaults ?? false,
       });
       const wrong =
