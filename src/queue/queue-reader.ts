@@ -121,12 +121,17 @@ export class QueueReader {
     const last = records.at(-1);
     if (last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
     const end = { segment: last.segment, lastId: last.id };
-    if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     // Never backwards: a batch in flight while the sink skipped its oldest readings ends behind the
     // skip, and a replayed batch behind the mark was delivered (and its refusals kept) before.
-    if (compareMarks(end, this.#progress) <= 0) return { records: records.length, readings: 0, deadLettered: 0 };
-    dropPassedSegments(this.#db, this.#advance(end, deadLetters, Date.now()));
+    if (compareMarks(end, this.#progress) <= 0) {
+      if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
+      return { records: records.length, readings: 0, deadLettered: 0 };
+    }
+    // When the write throws (an fsync failed), the cursor stays: the batch is read and sent again.
+    const common = this.#advance(end, deadLetters, Date.now());
+    if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
+    dropPassedSegments(this.#db, common);
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
   }
 

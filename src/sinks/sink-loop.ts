@@ -192,8 +192,14 @@ export class SinkLoop {
       return undefined;
     }
     if (expired !== undefined) {
-      replay.queue.keep(expired);
-      replay.window.released(expired);
+      try {
+        replay.queue.keep(expired);
+        replay.window.released(expired);
+      } catch (error) {
+        // The queue file could not record it (an fsync failed, a full disk): the readings stay
+        // kept a while longer; the next check lets them go.
+        this.#log.warn({ event: 'keep_failed', sink: this.name, error: (error as Error).message }, 'could not let kept readings go');
+      }
     }
     return undefined;
   }
@@ -231,7 +237,19 @@ export class SinkLoop {
       return this.#failed(delivery, readings, started);
     }
     const durationMs = Math.round(performance.now() - started);
-    const completion = this.#reader.complete(records, delivery.deadLetters);
+    let completion: Completion;
+    try {
+      completion = this.#reader.complete(records, delivery.deadLetters);
+    } catch (error) {
+      // The destination has the batch but the queue file could not record it (an fsync failed, a
+      // full disk): it is sent again later, which deduplication stores once.
+      this.#readAhead = undefined;
+      return this.#failed(
+        { message: `delivered, but the queue could not record it: ${(error as Error).message}`, level: 'error' },
+        readings,
+        started,
+      );
+    }
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
