@@ -1,5 +1,6 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N] [--owner-rounds N]`. Builds the
-// bundle, starts its own QuestDB, runs crash consistency and a few power cuts in both durability modes,
+// bundle, starts its own QuestDB, runs crash consistency and a few power cuts in both durability modes
+// on every disk model of scripts/faults/power-cut.mjs (tear, subset, fsync-eio, enospc, lying-flush),
 // two gateways started on one data directory under load, a disk filled by the queue itself under load
 // and a QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
 // Kafka through an uplink cut), a few power cuts of QuestDB with the gateway (strict disk model,
@@ -15,7 +16,7 @@ import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runFullDisk } from './full-disk.mjs';
 import { runOutage } from './outage.mjs';
-import { runPowerCuts } from './power-cut.mjs';
+import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 import { runTableDrop, tableDropPassed } from './table-drop.mjs';
 import { runTwoOwners } from './two-owners.mjs';
@@ -49,8 +50,14 @@ try {
     );
     if (violations > 0) failed = true;
   }
-  if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
-    failed = true;
+  const powerCuts = await runPowerCuts({
+    cuts,
+    models: Object.keys(DISK_MODELS),
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  if (!powerCuts) failed = true;
   const owners = await runTwoOwners({
     rounds: ownerRounds,
     questdbUrl: questdb.httpUrl,

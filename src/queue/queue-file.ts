@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VERSION } from '../version.js';
 import { assertReadableFormat, migrateQueueFile } from './queue-format.js';
@@ -94,9 +94,34 @@ export interface Progress {
   lastId: number;
 }
 
+/**
+ * Makes the data directory and the missing directories above it, each one's name made durable by
+ * an fsync of its parent: without it a power cut can take the new directory, and every reading
+ * committed inside it, however well the queue file was fsynced. When an fsync fails, what was made
+ * is removed again, so the next start makes it (and fsyncs it) anew.
+ */
+function makeDataDir(dataDir: string): void {
+  const first = mkdirSync(dataDir, { recursive: true, mode: 0o750 });
+  if (first === undefined) return;
+  try {
+    for (let made = resolve(dataDir); ; made = dirname(made)) {
+      const fd = openSync(dirname(made), 'r');
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      if (made === resolve(first) || made === dirname(made)) return;
+    }
+  } catch (error) {
+    rmSync(first, { recursive: true, force: true });
+    throw error;
+  }
+}
+
 /** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
 export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
-  if (options.create) mkdirSync(dataDir, { recursive: true, mode: 0o750 });
+  if (options.create) makeDataDir(dataDir);
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.
   assertReadableFormat(path);

@@ -142,7 +142,7 @@ export class QueueReader {
       if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
       return { records: records.length, readings: 0, deadLettered: 0 };
     }
-    // When this throws (a full disk without reserve), the cursor stays: the batch is sent again.
+    // When this throws (an fsync failed, a full disk without reserve), the cursor stays: the batch is sent again.
     const common = this.#write(() => this.#advance(end, deadLetters, Date.now()));
     if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;

@@ -197,7 +197,8 @@ export class SinkLoop {
         replay.queue.keep(expired);
         replay.window.released(expired);
       } catch (error) {
-        // A full disk: the readings stay kept a while longer; the next check lets them go.
+        // The queue file could not record it (an fsync failed, a full disk): the readings stay
+        // kept a while longer; the next check lets them go.
         this.#log.warn({ event: 'keep_failed', sink: this.name, error: (error as Error).message }, 'could not let kept readings go');
       }
     }
@@ -241,8 +242,8 @@ export class SinkLoop {
     try {
       completion = this.#reader.complete(records, delivery.deadLetters);
     } catch (error) {
-      // The destination has the batch but the queue file could not record it (a full disk, its
-      // reserve used up): it is sent again later, which deduplication stores once.
+      // The destination has the batch but the queue file could not record it (an fsync failed, a
+      // full disk): it is sent again later, which deduplication stores once.
       this.#readAhead = undefined;
       return this.#failed(
         { message: `delivered, but the queue could not record it: ${(error as Error).message}`, level: 'error' },
