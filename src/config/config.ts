@@ -19,6 +19,7 @@ type Resolved =
   | 'grafanaAdminPassword'
   | 'grafanaAdminPasswordFile'
   | 'gatewayName'
+  | 'siteId'
   | 'localQuestdb'
   | RemoteQuestDbSetting
   | UpstreamSetting
@@ -35,7 +36,7 @@ type RemoteQuestDbSetting =
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
-  policy: 'block' | 'drop_oldest';
+  policy: SettingValues['remoteQuestdbPolicy'];
   backfill: boolean;
   batchReadings: number;
   url: string;
@@ -57,6 +58,8 @@ export interface Config extends Omit<SettingValues, Resolved> {
   apiKeySource: SecretSource | 'development default';
   questdbPassword: string | undefined;
   gatewayName: string;
+  /** `SITE_ID`, else the gateway's name: the site of the readings it takes from its own devices. */
+  siteId: string;
   /** `LOCAL_QUESTDB=off` turns the local QuestDB sink off. */
   localQuestdb: boolean;
   /** Undefined unless REMOTE_QUESTDB_URL is set. */
@@ -190,7 +193,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     }
   }
   const forwards = remoteQuestdb !== undefined || partial.upstreamUrl !== undefined || partial.kafkaBrokers !== undefined;
-  if (partial.localQuestdb === 'off' && !forwards) {
+  if (partial.localQuestdb === false && !forwards) {
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -236,7 +239,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   const gatewayName = rest.gatewayName ?? hostname();
   return {
     ...rest,
-    localQuestdb: localQuestdb === 'on',
+    localQuestdb,
+    siteId: rest.siteId ?? siteIdOf(gatewayName),
     ...(remoteQuestdb === undefined ? {} : { remoteQuestdb }),
     gatewayName,
     apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(rest.dataDir),
@@ -300,6 +304,12 @@ function resolveUpstream(
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
   };
+}
+
+/** The gateway's name as a site id: trimmed, control characters dropped, at most 128 characters (a host name always fits). */
+function siteIdOf(gatewayName: string): string {
+  const cleaned = [...gatewayName.replace(/\p{Cc}/gu, '').trim()].slice(0, 128).join('').trim();
+  return cleaned === '' ? hostname() : cleaned;
 }
 
 /** Where the device key file lives unless `API_KEYS_FILE` says otherwise: beside the queue. */
@@ -383,7 +393,7 @@ function remoteQuestDbConfig(
     ca,
     table: partial.remoteQuestdbTable ?? 'cargo_data',
     policy: partial.remoteQuestdbPolicy ?? 'drop_oldest',
-    backfill: partial.remoteQuestdbBackfill === 'on',
+    backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
   };
 }
