@@ -79,6 +79,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     maxInflightBytes: config.maxInflightBytes,
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
+    siteId: config.siteId,
     isStopping: stopping.isStopping,
     stopping: stopping.signal,
     version: VERSION,

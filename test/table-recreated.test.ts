@@ -28,7 +28,7 @@ describe('a table dropped by hand while the gateway runs', () => {
       // (REPLAY_WINDOW_MS) again, so the new table has it too, once.
       expect((await sql<[number]>('SELECT value FROM dropped ORDER BY time', questdb.httpUrl)).dataset.map(([v]) => v)).toEqual([1, 2, 3]);
       expect((await sql<[string]>('SHOW CREATE TABLE dropped', questdb.httpUrl)).dataset[0]![0]).toMatch(
-        /DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/,
+        /DEDUP UPSERT KEYS\(time,ship_id,cargo_id,site\)/,
       );
       expect(gw.gateway.queue.deadLetterCount()).toBe(0);
     } finally {

@@ -354,7 +354,10 @@ export const SETTINGS = {
     // The rule of src/reading/site-id.ts, which this layer cannot import.
     schema: z
       .string()
-      .refine((value) => value.trim() === value && [...value].length <= 128 && !/\p{Cc}/u.test(value), 'must be 1-128 characters without control characters or surrounding spaces'),
+      .refine(
+        (value) => value.trim() === value && [...value].length <= 128 && !/\p{Cc}/u.test(value),
+        'must be 1-128 characters without control characters or surrounding spaces',
+      ),
   }),
   healthReport: define({
     env: 'HEALTH_REPORT',

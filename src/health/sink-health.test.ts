@@ -16,13 +16,17 @@ const snapshot = (overrides: Partial<SinkSnapshot>): SinkSnapshot => ({
   dropped: 0,
   last: null,
   lastError: null,
+  failingSeconds: null,
+  waitingSeconds: null,
+  clockAheadSeconds: null,
   ...overrides,
 });
 
 describe('sink health rows', () => {
-  it('names the state: failing while attempts fail, behind while readings wait, else up to date', () => {
+  it('names the state: failing while attempts fail, waiting while one has no answer, behind while readings wait, else up to date', () => {
     expect(sinkHealthRow(snapshot({})).state).toBe('up to date');
     expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3 })).state).toBe('behind');
+    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3, waitingSeconds: 4 })).state).toBe('waiting');
     expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3, consecutiveFailures: 1, failures: 4 })).state).toBe('failing');
   });
 

@@ -15,13 +15,17 @@ export interface SinkHealthRow {
   deadLettered: number;
   /** Readings the sink skipped under `drop_oldest` while the queue was full. */
   droppedReadings: number;
-  /** `failing` while its latest attempts failed, `behind` while it has readings waiting, else `up to date`. */
+  /**
+   * `failing` while its latest attempts failed, `waiting` while the attempt under way has had no
+   * answer for seconds, `behind` while it has readings waiting, else `up to date`.
+   */
   state: string;
 }
 
 /** A sink of the /status snapshot as its health row. */
 export function sinkHealthRow(sink: SinkSnapshot): SinkHealthRow {
-  const state = sink.consecutiveFailures > 0 ? 'failing' : sink.backlog > 0 ? 'behind' : 'up to date';
+  const state =
+    sink.consecutiveFailures > 0 ? 'failing' : sink.waitingSeconds !== null ? 'waiting' : sink.backlog > 0 ? 'behind' : 'up to date';
   return {
     sink: sink.name,
     backlogReadings: sink.backlog,

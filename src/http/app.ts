@@ -6,6 +6,7 @@ import type { ReceiveClock } from '../reading/receive-clock.js';
 import type { GatewayStats } from '../stats.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { SinkDescription, TlsSummary } from '../health/snapshot.js';
+import { QueueFullReason } from '../health/queue-full.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -26,6 +27,8 @@ export interface AppDeps {
   maxInflightBytes: number;
   maxBatchReadings: number;
   harborId: string | undefined;
+  /** This gateway's site (`SITE_ID`). */
+  siteId: string;
   isStopping: () => boolean;
   /** Aborted when the gateway starts to stop. */
   stopping: AbortSignal;
@@ -55,7 +58,8 @@ export function createApp(deps: AppDeps): Hono {
     if (c.res.status >= 400) deps.stats.refusedRequests += 1;
   });
 
-  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes) }, requireApiKey);
+  const fullReason = new QueueFullReason(deps.queue, deps.stats, deps.sinks ?? []);
+  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes), fullReason }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
 
   const allow = (methods: string) => (c: Context) =>

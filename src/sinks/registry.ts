@@ -16,6 +16,8 @@ export interface SinkSpecBase {
   policy: SinkPolicy;
   backfill: boolean;
   batchReadings: number;
+  /** This gateway's site (`SITE_ID`): the site of readings queued without one. */
+  site: string;
   /**
    * How long delivered readings are kept to be sent again after a recovery; only the local QuestDB,
    * which shares the site's power, needs it (unset or 0: not kept).
@@ -60,7 +62,7 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
       return new QuestDbTarget({
         questdb: new QuestDbHttp(spec.questdb),
         logger,
-        options: { name: spec.name, describe: spec.describe, table: spec.table, retentionDays: spec.retentionDays },
+        options: { name: spec.name, describe: spec.describe, table: spec.table, retentionDays: spec.retentionDays, site: spec.site },
       });
     case 'upstream':
       return new UpstreamTarget(
@@ -72,10 +74,11 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           timeoutMs: spec.timeoutMs,
           maxReadings: spec.batchReadings,
           maxBodyBytes: spec.maxBodyBytes,
+          site: spec.site,
         },
         logger,
       );
     case 'kafka':
-      return new KafkaTarget(spec.kafka);
+      return new KafkaTarget(spec.kafka, { site: spec.site });
   }
 }

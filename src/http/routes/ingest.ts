@@ -11,6 +11,8 @@ import { uplinkToReadings } from '../../reading/ttn-uplink.js';
 import { parseGpsFixes } from '../../reading/gps-fix.js';
 import type { KeyCounterTable } from '../../keys/key-counters.js';
 import { foreignShips } from '../../keys/ship-prefix.js';
+import { siteOfRequest } from '../../keys/site-binding.js';
+import { SITE_HEADER } from '../../reading/site-id.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
@@ -27,6 +29,10 @@ export interface IngestDeps {
   maxBatchReadings: number;
   inflight: InflightBudget;
   harborId: string | undefined;
+  /** This gateway's site: readings of it are queued without a site of their own. */
+  siteId: string;
+  /** What a full queue's 503 says: the sink that holds it. */
+  fullReason: { message(): string };
   isStopping: () => boolean;
   logger: Logger;
   keys: { counters: KeyCounterTable };
@@ -74,9 +80,10 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     ]);
   }
   // Refuse before reading the body when the answer cannot be yes.
+  const origin = siteOfRequest(principalOf(c), c.req.header(SITE_HEADER), deps.siteId);
+  if (!origin.ok) return problem(c, origin.status, origin.message, origin.details);
   if (deps.isStopping()) return unavailable(c, new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
-  if (deps.queue.isFull())
-    return unavailable(c, new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
+  if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
 
   // Declared lengths over the limit are refused by readJsonBody; reserve what will be read.
   const declared = Number(c.req.header('content-length') ?? deps.maxBodyBytes);
@@ -120,7 +127,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
         );
   if (foreign !== undefined) return problem(c, 403, foreign.message, foreign.details);
 
-  const stored = await store(c, parsed.readings, deps);
+  const stored = await store(c, parsed.readings, origin.site, deps);
   if (stored !== undefined) return stored;
   if (principal !== undefined) deps.keys.counters.accepted(principal.name, parsed.readings.length);
   if (kind === 'single') {
@@ -150,15 +157,15 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   return result.ok ? { ...result, shipLocs: uplink.readings.map(() => uplink.shipLoc) } : result;
 }
 
-/** Commits the readings as one queue record; undefined on success, else the refusal to send. */
-async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise<Response | undefined> {
+/** Commits the readings of `site` (undefined: this gateway's) as one queue record; undefined on success, else the refusal to send. */
+async function store(c: Context, readings: Reading[], site: string | undefined, deps: IngestDeps): Promise<Response | undefined> {
   try {
-    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, Date.now());
+    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, Date.now(), site);
   } catch (error) {
     if (error instanceof QueueRefusedError) {
-      if (error.refusal !== 'full' && error.refusal !== 'closed') {
+      if (error.refusal === 'full') return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
+      if (error.refusal !== 'closed')
         deps.logger.error({ event: 'queue_write_failed', refusal: error.refusal, err: error.cause }, error.message);
-      }
       return unavailable(c, error);
     }
     throw error;

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import { RecordCorruptError, decodeRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { recoverWal } from '../../questdb/wal-recovery.js';
-import { corruptRecordLetter, reasonText } from '../dead-letter-reason.js';
+import { corruptRecordLetter, readingLetter, reasonText } from '../dead-letter-reason.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { IlpEncoder } from './ilp-encoder.js';
 import { TableSchemaError, checkTable, setUpTable } from './table-setup.js';
@@ -16,6 +16,8 @@ export interface QuestDbTargetOptions {
   table: string;
   /** The table's TTL, applied at every start; undefined leaves it to the server's operator (a central table). */
   retentionDays: number | undefined;
+  /** This gateway's site: the `site` of readings queued without one. */
+  site: string;
 }
 
 /**
@@ -38,7 +40,7 @@ export class QuestDbTarget implements SinkTarget {
     this.#questdb = deps.questdb;
     this.#log = deps.logger;
     this.#options = deps.options;
-    this.#encoder = new IlpEncoder(deps.options.table);
+    this.#encoder = new IlpEncoder(deps.options.table, deps.options.site);
   }
 
   async ready(): Promise<Ready> {
@@ -68,7 +70,7 @@ export class QuestDbTarget implements SinkTarget {
     // The usual case: the records' text straight into one ILP request, accepted whole.
     let body: Buffer | undefined;
     try {
-      body = this.#encoder.encodeRecords(records.map((r) => r.payload));
+      body = this.#encoder.encodeRecords(records);
     } catch (error) {
       if (!(error instanceof RecordCorruptError)) throw error;
     }
@@ -110,9 +112,10 @@ export class QuestDbTarget implements SinkTarget {
     let chunk = rows.length;
     let requests = 0;
     let tableChecked = false;
+    const sites = rowRecord.map((r) => r.site);
     while (start < rows.length) {
       const end = Math.min(rows.length, start + chunk);
-      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end));
+      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end, sites));
       requests += 1;
       if (outcome.ok) {
         start = end;
@@ -127,7 +130,7 @@ export class QuestDbTarget implements SinkTarget {
         if (outcome.line === 1) {
           // The first row of the request is the one QuestDB refuses: set it aside and go on.
           const record = rowRecord[start]!;
-          deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(outcome.message), line: formatLine(rows[start]!) });
+          deadLetters.push(readingLetter(record, rows[start]!, reasonText(outcome.message)));
           start += 1;
           chunk = Math.max(1, chunk >> 1);
         } else {

@@ -17,6 +17,7 @@ export function remoteQuestDbSpec(config: Config): QuestDbSinkSpec | undefined {
     policy: remote.policy,
     backfill: remote.backfill,
     batchReadings: remote.batchReadings,
+    site: config.siteId,
     questdb: {
       url: remote.url,
       username: undefined,
