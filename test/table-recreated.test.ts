@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startQuestDb, type QuestDbServer } from '../scripts/lib/questdb.mjs';
 import { startTestGateway } from './support/gateway.js';
-import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { sql, waitForCount, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 
 const dataDir = tempDir('recreate-qdb');
@@ -23,9 +23,12 @@ describe('a table dropped by hand while the gateway runs', () => {
       expect((await post(2)).status).toBe(200);
       expect((await post(3)).status).toBe(200);
       await waitForDrained(gw);
+      // Reading 1 went with the dropped table, and QuestDB acknowledged the first write on each
+      // kept-alive connection that had the table open, losing it too. A refused write or the
+      // table check (every 5 s) finds the table gone: the gateway creates it and sends what it
+      // keeps (REPLAY_WINDOW_MS) again, so the new table has every reading, once.
+      expect(await waitForCount(`SELECT count() FROM dropped`, 3, 30_000, questdb.httpUrl)).toBe(3);
       await waitForWalApplied('dropped', 20_000, questdb.httpUrl);
-      // Reading 1 went with the dropped table; the failed write made the gateway send what it keeps
-      // (REPLAY_WINDOW_MS) again, so the new table has it too, once.
       expect((await sql<[number]>('SELECT value FROM dropped ORDER BY time', questdb.httpUrl)).dataset.map(([v]) => v)).toEqual([1, 2, 3]);
       expect((await sql<[string]>('SHOW CREATE TABLE dropped', questdb.httpUrl)).dataset[0]![0]).toMatch(
         /DEDUP UPSERT KEYS\(time,ship_id,cargo_id,site\)/,

@@ -46,7 +46,13 @@ const TABLE_LEVEL = /table does not exist|column does not exist|table is dropped
 /** What the QuestDB sink and the table setup use of the client; tests stand in for QuestDB here. */
 export type QuestDbClient = Pick<QuestDbHttp, 'write' | 'exec' | 'close'>;
 
-/** A small HTTP client for QuestDB's ILP endpoint (`/write`) and SQL endpoint (`/exec`). */
+/**
+ * A small HTTP client for QuestDB's ILP endpoint (`/write`) and SQL endpoint (`/exec`), on
+ * kept-alive connections. QuestDB acknowledges the first write on a connection that had a table
+ * open after that table was dropped, and those rows are lost (the next write on it is refused);
+ * the QuestDB sinks keep what they delivered for a replay window and check the table's identity
+ * every few seconds, so such a write is sent again (see QuestDbTarget.recover).
+ */
 export class QuestDbHttp {
   readonly #pool: Pool;
   readonly #authorization: string | undefined;
@@ -72,9 +78,6 @@ export class QuestDbHttp {
       const response = await this.#pool.request({
         path: '/write?precision=n',
         method: 'POST',
-        // A fresh connection per write: QuestDB acknowledges a write to a table dropped meanwhile
-        // when it arrives on a connection that had the table open, and the rows are lost with it.
-        reset: true,
         headers: this.#headers({ 'content-type': 'text/plain; charset=utf-8' }),
         body,
         headersTimeout: timeoutMs,

@@ -32,6 +32,7 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
     describe: config.questdbUrl,
     table: config.table,
     retentionDays: config.retentionDays,
+    resumesWal: true,
   };
 }
 

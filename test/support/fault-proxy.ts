@@ -9,6 +9,8 @@ export type ProxyMode = 'pass' | 'refuse' | 'stall';
 export class FaultProxy {
   mode: ProxyMode = 'pass';
   delayMs = 0;
+  /** Connections clients opened through the proxy since it started. */
+  accepted = 0;
   readonly #sockets = new Set<Socket>();
 
   private constructor(
@@ -44,6 +46,7 @@ export class FaultProxy {
   }
 
   #accept(client: Socket): void {
+    this.accepted += 1;
     if (this.mode === 'refuse') {
       client.destroy();
       return;

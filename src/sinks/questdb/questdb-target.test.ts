@@ -139,7 +139,7 @@ beforeEach(() => {
     target: new QuestDbTarget({
       questdb,
       logger,
-      options: { name: 'questdb', describe: 'fake', table: 'cargo_data', retentionDays: 0, site: 'site-a' },
+      options: { name: 'questdb', describe: 'fake', table: 'cargo_data', retentionDays: 0, site: 'site-a', resumesWal: true },
     }),
     logger,
     options: OPTIONS,

@@ -18,6 +18,11 @@ export interface QuestDbTargetOptions {
   retentionDays: number | undefined;
   /** This gateway's site: the `site` of readings queued without one. */
   site: string;
+  /**
+   * Resume the table when QuestDB suspended it: the local QuestDB's table, which shares the site's
+   * power; a central table is its operator's to mend.
+   */
+  resumesWal: boolean;
 }
 
 /**
@@ -33,6 +38,8 @@ export class QuestDbTarget implements SinkTarget {
   readonly #options: QuestDbTargetOptions;
   readonly #encoder: IlpEncoder;
   #tableReady = false;
+  /** The table's id in QuestDB when last checked: another id is a table dropped and created anew. */
+  #tableId: number | undefined;
 
   constructor(deps: { questdb: QuestDbClient; logger: Logger; options: QuestDbTargetOptions }) {
     this.name = deps.options.name;
@@ -82,13 +89,26 @@ export class QuestDbTarget implements SinkTarget {
     return this.#deliverRowByRow(records);
   }
 
-  /** Resumes the table when QuestDB suspended it (see wal-recovery). */
+  /**
+   * Checks that the table is the one written to before: a table dropped (and maybe made anew)
+   * since may have taken acknowledged rows with it, which a replay sends again. Resumes the table
+   * when QuestDB suspended it (see wal-recovery), for the local QuestDB.
+   */
   async recover(): Promise<Recovery> {
+    const table = this.#options.table;
     try {
-      const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
-      if (recovery.suspended)
-        return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
-      return { ok: true, resumed: recovery.wasSuspended };
+      const id = await tableId(this.#questdb, table);
+      if (id === undefined) {
+        this.#tableReady = false;
+        return { ok: false, message: `table ${table} does not exist (dropped?); it is created again`, level: 'warn' };
+      }
+      const replaced = this.#tableId !== undefined && id !== this.#tableId;
+      this.#tableId = id;
+      if (replaced) this.#log.warn({ event: 'table_replaced', sink: this.name, table }, `table ${table} was dropped and created again`);
+      if (!this.#options.resumesWal) return { ok: true, resumed: replaced };
+      const recovery = await recoverWal(this.#questdb, table, this.#log);
+      if (recovery.suspended) return { ok: false, message: `table ${table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
+      return { ok: true, resumed: recovery.wasSuspended || replaced };
     } catch (error) {
       return { ok: false, message: `table recovery failed: ${(error as Error).message}`, level: 'warn' };
     }
@@ -161,6 +181,12 @@ export class QuestDbTarget implements SinkTarget {
       return `QuestDB refused rows and the table check failed: ${(error as Error).message}`;
     }
   }
+}
+
+/** The table's id in QuestDB, or undefined when there is no such table. */
+async function tableId(questdb: QuestDbClient, table: string): Promise<number | undefined> {
+  const answer = await questdb.exec<{ dataset: [number][] }>(`SELECT id FROM tables() WHERE table_name = '${table}'`);
+  return answer.dataset[0]?.[0];
 }
 
 /** Decodes a record into rows; a record that cannot be decoded becomes one dead letter as a whole. */
