@@ -107,7 +107,8 @@ export class QuestDbTarget implements SinkTarget {
       if (replaced) this.#log.warn({ event: 'table_replaced', sink: this.name, table }, `table ${table} was dropped and created again`);
       if (!this.#options.resumesWal) return { ok: true, resumed: replaced };
       const recovery = await recoverWal(this.#questdb, table, this.#log);
-      if (recovery.suspended) return { ok: false, message: `table ${table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
+      if (recovery.suspended)
+        return { ok: false, message: `table ${table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
       return { ok: true, resumed: recovery.wasSuspended || replaced };
     } catch (error) {
       return { ok: false, message: `table recovery failed: ${(error as Error).message}`, level: 'warn' };

@@ -49,7 +49,14 @@ const target = (questdb: StandIn) =>
   new QuestDbTarget({
     questdb,
     logger: pino({ level: 'silent' }),
-    options: { name: 'remote-questdb', describe: 'https://q.example.com', table: 'cargo_data', retentionDays: undefined, site: 'site-a', resumesWal: false },
+    options: {
+      name: 'remote-questdb',
+      describe: 'https://q.example.com',
+      table: 'cargo_data',
+      retentionDays: undefined,
+      site: 'site-a',
+      resumesWal: false,
+    },
   });
 
 describe('the remote QuestDB target', () => {
