@@ -16,6 +16,10 @@ import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/receive-clock.js';
 import { HealthReporter } from './health/health-reporter.js';
+import { FleetRecorder } from './health/fleet-rows.js';
+import { FleetReporter, type FleetDestination } from './health/fleet-reporter.js';
+import { REMOTE_QUESTDB_SINK, remoteQuestDbSpec } from './sinks/remote-questdb/remote-questdb-spec.js';
+import { SiteReportSender, siteReportUrl } from './sinks/upstream/site-report.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
@@ -66,6 +70,8 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
+  const questdb = healthQuestDb(sinks);
+  const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
   const app = createApp({
     queue,
     delivery,
@@ -85,12 +91,13 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     version: VERSION,
     tls: () => tlsSummary(certificate),
     sinks: sinkDescriptions,
+    recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
   const http = await listen(app, config, certificate, queue);
   delivery.start();
   keys.watch();
-  const questdb = healthQuestDb(sinks);
-  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, () =>
+  const fleet = fleetDestinations(config, questdb);
+  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, fleet, () =>
     takeSnapshot({ queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions }),
   );
   const systemd = await notifySystemdReady(config, http, queue, logger);
@@ -98,7 +105,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue }));
+    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, fleet, queue }));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -128,12 +135,13 @@ interface Running {
   http: HttpServer;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
+  fleet: FleetDestinations;
   queue: QueueWriter;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue } = running;
+  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, fleet, queue } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
@@ -143,6 +151,7 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
   await http.close(deadline);
   await delivery.stop(deadline);
   await questdb?.close();
+  await fleet.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
@@ -242,22 +251,59 @@ function healthQuestDb(sinks: readonly SinkSpec[]): QuestDbHttp | undefined {
   return healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
 }
 
-/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health. */
+interface FleetDestinations {
+  destinations: FleetDestination[];
+  close(): Promise<void>;
+}
+
+/**
+ * Where this site's health goes to the centre, through the sinks it has: the central gateway
+ * behind an upstream of the gateway form (`…/api/v2/ingest/batch`), and a remote QuestDB (over its
+ * own client, unless it already takes the health rows because the local QuestDB is off).
+ */
+function fleetDestinations(config: Config, healthQuestDb: QuestDbHttp | undefined): FleetDestinations {
+  const destinations: FleetDestination[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  const upstream = config.upstream;
+  const reportUrl = upstream === undefined ? undefined : siteReportUrl(upstream.url);
+  if (upstream !== undefined && reportUrl !== undefined) {
+    const sender = new SiteReportSender(reportUrl, upstream.apiKey, { caFile: upstream.caFile, proxy: upstream.proxy });
+    destinations.push({ name: 'upstream', send: (report) => sender.send(JSON.stringify(report)) });
+    closers.push(() => sender.close());
+  }
+  const remote = remoteQuestDbSpec(config);
+  if (remote !== undefined) {
+    const client = config.localQuestdb || healthQuestDb === undefined ? new QuestDbHttp(remote.questdb) : healthQuestDb;
+    const recorder = new FleetRecorder(client);
+    // No row time: the central QuestDB's clock is the centre's.
+    destinations.push({ name: REMOTE_QUESTDB_SINK, send: (report) => recorder.record(report, undefined) });
+    if (client !== healthQuestDb) closers.push(() => client.close());
+  }
+  return { destinations, close: async () => void (await Promise.all(closers.map((close) => close()))) };
+}
+
+/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health (to the centre too). */
 function scheduleHousekeeping(
   config: Config,
   logger: Logger,
   queue: QueueWriter,
   questdb: QuestDbHttp | undefined,
+  fleet: FleetDestinations,
   snapshot: () => GatewaySnapshot,
 ): ScheduledTask {
   const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
+  const fleetReporter =
+    config.healthReport && fleet.destinations.length > 0
+      ? new FleetReporter(fleet.destinations, { site: config.siteId, gateway: config.gatewayName }, logger)
+      : undefined;
   return cron.schedule(
     config.housekeepingCron,
     async () => {
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(snapshot());
+      const current = snapshot();
+      await Promise.all([reporter?.report(current), fleetReporter?.report(current)]);
     },
     { name: 'housekeeping', noOverlap: true },
   );

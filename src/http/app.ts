@@ -13,6 +13,7 @@ import { InflightBudget } from './inflight-budget.js';
 import { problem } from './problem-details.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
+import { FLEET_REPORT_PATH, registerFleetRoutes, type FleetDeps } from './routes/fleet.js';
 
 export interface AppDeps {
   queue: QueueWriter;
@@ -35,6 +36,8 @@ export interface AppDeps {
   version: string;
   tls?: () => TlsSummary;
   sinks?: readonly SinkDescription[];
+  /** Stores the health reports site gateways send (POST /api/v2/fleet/report); undefined without a QuestDB. */
+  recordFleetReport?: FleetDeps['recordFleetReport'];
 }
 
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */
@@ -61,6 +64,7 @@ export function createApp(deps: AppDeps): Hono {
   const fullReason = new QueueFullReason(deps.queue, deps.stats, deps.sinks ?? []);
   registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes), fullReason }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
+  registerFleetRoutes(app, { recordFleetReport: deps.recordFleetReport, siteId: deps.siteId }, requireApiKey);
 
   const allow = (methods: string) => (c: Context) =>
     problem(
@@ -72,6 +76,7 @@ export function createApp(deps: AppDeps): Hono {
     );
   for (const { path } of INGEST_ROUTES) app.all(path, allow('POST'));
   for (const path of HEALTH_ROUTES) app.all(path, allow('GET, HEAD'));
+  app.all(FLEET_REPORT_PATH, allow('POST'));
 
   app.notFound((c) =>
     problem(c, 404, `No endpoint at ${c.req.path.slice(0, 200)}`, [{ loc: ['path'], msg: 'Not found', type: 'not_found' }]),
