@@ -33,7 +33,10 @@ export class FleetReporter {
         // One line when reports stop arriving and one when they arrive again, not one per report.
         if (!sent.ok && !this.#failing.has(destination.name)) {
           this.#failing.add(destination.name);
-          this.log.warn({ event: 'fleet_report_failed', to: destination.name, error: sent.message }, 'site report not delivered to the centre');
+          this.log.warn(
+            { event: 'fleet_report_failed', to: destination.name, error: sent.message },
+            'site report not delivered to the centre',
+          );
         } else if (sent.ok && this.#failing.delete(destination.name)) {
           this.log.info({ event: 'fleet_report_delivered', to: destination.name }, 'site reports reach the centre again');
         }
