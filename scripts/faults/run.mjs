@@ -1,6 +1,7 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
 // its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
-// QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
+// QuestDB outage under load, kill -9 rounds of a site with local QuestDB, upstream and Kafka sinks
+// (the broker killed -9 too), the short fleet run (3 sites forwarding to a central gateway and
 // Kafka through an uplink cut) and a few power cuts of QuestDB with the gateway (strict disk model,
 // short rounds: where QuestDB loses acknowledged transactions), and exits non-zero on any violation.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
@@ -14,6 +15,7 @@ import { runCrashConsistency } from '../lib/crash-consistency.mjs';
 import { runOutage } from './outage.mjs';
 import { runPowerCuts } from './power-cut.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
+import { runSiteCrash } from './site-crash.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -42,6 +44,17 @@ try {
     );
     if (violations > 0) failed = true;
   }
+  const site = await runSiteCrash({
+    rounds: Math.max(4, Math.round(rounds / 3)),
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  const { missing, forbidden, strangers, ...siteFigures } = site.report;
+  log(
+    `site with local QuestDB, upstream and Kafka, broker killed too: ${site.pass ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...siteFigures, missing: missing.length, forbidden: forbidden.length, strangers: strangers.length })}`,
+  );
+  if (!site.pass) failed = true;
   if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
     failed = true;
   const questdbCuts = await runQuestDbPowerCuts({
