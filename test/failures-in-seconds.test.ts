@@ -72,12 +72,19 @@ async function timeToVisible(
     await waitUntil(`${name} delivering`, async () => (await sink(site, name)).delivered > 100, 30_000);
     const cutAt = Date.now();
     await cut();
-    let seen: SinkStatus | undefined;
-    await waitUntil(`${name} failing or waiting`, async () => shows((seen = await sink(site, name))), 30_000);
+    let seen = await sink(site, name);
+    await waitUntil(
+      `${name} failing or waiting`,
+      async () => {
+        seen = await sink(site, name);
+        return shows(seen);
+      },
+      30_000,
+    );
     const ms = Date.now() - cutAt;
-    const how = seen!.consecutiveFailures > 0 ? `failing: ${seen!.lastError?.message}` : `waiting ${seen!.waitingSeconds} s`;
+    const how = seen.consecutiveFailures > 0 ? `failing: ${seen.lastError?.message}` : `waiting ${seen.waitingSeconds} s`;
     console.info(`${name}: in /status ${ms} ms after the cut, ${how}`);
-    return { ms, sink: seen! };
+    return { ms, sink: seen };
   } finally {
     await load.stop();
   }
