@@ -177,14 +177,14 @@ describe('the Fleet dashboard and its alerts on seeded reports', () => {
       acceptedReadings: 100,
       sinks: [
         {
-          name: 'upstream',
+          sink: 'upstream',
           state: 'up to date',
-          backlog: 0,
+          backlogReadings: 0,
           oldestAgeSeconds: null,
-          delivered: 100,
-          failures: 0,
+          deliveredReadings: 100,
+          failedDeliveries: 0,
           deadLettered: 0,
-          dropped: 0,
+          droppedReadings: 0,
         },
       ],
     });

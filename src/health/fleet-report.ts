@@ -27,17 +27,18 @@ export const fleetReportSchema = z.object({
   queue: z.object({ readings: count, bytes: count, maxBytes: count, oldestAgeSeconds: seconds }),
   deadLetters: count,
   acceptedReadings: count,
+  /** Each sink as its health row at the site has it (sink-health.ts). */
   sinks: z
     .array(
       z.object({
-        name: text(64),
+        sink: text(64),
         state: text(32),
-        backlog: count,
+        backlogReadings: count,
         oldestAgeSeconds: seconds,
-        delivered: count,
-        failures: count,
+        deliveredReadings: count,
+        failedDeliveries: count,
         deadLettered: count,
-        dropped: count,
+        droppedReadings: count,
       }),
     )
     .max(32),
@@ -70,15 +71,6 @@ export function buildFleetReport(
     },
     deadLetters: snapshot.deadLetters,
     acceptedReadings: snapshot.totals.acceptedReadings,
-    sinks: snapshot.sinks.map((sink) => ({
-      name: sink.name,
-      state: sinkHealthRow(sink).state,
-      backlog: sink.backlog,
-      oldestAgeSeconds: sink.oldestAgeSeconds,
-      delivered: sink.delivered,
-      failures: sink.failures,
-      deadLettered: sink.deadLettered,
-      dropped: sink.dropped,
-    })),
+    sinks: snapshot.sinks.map(sinkHealthRow),
   };
 }

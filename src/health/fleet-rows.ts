@@ -1,6 +1,7 @@
 import { escapeIlp, ilpString } from '../questdb/ilp-escape.js';
 import type { QuestDbClient } from '../questdb/questdb-http.js';
 import type { FleetReport } from './fleet-report.js';
+import { sinkColumns } from './sink-health.js';
 
 export const FLEET_SITE_TABLE = 'fleet_site_health';
 export const FLEET_SINK_TABLE = 'fleet_sink_health';
@@ -54,15 +55,7 @@ export function encodeFleetReport(report: FleetReport, receivedMs: number | unde
     `${tables.site},site=${site},gateway=${escapeIlp(report.gateway)},version=${escapeIlp(report.version)},state=${report.state}${clock} ${columns.join(',')}${at}\n`,
   ];
   for (const sink of report.sinks) {
-    const counters = [
-      `backlog_readings=${sink.backlog}i`,
-      `delivered_readings=${sink.delivered}i`,
-      `failed_deliveries=${sink.failures}i`,
-      `dead_lettered=${sink.deadLettered}i`,
-      `dropped_readings=${sink.dropped}i`,
-    ];
-    if (sink.oldestAgeSeconds !== null) counters.push(`oldest_age_s=${sink.oldestAgeSeconds}`);
-    lines.push(`${tables.sink},site=${site},sink=${escapeIlp(sink.name)},state=${escapeIlp(sink.state)} ${counters.join(',')}${at}\n`);
+    lines.push(`${tables.sink},site=${site},sink=${escapeIlp(sink.sink)},state=${escapeIlp(sink.state)} ${sinkColumns(sink)}${at}\n`);
   }
   return Buffer.from(lines.join(''));
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeGatewayState, formatDuration, OutageWatch } from './gateway-state.js';
 import type { GatewaySnapshot, SinkSnapshot } from './snapshot.js';
+import { sinkSnapshotOf } from '../../test/support/sink-snapshot.js';
 
 const MB = 1024 * 1024;
 const now = Date.parse('2026-11-24T12:00:00Z');
@@ -112,23 +113,7 @@ describe('the gateway state in words', () => {
   });
 });
 
-const sink = (change: Partial<SinkSnapshot> & Pick<SinkSnapshot, 'name' | 'destination'>): SinkSnapshot => ({
-  policy: 'block',
-  backlog: 0,
-  oldestAgeSeconds: null,
-  delivered: 0,
-  deliveries: 0,
-  failures: 0,
-  consecutiveFailures: 0,
-  deadLettered: 0,
-  dropped: 0,
-  last: null,
-  lastError: null,
-  failingSeconds: null,
-  waitingSeconds: null,
-  clockAheadSeconds: null,
-  ...change,
-});
+const sink = sinkSnapshotOf;
 const local = sink({ name: 'questdb', destination: 'http://127.0.0.1:9000' });
 const upstreamDown = sink({
   name: 'upstream',

@@ -43,18 +43,24 @@ export const createSinkHealthTable = (table = SINK_HEALTH_TABLE): string => `CRE
   delivered_readings LONG, failed_deliveries LONG, dead_lettered LONG, dropped_readings LONG
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
 
-/** One ILP line per sink; integers carry ILP's `i` suffix, the row time is in nanoseconds. */
+/** A sink's counters as ILP columns (integers with ILP's `i` suffix): its health row's, and its part of a site's report to the centre. */
+export function sinkColumns(row: Omit<SinkHealthRow, 'sink' | 'state'>): string {
+  const columns = [
+    `backlog_readings=${row.backlogReadings}i`,
+    `delivered_readings=${row.deliveredReadings}i`,
+    `failed_deliveries=${row.failedDeliveries}i`,
+    `dead_lettered=${row.deadLettered}i`,
+    `dropped_readings=${row.droppedReadings}i`,
+  ];
+  if (row.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${row.oldestAgeSeconds}`);
+  return columns.join(',');
+}
+
+/** One ILP line per sink; the row time is in nanoseconds. */
 export function encodeSinkHealth(gateway: string, rows: readonly SinkHealthRow[], now: number, table = SINK_HEALTH_TABLE): Buffer {
-  const lines = rows.map((row) => {
-    const columns = [
-      `backlog_readings=${row.backlogReadings}i`,
-      `delivered_readings=${row.deliveredReadings}i`,
-      `failed_deliveries=${row.failedDeliveries}i`,
-      `dead_lettered=${row.deadLettered}i`,
-      `dropped_readings=${row.droppedReadings}i`,
-    ];
-    if (row.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${row.oldestAgeSeconds}`);
-    return `${table},gateway=${escapeIlp(gateway)},sink=${escapeIlp(row.sink)},state=${escapeIlp(row.state)} ${columns.join(',')} ${now}000000n\n`;
-  });
+  const lines = rows.map(
+    (row) =>
+      `${table},gateway=${escapeIlp(gateway)},sink=${escapeIlp(row.sink)},state=${escapeIlp(row.state)} ${sinkColumns(row)} ${now}000000n\n`,
+  );
   return Buffer.from(lines.join(''));
 }
