@@ -17,7 +17,7 @@ await build({
       export { parseBatch } from '../../src/reading/parse-readings.ts';
       export { readingSchema } from '../../src/reading/reading-schema.ts';
       export { encodeRecord, decodeRecord } from '../../src/queue/record-codec.ts';
-      export { ReceiveClock } from '../../src/reading/timestamp.ts';
+      export { ReceiveClock } from '../../src/reading/receive-clock.ts';
       export { IlpEncoder } from '../../src/sinks/questdb/ilp-encoder.ts';
     `,
     resolveDir: work,
@@ -49,7 +49,7 @@ const readings = hot.parseBatch(parsed, { schema, limits }, 10_000).readings;
 const clock = new hot.ReceiveClock();
 const payload = hot.encodeRecord(readings, clock);
 const rows = hot.decodeRecord(payload);
-const encoder = new hot.IlpEncoder('cargo_data');
+const encoder = new hot.IlpEncoder('cargo_data', 'pier 7');
 
 /** Runs `fn` until `ms` elapsed, returns microseconds per call. @param {() => unknown} fn */
 function measure(fn, ms = 400) {
@@ -87,14 +87,19 @@ const cases = [
     () => {
       const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1 << 20, max_buf_size: 1 << 28 });
       for (const row of rows) {
-        buffer.table('cargo_data').symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
+        buffer
+          .table('cargo_data')
+          .symbol('ship_id', row.shipId)
+          .symbol('cargo_id', row.cargoId)
+          .symbol('site', 'pier 7')
+          .floatColumn('value', row.value);
         buffer.at(BigInt(row.timeNs), 'ns');
       }
       buffer.toBufferNew();
     },
   ],
   ["ILP, the gateway's IlpEncoder, from readings", () => encoder.encode(rows)],
-  ["ILP, the gateway's IlpEncoder, from queue records (the flusher)", () => encoder.encodeRecords([payload])],
+  ["ILP, the gateway's IlpEncoder, from queue records (the flusher)", () => encoder.encodeRecords([{ payload }])],
 ];
 
 console.log(`per ${READINGS} readings (body ${body.length} bytes), median of 5 runs, Node ${process.version}`);
