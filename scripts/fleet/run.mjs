@@ -347,6 +347,8 @@ const summary = {
   durability,
   readingsAccepted: total,
   requestsRefused: refused,
+  /** Requests a device sent again because no answer came (a keep-alive connection closed as it went out). */
+  requestsResent: loads.reduce((sum, l) => sum + l.resent, 0),
   loadSeconds: Number(loadSeconds.toFixed(1)),
   acceptedPerSecond: Math.round(total / loadSeconds),
   /** Per destination: from the cut until it was back. */
