@@ -2,7 +2,7 @@
 // first; `-- --help`). Each run, for each sink, queues the same backlog while no destination is
 // reachable, then starts the gateway with that sink alone able to deliver, and measures readings/s
 // and the gateway's CPU seconds per million readings. Prints the runs and their medians as Markdown.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -139,7 +139,24 @@ async function measure(sink, dataDir, unreachable, table) {
   });
 }
 
-/** @type {Record<string, Awaited<ReturnType<typeof forward>>[]>} */
+/**
+ * The local ends of this machine's TCP connections to `port` that are in TIME_WAIT: a connection
+ * closed within the last minute. Those a run adds are the connections it opened and closed.
+ * @param {number} port
+ */
+function timeWaitTo(port) {
+  const remote = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const ends = new Set();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length > 3 && fields[2]?.endsWith(remote) && fields[3] === '06') ends.add(fields[1]);
+    }
+  }
+  return ends;
+}
+
+/** @type {Record<string, (Awaited<ReturnType<typeof forward>> & { closedConnections: number })[]>} */
 const results = Object.fromEntries(sinks.map((s) => [s, []]));
 try {
   if (broker) await createKafkaTopic(broker.bootstrap, topic, 3);
@@ -150,7 +167,12 @@ try {
       const unreachable = `http://127.0.0.1:${await freePort()}`;
       // Only the local sink, pointed nowhere, while the backlog is queued: the sink under test joins with backfill.
       await fillQueue({ bundle, apiKey, total, env: { DATA_DIR: dataDir, ...gatewayEnv, QUESTDB_URL: unreachable } });
-      const result = await measure(sink, dataDir, unreachable, table);
+      const destinationPort = Number(
+        (sink === 'kafka' ? /** @type {NonNullable<typeof broker>} */ (broker).bootstrap : questdb.httpUrl).split(':').at(-1),
+      );
+      const waitingBefore = timeWaitTo(destinationPort);
+      const result = { ...(await measure(sink, dataDir, unreachable, table)), closedConnections: 0 };
+      result.closedConnections = [...timeWaitTo(destinationPort)].filter((end) => !waitingBefore.has(end)).length;
       if (sink !== 'kafka') await settleAndDrop(questdb.httpUrl, table);
       rmSync(dataDir, { recursive: true, force: true });
       results[sink]?.push(result);
@@ -170,14 +192,14 @@ for (const sink of sinks) {
   const list = results[sink] ?? [];
   for (const [i, r] of list.entries())
     rows.push(
-      `| ${sink} | ${i + 1} | ${fmt(r.readingsPerSec)} | ${fmt(r.siteCpuPerMillion, 2)} | ${fmt(r.centralCpuPerMillion, 2)} | ${fmt(r.destinationCpuPerMillion, 2)} | ${r.deliveries} |`,
+      `| ${sink} | ${i + 1} | ${fmt(r.readingsPerSec)} | ${fmt(r.siteCpuPerMillion, 2)} | ${fmt(r.centralCpuPerMillion, 2)} | ${fmt(r.destinationCpuPerMillion, 2)} | ${r.deliveries} | ${r.closedConnections} |`,
     );
   const m = (/** @type {'readingsPerSec' | 'siteCpuPerMillion' | 'centralCpuPerMillion' | 'destinationCpuPerMillion'} */ key) => {
     const values = list.map((r) => r[key]).filter((v) => v !== undefined);
     return values.length === 0 ? undefined : median(values);
   };
   rows.push(
-    `| **${sink}** | **median** | **${fmt(m('readingsPerSec'))}** | **${fmt(m('siteCpuPerMillion'), 2)}** | **${fmt(m('centralCpuPerMillion'), 2)}** | **${fmt(m('destinationCpuPerMillion'), 2)}** | |`,
+    `| **${sink}** | **median** | **${fmt(m('readingsPerSec'))}** | **${fmt(m('siteCpuPerMillion'), 2)}** | **${fmt(m('centralCpuPerMillion'), 2)}** | **${fmt(m('destinationCpuPerMillion'), 2)}** | | |`,
   );
 }
 const load = (/** @type {number[]} */ l) => l.map((v) => v.toFixed(1)).join(' ');
@@ -186,8 +208,8 @@ process.stdout.write(
     `Backlog of ${total.toLocaleString('en-US')} readings per run, ${runs} runs; QuestDB ${QUESTDB_VERSION}${broker ? `, Kafka ${KAFKA_VERSION} (single node, 3 partitions)` : ''}.`,
     `Machine: ${os.cpus()[0]?.model.trim()}, ${os.cpus().length} cores, Node ${process.version}; load average (1, 5, 15 min) ${load(loadAtStart)} at the start, ${load(os.loadavg())} at the end; processes not pinned.`,
     '',
-    '| Sink | Run | Readings/s | Site gateway CPU s per million | Central gateway CPU s per million | Destination CPU s per million | Deliveries |',
-    '|---|---|---|---|---|---|---|',
+    '| Sink | Run | Readings/s | Site gateway CPU s per million | Central gateway CPU s per million | Destination CPU s per million | Deliveries | Connections to the destination closed (TIME_WAIT) |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n'),

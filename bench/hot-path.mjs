@@ -62,7 +62,7 @@ const record = { segment: 1, id: 1, receivedMs: 0, readings: READINGS, bytes: pa
 /** A year before the readings: none is older, so the check passes the record on whole, as it usually does. */
 const expiredBefore = `${Date.parse('2025-11-21T12:00:00Z') / 1000}000000000`;
 const rows = hot.decodeRecord(payload);
-const encoder = new hot.IlpEncoder('cargo_data');
+const encoder = new hot.IlpEncoder('cargo_data', 'pier 7');
 
 /** Runs `fn` until `ms` elapsed, returns microseconds per call. @param {() => unknown} fn */
 function measure(fn, ms = 400) {
@@ -102,14 +102,19 @@ const cases = [
     () => {
       const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1 << 20, max_buf_size: 1 << 28 });
       for (const row of rows) {
-        buffer.table('cargo_data').symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
+        buffer
+          .table('cargo_data')
+          .symbol('ship_id', row.shipId)
+          .symbol('cargo_id', row.cargoId)
+          .symbol('site', 'pier 7')
+          .floatColumn('value', row.value);
         buffer.at(BigInt(row.timeNs), 'ns');
       }
       buffer.toBufferNew();
     },
   ],
   ["ILP, the gateway's IlpEncoder, from readings", () => encoder.encode(rows)],
-  ["ILP, the gateway's IlpEncoder, from queue records (the flusher)", () => encoder.encodeRecords([payload])],
+  ["ILP, the gateway's IlpEncoder, from queue records (the flusher)", () => encoder.encodeRecords([{ payload }])],
   ["the local sink's check for readings older than its TTL, queue records", () => hot.withoutExpired([record], expiredBefore)],
 ];
 

@@ -18,6 +18,10 @@ import { readingSchema } from './reading/reading-schema.js';
 import { TimeWindow } from './reading/time-window.js';
 import { ReceiveClock } from './reading/receive-clock.js';
 import { HealthReporter } from './health/health-reporter.js';
+import { FleetRecorder } from './health/fleet-rows.js';
+import { FleetReporter, type FleetDestination } from './health/fleet-reporter.js';
+import { REMOTE_QUESTDB_SINK, remoteQuestDbSpec } from './sinks/remote-questdb/remote-questdb-spec.js';
+import { SiteReportSender, siteReportUrl } from './sinks/upstream/site-report.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
@@ -83,6 +87,8 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
+  const questdb = healthQuestDb(sinks);
+  const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
   const gatewayConsole = new GatewayConsole({
     queue,
     stats,
@@ -111,6 +117,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     maxInflightBytes: config.maxInflightBytes,
     maxBatchReadings: config.maxBatchReadings,
     harborId: config.harborId,
+    siteId: config.siteId,
     isStopping: stopping.isStopping,
     stopping: stopping.signal,
     version: VERSION,
@@ -118,13 +125,14 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     sinks: sinkDescriptions,
     console: gatewayConsole,
     idempotency,
+    recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
   const http = await listen(app, config, certificate, queue);
   gatewayConsole.start(http.httpsPort);
   delivery.start();
   keys.watch();
-  const questdb = healthQuestDb(sinks);
-  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, () =>
+  const fleet = fleetDestinations(config, questdb);
+  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, fleet, () =>
     takeSnapshot({
       queue,
       stats,
@@ -149,6 +157,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
       http,
       delivery,
       questdb,
+      fleet,
       queue,
       owner,
       idempotency,
@@ -182,6 +191,7 @@ interface Running {
   http: HttpServer;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
+  fleet: FleetDestinations;
   queue: QueueWriter;
   owner: DataDirLock;
   idempotency: IdempotencyKeys;
@@ -189,7 +199,7 @@ interface Running {
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner, idempotency } = running;
+  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, fleet, queue, owner, idempotency } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
@@ -200,6 +210,7 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
   saveIdempotencyKeys(config, logger, idempotency);
   await delivery.stop(deadline);
   await questdb?.close();
+  await fleet.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
   owner.release();
@@ -348,22 +359,59 @@ function healthQuestDb(sinks: readonly SinkSpec[]): QuestDbHttp | undefined {
   return healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
 }
 
-/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health. */
+interface FleetDestinations {
+  destinations: FleetDestination[];
+  close(): Promise<void>;
+}
+
+/**
+ * Where this site's health goes to the centre, through the sinks it has: the central gateway
+ * behind an upstream of the gateway form (`…/api/v2/ingest/batch`), and a remote QuestDB (over its
+ * own client, unless it already takes the health rows because the local QuestDB is off).
+ */
+function fleetDestinations(config: Config, healthQuestDb: QuestDbHttp | undefined): FleetDestinations {
+  const destinations: FleetDestination[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  const upstream = config.upstream;
+  const reportUrl = upstream === undefined ? undefined : siteReportUrl(upstream.url);
+  if (upstream !== undefined && reportUrl !== undefined) {
+    const sender = new SiteReportSender(reportUrl, upstream.apiKey, { caFile: upstream.caFile, proxy: upstream.proxy });
+    destinations.push({ name: 'upstream', send: (report) => sender.send(JSON.stringify(report)) });
+    closers.push(() => sender.close());
+  }
+  const remote = remoteQuestDbSpec(config);
+  if (remote !== undefined) {
+    const client = config.localQuestdb || healthQuestDb === undefined ? new QuestDbHttp(remote.questdb) : healthQuestDb;
+    const recorder = new FleetRecorder(client);
+    // No row time: the central QuestDB's clock is the centre's.
+    destinations.push({ name: REMOTE_QUESTDB_SINK, send: (report) => recorder.record(report, undefined) });
+    if (client !== healthQuestDb) closers.push(() => client.close());
+  }
+  return { destinations, close: async () => void (await Promise.all(closers.map((close) => close()))) };
+}
+
+/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health (to the centre too). */
 function scheduleHousekeeping(
   config: Config,
   logger: Logger,
   queue: QueueWriter,
   questdb: QuestDbHttp | undefined,
+  fleet: FleetDestinations,
   snapshot: () => GatewaySnapshot,
 ): ScheduledTask {
   const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
+  const fleetReporter =
+    config.healthReport && fleet.destinations.length > 0
+      ? new FleetReporter(fleet.destinations, { site: config.siteId, gateway: config.gatewayName }, logger)
+      : undefined;
   return cron.schedule(
     config.housekeepingCron,
     async () => {
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(snapshot());
+      const current = snapshot();
+      await Promise.all([reporter?.report(current), fleetReporter?.report(current)]);
     },
     { name: 'housekeeping', noOverlap: true },
   );

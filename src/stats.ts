@@ -22,6 +22,12 @@ export class SinkStats {
   taken = 0;
   last: FlushReport | undefined;
   lastError: { at: string; message: string } | undefined;
+  /** When the current run of failed attempts began (epoch ms); undefined while they succeed. */
+  failingSinceMs: number | undefined;
+  /** Set while an attempt has gone on for seconds without an outcome: when it began (epoch ms). */
+  waitingSinceMs: number | undefined;
+  /** What the destination told of this site's clock: ms ahead of its own (negative: behind). */
+  clockAheadMs: number | undefined;
 }
 
 /** The local QuestDB sink, whose deliveries the gateway's own flush counters are. */

@@ -41,7 +41,8 @@ describe('poison rows', () => {
       expect(listed[0]!.line).toBe(POISON);
       expect(await cli('list', '--data-dir', dataDir)).toMatch(/^1 dead letter\(s\)\n#\d+ questdb failed .*: .*Could not parse timestamp/);
 
-      expect(await cli('requeue', String(listed[0]!.id), '--data-dir', dataDir)).toMatch(/re-queued 1/);
+      expect(await cli('requeue', '--sink', 'upstream', '--all', '--data-dir', dataDir)).toMatch(/^re-queued 0 dead letter\(s\);/);
+      expect(await cli('requeue', String(listed[0]!.id), '--data-dir', dataDir)).toMatch(/^re-queued 1 dead letter\(s\) \(1 to questdb\)/);
       // The running gateway notices the re-queued reading, sends it, and QuestDB refuses it again.
       const deadline = Date.now() + 10_000;
       while (gw.gateway.stats.deadLettered < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

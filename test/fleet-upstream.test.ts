@@ -23,7 +23,17 @@ async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
 
 function target(url: string, options: Partial<UpstreamTargetOptions> = {}): UpstreamTarget {
   const t = new UpstreamTarget(
-    { url, apiKey: TEST_KEY, caFile: undefined, proxy: undefined, timeoutMs: 10_000, maxReadings: 1000, maxBodyBytes: 1 << 20, ...options },
+    {
+      url,
+      apiKey: TEST_KEY,
+      caFile: undefined,
+      proxy: undefined,
+      timeoutMs: 10_000,
+      maxReadings: 1000,
+      maxBodyBytes: 1 << 20,
+      site: 'site-a',
+      ...options,
+    },
     createLogger('silent'),
   );
   started.push({ stop: () => t.close() });

@@ -31,20 +31,27 @@ afterAll(async () => {
   await broker?.close();
 }, 60_000);
 
-function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}): KafkaTarget {
-  const made = new KafkaTarget({
-    brokers: [broker.bootstrap],
-    topic,
-    clientId: 'harbor-gateway-test',
-    tls: false,
-    tlsCaFile: undefined,
-    sasl: undefined,
-    timeoutMs: 3_000,
-    policy: 'drop_oldest',
-    backfill: false,
-    batchReadings: 10_000,
-    ...overrides,
-  });
+const SITE = 'pier 7';
+const TWO_HOURS = 2 * 3_600_000;
+
+/** A target for `topic`; `now` is the site's clock, when it should be off. */
+function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}, now?: () => number): KafkaTarget {
+  const made = new KafkaTarget(
+    {
+      brokers: [broker.bootstrap],
+      topic,
+      clientId: 'harbor-gateway-test',
+      tls: false,
+      tlsCaFile: undefined,
+      sasl: undefined,
+      timeoutMs: 3_000,
+      policy: 'drop_oldest',
+      backfill: false,
+      batchReadings: 10_000,
+      ...overrides,
+    },
+    { site: SITE, ...(now === undefined ? {} : { now }) },
+  );
   targets.push(made);
   return made;
 }
@@ -97,10 +104,54 @@ describe('Kafka target against a real broker', () => {
       expect(new Set(mine.map((m) => m.partition)).size).toBe(1);
       const expected = lines.filter((l) => l.shipId === ship);
       expect(mine.map((m) => JSON.parse(m.value))).toEqual(
-        expected.map((l) => ({ time: formatTimestampNs(l.timeNs), ship_id: ship, cargo_id: 'temperature', value: l.value })),
+        expected.map((l) => ({ time: formatTimestampNs(l.timeNs), ship_id: ship, cargo_id: 'temperature', value: l.value, site: SITE })),
       );
     }
     expect(JSON.parse(messages[0]!.value).time).toMatch(/^2026-11-27T12:00:00\.0000000\d\dZ$/);
+  });
+
+  it('delivers every reading from a site whose clock is 2 h ahead, stamped on the broker clock, and tells the offset', async () => {
+    const topic = await newTopic();
+    const sink = target(topic, {}, () => Date.now() + TWO_HOURS);
+    const { records, lines } = readings(3, 20);
+    expect(await sink.deliver(records)).toMatchObject({ ok: true, deadLetters: [] });
+    expect(sink.clockAheadMs()).toBeGreaterThan(TWO_HOURS - 60_000);
+    expect(sink.clockAheadMs()).toBeLessThan(TWO_HOURS + 60_000);
+    const messages = await readTopic(broker.bootstrap, topic);
+    expect(messages).toHaveLength(lines.length);
+    for (const m of messages) expect(Math.abs(Number(m.timestamp) - Date.now())).toBeLessThan(5 * 60_000);
+    // Later batches go on the broker's clock at once.
+    expect(await sink.deliver(readings(1, 5, 1_795_780_900_000_000_000n).records)).toMatchObject({ ok: true, requests: 1 });
+  });
+
+  it("delivers every reading from a site whose clock is 2 h behind: on a topic that takes any past time as it is, on one that refuses it on the broker's clock", async () => {
+    const behind = () => Date.now() - TWO_HOURS;
+    const lenient = await newTopic();
+    const first = target(lenient, {}, behind);
+    expect(await first.deliver(readings(2, 10).records)).toMatchObject({ ok: true, deadLetters: [] });
+    expect(first.clockAheadMs()).toBeUndefined();
+    expect(await readTopic(broker.bootstrap, lenient)).toHaveLength(20);
+
+    const strict = await newTopic(3, { 'message.timestamp.before.max.ms': '3600000' });
+    const second = target(strict, {}, behind);
+    expect(await second.deliver(readings(2, 10).records)).toMatchObject({ ok: true, deadLetters: [] });
+    expect(second.clockAheadMs()).toBeLessThan(-TWO_HOURS + 60_000);
+    const messages = await readTopic(broker.bootstrap, strict);
+    expect(messages).toHaveLength(20);
+    for (const m of messages) expect(Math.abs(Number(m.timestamp) - Date.now())).toBeLessThan(5 * 60_000);
+  });
+
+  it('keeps the readings queued, none dead-lettered, when the broker refuses the times and tells no clock to go by', async () => {
+    // A topic that takes only times within a second of its clock, whose refusal the site reads as
+    // Kafka's default range (up to an hour ahead): its guess of the broker's clock is refused again.
+    const topic = await newTopic(1, { 'message.timestamp.before.max.ms': '1000', 'message.timestamp.after.max.ms': '1000' });
+    const sink = target(topic, {}, () => Date.now() + TWO_HOURS);
+    const delivery = await sink.deliver(readings(1, 3).records);
+    expect(delivery).toMatchObject({
+      ok: false,
+      level: 'warn',
+      message: expect.stringMatching(/^Kafka refused the message times, readings stay queued: INVALID_TIMESTAMP/),
+    });
   });
 
   it('fails the batch while the broker is down and delivers it once the broker is back', async () => {

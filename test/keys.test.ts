@@ -58,6 +58,11 @@ describe('keys command', () => {
     await keys(file, 'revoke', 'buoy-1');
     expect((await keys(file, 'list')).stdout).toBe('crane\tships starting with crane-\n');
     await expect(keys(file, 'revoke', 'buoy-1')).rejects.toMatchObject({ code: 65 });
+    // A central gateway's key for one site gateway: it writes as that site only.
+    await addKey(file, 'pier-7', '--site', 'Hafen Süd 7');
+    expect((await keys(file, 'list')).stdout).toBe('crane\tships starting with crane-\npier-7\tall ships\tsite Hafen Süd 7\n');
+    await expect(keys(file, 'add', 'pier-8', '--site', ' ')).rejects.toMatchObject({ code: 64 });
+    await expect(keys(file, 'add', 'pier-8', '--ship-prefix', 'site=x')).rejects.toMatchObject({ code: 64 });
   });
 });
 

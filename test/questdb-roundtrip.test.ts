@@ -123,9 +123,9 @@ describe('readings land in QuestDB exactly', () => {
     await waitForDrained(first);
     await first.stop();
     const ddl = async () => (await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0];
-    expect(await ddl()).toMatch(/time TIMESTAMP_NS,\s*ship_id SYMBOL,\s*cargo_id SYMBOL,\s*value DOUBLE/);
+    expect(await ddl()).toMatch(/time TIMESTAMP_NS,\s*ship_id SYMBOL,\s*cargo_id SYMBOL,\s*value DOUBLE,\s*site SYMBOL/);
     expect(await ddl()).toMatch(/timestamp\(time\) PARTITION BY DAY TTL 365 DAYS/);
-    expect(await ddl()).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/);
+    expect(await ddl()).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id,site\)/);
 
     const second = await startTestGateway({ QUESTDB_TABLE: table, RETENTION_DAYS: '30' });
     expect((await second.post('/api/v2/ingest/', { ship_id: 's', cargo_id: 'c', value: 2 })).status).toBe(200);
@@ -157,7 +157,29 @@ describe('readings land in QuestDB exactly', () => {
     await run(3);
     expect((await sql<[boolean]>(`SELECT dedup FROM tables() WHERE table_name = '${table}'`)).dataset[0]![0]).toBe(true);
     expect((await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0]).toMatch(
-      /TTL 30 DAYS[\s\S]*DEDUP UPSERT KEYS\(time,ship_id,cargo_id\)/,
+      /TTL 30 DAYS[\s\S]*DEDUP UPSERT KEYS\(time,ship_id,cargo_id,site\)/,
     );
+  });
+
+  it("upgrades a table of a release before sites in place: old rows keep a null site, new ones carry the gateway's", async () => {
+    const table = uniqueTable('presite');
+    await sql(
+      `CREATE TABLE "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE) TIMESTAMP(time) PARTITION BY DAY WAL DEDUP UPSERT KEYS(time, ship_id, cargo_id)`,
+    );
+    await sql(`INSERT INTO "${table}" VALUES ('2026-03-06T00:00:00Z', 'pump-1', 'pressure', 1)`);
+    const gw = await startTestGateway({ QUESTDB_TABLE: table, SITE_ID: 'pier 7' });
+    try {
+      const same = { time: '2026-03-06T00:00:00Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 2 };
+      expect((await gw.post('/api/v2/ingest/', same)).status).toBe(200);
+      await waitForDrained(gw);
+      await waitForWalApplied(table);
+    } finally {
+      await gw.stop();
+    }
+    expect((await sql<[string]>(`SHOW CREATE TABLE "${table}"`)).dataset[0]![0]).toMatch(/DEDUP UPSERT KEYS\(time,ship_id,cargo_id,site\)/);
+    expect((await sql(`SELECT site, value FROM "${table}" ORDER BY value`)).dataset).toEqual([
+      [null, 1],
+      ['pier 7', 2],
+    ]);
   });
 });

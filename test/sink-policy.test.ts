@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { spawnGateway, type GatewayProcess } from './support/process.js';
-import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { sql, storedCounts, uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 
 // A remote sink whose destination is away for good, and a queue bound of 1 MiB: with `drop_oldest`
@@ -24,7 +24,7 @@ interface SinkStatus {
   delivered: number;
 }
 
-async function site(policy: 'block' | 'drop_oldest', table: string): Promise<GatewayProcess> {
+async function site(policy: 'block' | 'drop_oldest', table: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
   const p = await spawnGateway({
     API_KEY: KEY,
     DATA_DIR: tempDir('policy'),
@@ -38,6 +38,7 @@ async function site(policy: 'block' | 'drop_oldest', table: string): Promise<Gat
     UPSTREAM_URL: `http://127.0.0.1:${await freePort()}/api/v2/ingest/batch`,
     UPSTREAM_API_KEY: 'central-key-0123456789',
     UPSTREAM_POLICY: policy,
+    ...env,
   });
   processes.push(p);
   return p;
@@ -45,9 +46,9 @@ async function site(policy: 'block' | 'drop_oldest', table: string): Promise<Gat
 
 /**
  * Posts `batches` batches of 100 readings of 100-character ids, 10 ms apart (the local sink, which
- * never drops, keeps up at that pace); returns the status codes.
+ * never drops, keeps up at that pace); returns the status codes, and the bodies of refusals.
  */
-async function post(p: GatewayProcess, batches: number, tag: string, from = 0): Promise<number[]> {
+async function post(p: GatewayProcess, batches: number, tag: string, from = 0, refusals: string[] = []): Promise<number[]> {
   const codes: number[] = [];
   const pad = 'x'.repeat(90);
   for (let b = from; b < from + batches; b++) {
@@ -63,7 +64,8 @@ async function post(p: GatewayProcess, batches: number, tag: string, from = 0): 
       headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    await response.arrayBuffer();
+    const text = await response.text();
+    if (response.status !== 200) refusals.push(text);
     codes.push(response.status);
   }
   return codes;
@@ -102,4 +104,56 @@ describe('a remote sink away for good, with a full queue', () => {
     expect(codes.filter((c) => c !== 200 && c !== 503)).toEqual([]);
     expect((await sinks(gw))['upstream']?.dropped).toBe(0);
   });
+
+  it('block: while the upstream holds the full queue, the 503, /status, /readyz and every health row say so, without flapping', async () => {
+    const gateway = uniqueTable('policy_truth');
+    const gw = await site('block', uniqueTable('policy_truth'), {
+      GATEWAY_NAME: gateway,
+      HEALTH_REPORT: 'true',
+      HOUSEKEEPING_CRON: '* * * * * *',
+    });
+    expect(await post(gw, 1, 'truth')).toEqual([200]);
+    await expect.poll(async () => (await sinks(gw))['questdb']?.delivered, { timeout: 30_000 }).toBe(100);
+    const filling = await post(gw, 149, 'truth', 1);
+    const full = filling.indexOf(503);
+    expect(full).toBeGreaterThan(0);
+    // Once full, the queue refuses every request until the upstream makes room: it never does here.
+    expect(filling.slice(full).filter((c) => c !== 503)).toEqual([]);
+
+    const since = Date.now();
+    const refusals: string[] = [];
+    const readyz: number[] = [];
+    const sampler = setInterval(() => {
+      void fetch(`${gw.url}/readyz`).then((r) => readyz.push(r.status));
+    }, 100);
+    try {
+      // At least three housekeeping runs (health rows, totals refreshed) while devices keep posting.
+      const codes: number[] = [];
+      for (let from = 150; Date.now() - since < 3_500; from += 50) codes.push(...(await post(gw, 50, 'truth', from, refusals)));
+      expect(codes.filter((c) => c !== 503)).toEqual([]);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(readyz.length).toBeGreaterThan(20);
+    expect(readyz.filter((c) => c !== 503)).toEqual([]);
+    expect(JSON.parse(refusals[0]!).message).toMatch(
+      /^The gateway queue is full while upstream 127\.0\.0\.1:\d+ catches up \(upstream 127\.0\.0\.1:\d+ unreachable for \d+ s; [\d,]+ readings to deliver, the oldest \d+ s old\); retry later$/,
+    );
+    const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': KEY } })).json()) as {
+      ready: boolean;
+      queue: { heldBy: string | null };
+    };
+    expect(status).toMatchObject({ ready: false, queue: { heldBy: 'upstream' } });
+
+    const rows = (
+      await sql<[boolean, string, string]>(
+        `SELECT ready, state, state_text FROM gateway_health WHERE gateway = '${gateway}' AND time > ${since * 1000} ORDER BY time`,
+      )
+    ).dataset;
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    for (const [ready, state, text] of rows) {
+      expect([ready, state]).toEqual([false, 'refusing']);
+      expect(text).toMatch(/^refusing readings — upstream 127\.0\.0\.1:\d+ unreachable for \d+ s, queue full/);
+    }
+  }, 120_000);
 });

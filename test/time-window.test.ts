@@ -62,7 +62,7 @@ describe('the reading times the gateway accepts', () => {
       await waitForWalApplied(table, 20_000, url);
       expect(await values()).toEqual([1, 2, 3, 4, 5]);
       // The TTL is at work: a row written past the gateway, older than it keeps, is dropped at once.
-      await sql(`INSERT INTO ${table} VALUES (dateadd('d', -3, now()), 'intruder', 'depth', 99)`, url);
+      await sql(`INSERT INTO ${table} (time, ship_id, cargo_id, value) VALUES (dateadd('d', -3, now()), 'intruder', 'depth', 99)`, url);
       await waitForWalApplied(table, 20_000, url);
       expect(await values()).toEqual([1, 2, 3, 4, 5]);
     } finally {

@@ -14,7 +14,7 @@ import {
 import { QUEUE_FORMAT, readQueueFormat } from '../src/queue/queue-format.js';
 import { TEST_KEY } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
-import { storedCounts, uniqueTable } from './support/questdb-sql.js';
+import { sql, storedCounts, uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 
 const readings = upgradeBatches().flat().length;
@@ -30,6 +30,7 @@ async function expectBacklogDeliveredOnce(dataDir: string, format: number): Prom
   const table = uniqueTable('upgrade');
   const gateway = await spawnGateway({
     API_KEY: TEST_KEY,
+    SITE_ID: 'upgraded site',
     DATA_DIR: dataDir,
     QUESTDB_TABLE: table,
     QUESTDB_URL: inject('questdbUrl'),
@@ -41,6 +42,8 @@ async function expectBacklogDeliveredOnce(dataDir: string, format: number): Prom
         .queue.readings;
     await expect.poll(queued, { timeout: 30_000, interval: 100 }).toBe(0);
     expect(await storedCounts(table)).toEqual({ rows: readings, distinct: readings });
+    // Queued before sites existed, they are the gateway's own site's readings.
+    expect((await sql(`SELECT count() FROM "${table}" WHERE site = 'upgraded site'`)).dataset[0]?.[0]).toBe(readings);
   } finally {
     gateway.child.kill('SIGTERM');
     await gateway.exited;
@@ -62,8 +65,8 @@ describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
     await expectBacklogDeliveredOnce(dataDir, PREVIOUS_QUEUE_FORMAT);
   }, 600_000);
 
-  // The previous release's queue, 0.3.0's (format 4, this release's), 0.2.0's (format 2) and the
-  // first release's (format 1): the older two upgrade in place.
+  // The previous release's queue, 0.3.0's (format 4), 0.2.0's (format 2) and the first release's
+  // (format 1): each upgrades in place to this release's format 5.
   it.each([
     [basename(PREVIOUS_QUEUE_FIXTURE), PREVIOUS_QUEUE_FORMAT],
     ['queue-v0.3.0.db', 4],

@@ -51,6 +51,7 @@ function target(url: string, options: Partial<UpstreamTargetOptions> = {}): Upst
       timeoutMs: 5000,
       maxReadings: 1000,
       maxBodyBytes: 1 << 20,
+      site: 'site-a',
       ...options,
     },
     createLogger('silent'),

@@ -54,22 +54,27 @@ export async function tableHolds(/** @type {string} */ url, /** @type {string} *
 }
 
 /**
- * Waits until the gateway's `sink` has no backlog, and returns its `delivered` log lines.
+ * Waits until the gateway's `sink` has no backlog and its `delivered` log lines count `total`
+ * readings (the last line may be read from the pipe after /status already shows the backlog gone),
+ * and returns those lines.
  * @param {import('./gateway.mjs').BenchGateway} gw
  * @param {string} sink
+ * @param {number} total
  */
-async function drained(gw, sink) {
+async function drained(gw, sink, total) {
   const deadline = Date.now() + DEADLINE_MS;
   const backlog = async () => {
     // /status lists every sink with its backlog.
     const status = /** @type {{ sinks: { name: string, backlog: number }[] }} */ (/** @type {unknown} */ (await gw.status()));
     return status.sinks.find((s) => s.name === sink)?.backlog;
   };
-  while ((await backlog()) !== 0) {
+  const lines = () => gw.logs.filter((l) => l.event === 'delivered' && l.sink === sink);
+  const logged = () => lines().reduce((n, l) => n + Number(l.readings), 0);
+  while ((await backlog()) !== 0 || logged() < total) {
     if (Date.now() > deadline) throw new Error(`${sink}: backlog not delivered within ${DEADLINE_MS / 1000} s`);
     await pause(50);
   }
-  return gw.logs.filter((l) => l.event === 'delivered' && l.sink === sink);
+  return lines();
 }
 
 const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ before) =>
@@ -92,8 +97,8 @@ export async function forward({ bundle, apiKey, total, env, sink, done, destinat
       central: central === undefined ? 0 : (cpuSeconds(central.pid) ?? 0),
       destination: destinationPid === undefined ? 0 : (cpuSeconds(destinationPid) ?? 0),
     };
-    const deliveries = await drained(gw, sink);
-    const centralDeliveries = central === undefined ? [] : await drained(central, 'questdb');
+    const deliveries = await drained(gw, sink, total);
+    const centralDeliveries = central === undefined ? [] : await drained(central, 'questdb', total);
     const site = cpuSince(gw.pid, before.site) ?? 0;
     const centralCpu = cpuSince(central?.pid, before.central);
     const destination = cpuSince(destinationPid, before.destination);

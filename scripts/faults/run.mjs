@@ -1,6 +1,7 @@
 // The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N] [--owner-rounds N]`. Builds the
-// bundle, starts its own QuestDB, runs crash consistency and a few power cuts in both durability modes
-// on every disk model of scripts/faults/power-cut.mjs (tear, subset, fsync-eio, enospc, lying-flush),
+// bundle, starts its own QuestDB, runs crash consistency, kill -9 rounds of a site with local QuestDB,
+// upstream and Kafka sinks (the broker killed -9 too), a few power cuts in both durability modes on
+// every disk model of scripts/faults/power-cut.mjs (tear, subset, fsync-eio, enospc, lying-flush),
 // two gateways started on one data directory under load, a disk filled by the queue itself under load
 // and a QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
 // Kafka through an uplink cut), a few power cuts of QuestDB with the gateway (strict disk model,
@@ -20,6 +21,7 @@ import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 import { runTableDrop, tableDropPassed } from './table-drop.mjs';
 import { runTwoOwners } from './two-owners.mjs';
+import { runSiteCrash } from './site-crash.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -50,6 +52,17 @@ try {
     );
     if (violations > 0) failed = true;
   }
+  const site = await runSiteCrash({
+    rounds: Math.max(4, Math.round(rounds / 3)),
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  const { missing, forbidden, strangers, ...siteFigures } = site.report;
+  log(
+    `site with local QuestDB, upstream and Kafka, broker killed too: ${site.pass ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...siteFigures, missing: missing.length, forbidden: forbidden.length, strangers: strangers.length })}`,
+  );
+  if (!site.pass) failed = true;
   const powerCuts = await runPowerCuts({
     cuts,
     models: Object.keys(DISK_MODELS),

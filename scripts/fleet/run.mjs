@@ -2,15 +2,19 @@
 // forwarding to one central gateway in front of QuestDB and to a Kafka topic, with device load on
 // every site; the uplink is cut (the central gateway killed, -9, and the broker stopped) for a while
 // and both started again. Checks at the end that every reading a site answered is in the central
-// table exactly once and in the topic at least once (duplicates counted), and prints the figures.
+// table exactly once and in the topic at least once (duplicates counted), and that the Fleet
+// dashboard's queries, run as Grafana sends them, list every site and its sinks from the reports
+// the sites sent the central gateway; prints the figures.
 //   npm run fleet -- [--sites 20] [--seconds 120] [--outage 40] [--rate 200] [--durability power-loss] [--no-kafka]
 // --rate is readings per second per site; the outage starts a quarter into the load.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import pg from 'pg';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDevices } from '../lib/device-load.mjs';
 import { startGatewayProcess } from '../lib/gateway-process.mjs';
+import { dashboardQueries, expandSql } from '../lib/grafana-expand.mjs';
 import { createKafkaTopic, KAFKA_VERSION, startKafka } from '../lib/kafka.mjs';
 import { readTopic } from '../lib/kafka-topic.mjs';
 import { freePort } from '../lib/ports.mjs';
@@ -91,6 +95,7 @@ log(`QuestDB ${QUESTDB_VERSION} at ${questdb.httpUrl}; central gateway pid ${cen
 // Every site's readings fall on a day of its own, so no two sites share a key and each site's
 // share of the central table is one time interval.
 const dayOf = (/** @type {number} */ i) => new Date(Date.UTC(2026, 0, 1 + i)).toISOString().slice(0, 10);
+const siteId = (/** @type {number} */ i) => `site-${String(i).padStart(3, '0')}`;
 /** @type {import('../lib/gateway-process.mjs').GatewayProcess[]} */
 const siteGateways = [];
 for (let i = 0; i < sites; i++) {
@@ -100,11 +105,14 @@ for (let i = 0; i < sites; i++) {
       timeoutMs: 60_000,
       env: {
         API_KEY: SITE_KEY,
+        SITE_ID: siteId(i),
         DATA_DIR: join(work, `site-${i}`),
         QUESTDB_URL: questdb.httpUrl,
         QUESTDB_TABLE: sitesTable,
         RETENTION_DAYS: '0',
-        HEALTH_REPORT: 'false',
+        // Health rows and the reports to the centre, every 5 s.
+        HEALTH_REPORT: 'true',
+        HOUSEKEEPING_CRON: '*/5 * * * * *',
         DURABILITY: durability,
         // Staggered, so the sites' deliveries do not all fall on the same instant.
         FLUSH_INTERVAL_MS: String(500 + Math.round((500 * i) / sites)),
@@ -235,6 +243,7 @@ if (undrained.length > 0)
   throw new Error(`the sites' ${undrained.join(' and ')} sinks did not deliver everything within 10 minutes of the load`);
 clearInterval(sampler);
 sampleRss();
+const fleetView = await checkFleetView();
 const siteRss = siteGateways.map(rssMb);
 const centralRssMb = rssMb(central);
 const siteCpuSeconds = siteGateways.reduce((sum, gw) => sum + cpuSeconds(gw), 0);
@@ -283,6 +292,51 @@ const kafkaCheck = await (async () => {
   };
 })();
 
+/**
+ * The Fleet dashboard's Sites and Sinks queries, as Grafana sends them, against the central
+ * QuestDB once a report after the drain has arrived from every site: every site listed, reporting,
+ * each remote sink up to date. Returns what they showed and how long the queries took.
+ */
+async function checkFleetView() {
+  const dashboard = JSON.parse(readFileSync(join(projectRoot, 'grafana', 'provisioning', 'dashboards', 'harbor', 'fleet.json'), 'utf8'));
+  const queries = dashboardQueries(dashboard);
+  const rawSql = (/** @type {string} */ title) => /** @type {{ rawSql: string }} */ (queries.find((q) => q.title === title)).rawSql;
+  const client = new pg.Client({ host: '127.0.0.1', port: questdb.pgPort, user: 'admin', password: 'quest', database: 'qdb' });
+  await client.connect();
+  try {
+    const expected = siteGateways.map((_, i) => siteId(i));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const range = { from: Date.now() - 3_600_000, to: Date.now() + 60_000 };
+      const started = performance.now();
+      const sitesRows = (await client.query(expandSql(rawSql('Sites'), { range }))).rows;
+      const sinksRows = (await client.query(expandSql(rawSql('Sinks of each site'), { range }))).rows;
+      const queryMs = Math.round(performance.now() - started);
+      const listed = sitesRows.filter((r) => expected.includes(r.site));
+      const caughtUp = expected.every((site) =>
+        remoteSinks.every((sink) => sinksRows.some((r) => r.site === site && r.sink === sink && Number(r.backlog_readings) === 0)),
+      );
+      const reporting = listed.filter((r) => r.reporting === 'reporting').length;
+      if ((listed.length === expected.length && reporting === expected.length && caughtUp) || Date.now() > deadline) {
+        const offsets = listed.map((r) => Math.abs(Number(r.clock_offset_s)));
+        return {
+          sitesListed: listed.length,
+          reporting,
+          sinksUpToDate: caughtUp,
+          states: Object.fromEntries(
+            [...new Set(listed.map((r) => r.state))].map((state) => [state, listed.filter((r) => r.state === state).length]),
+          ),
+          largestClockOffsetSeconds: Number(Math.max(...offsets, 0).toFixed(3)),
+          queryMs,
+        };
+      }
+      await sleep(1000);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 const summary = {
   command,
   machine: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 1024 ** 3).toFixed(0)} GiB, load average ${os
@@ -293,6 +347,8 @@ const summary = {
   durability,
   readingsAccepted: total,
   requestsRefused: refused,
+  /** Requests a device sent again because no answer came (a keep-alive connection closed as it went out). */
+  requestsResent: loads.reduce((sum, l) => sum + l.resent, 0),
   loadSeconds: Number(loadSeconds.toFixed(1)),
   acceptedPerSecond: Math.round(total / loadSeconds),
   /** Per destination: from the cut until it was back. */
@@ -314,6 +370,8 @@ const summary = {
     peak: Number(peakSiteRssMb.toFixed(1)),
   },
   centralRssMb: Number(centralRssMb.toFixed(1)),
+  /** The Fleet dashboard's Sites and Sinks queries at the centre after the drain: sites listed and reporting, and their time. */
+  fleetView,
   /** All sites together: ingest, the local QuestDB sink and the remote sinks. */
   siteCpuSecondsPerMillionReadings: Math.round((siteCpuSeconds / total) * 1e6),
   wallSeconds: Number(((Date.now() - started) / 1000).toFixed(1)),
@@ -322,6 +380,10 @@ process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
 let failed = false;
 if (!summary.exactlyOnce) {
   process.stdout.write(`sites whose central rows differ from what they answered: ${JSON.stringify(wrong)}\n`);
+  failed = true;
+}
+if (fleetView.sitesListed !== sites || fleetView.reporting !== sites || !fleetView.sinksUpToDate) {
+  process.stdout.write(`the Fleet dashboard does not show every site reporting with its sinks up to date: ${JSON.stringify(fleetView)}\n`);
   failed = true;
 }
 if (kafkaCheck !== undefined && (kafkaCheck.lost > 0 || kafkaCheck.strangers > 0)) {

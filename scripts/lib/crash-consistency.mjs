@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGatewayProcess } from './gateway-process.mjs';
+import { readTopic } from './kafka-topic.mjs';
 import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
@@ -28,6 +29,7 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
  *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string>,
  *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[], gracefulStops?: number, ioFaults?: boolean,
+ *             kafka?: CrashKafka,
  *             duringRound?: (gateway: import('./gateway-process.mjs').GatewayProcess, env: Record<string, string>) => Promise<void> }} CrashOptions
  *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
  *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
@@ -35,16 +37,23 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
  *   those sinks deliver into, checked like the local one (the report's `destinations`);
  *   `duringRound`: what else happens in each round while the load runs (a second gateway started
- *   on the same data directory, say), given the round's gateway and its settings; the kill waits for it.
+ *   on the same data directory, say), given the round's gateway and its settings; the kill waits for it;
  *   `gracefulStops`: the share of rounds that end with SIGTERM instead (the gateway closes its queue,
  *   and SQLite deletes its WAL files), followed by SIGKILL 0 to 2 s later if it is still closing;
  *   `ioFaults`: the disk fails writes or fsyncs now and then, so a 503 is an outcome the gateway
  *   cannot know (SQLite may have written a commit whose fsync failed) and counts as unanswered, and a
- *   gateway that exits while starting is started again, as systemd does.
+ *   gateway that exits while starting is started again, as systemd does;
+ *   `kafka`: the Kafka sink's broker and topic (the gateway gets KAFKA_BROKERS and KAFKA_TOPIC): its
+ *   messages are checked for every answered reading at least once (the report's `kafka`). With
+ *   `killBroker` (a share of the rounds, 0 to 1), the broker is killed (-9) at a random moment of
+ *   that share of the rounds, and started again once the round's gateway was killed.
+ * @typedef {{ broker: import('./kafka.mjs').KafkaBroker, topic: string, killBroker?: number }} CrashKafka
+ * @typedef {{ messages: number, missing: number, strangers: number, duplicates: number, brokerKills: number }} KafkaReport
+ *   `duplicates`: messages of a reading beyond its first (a request whose answer the kill took is sent again).
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number,
- *             stops?: { closed: number, killedClosing: number } }} CrashReport
+ *             stops?: { closed: number, killedClosing: number }, kafka?: KafkaReport }} CrashReport
  * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
  *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs;
@@ -92,6 +101,7 @@ export async function runCrashConsistency(options) {
     alsoStoredIn = [],
     gracefulStops = 0,
     ioFaults = false,
+    kafka,
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -105,7 +115,9 @@ export async function runCrashConsistency(options) {
     RETENTION_DAYS: '0',
     ...gatewayEnv,
     ...sinkEnv,
+    ...(kafka === undefined ? {} : { KAFKA_BROKERS: kafka.broker.bootstrap, KAFKA_TOPIC: kafka.topic }),
   };
+  let brokerKills = 0;
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
   /** When each reading was answered 2xx and in which round, for the loss window. @type {Map<string, { at: number, round: number }>} */
@@ -185,8 +197,23 @@ export async function runCrashConsistency(options) {
       };
       const load = Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
       // A random moment, but not before the round carried real load, however slow the machine.
-      const killAt = Date.now() + roundMs.min + random() * (roundMs.max - roundMs.min);
-      while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
+      const roundStart = Date.now();
+      const killAt = roundStart + roundMs.min + random() * (roundMs.max - roundMs.min);
+      // The broker dies too, in that share of the rounds, somewhere before the gateway.
+      const brokerDiesAt = random() < (kafka?.killBroker ?? 0) ? roundStart + random() * (killAt - roundStart) : undefined;
+      let brokerDied = false;
+      const killBroker = () => {
+        const pid = kafka?.broker.pid();
+        if (pid !== undefined) process.kill(pid, 'SIGKILL');
+        brokerDied = true;
+        brokerKills += 1;
+      };
+      while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) {
+        if (brokerDiesAt !== undefined && !brokerDied && Date.now() >= brokerDiesAt) killBroker();
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      // A busy machine's timers can sleep past both moments: the broker still dies before the gateway.
+      if (brokerDiesAt !== undefined && !brokerDied) killBroker();
       await besides;
       if (gracefulStops > 0 && random() < gracefulStops) {
         gateway.child.kill('SIGTERM');
@@ -202,6 +229,7 @@ export async function runCrashConsistency(options) {
       tallyErrors(gateway);
       alive = false;
       await load;
+      if (brokerDied) await kafka?.broker.start();
       await storage.afterKill(random);
       log(`round ${round}: ${ledger.size} readings sent so far`);
     }
@@ -294,6 +322,25 @@ export async function runCrashConsistency(options) {
         log(`${other}: stored ${destination.stored}, missing ${destination.missing}, duplicates ${destination.duplicates}`);
       }
     }
+    if (kafka !== undefined) {
+      const seen = new Map();
+      const messages = await readTopic(kafka.broker.bootstrap, kafka.topic);
+      for (const message of messages) {
+        const reading = JSON.parse(message.value);
+        const key = `${reading.ship_id}|${nsOf(reading.time) - BASE_NS}`;
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+      }
+      const kafkaReport = { messages: messages.length, missing: 0, strangers: 0, duplicates: 0, brokerKills };
+      for (const [key, outcome] of ledger) if (outcome === 'ok' && !seen.has(key)) kafkaReport.missing += 1;
+      for (const [key, count] of seen) {
+        if (!ledger.has(key) || ledger.get(key) === 'error') kafkaReport.strangers += 1;
+        kafkaReport.duplicates += count - 1;
+      }
+      report.kafka = kafkaReport;
+      log(
+        `Kafka ${kafka.topic}: ${messages.length} messages, missing ${kafkaReport.missing}, duplicates ${kafkaReport.duplicates}, broker killed ${brokerKills} times`,
+      );
+    }
     return report;
   } finally {
     if (final && final.child.exitCode === null && final.child.signalCode === null) {
@@ -313,6 +360,12 @@ export async function storedKeys(url, table) {
     stored.set(key, (stored.get(key) ?? 0) + 1);
   }
   return stored;
+}
+
+/** An epoch in ns from RFC 3339 with nine fraction digits, as the Kafka sink writes times. @param {string} iso */
+function nsOf(iso) {
+  const [whole, fraction = ''] = iso.replace(/Z$/, '').split('.');
+  return BigInt(Date.parse(`${whole}Z`) / 1000) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0'));
 }
 
 /** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */

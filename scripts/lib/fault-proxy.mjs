@@ -8,6 +8,8 @@ export class FaultProxy {
   /** @type {ProxyMode} */
   mode = 'pass';
   delayMs = 0;
+  /** Connections clients opened through the proxy since it started. */
+  accepted = 0;
   /** @type {Set<import('node:net').Socket>} */
   #sockets = new Set();
   /** @type {import('node:net').Server} */
@@ -50,6 +52,7 @@ export class FaultProxy {
 
   /** @param {import('node:net').Socket} client */
   #accept(client) {
+    this.accepted += 1;
     if (this.mode === 'refuse') {
       client.destroy();
       return;

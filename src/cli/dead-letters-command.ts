@@ -7,9 +7,12 @@ import { accessDataDir } from './data-dir-access.js';
 export const DEAD_LETTERS_USAGE = `harbor-gateway dead-letters <command> [options]
 
   list [--limit N] [--json]     show dead letters (oldest first) with the sink and its reason
-  requeue --all | ID...         put them back at the end of the queue (after fixing the cause)
+  requeue --all | ID...         put them back at the end of the queue (after fixing the cause), each
+                                for the sink that refused it only: the other sinks delivered it
   purge --all | ID...           delete them for good
 
+  --sink NAME                   only the letters of this sink (questdb, upstream, kafka, remote-questdb):
+                                with --all, all of that sink's letters
   --data-dir DIR                the queue directory (default: $DATA_DIR or ${SETTINGS.dataDir.default})
 `;
 
@@ -25,6 +28,7 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
   let limit = 100;
   let json = false;
   let all = false;
+  let sink: string | undefined;
   const ids: number[] = [];
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
@@ -32,11 +36,16 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
     else if (arg === '--limit') limit = Number(rest[++i]);
     else if (arg === '--json') json = true;
     else if (arg === '--all') all = true;
+    else if (arg === '--sink') sink = rest[++i] ?? '';
     else if (/^\d+$/.test(arg)) ids.push(Number(arg));
     else {
       io.err(`unknown argument: ${arg}\n\n${DEAD_LETTERS_USAGE}`);
       return 64;
     }
+  }
+  if (sink === '') {
+    io.err('--sink needs the name of a sink\n');
+    return 64;
   }
   if (!Number.isInteger(limit) || limit < 1) {
     io.err('--limit must be a positive whole number\n');
@@ -71,9 +80,9 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
     return 66;
   }
   try {
-    const selection: Selection = all ? 'all' : ids;
+    const selection: Selection = { ids: all ? 'all' : ids, ...(sink === undefined ? {} : { sink }) };
     if (command === 'list') {
-      const letters = store.list(limit);
+      const letters = store.list(limit, 0, sink);
       if (json) {
         io.out(
           `${JSON.stringify(letters.map((l) => ({ ...l, receivedAt: new Date(l.receivedMs).toISOString(), failedAt: new Date(l.failedMs).toISOString() })))}\n`,
@@ -82,12 +91,15 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
         io.out(`${store.count()} dead letter(s)${letters.length < store.count() ? `, showing ${letters.length}` : ''}\n`);
         for (const l of letters) {
           io.out(
-            `#${l.id} ${l.sink} failed ${new Date(l.failedMs).toISOString()}: ${l.reason}\n    ${l.line.replaceAll('\t', ' | ').replaceAll('\n', '\n    ')}\n`,
+            `#${l.id} ${l.sink}${l.site === null ? '' : ` (site ${l.site})`} failed ${new Date(l.failedMs).toISOString()}: ${l.reason}\n    ${l.line.replaceAll('\t', ' | ').replaceAll('\n', '\n    ')}\n`,
           );
         }
       }
     } else if (command === 'requeue') {
-      io.out(`re-queued ${store.requeue(selection)} dead letter(s); the gateway sends them at its next flush\n`);
+      const bySink = store.requeue(selection);
+      const total = [...bySink.values()].reduce((sum, n) => sum + n, 0);
+      const where = [...bySink].map(([name, n]) => `${n} to ${name}`).join(', ');
+      io.out(`re-queued ${total} dead letter(s)${where === '' ? '' : ` (${where})`}; the gateway sends them at its next flush\n`);
     } else {
       io.out(`purged ${store.purge(selection)} dead letter(s)\n`);
     }

@@ -3,6 +3,8 @@ import { defaultKeysFile } from '../config/config.js';
 import {
   DEFAULT_KEY_NAME,
   KEY_NAME_PATTERN,
+  MAX_SITE_ID_LENGTH,
+  isSiteId,
   SHIP_PREFIX_PATTERN,
   readKeyFile,
   writeKeyFile,
@@ -14,8 +16,11 @@ import { EXIT_IN_USE } from './data-dir-access.js';
 
 export const KEYS_USAGE = `harbor-gateway keys <command> [options]
 
-  add NAME [--ship-prefix P]   create a key for a device and print it once (only its hash is kept);
-                               with --ship-prefix the key may only send ships whose id starts with P
+  add NAME [--ship-prefix P] [--site S]
+                               create a key for a device and print it once (only its hash is kept);
+                               with --ship-prefix the key may only send ships whose id starts with P;
+                               with --site (a central gateway's key for one site gateway) it writes
+                               as site S only, whatever site its requests name
   list                         show the keys' names and prefixes (never the keys)
   revoke NAME                  delete a key; a running gateway stops accepting it within seconds
 
@@ -37,11 +42,13 @@ export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Ou
   const [command, ...rest] = args;
   let path = env[SETTINGS.apiKeysFile.env] || defaultKeysFile(env[SETTINGS.dataDir.env] || SETTINGS.dataDir.default!);
   let shipPrefix: string | undefined;
+  let site: string | undefined;
   const names: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!;
     if (arg === '--file') path = rest[++i] ?? '';
     else if (arg === '--ship-prefix') shipPrefix = rest[++i] ?? '';
+    else if (arg === '--site') site = rest[++i] ?? '';
     else if (!arg.startsWith('--')) names.push(arg);
     else return usage(io, `unknown option: ${arg}`);
   }
@@ -49,7 +56,7 @@ export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Ou
     io.out(KEYS_USAGE);
     return command === 'help' ? 0 : 64;
   }
-  if (command !== 'add' && command !== 'revoke') return keysCommandOn(command, path, names, shipPrefix, io);
+  if (command !== 'add' && command !== 'revoke') return keysCommandOn(command, path, names, { shipPrefix, site }, io);
   let lock: FileLock | undefined;
   try {
     lock = await FileLock.take(`${path}.lock`, COMMAND_WAIT_MS);
@@ -62,14 +69,20 @@ export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Ou
     return EXIT_IN_USE;
   }
   try {
-    return keysCommandOn(command, path, names, shipPrefix, io);
+    return keysCommandOn(command, path, names, { shipPrefix, site }, io);
   } finally {
     lock.release();
   }
 }
 
 /** The command itself, on the key file as it is now. */
-function keysCommandOn(command: string, path: string, names: string[], shipPrefix: string | undefined, io: Output): number {
+function keysCommandOn(
+  command: string,
+  path: string,
+  names: string[],
+  { shipPrefix, site }: { shipPrefix: string | undefined; site: string | undefined },
+  io: Output,
+): number {
   let file: ParsedKeyFile;
   try {
     file = readKeyFile(path);
@@ -80,10 +93,12 @@ function keysCommandOn(command: string, path: string, names: string[], shipPrefi
   for (const problem of file.problems) io.err(`${path}: ${problem} (skipped)\n`);
   switch (command) {
     case 'list': {
-      if (names.length > 0 || shipPrefix !== undefined) return usage(io, 'list takes no names');
+      if (names.length > 0 || shipPrefix !== undefined || site !== undefined) return usage(io, 'list takes no names');
       io.out(file.entries.length === 0 ? `no keys in ${path} (API_KEY, if set, is the key named ${DEFAULT_KEY_NAME})\n` : '');
       for (const entry of file.entries)
-        io.out(`${entry.name}\t${entry.shipPrefix === undefined ? 'all ships' : `ships starting with ${entry.shipPrefix}`}\n`);
+        io.out(
+          `${entry.name}\t${entry.shipPrefix === undefined ? 'all ships' : `ships starting with ${entry.shipPrefix}`}${entry.site === undefined ? '' : `\tsite ${entry.site}`}\n`,
+        );
       return 0;
     }
     case 'add': {
@@ -91,21 +106,30 @@ function keysCommandOn(command: string, path: string, names: string[], shipPrefi
       if (name === undefined || names.length > 1) return usage(io, 'add takes exactly one NAME');
       if (!KEY_NAME_PATTERN.test(name)) return usage(io, 'NAME must be 1-64 characters of A-Z a-z 0-9 _ . -');
       if (name === DEFAULT_KEY_NAME) return usage(io, `the name ${DEFAULT_KEY_NAME} is API_KEY's`);
-      if (shipPrefix !== undefined && !SHIP_PREFIX_PATTERN.test(shipPrefix))
-        return usage(io, '--ship-prefix must be 1-100 characters without spaces or control characters');
+      if (shipPrefix !== undefined && (!SHIP_PREFIX_PATTERN.test(shipPrefix) || shipPrefix.startsWith('site=')))
+        return usage(io, '--ship-prefix must be 1-100 characters without spaces or control characters, not starting with site=');
+      if (site !== undefined && !isSiteId(site))
+        return usage(io, `--site must be 1-${MAX_SITE_ID_LENGTH} characters without control characters or surrounding spaces`);
       if (file.entries.some((e) => e.name === name)) {
         io.err(`a key named ${name} exists; revoke it first to replace it\n`);
         return 65;
       }
       const key = generateKey();
-      return save(io, path, [...file.entries, { name, hash: hashKey(key), ...(shipPrefix === undefined ? {} : { shipPrefix }) }], () => {
+      const entry = {
+        name,
+        hash: hashKey(key),
+        ...(shipPrefix === undefined ? {} : { shipPrefix }),
+        ...(site === undefined ? {} : { site }),
+      };
+      return save(io, path, [...file.entries, entry], () => {
         io.out(`${key}\n`);
         io.err(`key ${name} added to ${path}; it is shown only this once\n`);
       });
     }
     case 'revoke': {
       const [name] = names;
-      if (name === undefined || names.length > 1 || shipPrefix !== undefined) return usage(io, 'revoke takes exactly one NAME');
+      if (name === undefined || names.length > 1 || shipPrefix !== undefined || site !== undefined)
+        return usage(io, 'revoke takes exactly one NAME');
       if (!file.entries.some((e) => e.name === name)) {
         io.err(`no key named ${name} in ${path}\n`);
         return 65;

@@ -20,6 +20,7 @@ type Resolved =
   | 'grafanaAdminPasswordFile'
   | ConsoleSetting
   | 'gatewayName'
+  | 'siteId'
   | 'localQuestdb'
   | RemoteQuestDbSetting
   | UpstreamSetting
@@ -36,7 +37,7 @@ type RemoteQuestDbSetting =
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
-  policy: 'block' | 'drop_oldest';
+  policy: SettingValues['remoteQuestdbPolicy'];
   backfill: boolean;
   batchReadings: number;
   url: string;
@@ -65,6 +66,8 @@ export interface Config extends Omit<SettingValues, Resolved> {
   /** The bearer token `/metrics` wants from clients other than loopback; undefined: loopback only. */
   metricsToken: string | undefined;
   gatewayName: string;
+  /** `SITE_ID`, else the gateway's name: the site of the readings it takes from its own devices. */
+  siteId: string;
   /** `LOCAL_QUESTDB=off` turns the local QuestDB sink off. */
   localQuestdb: boolean;
   /** Undefined unless REMOTE_QUESTDB_URL is set. */
@@ -221,7 +224,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     problems.push('CONSOLE_PASSWORD must differ from API_KEY: device keys never open the console');
   }
   const forwards = remoteQuestdb !== undefined || partial.upstreamUrl !== undefined || partial.kafkaBrokers !== undefined;
-  if (partial.localQuestdb === 'off' && !forwards) {
+  if (partial.localQuestdb === false && !forwards) {
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
   }
   const readingTimes = readingTimesOf(partial);
@@ -283,7 +286,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   const gatewayName = rest.gatewayName ?? hostname();
   return {
     ...rest,
-    localQuestdb: localQuestdb === 'on',
+    localQuestdb,
+    siteId: rest.siteId ?? siteIdOf(gatewayName),
     ...(remoteQuestdb === undefined ? {} : { remoteQuestdb }),
     gatewayName,
     apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(rest.dataDir),
@@ -333,7 +337,7 @@ function readingTimesOf(values: Partial<SettingValues>): Config['readingTimes'] 
 /** How far back the local table keeps every accepted reading, in seconds; undefined without a local TTL. */
 function localKeepSeconds(values: Partial<SettingValues>): number | undefined {
   const retentionDays = values.retentionDays ?? 0;
-  if (values.localQuestdb === 'off' || retentionDays === 0) return undefined;
+  if (values.localQuestdb === false || retentionDays === 0) return undefined;
   return retentionDays * 86_400 - (values.maxTimeAheadS ?? 86_400);
 }
 
@@ -372,6 +376,12 @@ function resolveUpstream(
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
   };
+}
+
+/** The gateway's name as a site id: trimmed, control characters dropped, at most 128 characters (a host name always fits). */
+function siteIdOf(gatewayName: string): string {
+  const cleaned = [...gatewayName.replace(/\p{Cc}/gu, '').trim()].slice(0, 128).join('').trim();
+  return cleaned === '' ? hostname() : cleaned;
 }
 
 /** Where the device key file lives unless `API_KEYS_FILE` says otherwise: beside the queue. */
@@ -455,7 +465,7 @@ function remoteQuestDbConfig(
     ca,
     table: partial.remoteQuestdbTable ?? 'cargo_data',
     policy: partial.remoteQuestdbPolicy ?? 'drop_oldest',
-    backfill: partial.remoteQuestdbBackfill === 'on',
+    backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
   };
 }

@@ -57,7 +57,23 @@ const webUrl = (hint: string) =>
       }
     }, `must be an http:// or https:// URL without credentials (${hint})`);
 
-const httpUrl = webUrl('use QUESTDB_USERNAME and QUESTDB_PASSWORD').transform((value) => value.replace(/\/+$/, ''));
+/** The URL's part `pick` takes, or undefined when it is no URL (webUrl names that problem). */
+const urlPart = (value: string, pick: (url: URL) => string): string | undefined => {
+  try {
+    return pick(new URL(value));
+  } catch {
+    return undefined;
+  }
+};
+
+/** A QuestDB server's base URL: no query, no trailing slash (the client adds `/write` and `/exec`). */
+const questDbUrl = (hint: string) =>
+  webUrl(hint)
+    .refine((value) => !urlPart(value, (url) => url.search), 'must have no query')
+    .transform((value) => value.replace(/\/+$/, ''));
+
+/** The ingest API's batch path: a gateway's or self-hosted stack's, or the hosted forms with a harbor id (behind any prefix a proxy adds). */
+const BATCH_PATH = /\/api\/v[12]\/ingest(?:\/[^/]+){0,2}\/batch\/?$/;
 
 const boolean = z
   .string()
@@ -72,7 +88,10 @@ const cronExpression = z
   .refine((value) => cron.validate(value), 'must be a cron expression, e.g. */10 * * * * * (seconds first, optional)');
 
 /** The upstream's batch endpoint, kept as written (hosted paths differ); its key goes in a header, never the URL. */
-const upstreamUrl = webUrl('the key goes in UPSTREAM_API_KEY_FILE');
+const upstreamUrl = webUrl('the key goes in UPSTREAM_API_KEY_FILE').refine(
+  (value) => BATCH_PATH.test(urlPart(value, (url) => url.pathname) ?? ''),
+  'must be the whole batch endpoint: …/api/v2/ingest/batch for a gateway or self-hosted stack, …/api/v2/ingest/{harbor_id}/batch for the hosted service (a URL without that path is answered 404 forever)',
+);
 
 const proxyUrl = z
   .string()
@@ -173,7 +192,7 @@ export const SETTINGS = {
   queueMaxBytes: define({
     env: 'QUEUE_MAX_BYTES',
     default: '1GiB',
-    doc: 'Bound of queued reading data on disk. Beyond it ingest answers 503 with `Retry-After`; nothing queued is dropped. Keep it well below the free space of the data directory.',
+    doc: 'Bound of queued reading data on disk. The local QuestDB sink and `block` sinks never drop: when they hold the queue at the bound, ingest answers 503 with `Retry-After` (naming the sink) and nothing queued is dropped. A remote sink with the `drop_oldest` policy (the default) skips its own oldest readings, counted and logged, once the queue passes 90 % of the bound. Keep it well below the free space of the data directory.',
     schema: byteSize(1024 * 1024, Number.MAX_SAFE_INTEGER),
   }),
   maxBodyBytes: define({
@@ -204,7 +223,7 @@ export const SETTINGS = {
     env: 'QUESTDB_URL',
     default: 'http://127.0.0.1:9000',
     doc: 'QuestDB HTTP endpoint, used for ILP writes (`/write`) and table setup (`/exec`).',
-    schema: httpUrl,
+    schema: questDbUrl('use QUESTDB_USERNAME and QUESTDB_PASSWORD'),
   }),
   questdbUsername: define({
     env: 'QUESTDB_USERNAME',
@@ -366,6 +385,18 @@ export const SETTINGS = {
     doc: 'Name of this gateway in its health rows; the host name when unset.',
     schema: text(128),
   }),
+  siteId: define({
+    env: 'SITE_ID',
+    default: undefined,
+    doc: "The site this gateway's readings come from, stored with each reading (the `site` column, part of the deduplication key) and sent with every reading it forwards (upstream, Kafka, remote QuestDB), so a central table tells sites apart although their ship ids repeat. 1-128 characters, any letters, no control characters. Default: `GATEWAY_NAME`, else the host name (the appliance sets `GATEWAY_NAME` from `SITE_NAME`, else from its unique host name).",
+    // The rule of src/reading/site-id.ts, which this layer cannot import.
+    schema: z
+      .string()
+      .refine(
+        (value) => value.trim() === value && [...value].length <= 128 && !/\p{Cc}/u.test(value),
+        'must be 1-128 characters without control characters or surrounding spaces',
+      ),
+  }),
   healthReport: define({
     env: 'HEALTH_REPORT',
     default: 'true',
@@ -388,24 +419,13 @@ export const SETTINGS = {
     env: 'LOCAL_QUESTDB',
     default: 'on',
     doc: '`on` or `off`. `off`: no local QuestDB sink, for a site that only forwards to its sinks (set at least one); the health rows then go to the remote QuestDB when there is one.',
-    schema: z.enum(['on', 'off']),
+    schema: boolean,
   }),
   remoteQuestdbUrl: define({
     env: 'REMOTE_QUESTDB_URL',
     default: undefined,
     doc: 'A remote QuestDB (QuestDB Enterprise or a central server) that gets every reading over ILP/HTTP, beside or instead of the local one, e.g. `https://questdb.example.com:9000`. Unset: no remote QuestDB sink. Production requires `https://` and a token.',
-    schema: z
-      .string()
-      .trim()
-      .refine((value) => {
-        try {
-          const url = new URL(value);
-          return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '';
-        } catch {
-          return false;
-        }
-      }, 'must be an https:// (or http://) URL without credentials or query (the token comes from REMOTE_QUESTDB_TOKEN_FILE)')
-      .transform((value) => value.replace(/\/+$/, '')),
+    schema: questDbUrl('the token comes from REMOTE_QUESTDB_TOKEN_FILE'),
   }),
   remoteQuestdbTokenFile: define({
     env: 'REMOTE_QUESTDB_TOKEN_FILE',
@@ -429,13 +449,13 @@ export const SETTINGS = {
     env: 'REMOTE_QUESTDB_POLICY',
     default: 'drop_oldest',
     doc: 'When the queue is full because the remote QuestDB is far behind: `drop_oldest` skips its oldest readings (counted and logged; the site keeps taking readings), `block` refuses new readings with 503 until it catches up.',
-    schema: z.enum(['block', 'drop_oldest']),
+    schema: sinkPolicy,
   }),
   remoteQuestdbBackfill: define({
     env: 'REMOTE_QUESTDB_BACKFILL',
     default: 'off',
     doc: '`off`: a remote QuestDB sink added to a running site starts at the newest reading. `on`: it starts with the oldest reading still queued.',
-    schema: z.enum(['off', 'on']),
+    schema: boolean,
   }),
   remoteQuestdbBatchReadings: define({
     env: 'REMOTE_QUESTDB_BATCH_READINGS',
@@ -499,7 +519,7 @@ export const SETTINGS = {
   upstreamBackfill: define({
     env: 'UPSTREAM_BACKFILL',
     default: 'off',
-    doc: 'When the upstream sink is added to a running gateway: `off` starts at the newest reading, `on` sends everything still queued first.',
+    doc: '`off`: an upstream sink added to a running site starts at the newest reading. `on`: it starts with the oldest reading still queued.',
     schema: boolean,
   }),
   upstreamBatchReadings: define({
@@ -582,12 +602,12 @@ export const SETTINGS = {
     env: 'KAFKA_POLICY',
     default: 'drop_oldest',
     doc: 'Kafka sink: when the queue is full because Kafka is far behind (a long uplink outage), `drop_oldest` skips its oldest readings, counted and logged, so the site keeps taking readings and the local QuestDB keeps everything; `block` refuses new readings (503) until Kafka catches up.',
-    schema: z.enum(['block', 'drop_oldest']),
+    schema: sinkPolicy,
   }),
   kafkaBackfill: define({
     env: 'KAFKA_BACKFILL',
     default: 'off',
-    doc: 'Kafka sink: a sink added to a running site starts at the newest reading; `true` starts it at the oldest reading still queued.',
+    doc: 'Kafka sink: `off`: a Kafka sink added to a running site starts at the newest reading. `on`: it starts with the oldest reading still queued.',
     schema: boolean,
   }),
   kafkaBatchReadings: define({

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeGatewayState, formatDuration, OutageWatch } from './gateway-state.js';
-import type { GatewaySnapshot } from './snapshot.js';
+import type { GatewaySnapshot, SinkSnapshot } from './snapshot.js';
+import { sinkSnapshotOf } from '../../test/support/sink-snapshot.js';
 
 const MB = 1024 * 1024;
 const now = Date.parse('2026-11-24T12:00:00Z');
@@ -15,6 +16,8 @@ function snapshot(
     lastError?: string;
     deadLetters?: number;
     clock?: boolean | null;
+    sinks?: SinkSnapshot[];
+    heldBy?: string | null;
   } = {},
 ): GatewaySnapshot {
   return {
@@ -23,14 +26,22 @@ function snapshot(
     durability: 'full',
     ready: change.ready ?? true,
     clockSynchronized: change.clock === undefined ? true : change.clock,
-    queue: { records: 1, readings: 1, bytes: change.bytes ?? 0, maxBytes: 100 * MB, commits: 1, oldestAgeSeconds: change.oldest ?? null },
+    queue: {
+      records: 1,
+      readings: 1,
+      bytes: change.bytes ?? 0,
+      maxBytes: 100 * MB,
+      commits: 1,
+      oldestAgeSeconds: change.oldest ?? null,
+      heldBy: change.heldBy ?? null,
+    },
     deadLetters: change.deadLetters ?? 0,
     flush: {
       last: null,
       lastError: change.lastErrorAt === undefined ? null : { at: change.lastErrorAt, message: change.lastError ?? 'connect ECONNREFUSED' },
       consecutiveFailures: change.failures ?? 0,
     },
-    sinks: [],
+    sinks: change.sinks ?? [],
     totals: {
       acceptedRequests: 0,
       acceptedReadings: 0,
@@ -78,7 +89,7 @@ describe('the gateway state in words', () => {
     expect(describeGatewayState(snapshot({ bytes: 49 * MB }), undefined, now).text).toBe('delivering');
     expect(describeGatewayState(snapshot({ ready: false, bytes: 99.5 * MB, failures: 9 }), now - 3 * 3_600_000, now)).toMatchObject({
       code: 'refusing',
-      text: 'refusing readings — queue full',
+      text: 'refusing readings — QuestDB unreachable for 3 h, queue full',
     });
     expect(describeGatewayState(snapshot({ ready: false }), undefined, now).text).toBe(
       'refusing readings — stopping, or queue disk failing',
@@ -110,6 +121,51 @@ describe('the gateway state in words', () => {
       '47 h',
       '2 d',
     ]);
+  });
+});
+
+const sink = sinkSnapshotOf;
+const local = sink({ name: 'questdb', destination: 'http://127.0.0.1:9000' });
+const upstreamDown = sink({
+  name: 'upstream',
+  destination: 'https://central.example.com:8443/api/v2/ingest/batch',
+  backlog: 900_000,
+  consecutiveFailures: 80,
+  failingSeconds: 12 * 60 + 5,
+  lastError: { at: '2026-11-24T11:59:59Z', message: 'upstream unreachable: connect ECONNREFUSED 10.0.0.9:8443' },
+});
+
+describe('the state words of a gateway with remote sinks', () => {
+  it('names the sink that holds a full queue and why, while ingest refuses', () => {
+    const state = describeGatewayState(
+      snapshot({ ready: false, bytes: 99 * MB, sinks: [local, upstreamDown], heldBy: 'upstream' }),
+      undefined,
+      now,
+    );
+    expect(state).toMatchObject({
+      code: 'refusing',
+      text: 'refusing readings — upstream central.example.com:8443 unreachable for 12 min, queue full',
+    });
+  });
+
+  it('says which remote sink is failing or silent while the site buffers for it', () => {
+    const kafka = sink({ name: 'kafka', destination: 'Kafka 10.0.0.5:9092 topic readings', policy: 'drop_oldest', waitingSeconds: 4.2 });
+    expect(describeGatewayState(snapshot({ sinks: [local, upstreamDown, kafka], bytes: 60 * MB }), undefined, now).text).toBe(
+      'buffering — upstream central.example.com:8443 unreachable for 12 min; Kafka 10.0.0.5:9092 not answering for 4 s, queue 60 % full',
+    );
+    const refused = sink({ ...upstreamDown, lastError: { at: '2026-11-24T11:59:59Z', message: 'upstream answered 401: Invalid API key' } });
+    expect(describeGatewayState(snapshot({ sinks: [local, refused] }), undefined, now).text).toBe(
+      'buffering — upstream central.example.com:8443 failing for 12 min',
+    );
+  });
+
+  it("says how far the site's clock is off a destination that told it", () => {
+    const kafka = sink({ name: 'kafka', destination: 'Kafka 10.0.0.5:9092 topic readings', clockAheadSeconds: 7200.4 });
+    expect(describeGatewayState(snapshot({ sinks: [local, kafka] }), undefined, now).text).toBe(
+      'delivering, clock 2 h ahead of Kafka 10.0.0.5:9092',
+    );
+    const slight = sink({ ...kafka, clockAheadSeconds: -20 });
+    expect(describeGatewayState(snapshot({ sinks: [local, slight] }), undefined, now).text).toBe('delivering');
   });
 });
 

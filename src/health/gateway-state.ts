@@ -1,4 +1,5 @@
-import type { GatewaySnapshot } from './snapshot.js';
+import { LOCAL_SINK } from '../stats.js';
+import { queueHolder, type GatewaySnapshot, type SinkSnapshot } from './snapshot.js';
 
 /** The gateway's condition as one word for alerts and filters, and as a sentence for the dashboard. */
 export type GatewayStateCode = 'delivering' | 'catching_up' | 'buffering' | 'refusing';
@@ -18,6 +19,38 @@ const QUEUE_FULL = 0.9;
 const CATCHING_UP_AFTER_SECONDS = 60;
 /** A failure of the table check: QuestDB answers, its table needs an operator (see QuestDbTarget). */
 const TABLE_AT_FAULT = /^table \S+ is not the table the gateway set up|^table setup failed: table /;
+/** A clock this far off a destination's is worth saying: beyond two clocks' drift and a round trip. */
+const CLOCK_OFF_WORTH_SAYING_SECONDS = 60;
+// A failure whose message says no answer came: the destination is unreachable, not refusing.
+const UNREACHABLE = /unreachable|did not answer|no acknowledgement|not answer|ECONN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|timed? ?out/i;
+
+/** A sink as the words name it: what it is, and where, when the destination has a host. */
+export function sinkLabel(sink: Pick<SinkSnapshot, 'name' | 'destination'>): string {
+  const kind: Record<string, string> = { questdb: 'QuestDB', 'remote-questdb': 'remote QuestDB', upstream: 'upstream', kafka: 'Kafka' };
+  const label = kind[sink.name] ?? sink.name;
+  if (sink.name === LOCAL_SINK) return label;
+  const host = /^https?:\/\/([^/\s]+)/.exec(sink.destination)?.[1] ?? /^Kafka ([^,\s]+)/.exec(sink.destination)?.[1];
+  return host === undefined ? label : `${label} ${host}`;
+}
+
+/** What is wrong with a sink, in words: failing or silent for how long; undefined when nothing is. */
+export function sinkTrouble(sink: SinkSnapshot): string | undefined {
+  if (sink.consecutiveFailures > 0 && sink.failingSeconds !== null) {
+    const how = UNREACHABLE.test(sink.lastError?.message ?? '') ? 'unreachable' : 'failing';
+    return `${sinkLabel(sink)} ${how} for ${formatDuration(sink.failingSeconds)}`;
+  }
+  if (sink.waitingSeconds !== null) return `${sinkLabel(sink)} not answering for ${formatDuration(sink.waitingSeconds)}`;
+  return undefined;
+}
+
+/** "clock 2 h ahead of Kafka 10.0.0.5:9092" for each destination that told the site its clock is off. */
+function clockNotes(sinks: readonly SinkSnapshot[]): string[] {
+  return sinks
+    .filter((s) => s.clockAheadSeconds !== null && Math.abs(s.clockAheadSeconds) >= CLOCK_OFF_WORTH_SAYING_SECONDS)
+    .map(
+      (s) => `clock ${formatDuration(Math.abs(s.clockAheadSeconds!))} ${s.clockAheadSeconds! > 0 ? 'ahead of' : 'behind'} ${sinkLabel(s)}`,
+    );
+}
 
 /** "45 s", "12 min", "3 h 5 min": the units a manager reads at a glance. */
 export function formatDuration(seconds: number): string {
@@ -32,23 +65,49 @@ export function formatDuration(seconds: number): string {
 
 /**
  * Names the gateway's state from one snapshot. `outageSince` is when the current run of failed
- * flushes began (epoch ms), known to the caller that watches successive snapshots.
+ * flushes (the local QuestDB's) began (epoch ms), known to the caller that watches successive
+ * snapshots; every other sink says how long it has failed itself.
  */
 export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: number | undefined, now: number): GatewayState {
   const outageSeconds =
     snapshot.flush.consecutiveFailures > 0 && outageSince !== undefined ? Math.max(0, (now - outageSince) / 1000) : null;
   const fill = snapshot.queue.maxBytes > 0 ? snapshot.queue.bytes / snapshot.queue.maxBytes : 0;
   const oldest = snapshot.queue.oldestAgeSeconds;
+  // The flush figures are the local QuestDB's, or the first sink's when there is none.
+  const flushSink = snapshot.sinks.find((s) => s.name === LOCAL_SINK) ?? snapshot.sinks[0];
+  const tableAtFault = TABLE_AT_FAULT.test(snapshot.flush.lastError?.message ?? '');
+  const flushTrouble =
+    outageSeconds === null
+      ? undefined
+      : tableAtFault
+        ? `the QuestDB table needs an operator for ${formatDuration(outageSeconds)}`
+        : `${flushSink === undefined ? 'QuestDB' : sinkLabel(flushSink)} unreachable for ${formatDuration(outageSeconds)}`;
+  const troubles = new Map<string, string>();
+  for (const sink of snapshot.sinks) {
+    const trouble = sink === flushSink ? (flushTrouble ?? sinkTrouble(sink)) : sinkTrouble(sink);
+    if (trouble !== undefined) troubles.set(sink.name, trouble);
+  }
+  if (flushSink === undefined && flushTrouble !== undefined) troubles.set(LOCAL_SINK, flushTrouble);
 
   let code: GatewayStateCode;
   let headline: string;
   if (!snapshot.ready) {
     code = 'refusing';
-    headline = fill >= QUEUE_FULL ? 'refusing readings — queue full' : 'refusing readings — stopping, or queue disk failing';
-  } else if (outageSeconds !== null) {
+    if (fill >= QUEUE_FULL) {
+      // The sink that holds the queue, and why: what an operator has to bring back.
+      const holder = snapshot.queue.heldBy ?? queueHolder(snapshot.sinks)?.name;
+      const holderSink = snapshot.sinks.find((s) => s.name === holder);
+      const why =
+        holder === undefined
+          ? (troubles.get(LOCAL_SINK) ?? [...troubles.values()][0])
+          : (troubles.get(holder) ?? (holderSink === undefined ? undefined : `${sinkLabel(holderSink)} behind`));
+      headline = `refusing readings — ${why === undefined ? '' : `${why}, `}queue full`;
+    } else {
+      headline = 'refusing readings — stopping, or queue disk failing';
+    }
+  } else if (troubles.size > 0) {
     code = 'buffering';
-    const tableAtFault = TABLE_AT_FAULT.test(snapshot.flush.lastError?.message ?? '');
-    headline = `buffering — ${tableAtFault ? 'the QuestDB table needs an operator' : 'QuestDB unreachable'} for ${formatDuration(outageSeconds)}`;
+    headline = `buffering — ${[...troubles.values()].join('; ')}`;
   } else if (oldest !== null && oldest > CATCHING_UP_AFTER_SECONDS) {
     code = 'catching_up';
     headline = `catching up — oldest queued reading ${formatDuration(oldest)} old`;
@@ -61,6 +120,7 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
   if (!(code === 'refusing' && fill >= QUEUE_FULL) && fill >= QUEUE_FILL_WORTH_SAYING) notes.push(`queue ${Math.floor(fill * 100)} % full`);
   if (snapshot.deadLetters > 0) notes.push(`${snapshot.deadLetters} dead ${snapshot.deadLetters === 1 ? 'letter' : 'letters'}`);
   if (snapshot.clockSynchronized === false) notes.push('clock not synchronised');
+  notes.push(...clockNotes(snapshot.sinks));
   return { code, text: [headline, ...notes].join(', '), outageSeconds };
 }
 

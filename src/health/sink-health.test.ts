@@ -1,29 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { encodeSinkHealth, sinkHealthRow } from './sink-health.js';
 import type { SinkSnapshot } from './snapshot.js';
+import { sinkSnapshotOf } from '../../test/support/sink-snapshot.js';
 
-const snapshot = (overrides: Partial<SinkSnapshot>): SinkSnapshot => ({
-  name: 'remote-questdb',
-  destination: 'https://q.example.com',
-  policy: 'drop_oldest',
-  backlog: 0,
-  oldestAgeSeconds: null,
-  delivered: 10,
-  deliveries: 2,
-  failures: 0,
-  consecutiveFailures: 0,
-  deadLettered: 0,
-  dropped: 0,
-  expired: 0,
-  last: null,
-  lastError: null,
-  ...overrides,
-});
+const snapshot = (overrides: Partial<SinkSnapshot>): SinkSnapshot =>
+  sinkSnapshotOf({
+    name: 'remote-questdb',
+    destination: 'https://q.example.com',
+    policy: 'drop_oldest',
+    delivered: 10,
+    deliveries: 2,
+    ...overrides,
+  });
 
 describe('sink health rows', () => {
-  it('names the state: failing while attempts fail, behind while readings wait, else up to date', () => {
+  it('names the state: failing while attempts fail, waiting while one has no answer, behind while readings wait, else up to date', () => {
     expect(sinkHealthRow(snapshot({})).state).toBe('up to date');
     expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3 })).state).toBe('behind');
+    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3, waitingSeconds: 4 })).state).toBe('waiting');
     expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3, consecutiveFailures: 1, failures: 4 })).state).toBe('failing');
   });
 

@@ -15,13 +15,17 @@ export interface SinkHealthRow {
   deadLettered: number;
   /** Readings the sink skipped under `drop_oldest` while the queue was full. */
   droppedReadings: number;
-  /** `failing` while its latest attempts failed, `behind` while it has readings waiting, else `up to date`. */
+  /**
+   * `failing` while its latest attempts failed, `waiting` while the attempt under way has had no
+   * answer for seconds, `behind` while it has readings waiting, else `up to date`.
+   */
   state: string;
 }
 
 /** A sink of the /status snapshot as its health row. */
 export function sinkHealthRow(sink: SinkSnapshot): SinkHealthRow {
-  const state = sink.consecutiveFailures > 0 ? 'failing' : sink.backlog > 0 ? 'behind' : 'up to date';
+  const state =
+    sink.consecutiveFailures > 0 ? 'failing' : sink.waitingSeconds !== null ? 'waiting' : sink.backlog > 0 ? 'behind' : 'up to date';
   return {
     sink: sink.name,
     backlogReadings: sink.backlog,
@@ -39,18 +43,24 @@ export const createSinkHealthTable = (table = SINK_HEALTH_TABLE): string => `CRE
   delivered_readings LONG, failed_deliveries LONG, dead_lettered LONG, dropped_readings LONG
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
 
-/** One ILP line per sink; integers carry ILP's `i` suffix, the row time is in nanoseconds. */
+/** A sink's counters as ILP columns (integers with ILP's `i` suffix): its health row's, and its part of a site's report to the centre. */
+export function sinkColumns(row: Omit<SinkHealthRow, 'sink' | 'state'>): string {
+  const columns = [
+    `backlog_readings=${row.backlogReadings}i`,
+    `delivered_readings=${row.deliveredReadings}i`,
+    `failed_deliveries=${row.failedDeliveries}i`,
+    `dead_lettered=${row.deadLettered}i`,
+    `dropped_readings=${row.droppedReadings}i`,
+  ];
+  if (row.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${row.oldestAgeSeconds}`);
+  return columns.join(',');
+}
+
+/** One ILP line per sink; the row time is in nanoseconds. */
 export function encodeSinkHealth(gateway: string, rows: readonly SinkHealthRow[], now: number, table = SINK_HEALTH_TABLE): Buffer {
-  const lines = rows.map((row) => {
-    const columns = [
-      `backlog_readings=${row.backlogReadings}i`,
-      `delivered_readings=${row.deliveredReadings}i`,
-      `failed_deliveries=${row.failedDeliveries}i`,
-      `dead_lettered=${row.deadLettered}i`,
-      `dropped_readings=${row.droppedReadings}i`,
-    ];
-    if (row.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${row.oldestAgeSeconds}`);
-    return `${table},gateway=${escapeIlp(gateway)},sink=${escapeIlp(row.sink)},state=${escapeIlp(row.state)} ${columns.join(',')} ${now}000000n\n`;
-  });
+  const lines = rows.map(
+    (row) =>
+      `${table},gateway=${escapeIlp(gateway)},sink=${escapeIlp(row.sink)},state=${escapeIlp(row.state)} ${sinkColumns(row)} ${now}000000n\n`,
+  );
   return Buffer.from(lines.join(''));
 }

@@ -19,6 +19,13 @@ export interface GatewaySnapshot {
     maxBytes: number;
     commits: number;
     oldestAgeSeconds: number | null;
+    /**
+     * The sink that holds the queue: of those that never drop (the local QuestDB, `block` sinks),
+     * the one with most readings still to deliver; null when none has any. When the queue is
+     * full, ingest refuses readings until this sink catches up. (Optional only for snapshots
+     * written by hand; takeSnapshot always sets it.)
+     */
+    heldBy?: string | null;
   };
   deadLetters: number;
   /** The HTTPS certificate devices see; a technician checks its fingerprint against the device's. */
@@ -101,9 +108,17 @@ export interface SinkSnapshot extends SinkDescription {
   expired: number;
   last: FlushReport | null;
   lastError: { at: string; message: string } | null;
+  /** Seconds its attempts have failed without a success in between; null while they succeed. */
+  failingSeconds: number | null;
+  /** Seconds the attempt under way has had no answer, once it is a few seconds; else null. */
+  waitingSeconds: number | null;
+  /** How far this site's clock is ahead of the destination's (negative: behind), when the destination told; else null. */
+  clockAheadSeconds: number | null;
 }
 
-function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWriter, now: number): SinkSnapshot {
+const secondsSince = (ms: number | undefined, now: number): number | null => (ms === undefined ? null : Math.max(0, (now - ms) / 1000));
+
+export function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWriter, now: number): SinkSnapshot {
   const s = stats.sink(sink.name);
   const backlog = queue.sinkBacklog(sink.name, s.taken);
   const oldest = backlog?.oldestReceivedMs;
@@ -120,7 +135,19 @@ function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWr
     expired: s.expired,
     last: s.last ?? null,
     lastError: s.lastError ?? null,
+    failingSeconds: s.consecutiveFailures > 0 ? secondsSince(s.failingSinceMs, now) : null,
+    waitingSeconds: secondsSince(s.waitingSinceMs, now),
+    clockAheadSeconds: s.clockAheadMs === undefined ? null : s.clockAheadMs / 1000,
   };
+}
+
+/** The sink of `sinks` that holds the queue (see GatewaySnapshot.queue.heldBy). */
+export function queueHolder(sinks: readonly SinkSnapshot[]): SinkSnapshot | undefined {
+  let holder: SinkSnapshot | undefined;
+  for (const sink of sinks) {
+    if (sink.policy === 'block' && sink.backlog > 0 && (holder === undefined || sink.backlog > holder.backlog)) holder = sink;
+  }
+  return holder;
 }
 
 export function takeSnapshot(
@@ -131,6 +158,7 @@ export function takeSnapshot(
   const oldest = queue.oldestReceivedMs();
   const memory = process.memoryUsage();
   const flush = stats.flush;
+  const sinkSnapshots = sinks.map((sink) => sinkSnapshot(sink, stats, queue, now));
   return {
     version,
     uptimeSeconds: Math.round((now - stats.startedMs) / 1000),
@@ -144,6 +172,7 @@ export function takeSnapshot(
       maxBytes: depth.maxBytes,
       commits: depth.commits,
       oldestAgeSeconds: oldest === undefined ? null : Math.max(0, (now - oldest) / 1000),
+      heldBy: queueHolder(sinkSnapshots)?.name ?? null,
     },
     deadLetters: queue.deadLetterCount(),
     tls: tls?.() ?? null,
@@ -152,7 +181,7 @@ export function takeSnapshot(
       lastError: flush.lastError ?? null,
       consecutiveFailures: flush.consecutiveFailures,
     },
-    sinks: sinks.map((sink) => sinkSnapshot(sink, stats, queue, now)),
+    sinks: sinkSnapshots,
     totals: {
       acceptedRequests: stats.acceptedRequests,
       acceptedReadings: stats.acceptedReadings,

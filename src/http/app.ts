@@ -7,6 +7,7 @@ import type { GatewayStats } from '../stats.js';
 import type { KeyStore, Principal } from '../keys/key-store.js';
 import type { SinkDescription, TlsSummary } from '../health/snapshot.js';
 import type { Reading } from '../reading/reading-schema.js';
+import { QueueFullReason } from '../health/queue-full.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -14,6 +15,7 @@ import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problem } from './problem-details.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
+import { FLEET_REPORT_PATH, registerFleetRoutes, type FleetDeps } from './routes/fleet.js';
 
 export interface AppDeps {
   queue: QueueWriter;
@@ -28,6 +30,8 @@ export interface AppDeps {
   maxInflightBytes: number;
   maxBatchReadings: number;
   harborId: string | undefined;
+  /** This gateway's site (`SITE_ID`). */
+  siteId: string;
   isStopping: () => boolean;
   /** Aborted when the gateway starts to stop. */
   stopping: AbortSignal;
@@ -38,6 +42,8 @@ export interface AppDeps {
   console?: ConsoleHooks;
   /** Requests with an `Idempotency-Key` answered so far (`routes/ingest.ts`). */
   idempotency: IdempotencyKeys;
+  /** Stores the health reports site gateways send (POST /api/v2/fleet/report); undefined without a QuestDB. */
+  recordFleetReport?: FleetDeps['recordFleetReport'];
 }
 
 export interface ConsoleHooks {
@@ -74,8 +80,10 @@ export function createApp(deps: AppDeps): Hono {
     }
   });
 
-  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes) }, requireApiKey);
+  const fullReason = new QueueFullReason(deps.queue, deps.stats, deps.sinks ?? []);
+  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes), fullReason }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
+  registerFleetRoutes(app, { recordFleetReport: deps.recordFleetReport, siteId: deps.siteId }, requireApiKey);
 
   const allow = (methods: string) => (c: Context) =>
     problem(
@@ -87,6 +95,7 @@ export function createApp(deps: AppDeps): Hono {
     );
   for (const { path } of INGEST_ROUTES) app.all(path, allow('POST'));
   for (const path of HEALTH_ROUTES) app.all(path, allow('GET, HEAD'));
+  app.all(FLEET_REPORT_PATH, allow('POST'));
 
   app.notFound((c) =>
     problem(c, 404, `No endpoint at ${c.req.path.slice(0, 200)}`, [{ loc: ['path'], msg: 'Not found', type: 'not_found' }]),

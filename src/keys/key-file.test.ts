@@ -42,4 +42,23 @@ describe('key file', () => {
     expect(parsed.problems.map((p) => p.split(':')[0])).toEqual(['line 5', 'line 6', 'line 7', 'line 8', 'line 9']);
     expect(parsed.problems.join('\n')).toMatch(/reserved for API_KEY[\s\S]*used twice[\s\S]*key hash[\s\S]*optional ship_id prefix/);
   });
+
+  it('keeps a key bound to a site, any letters and spaces percent-encoded in one field, with or without a ship prefix', () => {
+    const entries = [
+      { name: 'pier-7', hash: hashKey('a'), site: 'Hafen Süd 7' },
+      { name: 'crane', hash: hashKey('b'), shipPrefix: 'crane-', site: 'pier 7' },
+    ];
+    const text = formatKeyFile(entries);
+    expect(text).toContain(' site=Hafen%20S%C3%BCd%207\n');
+    expect(parseKeyFile(text)).toEqual({ entries, problems: [] });
+    const bad = parseKeyFile(
+      [`a ${hashKey('c')} site=%FF`, `b ${hashKey('d')} site=x site=y`, `c ${hashKey('e')} site=%20padded`].join('\n'),
+    );
+    expect(bad.entries).toEqual([]);
+    expect(bad.problems).toEqual([
+      'line 1: the site is not a valid site id',
+      'line 2: expected name, hash, an optional ship_id prefix and an optional site=…',
+      'line 3: the site is not a valid site id',
+    ]);
+  });
 });

@@ -8,6 +8,8 @@ import { keyDigest, keyMatches } from './key-hash.js';
 export interface Principal {
   name: string;
   shipPrefix?: string;
+  /** The only site the key may write as. */
+  site?: string;
 }
 
 export interface KeyStoreOptions {
@@ -99,5 +101,8 @@ export class KeyStore {
   }
 }
 
-const principal = (entry: KeyEntry): Principal =>
-  entry.shipPrefix === undefined ? { name: entry.name } : { name: entry.name, shipPrefix: entry.shipPrefix };
+const principal = (entry: KeyEntry): Principal => ({
+  name: entry.name,
+  ...(entry.shipPrefix === undefined ? {} : { shipPrefix: entry.shipPrefix }),
+  ...(entry.site === undefined ? {} : { site: entry.site }),
+});

@@ -6,3 +6,6 @@ const escapeChar = (char: string): string => (char === '\\' ? '\\\\' : `\\${char
 export function escapeIlp(name: string): string {
   return name.replace(ESCAPE, escapeChar);
 }
+
+/** A string field as ILP writes it: quoted, with quotes and backslashes escaped and newlines as spaces. */
+export const ilpString = (text: string): string => `"${text.replace(/[\\"]/g, '\\$&').replace(/[\r\n]/g, ' ')}"`;

@@ -44,23 +44,36 @@ export class QuestDbError extends Error {
 const TABLE_LEVEL = /table does not exist|column does not exist|table is dropped|not accepting writes|table busy/i;
 
 /** What the QuestDB sink and the table setup use of the client; tests stand in for QuestDB here. */
-export type QuestDbClient = Pick<QuestDbHttp, 'write' | 'exec' | 'close'>;
+export type QuestDbClient = Pick<QuestDbHttp, 'write' | 'exec' | 'close' | 'reconnect'>;
 
-/** A small HTTP client for QuestDB's ILP endpoint (`/write`) and SQL endpoint (`/exec`). */
+/**
+ * A small HTTP client for QuestDB's ILP endpoint (`/write`) and SQL endpoint (`/exec`), on
+ * kept-alive connections. QuestDB acknowledges the first write on a connection that had a table
+ * open after that table was dropped, and those rows are lost (the next write on it is refused);
+ * the QuestDB sinks keep what they delivered for a replay window and check the table's identity
+ * every few seconds, so such a write is sent again on new connections (see QuestDbTarget.recover).
+ */
 export class QuestDbHttp {
-  readonly #pool: Pool;
+  #pool: Pool;
+  readonly #options: QuestDbOptions;
   readonly #authorization: string | undefined;
   readonly #timeoutMs: number;
 
   constructor(options: QuestDbOptions) {
+    this.#options = options;
     this.#timeoutMs = options.timeoutMs;
-    this.#pool = new Pool(options.url, {
-      connections: 2,
-      pipelining: 1,
-      keepAliveTimeout: 10_000,
-      ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
-    });
+    this.#pool = newPool(options);
     this.#authorization = authorization(options);
+  }
+
+  /**
+   * Writes from now on go on new connections: after a table was dropped and made again, the first
+   * write on a connection that had the old table open would be acknowledged and lost.
+   */
+  async reconnect(): Promise<void> {
+    const old = this.#pool;
+    this.#pool = newPool(this.#options);
+    await old.close();
   }
 
   async write(body: Buffer): Promise<WriteOutcome> {
@@ -72,9 +85,6 @@ export class QuestDbHttp {
       const response = await this.#pool.request({
         path: '/write?precision=n',
         method: 'POST',
-        // A fresh connection per write: QuestDB acknowledges a write to a table dropped meanwhile
-        // when it arrives on a connection that had the table open, and the rows are lost with it.
-        reset: true,
         headers: this.#headers({ 'content-type': 'text/plain; charset=utf-8' }),
         body,
         headersTimeout: timeoutMs,
@@ -131,6 +141,15 @@ export class QuestDbHttp {
     if (this.#authorization !== undefined) headers['authorization'] = this.#authorization;
     return headers;
   }
+}
+
+function newPool(options: QuestDbOptions): Pool {
+  return new Pool(options.url, {
+    connections: 2,
+    pipelining: 1,
+    keepAliveTimeout: 10_000,
+    ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
+  });
 }
 
 function parseError(text: string): { message: string; line?: number } {

@@ -1,7 +1,8 @@
-import { chownSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import { makeDataDir } from './queue-file.js';
 
 /**
  * One owner per data directory. The owner holds an exclusive lock on `DATA_DIR/owner.lock` for as
@@ -155,7 +156,8 @@ export class DataDirInUseError extends Error {
  * holds it for a moment; throws DataDirInUseError when another gateway owns it.
  */
 export async function ownDataDir(dataDir: string): Promise<DataDirLock> {
-  mkdirSync(dataDir, { recursive: true, mode: 0o750 });
+  // Named durably: the queue, the keys and the certificate are made inside it.
+  makeDataDir(dataDir);
   const taken = await DataDirLock.take(dataDir, SERVE);
   if (taken instanceof DataDirLock) return taken;
   throw new DataDirInUseError(dataDir, taken.heldBy);

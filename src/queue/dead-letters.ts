@@ -6,15 +6,22 @@ export interface DeadLetter {
   id: number;
   receivedMs: number;
   failedMs: number;
-  /** The sink whose destination refused it. */
+  /** The sink whose destination refused it, and the only one a re-queue sends it to. */
   sink: string;
+  /** The site its readings come from; null for this gateway's own. */
+  site: string | null;
   reason: string;
   /** The reading(s) as record lines: `time_ns \t ship_id \t cargo_id \t value`. */
   line: string;
 }
 
-/** Which dead letters an operation applies to: all of them, or these ids. */
-export type Selection = 'all' | readonly number[];
+/** Which dead letters an operation applies to: all of them, or these ids; `sink` narrows either to that sink's letters. */
+export interface Selection {
+  ids: 'all' | readonly number[];
+  sink?: string;
+}
+
+const COLUMNS = 'id, received_ms AS receivedMs, failed_ms AS failedMs, sink, site, reason, line';
 
 /**
  * Dead letters as an operator sees them, from another connection to the queue file (the gateway
@@ -36,31 +43,36 @@ export class DeadLetterStore {
     return (this.#db.prepare('SELECT COUNT(*) AS n FROM dead_letters').get() as { n: number }).n;
   }
 
-  list(limit: number, afterId = 0): DeadLetter[] {
+  /** Up to `limit` letters after `afterId`, oldest first; of `sink` only when given. */
+  list(limit: number, afterId = 0, sink?: string): DeadLetter[] {
+    const where = sink === undefined ? '' : 'AND sink = ?';
+    const parameters = sink === undefined ? [afterId, limit] : [afterId, sink, limit];
     return this.#db
-      .prepare(
-        'SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, sink, reason, line FROM dead_letters WHERE id > ? ORDER BY id LIMIT ?',
-      )
-      .all(afterId, limit) as DeadLetter[];
+      .prepare(`SELECT ${COLUMNS} FROM dead_letters WHERE id > ? ${where} ORDER BY id LIMIT ?`)
+      .all(...parameters) as DeadLetter[];
   }
 
-  /** Puts the selected dead letters back at the end of the queue; returns how many. */
-  requeue(selection: Selection): number {
+  /**
+   * Puts the selected dead letters back at the end of the queue, each for the sink that refused it
+   * alone (the other sinks delivered those readings already); returns how many, by sink.
+   */
+  requeue(selection: Selection): Map<string, number> {
     const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
     return this.#db
       .transaction(() => {
         // At the end of the queue: the newest segment, the one the ingest thread appends to.
         const insert = segmentInsert(this.#db, listSegments(this.#db).at(-1)!);
-        const letters = this.#select(selection);
-        for (const letter of letters) {
+        const bySink = new Map<string, number>();
+        for (const letter of this.#select(selection)) {
           const readings = letter.line.split('\n').length;
           const bytes = Buffer.byteLength(letter.line);
-          insert.run(letter.receivedMs, readings, bytes, letter.line);
+          insert.run(letter.receivedMs, readings, bytes, letter.line, letter.site, letter.sink);
           // The ingest thread counts its own appends; what others add goes into the ledger.
           countAdded(this.#db, { records: 1, readings, bytes });
           remove.run(letter.id);
+          bySink.set(letter.sink, (bySink.get(letter.sink) ?? 0) + 1);
         }
-        return letters.length;
+        return bySink;
       })
       .immediate();
   }
@@ -82,11 +94,10 @@ export class DeadLetterStore {
   }
 
   #select(selection: Selection): DeadLetter[] {
-    const all = this.#db
-      .prepare('SELECT id, received_ms AS receivedMs, failed_ms AS failedMs, sink, reason, line FROM dead_letters ORDER BY id')
-      .all() as DeadLetter[];
-    if (selection === 'all') return all;
-    const wanted = new Set(selection);
-    return all.filter((letter) => wanted.has(letter.id));
+    const all = this.#db.prepare(`SELECT ${COLUMNS} FROM dead_letters ORDER BY id`).all() as DeadLetter[];
+    const ofSink = selection.sink === undefined ? all : all.filter((letter) => letter.sink === selection.sink);
+    if (selection.ids === 'all') return ofSink;
+    const wanted = new Set(selection.ids);
+    return ofSink.filter((letter) => wanted.has(letter.id));
   }
 }

@@ -1,6 +1,9 @@
 /** Why the queue could not take a request; every kind maps to 503 with Retry-After. */
 export type QueueRefusal = 'full' | 'disk_full' | 'io_error' | 'closed';
 
+/** A full queue's refusal, as the queue knows it; ingest names the sink that holds it. */
+export const QUEUE_FULL_MESSAGE = 'The gateway queue is full; retry later';
+
 export class QueueRefusedError extends Error {
   override name = 'QueueRefusedError';
   constructor(

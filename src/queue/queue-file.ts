@@ -20,7 +20,11 @@ export type Durability = 'power-loss' | 'process-crash';
  */
 const segmentTable = (segment: number): string => `segment_${segment}`;
 
-/** Creates segment `n` (no-op when it exists). */
+/**
+ * Creates segment `n` (no-op when it exists). `site`: the site a record's readings come from, NULL
+ * for this gateway's own (the usual case costs no bytes); `sink`: the one sink a re-queued dead
+ * letter is for, NULL for every sink.
+ */
 export function createSegment(db: Database.Database, segment: number): void {
   db.exec(
     `CREATE TABLE IF NOT EXISTS ${segmentTable(segment)} (
@@ -28,7 +32,9 @@ export function createSegment(db: Database.Database, segment: number): void {
       received_ms INTEGER NOT NULL,
       readings    INTEGER NOT NULL,
       bytes       INTEGER NOT NULL,
-      payload     TEXT    NOT NULL
+      payload     TEXT    NOT NULL,
+      site        TEXT,
+      sink        TEXT
     )`,
   );
 }
@@ -43,19 +49,30 @@ export function listSegments(db: Database.Database): number[] {
   return names.map((name) => Number(name.slice('segment_'.length))).sort((a, b) => a - b);
 }
 
-/** Appends to segment `n`. */
-export function segmentInsert(db: Database.Database, segment: number): Database.Statement<[number, number, number, string]> {
-  return db.prepare(`INSERT INTO ${segmentTable(segment)} (received_ms, readings, bytes, payload) VALUES (?, ?, ?, ?)`);
-}
-
-/** Records of segment `n` after an id, oldest first: [id, received_ms, readings, bytes, payload]. */
-export function segmentRecordsAfter(
+/** Appends to segment `n`: received_ms, readings, bytes, payload, site (null: this gateway's), sink (null: every sink). */
+export function segmentInsert(
   db: Database.Database,
   segment: number,
-): Database.Statement<[number], [number, number, number, number, string]> {
+): Database.Statement<[number, number, number, string, string | null, string | null]> {
+  return db.prepare(`INSERT INTO ${segmentTable(segment)} (received_ms, readings, bytes, payload, site, sink) VALUES (?, ?, ?, ?, ?, ?)`);
+}
+
+/** A record as `segmentRecordsAfter` reads it. */
+export type SegmentRow = [
+  id: number,
+  receivedMs: number,
+  readings: number,
+  bytes: number,
+  payload: string,
+  site: string | null,
+  sink: string | null,
+];
+
+/** Records of segment `n` after an id, oldest first. */
+export function segmentRecordsAfter(db: Database.Database, segment: number): Database.Statement<[number], SegmentRow> {
   return db
-    .prepare<[number], [number, number, number, number, string]>(
-      `SELECT id, received_ms, readings, bytes, payload FROM ${segmentTable(segment)} WHERE id > ? ORDER BY id`,
+    .prepare<[number], SegmentRow>(
+      `SELECT id, received_ms, readings, bytes, payload, site, sink FROM ${segmentTable(segment)} WHERE id > ? ORDER BY id`,
     )
     .raw(true);
 }
@@ -100,7 +117,7 @@ export interface Progress {
  * committed inside it, however well the queue file was fsynced. When an fsync fails, what was made
  * is removed again, so the next start makes it (and fsyncs it) anew.
  */
-function makeDataDir(dataDir: string): void {
+export function makeDataDir(dataDir: string): void {
   const first = mkdirSync(dataDir, { recursive: true, mode: 0o750 });
   if (first === undefined) return;
   try {

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DeadLetterStore } from './dead-letters.js';
 import { queuePath } from './queue-file.js';
 import { QUEUE_FORMAT, QueueFormatError, readQueueFormat } from './queue-format.js';
+import { QueueReader } from './queue-reader.js';
 import { QueueWriter } from './queue-writer.js';
 
 const dirs: string[] = [];
@@ -73,6 +74,7 @@ describe('queue file format', () => {
       { version: 2, release: '0.0.0-dev' },
       { version: 3, release: '0.0.0-dev' },
       { version: 4, release: '0.0.0-dev' },
+      { version: 5, release: '0.0.0-dev' },
     ]);
     db.close();
   });
@@ -85,6 +87,33 @@ describe('queue file format', () => {
     await queue.append('one\treading', 1, 2000);
     expect(queue.stats()).toMatchObject({ records: 2, readings: 3 });
     queue.close();
+    expect(readQueueFormat(queuePath(dataDir)).version).toBe(QUEUE_FORMAT);
+  });
+
+  it("upgrades 0.4.0's queue (format 4) in place: its records and dead letters are the gateway's own site's, for every sink; kept readings are let go", () => {
+    const dataDir = tempDir();
+    copyFileSync(join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'queue-v0.4.0.db'), queuePath(dataDir));
+    const old = new Database(queuePath(dataDir));
+    expect(old.pragma('user_version', { simple: true })).toBe(4);
+    // As a running 0.4.0 leaves it: the local sink delivered 10 records and keeps them for its replay window.
+    old.exec("UPDATE sink_progress SET last_id = 10 WHERE name = 'questdb'");
+    old.exec("INSERT OR REPLACE INTO sink_kept VALUES ('questdb', 1, 0)");
+    old.exec("INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (1, 2, 'refused', '1\ts\tc\t1', 'questdb')");
+    old.close();
+
+    const queue = openQueue(dataDir);
+    expect(queue.stats()).toMatchObject({ records: 30, readings: 750 });
+    const reader = new QueueReader(dataDir, 'power-loss', 'questdb', { keeps: true });
+    expect(reader.kept).toEqual(reader.progress);
+    expect(reader.replay()).toBe(0);
+    const records = reader.readOldest(10_000, Number.MAX_SAFE_INTEGER);
+    expect(records).toHaveLength(30);
+    expect(records.every((r) => r.site === undefined && r.sink === undefined)).toBe(true);
+    reader.close();
+    queue.close();
+    const store = new DeadLetterStore(dataDir);
+    expect(store.list(10)).toEqual([expect.objectContaining({ sink: 'questdb', site: null, line: '1\ts\tc\t1' })]);
+    store.close();
     expect(readQueueFormat(queuePath(dataDir)).version).toBe(QUEUE_FORMAT);
   });
 

@@ -95,6 +95,27 @@ CREATE TABLE IF NOT EXISTS sink_kept (
 ) WITHOUT ROWID;
 `),
   },
+  {
+    // Sites and re-queues by sink. A record says which site its readings come from (NULL: this
+    // gateway's own) and, for a re-queued dead letter, the one sink it goes to (NULL: every sink);
+    // a dead letter keeps its site. Readings written before this step are this gateway's own.
+    // The readings kept for a replay window are let go: the release that delivered them wrote no
+    // site, and sending them again with one would store them a second time beside the old rows.
+    version: 5,
+    apply: (db) => {
+      const segments = db
+        .prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'")
+        .pluck()
+        .all();
+      for (const segment of segments) {
+        for (const column of ['site', 'sink']) {
+          if (!hasColumn(db, segment, column)) db.exec(`ALTER TABLE ${segment} ADD COLUMN ${column} TEXT`);
+        }
+      }
+      if (!hasColumn(db, 'dead_letters', 'site')) db.exec('ALTER TABLE dead_letters ADD COLUMN site TEXT');
+      db.exec('DELETE FROM sink_kept');
+    },
+  },
 ];
 
 /** The format this release writes. */

@@ -1,6 +1,14 @@
 import type Database from 'better-sqlite3';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
-import { listSegments, openQueueFile, readProgress, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
+import {
+  listSegments,
+  openQueueFile,
+  readProgress,
+  segmentRecordsAfter,
+  type Durability,
+  type Progress,
+  type SegmentRow,
+} from './queue-file.js';
 import {
   advanceCommonMark,
   compareMarks,
@@ -19,6 +27,10 @@ export interface QueueRecord {
   readings: number;
   bytes: number;
   payload: string;
+  /** The site the readings come from; absent for this gateway's own. */
+  site?: string;
+  /** The one sink a re-queued dead letter goes to; absent for every sink. */
+  sink?: string;
 }
 
 export interface DeadLetterInput {
@@ -26,6 +38,17 @@ export interface DeadLetterInput {
   reason: string;
   /** The reading as a record line (see record-codec), or a whole corrupt record. */
   line: string;
+  /** The site of the record it came from; absent for this gateway's own. */
+  site?: string;
+}
+
+/** A stored row as a QueueRecord: the site and sink only when set. */
+export function queueRecord(segment: number, row: SegmentRow): QueueRecord {
+  const [id, receivedMs, readings, bytes, payload, site, sink] = row;
+  const record: QueueRecord = { segment, id, receivedMs, readings, bytes, payload };
+  if (site !== null) record.site = site;
+  if (sink !== null) record.sink = sink;
+  return record;
 }
 
 /** Records taken off the queue by one sink in one step, for the status counters and the logs. */
@@ -85,11 +108,11 @@ export class QueueReader {
     } else if (kept !== undefined) {
       this.#write(() => db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink));
     }
-    const insertDeadLetter = db.prepare<[number, number, string, string, string]>(
-      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (?, ?, ?, ?, ?)',
+    const insertDeadLetter = db.prepare<[number, number, string, string, string, string | null]>(
+      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink, site) VALUES (?, ?, ?, ?, ?, ?)',
     );
     const advance = db.transaction((to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number): Progress => {
-      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink);
+      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null);
       writeSinkMark(db, sink, to);
       return advanceCommonMark(db).common;
     });
@@ -109,7 +132,8 @@ export class QueueReader {
 
   /**
    * The oldest records after the cursor (or after `from`, to read ahead), in order, until
-   * `maxReadings` or `maxBytes` is reached (at least one record).
+   * `maxReadings` or `maxBytes` is reached (at least one record). Records re-queued for another
+   * sink are among them: the sink passes them without delivering them.
    */
   readOldest(maxReadings: number, maxBytes: number, from: Progress = this.#cursor): QueueRecord[] {
     const records: QueueRecord[] = [];
@@ -118,10 +142,11 @@ export class QueueReader {
     for (const segment of listSegments(this.#db)) {
       if (segment < from.segment) continue;
       const after = segment === from.segment ? from.lastId : 0;
-      for (const [id, receivedMs, count, size, payload] of segmentRecordsAfter(this.#db, segment).iterate(after)) {
-        records.push({ segment, id, receivedMs, readings: count, bytes: size, payload });
-        readings += count;
-        bytes += size;
+      for (const row of segmentRecordsAfter(this.#db, segment).iterate(after)) {
+        const record = queueRecord(segment, row);
+        records.push(record);
+        readings += record.readings;
+        bytes += record.bytes;
         if (readings >= maxReadings || bytes >= maxBytes) return records;
       }
     }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
+import { QUEUE_FULL_MESSAGE, QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import {
   countQueued,
@@ -57,6 +57,12 @@ export interface QueueStats extends Totals {
 /** A new segment starts after this many records or bytes, so a finished one can be dropped soon. */
 const SEGMENT_MAX_RECORDS = 16_384;
 const SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * A full queue takes readings again once it is below this share of its bound: so ingest, /readyz
+ * and the health rows do not flip with every small delivery while a sink holds the queue at its
+ * bound, and the room made is worth a device's retry.
+ */
+const RESUME_FILL = 0.95;
 /** Pages one compaction returns to the file system at most, so a housekeeping run stays short. */
 const COMPACT_MAX_PAGES = 16_384;
 
@@ -75,6 +81,7 @@ interface PendingAppend {
   readings: number;
   bytes: number;
   receivedMs: number;
+  site: string | null;
   connection: RequestConnection | undefined;
   /** The turn of the event loop it was appended in. */
   turn: number;
@@ -115,7 +122,7 @@ export class QueueWriter {
   #ticking = false;
   /** The segment appends go to, its insert statement, and how full it is. */
   #segment: number;
-  #insert: Database.Statement<[number, number, number, string]>;
+  #insert: ReturnType<typeof segmentInsert>;
   #segmentRecords = 0;
   #segmentBytes = 0;
   /** Totals as last computed; the sinks only ever lower them, so they err on the full side. */
@@ -123,7 +130,7 @@ export class QueueWriter {
   /** Bytes of appends waiting for their commit. */
   #reserved = 0;
   #commits = 0;
-  /** Set when an append was refused for size; cleared once the sinks have made room. */
+  /** Set when an append was refused for size; cleared once the sinks have made room (below RESUME_FILL). */
   #full = false;
   #closed = false;
   #lastWriteFailureMs: number | undefined;
@@ -153,7 +160,7 @@ export class QueueWriter {
     }
     this.#insertMany = db.transaction((batch: PendingAppend[]) => {
       const insert = this.#insert;
-      for (const item of batch) insert.run(item.receivedMs, item.readings, item.bytes, item.payload);
+      for (const item of batch) insert.run(item.receivedMs, item.readings, item.bytes, item.payload, item.site, null);
     });
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
     this.#ledgerAtOpen = this.#readLedger();
@@ -169,15 +176,16 @@ export class QueueWriter {
   }
 
   /**
-   * Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError,
-   * or with RequestAbandonedError when `connection` was closed by its client before the commit.
+   * Queues one request's readings, from `site` (undefined: this gateway's own); resolves once they
+   * are committed, rejects with QueueRefusedError, or with RequestAbandonedError when `connection`
+   * was closed by its client before the commit.
    */
-  append(payload: string, readings: number, receivedMs: number, connection?: RequestConnection): Promise<void> {
+  append(payload: string, readings: number, receivedMs: number, connection?: RequestConnection, site?: string): Promise<void> {
     if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
     const bytes = Buffer.byteLength(payload);
     if (this.#totals.bytes + this.#reserved + bytes > this.maxBytes) {
       this.#full = true;
-      return Promise.reject(new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
+      return Promise.reject(new QueueRefusedError('full', QUEUE_FULL_MESSAGE));
     }
     // On a full disk nothing is tried until there is room again: a failing commit could take the
     // room the delivery thread frees for itself.
@@ -185,7 +193,7 @@ export class QueueWriter {
     if (this.#diskFull) this.#diskFull = false;
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
-      this.#pending.push({ payload, readings, bytes, receivedMs, connection, turn: this.#turn, resolve, reject });
+      this.#pending.push({ payload, readings, bytes, receivedMs, site: site ?? null, connection, turn: this.#turn, resolve, reject });
       if (!this.#ticking) {
         this.#ticking = true;
         setImmediate(this.#tick);
@@ -284,7 +292,7 @@ export class QueueWriter {
       (ledger.added[key] - this.#ledgerAtOpen.added[key]) -
       (ledger.removed[key] - this.#ledgerAtOpen.removed[key]);
     this.#totals = { records: total('records'), readings: total('readings'), bytes: total('bytes') };
-    if (this.#totals.bytes + this.#reserved < this.maxBytes) this.#full = false;
+    if (this.#totals.bytes + this.#reserved < this.maxBytes * RESUME_FILL) this.#full = false;
     if (this.#diskFull) this.#roomToWrite();
   }
 

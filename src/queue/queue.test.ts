@@ -81,6 +81,24 @@ describe('QueueWriter and QueueReader', () => {
     await expect(queue.append(big, 1, 4)).resolves.toBeUndefined();
   });
 
+  it('stays full, refusing every append, until the sinks made room below 95 % of its bound: no flip-flop with each small delivery', async () => {
+    const queue = openQueue({ maxBytes: 1024 * 1024 });
+    await queue.append('s'.repeat(10 * 1024), 1, 1);
+    await queue.append('b'.repeat(1000 * 1024), 1, 2);
+    await expect(queue.append('x'.repeat(20 * 1024), 1, 3)).rejects.toMatchObject({ refusal: 'full' });
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
+    reader.complete(reader.readOldest(1, Number.MAX_SAFE_INTEGER));
+    queue.refresh();
+    // 10 KiB of room would take a small request, but the queue is still 97.7 % full.
+    expect(queue.isFull()).toBe(true);
+    expect(queue.isWritable()).toBe(false);
+    reader.complete(reader.readOldest(1, Number.MAX_SAFE_INTEGER));
+    reader.close();
+    queue.refresh();
+    expect(queue.isFull()).toBe(false);
+    await expect(queue.append('x'.repeat(20 * 1024), 1, 4)).resolves.toBeUndefined();
+  });
+
   it('hands the reader the oldest records first, bounded by readings, and moves the mark past them on completion', async () => {
     const queue = openQueue();
     for (let i = 0; i < 5; i++) await queue.append(`${i}\ts\tc\t1\n${i}\ts\td\t2`, 2, 100 + i);
@@ -106,7 +124,7 @@ describe('QueueWriter and QueueReader', () => {
     // What the operator's CLI does: insert and record it in the ledger, in one transaction.
     const outsider = new Database(queue.path);
     outsider.transaction(() => {
-      segmentInsert(outsider, listSegments(outsider).at(-1)!).run(1, 3, 10, '1\ts\tc\t1');
+      segmentInsert(outsider, listSegments(outsider).at(-1)!).run(1, 3, 10, '1\ts\tc\t1', null, null);
       countAdded(outsider, { records: 1, readings: 3, bytes: 10 });
     })();
     outsider.close();
@@ -148,7 +166,7 @@ describe('QueueWriter and QueueReader', () => {
     reader.close();
     // What an operator re-queues keeps the time it was first received.
     const db = new Database(join(dataDir, 'queue.db'));
-    segmentInsert(db, listSegments(db).at(-1)!).run(1_000, 1, 9, '3\ts\tc\t3');
+    segmentInsert(db, listSegments(db).at(-1)!).run(1_000, 1, 9, '3\ts\tc\t3', null, null);
     db.close();
     expect(openQueue({ dataDir }).newestReceivedMs).toBe(9_000);
   });

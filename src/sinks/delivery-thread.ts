@@ -110,6 +110,19 @@ export class DeliveryThread {
       sink.taken += message.readings;
       return;
     }
+    if (message.type === 'passed') {
+      sink.taken += message.readings;
+      return;
+    }
+    if (message.type === 'waiting') {
+      sink.waitingSinceMs = message.sinceMs;
+      return;
+    }
+    if (message.type === 'clock') {
+      sink.clockAheadMs = message.aheadMs ?? undefined;
+      return;
+    }
+    sink.waitingSinceMs = undefined;
     if (message.type === 'delivered') {
       this.queue.refresh();
       sink.deliveries += 1;
@@ -118,9 +131,11 @@ export class DeliveryThread {
       sink.deadLettered += message.deadLettered;
       sink.taken += message.taken;
       sink.consecutiveFailures = 0;
+      sink.failingSinceMs = undefined;
       sink.last = { at, ok: true, readings: message.delivered, durationMs: message.durationMs };
     } else {
       sink.failures += 1;
+      if (sink.consecutiveFailures === 0) sink.failingSinceMs = Date.now() - message.durationMs;
       sink.consecutiveFailures += 1;
       sink.last = { at, ok: false, readings: message.readings, durationMs: message.durationMs, error: message.message };
       sink.lastError = { at, message: message.message };

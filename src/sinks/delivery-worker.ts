@@ -24,6 +24,12 @@ export type FromDelivery =
   | { type: 'delivered'; sink: string; delivered: number; expired: number; taken: number; deadLettered: number; durationMs: number }
   | { type: 'failed'; sink: string; message: string; readings: number; durationMs: number }
   | { type: 'dropped'; sink: string; readings: number; records: number }
+  /** The sink passed readings re-queued for another sink: off its backlog, not delivered. */
+  | { type: 'passed'; sink: string; readings: number }
+  /** An attempt of the sink has been without an outcome since `sinceMs`. */
+  | { type: 'waiting'; sink: string; sinceMs: number }
+  /** What the sink's destination told of this site's clock: ms ahead (negative: behind), null when nothing. */
+  | { type: 'clock'; sink: string; aheadMs: number | null }
   | { type: 'pressure_handled' }
   | { type: 'heap'; usedBytes: number; totalBytes: number };
 
@@ -73,6 +79,9 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
         delivered: ({ delivered, expired, readings, deadLettered, durationMs }) =>
           post({ type: 'delivered', sink: spec.name, delivered, expired, taken: readings, deadLettered, durationMs }),
         failed: (result) => post({ type: 'failed', sink: spec.name, ...result }),
+        passed: (readings) => post({ type: 'passed', sink: spec.name, readings }),
+        waiting: (sinceMs) => post({ type: 'waiting', sink: spec.name, sinceMs }),
+        clock: (aheadMs) => post({ type: 'clock', sink: spec.name, aheadMs: aheadMs ?? null }),
       },
     });
     return { spec, reader, loop };

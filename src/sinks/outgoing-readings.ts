@@ -16,17 +16,23 @@ const jsonNumber = (value: number): string => (Object.is(value, -0) ? '-0' : Str
 
 /**
  * A reading as the API's Reading object, with its stored time in full (RFC 3339, all nine fraction
- * digits): the body of an upstream batch and the value of a Kafka message.
+ * digits): the body of an upstream batch, exactly the API's, and with `siteJson` (the site as a
+ * JSON string) the value of a Kafka message.
  */
-export function readingJson(r: QueuedReading): string {
-  return `{"time":"${formatTimestampNs(r.timeNs)}","ship_id":${JSON.stringify(r.shipId)},"cargo_id":${JSON.stringify(r.cargoId)},"value":${jsonNumber(r.value)}}`;
+export function readingJson(r: QueuedReading, siteJson?: string): string {
+  return `{"time":"${formatTimestampNs(r.timeNs)}","ship_id":${JSON.stringify(r.shipId)},"cargo_id":${JSON.stringify(r.cargoId)},"value":${jsonNumber(r.value)}${siteJson === undefined ? '' : `,"site":${siteJson}`}}`;
 }
 
-/** The records' readings in queue order; a record that cannot be decoded becomes one dead letter as a whole. */
-export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[]): OutgoingReading[] {
+/**
+ * The records' readings in queue order; a record that cannot be decoded becomes one dead letter as
+ * a whole. With `site` (this gateway's), each reading's JSON names its site: the record's, else that one.
+ */
+export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): OutgoingReading[] {
   const out: OutgoingReading[] = [];
   const rows: QueuedReading[] = [];
+  const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
   for (const record of records) {
+    const siteJson = site === undefined ? undefined : record.site === undefined ? ownSiteJson : JSON.stringify(record.site);
     rows.length = 0;
     try {
       decodeRecord(record.payload, rows);
@@ -36,7 +42,7 @@ export function outgoingReadings(records: readonly QueueRecord[], deadLetters: D
       continue;
     }
     for (const reading of rows) {
-      const json = readingJson(reading);
+      const json = readingJson(reading, siteJson);
       out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
     }
   }

@@ -16,9 +16,12 @@ export interface SinkSpecBase {
   policy: SinkPolicy;
   backfill: boolean;
   batchReadings: number;
+  /** This gateway's site (`SITE_ID`): the site of readings queued without one. */
+  site: string;
   /**
-   * How long delivered readings are kept to be sent again after a recovery; only the local QuestDB,
-   * which shares the site's power, needs it (unset or 0: not kept).
+   * How long delivered readings are kept to be sent again after a recovery (unset or 0: not kept):
+   * the QuestDB sinks', whose server may lose what it acknowledged (a power cut of the local one, a
+   * table dropped under a kept-alive connection).
    */
   replayWindowMs?: number;
 }
@@ -31,6 +34,8 @@ export interface QuestDbSinkSpec extends SinkSpecBase {
   table: string;
   /** Undefined: the table's TTL is left as its operator set it (a central QuestDB). */
   retentionDays: number | undefined;
+  /** Resume the table when QuestDB suspended it (the local QuestDB only). */
+  resumesWal: boolean;
 }
 
 export interface UpstreamSinkSpec extends SinkSpecBase {
@@ -60,7 +65,14 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
       return new QuestDbTarget({
         questdb: new QuestDbHttp(spec.questdb),
         logger,
-        options: { name: spec.name, describe: spec.describe, table: spec.table, retentionDays: spec.retentionDays },
+        options: {
+          name: spec.name,
+          describe: spec.describe,
+          table: spec.table,
+          retentionDays: spec.retentionDays,
+          site: spec.site,
+          resumesWal: spec.resumesWal,
+        },
       });
     case 'upstream':
       return new UpstreamTarget(
@@ -72,10 +84,11 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           timeoutMs: spec.timeoutMs,
           maxReadings: spec.batchReadings,
           maxBodyBytes: spec.maxBodyBytes,
+          site: spec.site,
         },
         logger,
       );
     case 'kafka':
-      return new KafkaTarget(spec.kafka);
+      return new KafkaTarget(spec.kafka, { site: spec.site });
   }
 }

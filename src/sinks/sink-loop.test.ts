@@ -2,7 +2,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { QueueRecord } from '../queue/queue-reader.js';
 import type { Delivery, SinkTarget } from './sink.js';
-import { SinkLoop, type SinkQueue } from './sink-loop.js';
+import { STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
 
 // The loop around any destination, on fake timers: how long it waits when a destination asks for
 // time, and that a target that throws is a failed attempt, not a dead loop.
@@ -20,13 +20,28 @@ class OneRecordQueue implements SinkQueue {
   }
 }
 
+/** Records in memory, read from a mark; complete() moves it and counts what it passed. */
+class ListQueue implements SinkQueue {
+  mark = 0;
+  constructor(readonly records: QueueRecord[]) {}
+  readOldest(): QueueRecord[] {
+    return this.records.filter((r) => r.id > this.mark);
+  }
+  complete(records: readonly QueueRecord[]): { records: number; readings: number; deadLettered: number } {
+    this.mark = records.at(-1)!.id;
+    return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: 0 };
+  }
+}
+
 class ScriptedTarget implements SinkTarget {
   readonly name = 'scripted';
   readonly describe = 'a scripted destination';
   readonly attempts: number[] = [];
-  constructor(private readonly answers: (() => Delivery)[]) {}
-  async deliver(): Promise<Delivery> {
+  readonly sent: QueueRecord[][] = [];
+  constructor(private readonly answers: (() => Delivery | Promise<Delivery>)[]) {}
+  async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
     this.attempts.push(Date.now());
+    this.sent.push([...records]);
     return this.answers.shift()!();
   }
   async close(): Promise<void> {}
@@ -41,16 +56,18 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
-function start(target: ScriptedTarget, queue: SinkQueue, failures: string[]): void {
+function start(target: ScriptedTarget, queue: SinkQueue, failures: string[], events: Partial<SinkEvents> = {}): void {
   loop = new SinkLoop({
     reader: queue,
     target,
     logger: pino({ level: 'silent' }),
     options: { intervalMs: 100, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
-    events: { delivered: () => undefined, failed: (f) => failures.push(f.message) },
+    events: { delivered: () => undefined, failed: (f) => failures.push(f.message), ...events },
   });
   loop.start();
 }
+
+const requeued = (id: number, sink?: string): QueueRecord => ({ ...record, id, ...(sink === undefined ? {} : { sink }) });
 
 describe('SinkLoop', () => {
   it('waits as long as the destination asked (Retry-After) before the next attempt', async () => {
@@ -108,5 +125,40 @@ describe('SinkLoop', () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(target.attempts).toHaveLength(2);
     expect(queue.done).toBe(true);
+  });
+
+  it('delivers a dead letter re-queued for it, passes one re-queued for another sink, and counts neither twice', async () => {
+    const target = new ScriptedTarget([() => ({ ok: true, requests: 1, deadLetters: [] })]);
+    const queue = new ListQueue([requeued(1), requeued(2, 'kafka'), requeued(3, 'scripted')]);
+    const delivered: { delivered: number; passed: number; readings: number }[] = [];
+    const passed: number[] = [];
+    start(target, queue, [], { delivered: (d) => delivered.push(d), passed: (n) => passed.push(n) });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(target.sent.map((batch) => batch.map((r) => r.id))).toEqual([[1, 3]]);
+    expect(delivered).toEqual([expect.objectContaining({ delivered: 2, passed: 1, readings: 3 })]);
+    expect(queue.mark).toBe(3);
+
+    // A batch of other sinks' records only: passed, never sent.
+    queue.records.push(requeued(4, 'upstream'));
+    await vi.advanceTimersByTimeAsync(200);
+    expect(target.sent).toHaveLength(1);
+    expect(passed).toEqual([1]);
+    expect(queue.mark).toBe(4);
+  });
+
+  it(`reports an attempt without an answer after ${STALL_NOTICE_MS} ms, long before the destination's timeout`, async () => {
+    let answer: (delivery: Delivery) => void = () => undefined;
+    const target = new ScriptedTarget([() => new Promise<Delivery>((resolve) => (answer = resolve))]);
+    const waiting: number[] = [];
+    start(target, new OneRecordQueue(), [], { waiting: (since) => waiting.push(since) });
+    await vi.advanceTimersByTimeAsync(100);
+    const began = Date.now();
+    await vi.advanceTimersByTimeAsync(STALL_NOTICE_MS - 10);
+    expect(waiting).toEqual([]);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(waiting).toEqual([began]);
+    answer({ ok: true, requests: 1, deadLetters: [] });
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(waiting).toHaveLength(1);
   });
 });

@@ -14,8 +14,18 @@ export interface SinkLoopOptions {
 
 /** What a sink loop tells the rest of the gateway. */
 export interface SinkEvents {
-  delivered(result: Completion & { delivered: number; expired: number; durationMs: number }): void;
+  /**
+   * `passed`: readings of records re-queued for another sink, which this one passed without
+   * delivering; `expired`: readings the destination would not keep, not sent.
+   */
+  delivered(result: Completion & { delivered: number; passed: number; expired: number; durationMs: number }): void;
   failed(result: { message: string; readings: number; durationMs: number }): void;
+  /** Only records of other sinks were read, and passed. */
+  passed?(readings: number): void;
+  /** An attempt has had no outcome for STALL_NOTICE_MS: it began at `sinceMs` (epoch ms). */
+  waiting?(sinceMs: number): void;
+  /** What the destination told of this site's clock changed (see SinkTarget.clockAheadMs). */
+  clock?(aheadMs: number | undefined): void;
 }
 
 /** What a sink loop uses of its sink's side of the queue. */
@@ -35,6 +45,12 @@ const BACKOFF_BASE_MS = 250;
 const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
 /** How often the destination of a sink with a replay window is checked (and kept readings let go). */
 const KEEP_CHECK_MS = 5_000;
+/**
+ * An attempt without an outcome this long is reported as waiting, so a destination that went
+ * silent (a dead broker the client keeps retrying, an address that drops packets) shows in
+ * /status within seconds, not after the sink's timeout.
+ */
+export const STALL_NOTICE_MS = 3_000;
 
 /**
  * Delivers a sink's readings on a timer, one batch in flight at a time, in queue order, and moves
@@ -60,6 +76,8 @@ export class SinkLoop {
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
+  /** The clock offset last reported, so a change is reported once. */
+  #clockAhead: number | undefined;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -117,7 +135,7 @@ export class SinkLoop {
     while (!this.#stopping) {
       await this.#sleep(delay);
       if (this.#stopping) break;
-      const { outcome, retryAfterMs } = await this.#deliverOnce();
+      const { outcome, retryAfterMs } = await this.#attempt();
       this.#backingOff = outcome === 'failed';
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
@@ -125,9 +143,9 @@ export class SinkLoop {
     }
     // Last delivery: drain while the destination answers, until the queue is empty or stop() gives up.
     for (
-      let { outcome } = await this.#deliverOnce();
+      let { outcome } = await this.#attempt();
       !this.#abandoned && (outcome === 'delivered' || outcome === 'full');
-      { outcome } = await this.#deliverOnce()
+      { outcome } = await this.#attempt()
     ) {
       /* keep draining */
     }
@@ -205,6 +223,22 @@ export class SinkLoop {
     return undefined;
   }
 
+  /** One attempt, reported as waiting when it takes longer than STALL_NOTICE_MS, and what it told of the clock. */
+  async #attempt(): Promise<{ outcome: Outcome; retryAfterMs?: number }> {
+    const startedMs = Date.now();
+    const notice = setTimeout(() => this.#events.waiting?.(startedMs), STALL_NOTICE_MS);
+    try {
+      return await this.#deliverOnce();
+    } finally {
+      clearTimeout(notice);
+      const ahead = this.#target.clockAheadMs?.();
+      if (ahead !== this.#clockAhead) {
+        this.#clockAhead = ahead;
+        this.#events.clock?.(ahead);
+      }
+    }
+  }
+
   async #deliverOnce(): Promise<{ outcome: Outcome; retryAfterMs?: number }> {
     if (this.#abandoned) return { outcome: 'failed' };
     const started = performance.now();
@@ -218,7 +252,9 @@ export class SinkLoop {
     this.#readAhead = undefined;
     if (records.length === 0) return { outcome: 'empty' };
     const full = this.#isFull(records);
-    const delivering = this.#target.deliver(records);
+    const mine = this.#mine(records);
+    if (mine.length === 0) return this.#passOthers(records, full);
+    const delivering = this.#target.deliver(mine);
     // While the destination works on it, read the batch after this one.
     if (full) {
       const last = records.at(-1)!;
@@ -231,7 +267,7 @@ export class SinkLoop {
       delivery = { ok: false, message: (error as Error).message, level: 'error' };
     }
     if (this.#abandoned) return { outcome: 'failed' };
-    const readings = records.reduce((sum, r) => sum + r.readings, 0);
+    const readings = mine.reduce((sum, r) => sum + r.readings, 0);
     if (!delivery.ok) {
       this.#readAhead = undefined;
       this.#mustRecover = true;
@@ -255,11 +291,12 @@ export class SinkLoop {
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
     const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
+    const passed = completion.readings === 0 ? 0 : completion.readings - readings;
     const delivered =
       completion.readings === 0
         ? 0
-        : completion.readings - expired - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
-    this.#events.delivered({ ...completion, delivered, expired, durationMs });
+        : completion.readings - passed - expired - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
+    this.#events.delivered({ ...completion, delivered, passed, expired, durationMs });
     this.#log.info(
       {
         event: 'delivered',
@@ -284,6 +321,29 @@ export class SinkLoop {
         `${this.name} refused readings; kept as dead letters`,
       );
     }
+    return { outcome: full ? 'full' : 'delivered' };
+  }
+
+  /** The records this sink delivers: all of them, but those re-queued for another sink alone. */
+  #mine(records: QueueRecord[]): QueueRecord[] {
+    const name = this.name;
+    return records.some((r) => r.sink !== undefined && r.sink !== name)
+      ? records.filter((r) => r.sink === undefined || r.sink === name)
+      : records;
+  }
+
+  /** A batch only of records re-queued for other sinks: the mark moves past them, nothing is sent or counted as delivered. */
+  #passOthers(records: QueueRecord[], full: boolean): { outcome: Outcome } {
+    let completion: Completion;
+    try {
+      completion = this.#reader.complete(records);
+    } catch (error) {
+      // The queue file could not record it (an fsync failed, a full disk): passed again later.
+      this.#log.warn({ event: 'pass_failed', sink: this.name, error: (error as Error).message }, 'could not pass records of other sinks');
+      return { outcome: 'failed' };
+    }
+    if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
+    if (completion.readings > 0) this.#events.passed?.(completion.readings);
     return { outcome: full ? 'full' : 'delivered' };
   }
 

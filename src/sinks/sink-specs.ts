@@ -20,6 +20,7 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
     policy: 'block',
     backfill: true,
     batchReadings: config.flushBatchReadings,
+    site: config.siteId,
     // On the appliance QuestDB shares the gateway's power: what it acknowledged last can be lost.
     replayWindowMs: config.replayWindowMs,
     questdb: {
@@ -31,6 +32,7 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
     describe: config.questdbUrl,
     table: config.table,
     retentionDays: config.retentionDays,
+    resumesWal: true,
   };
 }
 
@@ -43,6 +45,7 @@ function upstreamSpec(config: Config): SinkSpec | undefined {
     policy: upstream.policy,
     backfill: upstream.backfill,
     batchReadings: upstream.batchReadings,
+    site: config.siteId,
     describe: describeUpstream(upstream.url, upstream.proxy),
     url: upstream.url,
     apiKey: upstream.apiKey,
@@ -62,6 +65,7 @@ function kafkaSpec(config: Config): SinkSpec | undefined {
     policy: kafka.policy,
     backfill: kafka.backfill,
     batchReadings: kafka.batchReadings,
+    site: config.siteId,
     kafka,
     describe: describeKafka(kafka),
   };

@@ -52,6 +52,11 @@ export interface SinkTarget {
    * `ready`, before the first delivery, after a failure and every few seconds.
    */
   recover?(): Promise<Recovery>;
+  /**
+   * How far this site's clock is ahead of the destination's (ms, negative: behind), when the
+   * destination told it (a Kafka broker refusing message times); undefined when not known.
+   */
+  clockAheadMs?(): number | undefined;
   /** Closes connections; called once, at shutdown. */
   close(): Promise<void>;
 }

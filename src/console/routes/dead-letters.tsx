@@ -15,16 +15,16 @@ const SUMMARISED = 1000;
 
 /** The ids a form selected (`id` once per checked box), or 'all'. */
 function selectionOf(body: Record<string, unknown>, all: boolean): Selection {
-  if (all) return 'all';
+  if (all) return { ids: 'all' };
   const raw = body['id'];
   const values = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
-  return values.filter((v): v is string => typeof v === 'string' && /^\d{1,15}$/.test(v)).map(Number);
+  return { ids: values.filter((v): v is string => typeof v === 'string' && /^\d{1,15}$/.test(v)).map(Number) };
 }
 
 const describe = (selection: Selection, total: number): string =>
-  selection === 'all'
+  selection.ids === 'all'
     ? `all ${formatCount(total)} dead letters`
-    : `${selection.length} dead ${selection.length === 1 ? 'letter' : 'letters'}`;
+    : `${selection.ids.length} dead ${selection.ids.length === 1 ? 'letter' : 'letters'}`;
 
 /** The same store the `dead-letters` command uses, opened for one request and closed after it. */
 function withStore<T>(console: GatewayConsole, use: (store: DeadLetterStore) => T): T {
@@ -61,7 +61,7 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
     const n = Number(c.req.query('n') ?? 0);
     const notice =
       done === 'requeued'
-        ? `Re-queued ${formatCount(n)}: they go to every destination again at the next delivery.`
+        ? `Re-queued ${formatCount(n)}: each goes again to the destination that refused it, at the next delivery.`
         : done === 'purged'
           ? `Purged ${formatCount(n)} for good.`
           : undefined;
@@ -76,11 +76,12 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
     const body = await c.req.parseBody({ all: true });
     const action = body['action'];
     const selection = selectionOf(body, action === 'requeue-all' || action === 'purge-all');
-    if (selection !== 'all' && selection.length === 0) {
+    if (selection.ids !== 'all' && selection.ids.length === 0) {
       return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
     }
     if (action === 'requeue' || action === 'requeue-all') {
-      const count = withStore(console, (store) => store.requeue(selection));
+      const bySink = withStore(console, (store) => store.requeue(selection));
+      const count = [...bySink.values()].reduce((sum, n) => sum + n, 0);
       // The queue's totals and the sinks learn of the re-queued readings now, not at the next housekeeping.
       console.deps.queue.refresh();
       console.deps.delivery.notifyAppended();
@@ -95,7 +96,7 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
         question={`Purge ${describe(selection, total)}?`}
         detail="Their readings are deleted for good and reach no destination. This cannot be undone. (Re-queue sends them again instead.)"
         action={`${CONSOLE_PATH}/dead-letters/purge`}
-        fields={selection === 'all' ? [['all', 'yes']] : selection.map((id) => ['id', String(id)] as [string, string])}
+        fields={selection.ids === 'all' ? [['all', 'yes']] : selection.ids.map((id) => ['id', String(id)] as [string, string])}
         confirmLabel="Purge for good"
         cancelHref={`${CONSOLE_PATH}/dead-letters`}
         csrf={c.get('consoleSession').csrf}
@@ -107,7 +108,7 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
     const body = await c.req.parseBody({ all: true });
     if (body['confirm'] !== 'yes') return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
     const selection = selectionOf(body, body['all'] === 'yes');
-    const count = selection !== 'all' && selection.length === 0 ? 0 : withStore(console, (store) => store.purge(selection));
+    const count = selection.ids !== 'all' && selection.ids.length === 0 ? 0 : withStore(console, (store) => store.purge(selection));
     return c.redirect(`${CONSOLE_PATH}/dead-letters?done=purged&n=${count}`, 303);
   });
 }

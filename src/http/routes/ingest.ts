@@ -13,6 +13,8 @@ import { parseGpsFixes } from '../../reading/gps-fix.js';
 import type { KeyCounterTable } from '../../keys/key-counters.js';
 import type { Principal } from '../../keys/key-store.js';
 import { foreignShips } from '../../keys/ship-prefix.js';
+import { siteOfRequest } from '../../keys/site-binding.js';
+import { SITE_HEADER } from '../../reading/site-id.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
@@ -31,6 +33,10 @@ export interface IngestDeps {
   maxBatchReadings: number;
   inflight: InflightBudget;
   harborId: string | undefined;
+  /** This gateway's site: readings of it are queued without a site of their own. */
+  siteId: string;
+  /** What a full queue's 503 says: the sink that holds it. */
+  fullReason: { message(): string };
   isStopping: () => boolean;
   logger: Logger;
   keys: { counters: KeyCounterTable };
@@ -80,9 +86,10 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     ]);
   }
   // Refuse before reading the body when the answer cannot be yes.
+  const origin = siteOfRequest(principalOf(c), c.req.header(SITE_HEADER), deps.siteId);
+  if (!origin.ok) return problem(c, origin.status, origin.message, origin.details);
   if (deps.isStopping()) return unavailable(c, new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
-  if (deps.queue.isFull())
-    return unavailable(c, new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
+  if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
 
   // Declared lengths over the limit are refused by readJsonBody; reserve what will be read.
   const declared = Number(c.req.header('content-length') ?? deps.maxBodyBytes);
@@ -128,8 +135,8 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
 
   // The one header lookup a request without a key pays.
   const idempotencyKey = c.req.header('idempotency-key');
-  if (idempotencyKey !== undefined) return storeOnce(c, kind, parsed.readings, principal, idempotencyKey, deps);
-  const stored = await storeAndCount(c, kind, parsed.readings, principal, deps);
+  if (idempotencyKey !== undefined) return storeOnce(c, kind, parsed.readings, principal, origin.site, idempotencyKey, deps);
+  const stored = await storeAndCount(c, kind, parsed.readings, principal, origin.site, deps);
   return stored instanceof Response ? stored : c.json(stored);
 }
 
@@ -139,9 +146,10 @@ async function storeAndCount(
   kind: Kind,
   readings: Reading[],
   principal: Principal | undefined,
+  site: string | undefined,
   deps: IngestDeps,
 ): Promise<Response | object> {
-  const refused = await store(c, readings, deps);
+  const refused = await store(c, readings, site, deps);
   if (refused !== undefined) return refused;
   if (principal !== undefined) {
     deps.keys.counters.accepted(principal.name, readings.length);
@@ -165,6 +173,7 @@ async function storeOnce(
   kind: Kind,
   readings: Reading[],
   principal: Principal | undefined,
+  site: string | undefined,
   header: string,
   deps: IngestDeps,
 ): Promise<Response> {
@@ -185,7 +194,7 @@ async function storeOnce(
   }
   let stored: Response | object;
   try {
-    stored = await storeAndCount(c, kind, readings, principal, deps);
+    stored = await storeAndCount(c, kind, readings, principal, site, deps);
   } catch (error) {
     claim.failed();
     throw error;
@@ -251,11 +260,11 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
   return result.ok ? { ...result, shipLocs: uplink.readings.map(() => uplink.shipLoc) } : result;
 }
 
-/** Commits the readings as one queue record; undefined on success, else the refusal to send. */
-async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise<Response | undefined> {
+/** Commits the readings of `site` (undefined: this gateway's) as one queue record; undefined on success, else the refusal to send. */
+async function store(c: Context, readings: Reading[], site: string | undefined, deps: IngestDeps): Promise<Response | undefined> {
   try {
     // Received at the clock's newest millisecond: at a restart the queue's newest one is where it starts.
-    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, deps.clock.receivedMs(), connectionOf(c));
+    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, deps.clock.receivedMs(), connectionOf(c), site);
   } catch (error) {
     if (error instanceof RequestAbandonedError) {
       deps.stats.abandonedRequests += 1;
@@ -267,9 +276,9 @@ async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise
       return c.body(null, 499 as 400);
     }
     if (error instanceof QueueRefusedError) {
-      if (error.refusal !== 'full' && error.refusal !== 'closed') {
+      if (error.refusal === 'full') return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
+      if (error.refusal !== 'closed')
         deps.logger.error({ event: 'queue_write_failed', refusal: error.refusal, err: error.cause }, error.message);
-      }
       return unavailable(c, error);
     }
     throw error;

@@ -1,13 +1,14 @@
 import { readFileSync } from 'node:fs';
 import type { MessageToProduce, Producer } from '@platformatic/kafka';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import type { QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
 import { describeKafka } from './describe-kafka.js';
 import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
 import type { KafkaSinkConfig } from '../../config/config.js';
-import { reasonText } from '../dead-letter-reason.js';
+import { readingLetter, reasonText } from '../dead-letter-reason.js';
 import { outgoingReadings } from '../outgoing-readings.js';
+import { BrokerClock } from './broker-clock.js';
 
 /**
  * Most message bytes in one produce request. Kafka refuses a partition's batch over the topic's
@@ -38,20 +39,34 @@ class SendFailed extends Error {
  * writes them once. A batch goes in requests of at most MAX_REQUEST_BYTES; when one fails, the
  * sink loop sends the batch again and the requests acknowledged before it are skipped, so only
  * the failed request's readings the broker had written arrive twice (at least once, never lost).
- * A message's Kafka timestamp is when it was sent: the reading's own time is in the value, and a
- * broker refuses timestamps far ahead of its clock (an hour, by default), as a device's clock can be.
+ *
+ * A message's value is the reading with its site; its Kafka timestamp is when it was sent, on the
+ * broker's clock: the reading's own time is in the value, and a broker refuses timestamps far
+ * ahead of its clock (an hour, by default), as a site's clock can be (boards without a real-time
+ * clock). A refusal for the timestamps is no reading's fault: its answer tells the broker's time,
+ * the request goes again stamped on it, and the offset stands in /status until the clock is right.
  */
 export class KafkaTarget implements SinkTarget {
   readonly name = 'kafka';
   readonly describe: string;
   readonly #config: KafkaSinkConfig;
+  readonly #site: string;
+  readonly #clock: BrokerClock;
   #producer: Producer | undefined;
   /** How far the last, failed batch got: its first record, the items settled in order, the refused ones among them. */
   #settled: { segment: number; id: number; items: number; refused: DeadLetterInput[] } | undefined;
 
-  constructor(config: KafkaSinkConfig) {
+  /** `now`: the site's wall clock (epoch ms); tests set it hours off. */
+  constructor(config: KafkaSinkConfig, options: { site: string; now?: () => number }) {
     this.#config = config;
+    this.#site = options.site;
+    this.#clock = new BrokerClock(options.now ?? Date.now);
     this.describe = describeKafka(config);
+  }
+
+  /** How far the site's clock is ahead of the broker's (negative: behind), once a refusal told; else undefined. */
+  clockAheadMs(): number | undefined {
+    return this.#clock.aheadMs();
   }
 
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
@@ -71,17 +86,13 @@ export class KafkaTarget implements SinkTarget {
     const sendAll = async (chunk: Item[]): Promise<void> => {
       try {
         requests += 1;
-        await this.#send(chunk);
+        await this.#sendOnBrokerTime(chunk);
         settled += chunk.length;
       } catch (error) {
         if (!(error instanceof SendFailed) || error.failure.kind !== 'content') throw error;
         if (chunk.length === 1) {
           const { record, reading } = chunk[0]!;
-          refused.push({
-            receivedMs: record.receivedMs,
-            reason: reasonText(`Kafka refused the reading: ${error.failure.message}`),
-            line: formatLine(reading),
-          });
+          refused.push(readingLetter(record, reading, reasonText(`Kafka refused the reading: ${error.failure.message}`)));
           settled += 1;
           return;
         }
@@ -96,7 +107,11 @@ export class KafkaTarget implements SinkTarget {
     } catch (error) {
       if (first !== undefined) this.#settled = { segment: first.segment, id: first.id, items: settled, refused };
       const failure = error instanceof SendFailed ? error.failure : classifyFailure(error);
-      return { ok: false, message: `Kafka: ${failure.message}`, level: failure.kind === 'operator' ? 'error' : 'warn' };
+      const message =
+        failure.kind === 'clock'
+          ? `Kafka refused the message times, readings stay queued: ${failure.message}`
+          : `Kafka: ${failure.message}`;
+      return { ok: false, message, level: failure.kind === 'operator' ? 'error' : 'warn' };
     }
     return { ok: true, requests, deadLetters: [...deadLetters, ...refused] };
   }
@@ -109,15 +124,31 @@ export class KafkaTarget implements SinkTarget {
 
   #items(records: readonly QueueRecord[], deadLetters: DeadLetterInput[]): Item[] {
     const topic = this.#config.topic;
-    return outgoingReadings(records, deadLetters).map(({ reading, record, json }) => {
+    return outgoingReadings(records, deadLetters, this.#site).map(({ reading, record, json }) => {
       const key = Buffer.from(reading.shipId);
       const value = Buffer.from(json);
       return { reading, record, message: { topic, key, value }, bytes: key.length + value.length };
     });
   }
 
+  /**
+   * One request stamped with the broker's time as the site knows it; when the broker refuses the
+   * timestamps and tells its clock, once more on that clock (the refused request wrote nothing).
+   */
+  async #sendOnBrokerTime(items: Item[]): Promise<void> {
+    try {
+      await this.#send(items);
+    } catch (error) {
+      if (!(error instanceof SendFailed) || error.failure.kind !== 'clock' || error.failure.brokerNowMs === undefined) throw error;
+      if (!this.#clock.learn(error.failure.brokerNowMs)) throw error;
+      await this.#send(items);
+    }
+  }
+
   /** One produce call, bounded by the sink's timeout; any failure retires the producer. */
   async #send(items: Item[]): Promise<void> {
+    const timestamp = BigInt(this.#clock.brokerNow());
+    for (const item of items) item.message.timestamp = timestamp;
     const producer = await this.#openProducer();
     const sent = producer.send({ messages: items.map((item) => item.message) });
     let timer: NodeJS.Timeout | undefined;

@@ -6,15 +6,26 @@ import { RecordCorruptError, encodeRecord } from '../../queue/record-codec.js';
 import { ReceiveClock } from '../../reading/receive-clock.js';
 import { IlpEncoder } from './ilp-encoder.js';
 
-/** What QuestDB's own Node.js client writes for the same rows: the oracle. */
-function clientEncode(table: string, rows: readonly QueuedReading[]): Buffer {
+const SITE = 'pier 7';
+
+/** What QuestDB's own Node.js client writes for the same rows (row i of site `sites[i]`, else SITE): the oracle. */
+function clientEncode(table: string, rows: readonly QueuedReading[], sites: readonly (string | undefined)[] = []): Buffer {
   const buffer = new SenderBufferV2({ protocol: 'http', init_buf_size: 1024, max_buf_size: 1 << 28 });
-  for (const row of rows) {
-    buffer.table(table).symbol('ship_id', row.shipId).symbol('cargo_id', row.cargoId).floatColumn('value', row.value);
+  rows.forEach((row, i) => {
+    buffer
+      .table(table)
+      .symbol('ship_id', row.shipId)
+      .symbol('cargo_id', row.cargoId)
+      .symbol('site', sites[i] ?? SITE)
+      .floatColumn('value', row.value);
     buffer.at(BigInt(row.timeNs), 'ns');
-  }
+  });
   return buffer.toBufferNew() ?? Buffer.alloc(0);
 }
+
+/** Queue records of these rows, as encodeRecord writes them, with their sites. */
+const queued = (records: readonly QueuedReading[][], sites: readonly (string | undefined)[] = []) =>
+  records.map((rows, i) => ({ payload: encodeRecord(rows, new ReceiveClock()), ...(sites[i] === undefined ? {} : { site: sites[i] }) }));
 
 const special = fc.constantFrom(' ', ',', '=', '\\', '"', '\n', '\r', '\t', 'é', '😀', '港', '\u0000', '#');
 const id = fc.oneof(
@@ -33,35 +44,44 @@ const row = fc.record({
 
 describe('IlpEncoder', () => {
   it('writes byte for byte what the QuestDB client writes', () => {
-    const encoder = new IlpEncoder('cargo_data');
+    const encoder = new IlpEncoder('cargo_data', SITE);
+    const site = fc.option(id, { nil: undefined });
     fc.assert(
-      fc.property(fc.array(row, { minLength: 1, maxLength: 30 }), (rows) => {
-        expect(encoder.encode(rows).equals(clientEncode('cargo_data', rows))).toBe(true);
+      fc.property(fc.array(fc.tuple(row, site), { minLength: 1, maxLength: 30 }), (pairs) => {
+        const rows = pairs.map(([r]) => r);
+        const sites = pairs.map(([, s]) => s);
+        expect(encoder.encode(rows, 0, rows.length, sites).equals(clientEncode('cargo_data', rows, sites))).toBe(true);
       }),
       { numRuns: 3000 },
     );
   });
 
   it('encodes queue records straight from their text to the same bytes', () => {
-    const encoder = new IlpEncoder('cargo_data');
+    const encoder = new IlpEncoder('cargo_data', SITE);
     const recordRow = fc.record({
       timeNs: fc.bigInt({ min: 0n, max: 9_183_110_399_999_999_999n }).map(String),
       shipId: id.filter((s) => !/\p{Cc}/u.test(s)),
       cargoId: id.filter((s) => !/\p{Cc}/u.test(s)),
       value: fc.double({ noNaN: true, noDefaultInfinity: true }),
     });
+    const site = fc.option(fc.constantFrom('a', 'b b', SITE, 'c,=\\'), { nil: undefined });
     fc.assert(
-      fc.property(fc.array(fc.array(recordRow, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 5 }), (records) => {
-        const payloads = records.map((rows) => encodeRecord(rows, new ReceiveClock()));
-        expect(encoder.encodeRecords(payloads).equals(clientEncode('cargo_data', records.flat()))).toBe(true);
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.array(recordRow, { minLength: 1, maxLength: 10 }), site), { minLength: 1, maxLength: 5 }),
+        (pairs) => {
+          const records = pairs.map(([rows]) => rows);
+          const sites = pairs.map(([, s]) => s);
+          const rowSites = pairs.flatMap(([rows, s]) => rows.map(() => s));
+          expect(encoder.encodeRecords(queued(records, sites)).equals(clientEncode('cargo_data', records.flat(), rowSites))).toBe(true);
+        },
+      ),
       { numRuns: 1000 },
     );
-    expect(() => encoder.encodeRecords(['1\ts\tc\t1', 'x\ts\tc\t1'])).toThrow(RecordCorruptError);
+    expect(() => encoder.encodeRecords([{ payload: '1\ts\tc\t1' }, { payload: 'x\ts\tc\t1' }])).toThrow(RecordCorruptError);
   });
 
   it('encodes a sub-range and grows its buffer for large batches', () => {
-    const encoder = new IlpEncoder('t');
+    const encoder = new IlpEncoder('t', SITE);
     const rows = Array.from({ length: 30_000 }, (_, i) => ({
       timeNs: String(1_700_000_000_000_000_000n + BigInt(i)),
       shipId: `ship ${i % 7}`,
@@ -73,7 +93,7 @@ describe('IlpEncoder', () => {
   });
 
   it('keeps every (ship_id, cargo_id) pair apart in its cache of line heads, past the cache bound', () => {
-    const encoder = new IlpEncoder('t');
+    const encoder = new IlpEncoder('t', SITE);
     // Pairs whose ids joined would read the same, and more pairs than the cache holds.
     const tricky = [
       { shipId: 'a\tb', cargoId: 'c' },
@@ -85,10 +105,16 @@ describe('IlpEncoder', () => {
     const rows = [...tricky, ...many, ...tricky].map((pair, i) => ({ ...pair, timeNs: String(i), value: i }));
     expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
     const recordRows = [...many, ...many.slice(0, 10)].map((pair, i) => ({ ...pair, timeNs: String(i), value: i }));
-    const payloads = [
-      encodeRecord(recordRows.slice(0, 2500), new ReceiveClock()),
-      encodeRecord(recordRows.slice(2500), new ReceiveClock()),
-    ];
-    expect(encoder.encodeRecords(payloads).equals(clientEncode('t', recordRows))).toBe(true);
+    const records = queued([recordRows.slice(0, 2500), recordRows.slice(2500)]);
+    expect(encoder.encodeRecords(records).equals(clientEncode('t', recordRows))).toBe(true);
+  });
+
+  it('keeps the same pair of two sites apart, past the bound of sites it caches', () => {
+    const encoder = new IlpEncoder('t', SITE);
+    const rows = Array.from({ length: 600 }, (_, i) => ({ shipId: 'pump-1', cargoId: 'pressure', timeNs: String(i), value: i }));
+    const sites = rows.map((_, i) => `site-${i % 300}`);
+    expect(
+      encoder.encodeRecords(rows.map((r, i) => ({ ...queued([[r]])[0]!, site: sites[i]! }))).equals(clientEncode('t', rows, sites)),
+    ).toBe(true);
   });
 });

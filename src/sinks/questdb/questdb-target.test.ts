@@ -87,6 +87,7 @@ class FakeQuestDb implements QuestDbClient {
         ['ship_id', 'SYMBOL', false],
         ['cargo_id', 'SYMBOL', false],
         ['value', 'DOUBLE', false],
+        ['site', 'SYMBOL', false],
       ];
       return { dataset: columns } as T;
     }
@@ -94,6 +95,7 @@ class FakeQuestDb implements QuestDbClient {
   }
 
   async close(): Promise<void> {}
+  async reconnect(): Promise<void> {}
 }
 
 /** ILP lines back as "ship\tcargo\ttime": the double is 8 binary bytes, so lines are cut by their structure. */
@@ -104,7 +106,7 @@ function parseIlp(body: Buffer): string[] {
     const marker = body.indexOf('value==\u0010', at, 'latin1');
     if (marker < 0) throw new Error(`no ILP line at byte ${at}`);
     const head = body.subarray(at, marker).toString('utf8');
-    const [, ship, cargo] = /^[^,]+,ship_id=(.*),cargo_id=(.*) $/.exec(head)!;
+    const [, ship, cargo] = /^[^,]+,ship_id=(.*),cargo_id=(.*),site=site-a $/.exec(head)!;
     const timeStart = marker + 'value==\u0010'.length + 8 + 1;
     const timeEnd = body.indexOf('n\n', timeStart, 'latin1');
     lines.push(`${ship}\t${cargo}\t${body.subarray(timeStart, timeEnd).toString('latin1')}`);
@@ -138,7 +140,7 @@ beforeEach(() => {
     target: new QuestDbTarget({
       questdb,
       logger,
-      options: { name: 'questdb', describe: 'fake', table: 'cargo_data', retentionDays: 0 },
+      options: { name: 'questdb', describe: 'fake', table: 'cargo_data', retentionDays: 0, site: 'site-a', resumesWal: true },
     }),
     logger,
     options: OPTIONS,

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { RecordCorruptError, decodeRecord, formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import { RecordCorruptError, decodeRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { recoverWal } from '../../questdb/wal-recovery.js';
-import { corruptRecordLetter, reasonText } from '../dead-letter-reason.js';
+import { corruptRecordLetter, readingLetter, reasonText } from '../dead-letter-reason.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { withoutExpired } from './expired-readings.js';
 import { IlpEncoder } from './ilp-encoder.js';
@@ -20,6 +20,13 @@ export interface QuestDbTargetOptions {
    * table). Readings older than it are not sent (QuestDB would drop them at once) but counted as expired.
    */
   retentionDays: number | undefined;
+  /** This gateway's site: the `site` of readings queued without one. */
+  site: string;
+  /**
+   * Resume the table when QuestDB suspended it: the local QuestDB's table, which shares the site's
+   * power; a central table is its operator's to mend.
+   */
+  resumesWal: boolean;
 }
 
 /**
@@ -44,13 +51,15 @@ export class QuestDbTarget implements SinkTarget {
     this.#questdb = deps.questdb;
     this.#log = deps.logger;
     this.#options = deps.options;
-    this.#encoder = new IlpEncoder(deps.options.table);
+    this.#encoder = new IlpEncoder(deps.options.table, deps.options.site);
   }
 
   async ready(): Promise<Ready> {
     if (this.#tableReady) return { ok: true };
     try {
       const table = await setUpTable(this.#questdb, this.#options.table, this.#options.retentionDays);
+      // Made again after a write found it gone: what follows goes on connections that never had the old table open.
+      if (this.#tableId !== undefined && table.id !== this.#tableId) await this.#questdb.reconnect();
       this.#tableReady = true;
       this.#tableId = table.id;
       this.#log.info(
@@ -89,7 +98,7 @@ export class QuestDbTarget implements SinkTarget {
     // The usual case: the records' text straight into one ILP request, accepted whole.
     let body: Buffer | undefined;
     try {
-      body = this.#encoder.encodeRecords(records.map((r) => r.payload));
+      body = this.#encoder.encodeRecords(records);
     } catch (error) {
       if (!(error instanceof RecordCorruptError)) throw error;
     }
@@ -102,13 +111,15 @@ export class QuestDbTarget implements SinkTarget {
   }
 
   /**
-   * Checks the table (see #checkTable) and resumes it when QuestDB suspended it (see wal-recovery).
+   * Checks the table (see #checkTable) and resumes it when QuestDB suspended it (see wal-recovery),
+   * for the local QuestDB only.
    * Either may have lost what QuestDB acknowledged: `resumed` asks for the kept readings again.
    */
   async recover(): Promise<Recovery> {
     try {
       const table = await this.#checkTable();
       if (!table.ok) return { ok: false, message: table.message, level: 'error' };
+      if (!this.#options.resumesWal) return { ok: true, resumed: table.replaced };
       const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
       if (recovery.suspended)
         return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
@@ -142,6 +153,8 @@ export class QuestDbTarget implements SinkTarget {
     }
     const replaced = table.created || table.id !== this.#tableId;
     if (replaced) {
+      // The kept readings go again on connections that never had the old table open.
+      await this.#questdb.reconnect();
       this.#log.warn(
         { event: 'table_replaced', sink: this.name, table: name, created: table.created, timestamp: table.timestampType },
         table.created
@@ -176,9 +189,10 @@ export class QuestDbTarget implements SinkTarget {
     let chunk = rows.length;
     let requests = 0;
     let tableChecked = false;
+    const sites = rowRecord.map((r) => r.site);
     while (start < rows.length) {
       const end = Math.min(rows.length, start + chunk);
-      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end));
+      const outcome = await this.#questdb.write(this.#encoder.encode(rows, start, end, sites));
       requests += 1;
       if (outcome.ok) {
         start = end;
@@ -193,7 +207,7 @@ export class QuestDbTarget implements SinkTarget {
         if (outcome.line === 1) {
           // The first row of the request is the one QuestDB refuses: set it aside and go on.
           const record = rowRecord[start]!;
-          deadLetters.push({ receivedMs: record.receivedMs, reason: reasonText(outcome.message), line: formatLine(rows[start]!) });
+          deadLetters.push(readingLetter(record, rows[start]!, reasonText(outcome.message)));
           start += 1;
           chunk = Math.max(1, chunk >> 1);
         } else {

@@ -12,7 +12,8 @@ interface TableAnswer {
   dataset: [id: number, walEnabled: boolean, dedup: boolean, ttlValue: number, ttlUnit: string][];
 }
 
-const DEDUP_KEYS = ['time', 'ship_id', 'cargo_id'];
+// `site`: two sites' readings of the same ship, cargo and time are two rows.
+const DEDUP_KEYS = ['time', 'ship_id', 'cargo_id', 'site'];
 const HOURS_PER_TTL_UNIT: Record<string, number> = { HOUR: 1, DAY: 24, WEEK: 168 };
 
 const ACCEPTED_TYPES: Record<string, readonly string[]> = {
@@ -20,6 +21,7 @@ const ACCEPTED_TYPES: Record<string, readonly string[]> = {
   ship_id: ['SYMBOL', 'VARCHAR', 'STRING'],
   cargo_id: ['SYMBOL', 'VARCHAR', 'STRING'],
   value: ['DOUBLE'],
+  site: ['SYMBOL', 'VARCHAR', 'STRING'],
 };
 
 /** What setup found, for the startup log. */
@@ -44,9 +46,11 @@ export async function setUpTable(questdb: QuestDbClient, table: string, retentio
   const ttl = retentionDays === undefined || retentionDays === 0 ? '' : ` TTL ${retentionDays} DAYS`;
   if (!existed) {
     await questdb.exec(
-      `CREATE TABLE IF NOT EXISTS "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE)` +
+      `CREATE TABLE IF NOT EXISTS "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE, site SYMBOL)` +
         ` TIMESTAMP(time) PARTITION BY DAY${ttl} WAL DEDUP UPSERT KEYS(${DEDUP_KEYS.join(', ')})`,
     );
+  } else {
+    await addSiteColumn(questdb, table);
   }
   const { state, timestampType, dedupsOnReadingKey } = await describeTable(questdb, table);
   let altered = false;
@@ -59,6 +63,12 @@ export async function setUpTable(questdb: QuestDbClient, table: string, retentio
     altered = true;
   }
   return { created: !existed, timestampType, id: state.id, altered: altered && existed };
+}
+
+/** A table of a release before sites gains the column in place (its rows keep a null site); others are not altered. */
+async function addSiteColumn(questdb: QuestDbClient, table: string): Promise<void> {
+  const columns = await questdb.exec<{ dataset: [string][] }>(`SELECT "column" FROM table_columns('${table}') WHERE "column" = 'site'`);
+  if (columns.dataset.length === 0) await questdb.exec(`ALTER TABLE "${table}" ADD COLUMN site SYMBOL`);
 }
 
 /** The table's TTL in hours (0: none); NaN for units a number of days cannot equal (months, years). */

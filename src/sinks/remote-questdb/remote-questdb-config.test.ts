@@ -54,7 +54,9 @@ describe('remote QuestDB settings', () => {
   });
 
   it('refuses settings it cannot use, naming each', () => {
-    expect(problemsOf({ REMOTE_QUESTDB_URL: 'https://user:secret@q.example.com' })[0]).toMatch(/^REMOTE_QUESTDB_URL must be an https:\/\//);
+    expect(problemsOf({ REMOTE_QUESTDB_URL: 'https://user:secret@q.example.com' })[0]).toMatch(
+      /^REMOTE_QUESTDB_URL must be an http:\/\/ or https:\/\//,
+    );
     expect(problemsOf({ REMOTE_QUESTDB_URL: 'ftp://q.example.com' })[0]).toMatch(/^REMOTE_QUESTDB_URL/);
     expect(problemsOf({ REMOTE_QUESTDB_TOKEN_FILE: file('t', TOKEN) })).toEqual([
       'REMOTE_QUESTDB_TOKEN_FILE is set but REMOTE_QUESTDB_URL is not',

@@ -17,6 +17,9 @@ export function remoteQuestDbSpec(config: Config): QuestDbSinkSpec | undefined {
     policy: remote.policy,
     backfill: remote.backfill,
     batchReadings: remote.batchReadings,
+    site: config.siteId,
+    // Writes go on kept-alive connections: what a table dropped at the centre took with it is sent again.
+    replayWindowMs: config.replayWindowMs,
     questdb: {
       url: remote.url,
       username: undefined,
@@ -28,5 +31,6 @@ export function remoteQuestDbSpec(config: Config): QuestDbSinkSpec | undefined {
     describe: `${remote.url} (table ${remote.table})`,
     table: remote.table,
     retentionDays: undefined,
+    resumesWal: false,
   };
 }

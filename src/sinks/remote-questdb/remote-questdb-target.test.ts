@@ -34,6 +34,7 @@ class StandIn implements QuestDbClient {
           ['ship_id', 'SYMBOL', false],
           ['cargo_id', 'SYMBOL', false],
           ['value', 'DOUBLE', false],
+          ['site', 'SYMBOL', false],
         ],
       } as T;
     }
@@ -41,6 +42,7 @@ class StandIn implements QuestDbClient {
   }
 
   async close(): Promise<void> {}
+  async reconnect(): Promise<void> {}
 }
 
 const RECORDS: QueueRecord[] = [{ segment: 1, id: 1, receivedMs: 0, readings: 1, bytes: 20, payload: '1700000000000000000\ts\tc\t1.5' }];
@@ -48,7 +50,14 @@ const target = (questdb: StandIn) =>
   new QuestDbTarget({
     questdb,
     logger: pino({ level: 'silent' }),
-    options: { name: 'remote-questdb', describe: 'https://q.example.com', table: 'cargo_data', retentionDays: undefined },
+    options: {
+      name: 'remote-questdb',
+      describe: 'https://q.example.com',
+      table: 'cargo_data',
+      retentionDays: undefined,
+      site: 'site-a',
+      resumesWal: false,
+    },
   });
 
 describe('the remote QuestDB target', () => {
@@ -58,7 +67,7 @@ describe('the remote QuestDB target', () => {
     expect(await sink.ready()).toEqual({ ok: true });
     expect(await sink.deliver(RECORDS)).toEqual({ ok: true, requests: 1, deadLetters: [] });
     expect(questdb.statements.join('\n')).not.toMatch(/TTL/);
-    expect(questdb.statements.join('\n')).toMatch(/DEDUP ENABLE UPSERT KEYS\(time, ship_id, cargo_id\)/);
+    expect(questdb.statements.join('\n')).toMatch(/DEDUP ENABLE UPSERT KEYS\(time, ship_id, cargo_id, site\)/);
   });
 
   it('makes refused credentials an error for the operator, at the table set-up and at a write', async () => {

@@ -35,6 +35,15 @@ describe('classifyAnswer', () => {
     });
   });
 
+  it("dead-letters just the readings a 403 names (a key limited to a ship prefix); a 403 naming none, or the site header, is the operator's", () => {
+    expect(answer(403, problem(['body', 4, 'ship_id'], ['body', 7, 'ship_id']))).toMatchObject({
+      kind: 'refused_readings',
+      indices: [4, 7],
+    });
+    expect(answer(403, problem(['header', 'x-harbor-site']))).toMatchObject({ kind: 'operator' });
+    expect(answer(403, '{"message":"key expired"}')).toMatchObject({ kind: 'operator' });
+  });
+
   it('halves on 413, and on a 400 that names no reading', () => {
     expect(answer(413).kind).toBe('too_large');
     expect(answer(400, problem(['body']))).toMatchObject({ kind: 'too_large' });

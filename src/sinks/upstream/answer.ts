@@ -28,10 +28,11 @@ const OPERATOR_STATUSES = new Set([401, 403, 404, 405, 407]);
 
 /**
  * Reads a destination's answer to a batch of `readings` readings. 429 and 503 honour
- * `Retry-After`; a 400 or 422 naming readings (`details[].loc` = ["body", index, …], as this
- * gateway and the existing stack answer) refuses just those; a 400 naming none for a batch of
- * several is taken as "batch too large" (the hosted service's 400 covers both it and bad JSON,
- * and the gateway never sends bad JSON).
+ * `Retry-After`; a 400, 403 or 422 naming readings (`details[].loc` = ["body", index, …], as this
+ * gateway and the existing stack answer) refuses just those (a 403 that names readings is a key
+ * limited to a ship prefix refusing other ships: theirs, not the key's, fault); a 400 naming none
+ * for a batch of several is taken as "batch too large" (the hosted service's 400 covers both it
+ * and bad JSON, and the gateway never sends bad JSON). A 403 naming no reading stays the operator's.
  */
 export function classifyAnswer(response: AnswerInput, readings: number, nowMs = Date.now()): Answer {
   const { status, retryAfter, location, body } = response;
@@ -52,6 +53,10 @@ export function classifyAnswer(response: AnswerInput, readings: number, nowMs = 
 }
 
 function classifyRefusal(status: number, body: string, readings: number, message: string): Answer {
+  if (status === 403) {
+    const indices = refusedIndices(body, readings);
+    return indices.length > 0 ? { kind: 'refused_readings', indices, message } : { kind: 'operator', message };
+  }
   if (OPERATOR_STATUSES.has(status)) return { kind: 'operator', message };
   if (status === 413) return { kind: 'too_large', message };
   if (status === 400 || status === 422) {

@@ -1,6 +1,9 @@
 import type { OutgoingReading } from '../outgoing-readings.js';
 
-/** Cuts readings into consecutive requests of at most `maxReadings` readings and `maxBytes` of body (at least one reading each). */
+/**
+ * Cuts readings into consecutive requests of at most `maxReadings` readings and `maxBytes` of body
+ * (at least one reading each), each of one site: a request names its site in a header.
+ */
 export function chunkReadings(readings: readonly OutgoingReading[], maxReadings: number, maxBytes: number): OutgoingReading[][] {
   const chunks: OutgoingReading[][] = [];
   let chunk: OutgoingReading[] = [];
@@ -8,7 +11,7 @@ export function chunkReadings(readings: readonly OutgoingReading[], maxReadings:
   let bytes = 2;
   for (const r of readings) {
     const added = r.bytes + (chunk.length === 0 ? 0 : 1);
-    if (chunk.length > 0 && (chunk.length >= maxReadings || bytes + added > maxBytes)) {
+    if (chunk.length > 0 && (chunk.length >= maxReadings || bytes + added > maxBytes || chunk[0]!.record.site !== r.record.site)) {
       chunks.push(chunk);
       chunk = [];
       bytes = 2;

@@ -77,6 +77,22 @@ describe('upstream settings', () => {
     expect(problemsOf({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'k', UPSTREAM_PROXY: 'http://u:p@proxy:3128' })).toHaveLength(1);
   });
 
+  it('refuse a URL without the batch ingest path, which would be answered 404 forever', () => {
+    for (const url of ['https://central.example.com:443', 'https://central.example.com/api/v2/ingest', 'https://c.example/api/v2/batch']) {
+      expect(problemsOf({ UPSTREAM_URL: url, UPSTREAM_API_KEY: 'k' }).join('\n')).toMatch(/UPSTREAM_URL must be the whole batch endpoint/);
+    }
+    for (const url of [
+      'https://central.example.com/api/v2/ingest/batch',
+      'https://central.example.com:8443/api/v2/ingest/batch/',
+      'https://proxy.example/harbor/api/v2/ingest/batch',
+      'https://harbor.example/api/v2/ingest/h-42/batch',
+      'https://harbor.example/api/v2/ingest/ingest/h-42/batch',
+      'https://harbor.example/api/v1/ingest/ingest/h-42/batch',
+    ]) {
+      expect(loadConfig({ UPSTREAM_URL: url, UPSTREAM_API_KEY: 'k' }).upstream?.url, url).toBe(url);
+    }
+  });
+
   it('read the sink settings', () => {
     const upstream = loadConfig({
       UPSTREAM_URL: URL,

@@ -1,9 +1,9 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { formatLine } from '../../queue/record-codec.js';
+import { SITE_HEADER, encodeSite } from '../../reading/site-id.js';
 import type { Delivery, SinkTarget } from '../sink.js';
-import { reasonText } from '../dead-letter-reason.js';
+import { readingLetter, reasonText } from '../dead-letter-reason.js';
 import { outgoingReadings, type OutgoingReading } from '../outgoing-readings.js';
 import { classifyAnswer, type Answer } from './answer.js';
 import { batchBody, chunkReadings } from './batch-json.js';
@@ -19,6 +19,8 @@ export interface UpstreamTargetOptions {
   /** Most readings and body bytes in one request. */
   maxReadings: number;
   maxBodyBytes: number;
+  /** This gateway's site, named in `X-Harbor-Site` for readings queued without a site of their own. */
+  site: string;
 }
 
 /** An answer body is read up to this much: enough for any refusal's details, bounded against a hostile peer. */
@@ -107,6 +109,8 @@ export class UpstreamTarget implements SinkTarget {
         headers: {
           'content-type': 'application/json',
           'x-api-key': this.#options.apiKey,
+          // The body stays exactly the API's (the hosted service's among them); the site rides beside it.
+          [SITE_HEADER]: encodeSite(chunk[0]!.record.site ?? this.#options.site),
         },
         body: batchBody(chunk),
         headersTimeout: timeoutMs,
@@ -142,11 +146,7 @@ export class UpstreamTarget implements SinkTarget {
 export const describeUpstream = (url: string, proxy: string | undefined): string =>
   proxy === undefined ? url : `${url} via proxy ${proxy}`;
 
-const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => ({
-  receivedMs: r.record.receivedMs,
-  reason,
-  line: formatLine(r.reading),
-});
+const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => readingLetter(r.record, r.reading, reason);
 
 /** undici wants the origin and the path apart; the query stays with the path. */
 function target(url: string): { origin: string; path: string } {

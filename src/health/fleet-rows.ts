@@ -1,0 +1,93 @@
+import { escapeIlp, ilpString } from '../questdb/ilp-escape.js';
+import type { QuestDbClient } from '../questdb/questdb-http.js';
+import type { FleetReport } from './fleet-report.js';
+import { sinkColumns } from './sink-health.js';
+
+export const FLEET_SITE_TABLE = 'fleet_site_health';
+export const FLEET_SINK_TABLE = 'fleet_sink_health';
+
+/**
+ * One row per report: `time` is the centre's clock when the report arrived (the central gateway's,
+ * or the central QuestDB's for a site writing to it directly), `site_time` the site's when it sent
+ * it, so the difference is the site's clock offset (plus the report's transit, milliseconds).
+ */
+export const createFleetSiteTable = (table = FLEET_SITE_TABLE): string => `CREATE TABLE IF NOT EXISTS ${table} (
+  time TIMESTAMP, site SYMBOL, gateway SYMBOL, version SYMBOL, state SYMBOL, state_text VARCHAR, ready BOOLEAN,
+  clock SYMBOL, site_time TIMESTAMP, uptime_s LONG, queue_readings LONG, queue_bytes LONG, queue_max_bytes LONG,
+  oldest_age_s DOUBLE, dead_letters LONG, accepted_readings LONG
+) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
+
+/** One row per sink of each report: its backlog and the age of its oldest undelivered reading. */
+export const createFleetSinkTable = (table = FLEET_SINK_TABLE): string => `CREATE TABLE IF NOT EXISTS ${table} (
+  time TIMESTAMP, site SYMBOL, sink SYMBOL, state SYMBOL, backlog_readings LONG, oldest_age_s DOUBLE,
+  delivered_readings LONG, failed_deliveries LONG, dead_lettered LONG, dropped_readings LONG
+) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`;
+
+/** The tables a report's rows go to. */
+export interface FleetTables {
+  site: string;
+  sink: string;
+}
+
+const FLEET_TABLES: FleetTables = { site: FLEET_SITE_TABLE, sink: FLEET_SINK_TABLE };
+
+/**
+ * A report as ILP rows. `receivedMs`: the centre's clock at receipt; undefined leaves the row time
+ * to the QuestDB that takes it (a site writing straight into the central QuestDB).
+ */
+export function encodeFleetReport(report: FleetReport, receivedMs: number | undefined, tables = FLEET_TABLES): Buffer {
+  const at = receivedMs === undefined ? '' : ` ${receivedMs}000000n`;
+  const site = escapeIlp(report.site);
+  const clock = report.clockSynchronized === null ? '' : `,clock=${report.clockSynchronized ? 'synchronised' : 'unsynchronised'}`;
+  const columns = [
+    `state_text=${ilpString(report.stateText)}`,
+    `ready=${report.ready ? 't' : 'f'}`,
+    `site_time=${Date.parse(report.sentAt)}000t`,
+    `uptime_s=${report.uptimeSeconds}i`,
+    `queue_readings=${report.queue.readings}i`,
+    `queue_bytes=${report.queue.bytes}i`,
+    `queue_max_bytes=${report.queue.maxBytes}i`,
+    `dead_letters=${report.deadLetters}i`,
+    `accepted_readings=${report.acceptedReadings}i`,
+  ];
+  if (report.queue.oldestAgeSeconds !== null) columns.push(`oldest_age_s=${report.queue.oldestAgeSeconds}`);
+  const lines = [
+    `${tables.site},site=${site},gateway=${escapeIlp(report.gateway)},version=${escapeIlp(report.version)},state=${report.state}${clock} ${columns.join(',')}${at}\n`,
+  ];
+  for (const sink of report.sinks) {
+    lines.push(`${tables.sink},site=${site},sink=${escapeIlp(sink.sink)},state=${escapeIlp(sink.state)} ${sinkColumns(sink)}${at}\n`);
+  }
+  return Buffer.from(lines.join(''));
+}
+
+/**
+ * Writes sites' reports into a QuestDB: the central gateway's, for the reports sites send it, or
+ * a central QuestDB a site writes to directly. Best effort, beside the readings and not through the
+ * queue: a report is about now, and the next one follows at the site's next report interval.
+ */
+export class FleetRecorder {
+  #tablesReady = false;
+
+  constructor(
+    private readonly questdb: Pick<QuestDbClient, 'exec' | 'write'>,
+    private readonly tables = FLEET_TABLES,
+  ) {}
+
+  /** Writes the report's rows; false when QuestDB did not take them. */
+  async record(report: FleetReport, receivedMs: number | undefined): Promise<{ ok: true } | { ok: false; message: string }> {
+    try {
+      if (!this.#tablesReady) {
+        await this.questdb.exec(createFleetSiteTable(this.tables.site));
+        await this.questdb.exec(createFleetSinkTable(this.tables.sink));
+        this.#tablesReady = true;
+      }
+      const outcome = await this.questdb.write(encodeFleetReport(report, receivedMs, this.tables));
+      if (outcome.ok) return { ok: true };
+      this.#tablesReady = false;
+      return { ok: false, message: outcome.message };
+    } catch (error) {
+      this.#tablesReady = false;
+      return { ok: false, message: (error as Error).message };
+    }
+  }
+}
