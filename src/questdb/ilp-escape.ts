@@ -6,3 +6,8 @@ const escapeChar = (char: string): string => (char === '\\' ? '\\\\' : `\\${char
 export function escapeIlp(name: string): string {
   return name.replace(ESCAPE, escapeChar);
 }
+
+/** A string field's value as ILP writes it: quoted, quotes and backslashes escaped, on one line. */
+export function ilpString(text: string): string {
+  return `"${text.replace(/[\\"]/g, '\\$&').replace(/\n/g, ' ')}"`;
+}
