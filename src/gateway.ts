@@ -15,6 +15,8 @@ import { assertReadableFormat } from './queue/queue-format.js';
 import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { ReceiveClock } from './reading/receive-clock.js';
+import { CatalogueStore } from './catalogue/catalogue-store.js';
+import { HealthLifecycle, within } from './health/health-lifecycle.js';
 import { HealthReporter } from './health/health-reporter.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
@@ -32,12 +34,21 @@ export interface Gateway {
   readonly queue: QueueWriter;
   readonly stats: GatewayStats;
   readonly keys: KeyStore;
-  /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
-  stop(): Promise<void>;
+  /** The site's catalogue of ship and cargo ids; `reload()` re-reads it (SIGHUP). */
+  readonly catalogue: CatalogueStore;
+  /** Graceful stop: refuse new work, finish in-flight requests, last flush, the last health row, close the queue. */
+  stop(cause?: StopCause): Promise<void>;
 }
 
 /** Delivery requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
 const BATCH_BYTES = 16 * 1024 * 1024;
+/** How often the catalogue file is checked for changes. */
+const CATALOGUE_POLL_MS = 2000;
+
+/** What asked the gateway to stop, for the reason its last health row gives. */
+export interface StopCause {
+  signal?: NodeJS.Signals;
+}
 
 export interface GatewayOptions {
   /**
@@ -53,6 +64,7 @@ export interface GatewayOptions {
  * only once everything they answer from is open.
  */
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
+  const startedAt = Date.now();
   const certificateLocation = certificateLocationOf(config);
   // A queue file from a newer release is refused before anything is written, the certificate included.
   assertReadableFormat(queuePath(config.dataDir));
@@ -60,7 +72,19 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   let certificate = loadServerCertificate(certificateLocation);
   const sinks = sinkSpecs(config);
   const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
+  // Before anything else that can fail: the dashboards then find empty tables rather than none.
+  const questdb = healthQuestDb(sinks);
+  const health = healthLifecycle(config, questdb, logger, startedAt);
+  const catalogue = new CatalogueStore({
+    path: config.catalogueFile,
+    pollMs: CATALOGUE_POLL_MS,
+    gateway: config.gatewayName,
+    questdb: health === undefined ? undefined : questdb,
+    logger,
+  });
+  void catalogue.publish();
   const queue = openQueue(config, sinks, logger);
+  health?.recordStart();
   const stats = new GatewayStats();
   const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
   const stopping = stopControl();
@@ -85,19 +109,29 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     tls: () => tlsSummary(certificate),
     sinks: sinkDescriptions,
   });
-  const http = await listen(app, config, certificate, queue);
+  const http = await listen(app, config, certificate, queue).catch(async (error: unknown) => {
+    // A gateway that keeps failing to start still leaves the tables, given a moment to create them.
+    await within(health?.prepared ?? Promise.resolve(true), 2000);
+    await questdb?.close();
+    throw error;
+  });
   delivery.start();
   keys.watch();
-  const questdb = healthQuestDb(sinks);
-  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, () =>
-    takeSnapshot({ queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions }),
-  );
+  catalogue.watch();
+  const snapshot = () =>
+    takeSnapshot({ queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions });
+  const housekeeping = scheduleHousekeeping(config, queue, health, catalogue, snapshot);
   const systemd = await notifySystemdReady(config, http, queue, logger);
   logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
 
   let stopped: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue }));
+  const stop = (cause: StopCause = {}): Promise<void> =>
+    (stopped ??= stopInOrder(
+      config,
+      logger,
+      { stopping, systemd, housekeeping, keys, catalogue, http, delivery, questdb, queue, health, snapshot },
+      cause,
+    ));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -115,6 +149,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     queue,
     stats,
     keys,
+    catalogue,
     stop,
   };
 }
@@ -124,23 +159,28 @@ interface Running {
   systemd: SystemdNotifier | undefined;
   housekeeping: ScheduledTask;
   keys: KeyStore;
+  catalogue: CatalogueStore;
   http: HttpServer;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
   queue: QueueWriter;
+  health: HealthLifecycle | undefined;
+  snapshot: () => GatewaySnapshot;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
-async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue } = running;
+async function stopInOrder(config: Config, logger: Logger, running: Running, cause: StopCause): Promise<void> {
+  const { stopping, systemd, housekeeping, keys, catalogue, http, delivery, questdb, queue, health, snapshot } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
   await housekeeping.destroy();
   keys.stop();
+  catalogue.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await http.close(deadline);
   await delivery.stop(deadline);
+  await health?.stopped(snapshot, cause.signal, deadline);
   await questdb?.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
@@ -232,6 +272,13 @@ async function listen(app: Hono, config: Config, certificate: ServerCertificate,
   }
 }
 
+/** The gateway's run as its health rows tell it, when health reports are on and go to a QuestDB. */
+function healthLifecycle(config: Config, questdb: QuestDbHttp | undefined, logger: Logger, startedAt: number): HealthLifecycle | undefined {
+  if (!config.healthReport || questdb === undefined) return undefined;
+  const reporter = new HealthReporter(questdb, config.gatewayName, logger);
+  return new HealthLifecycle({ dataDir: config.dataDir, gateway: config.gatewayName, version: VERSION, reporter, logger, startedAt });
+}
+
 /**
  * The health rows go to the first QuestDB sink's server (the local one; a remote one when the
  * local sink is off), with a small client of their own: the sinks' live in the delivery thread.
@@ -241,22 +288,25 @@ function healthQuestDb(sinks: readonly SinkSpec[]): QuestDbHttp | undefined {
   return healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
 }
 
-/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health. */
+/**
+ * Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports
+ * health, writes the catalogue to QuestDB if an earlier write did not get through.
+ */
 function scheduleHousekeeping(
   config: Config,
-  logger: Logger,
   queue: QueueWriter,
-  questdb: QuestDbHttp | undefined,
+  health: HealthLifecycle | undefined,
+  catalogue: CatalogueStore,
   snapshot: () => GatewaySnapshot,
 ): ScheduledTask {
-  const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
   return cron.schedule(
     config.housekeepingCron,
     async () => {
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
-      await reporter?.report(snapshot());
+      await health?.report(snapshot());
+      await catalogue.publish();
     },
     { name: 'housekeeping', noOverlap: true },
   );

@@ -13,13 +13,14 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   questdb: [],
   sinks: ['queue', 'questdb', 'reading', 'log', 'config', 'stats'],
   health: ['queue', 'questdb', 'keys', 'stats'],
+  catalogue: ['questdb'],
   http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats'],
   config: [],
   log: [],
   stats: [],
   version: [],
-  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'stats', 'version'],
-  cli: ['config', 'log', 'keys', 'tls', 'queue', 'gateway', 'version'],
+  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'catalogue', 'http', 'stats', 'version'],
+  cli: ['config', 'log', 'keys', 'tls', 'queue', 'catalogue', 'gateway', 'version'],
   main: ['cli', 'sinks'],
 };
 

@@ -1,7 +1,7 @@
 import type { GatewaySnapshot } from './snapshot.js';
 
 /** The gateway's condition as one word for alerts and filters, and as a sentence for the dashboard. */
-export type GatewayStateCode = 'delivering' | 'catching_up' | 'buffering' | 'refusing';
+export type GatewayStateCode = 'delivering' | 'catching_up' | 'buffering' | 'refusing' | 'stopped';
 
 export interface GatewayState {
   code: GatewayStateCode;
@@ -59,6 +59,13 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
   if (snapshot.deadLetters > 0) notes.push(`${snapshot.deadLetters} dead ${snapshot.deadLetters === 1 ? 'letter' : 'letters'}`);
   if (snapshot.clockSynchronized === false) notes.push('clock not synchronised');
   return { code, text: [headline, ...notes].join(', '), outageSeconds };
+}
+
+/** The state of a gateway's last row: stopped, why, and what it leaves queued for its next start. */
+export function describeStop(snapshot: GatewaySnapshot, why: string): GatewayState {
+  const queued = snapshot.queue.readings;
+  const left = queued === 0 ? '' : `, ${queued} ${queued === 1 ? 'reading' : 'readings'} queued for the next start`;
+  return { code: 'stopped', text: `stopped — ${why}${left}`, outageSeconds: null };
 }
 
 /** Remembers when the current run of failed flushes began, across the snapshots of successive reports. */
