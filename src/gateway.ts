@@ -42,6 +42,8 @@ export interface Gateway {
 
 /** Delivery requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
 const BATCH_BYTES = 16 * 1024 * 1024;
+/** How long a start waits for QuestDB to take the dashboards' tables. */
+const HEALTH_TABLES_WAIT_MS = 1000;
 /** How often the catalogue file is checked for changes. */
 const CATALOGUE_POLL_MS = 2000;
 
@@ -73,8 +75,10 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   const sinks = sinkSpecs(config);
   const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
   // Before anything else that can fail: the dashboards then find empty tables rather than none.
+  // A QuestDB that does not answer within a second holds up nothing: the reports create them later.
   const questdb = healthQuestDb(sinks);
   const health = healthLifecycle(config, questdb, logger, startedAt);
+  await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
   const catalogue = new CatalogueStore({
     path: config.catalogueFile,
     pollMs: CATALOGUE_POLL_MS,
@@ -111,7 +115,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   });
   const http = await listen(app, config, certificate, queue).catch(async (error: unknown) => {
     // A gateway that keeps failing to start still leaves the tables, given a moment to create them.
-    await within(health?.prepared ?? Promise.resolve(true), 2000);
+    await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
     await questdb?.close();
     throw error;
   });

@@ -91,8 +91,9 @@ export class HealthReporter {
 
   /** The last row of a run: the gateway stopped, and why; with the `stopped` event. */
   reportStopped(snapshot: GatewaySnapshot, reason: { code: string; text: string }, now = Date.now()): Promise<boolean> {
-    this.event({ time: now, event: 'stopped', reason: reason.code, text: `stopped — ${reason.text}`, version: snapshot.version });
-    return this.#write(() => [encode(this.table, this.gateway, snapshot, describeStop(snapshot, reason.text), now)]);
+    const state = describeStop(snapshot, reason.text);
+    this.event({ time: now, event: 'stopped', reason: reason.code, text: state.text, version: snapshot.version });
+    return this.#write(() => [encode(this.table, this.gateway, snapshot, state, now)]);
   }
 
   async #write(rows: () => Buffer[]): Promise<boolean> {
