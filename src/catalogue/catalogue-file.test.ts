@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CatalogueError, cargoEntryFor, cargoPattern, matchesCargo, parseCatalogue } from './catalogue-file.js';
@@ -96,5 +98,23 @@ describe('the catalogue file', () => {
         expect(matchesCargo(cargoPattern(match), id)).toBe(glob.test(id));
       }),
     );
+  });
+});
+
+describe('the annotated sample, systemd/catalogue.yaml', () => {
+  const sample = readFileSync(join(import.meta.dirname, '..', '..', 'systemd', 'catalogue.yaml'), 'utf8');
+
+  it('is an empty catalogue as shipped, and a valid one with its examples uncommented', () => {
+    expect(parseCatalogue(sample)).toEqual({ ships: new Map(), cargo: [] });
+    const uncommented = sample
+      .split('\n')
+      .filter((line) => /^#(ships:|cargo:| {2}- | {4}\w+:| {2}["\w-][^:]*:)/.test(line))
+      .map((line) => line.slice(1))
+      .join('\n');
+    const catalogue = parseCatalogue(uncommented);
+    expect(catalogue.ships.get('buoy 3')).toBe('Harbour entrance buoy');
+    expect(catalogue.cargo.map((e) => e.match)).toEqual(['reefer4_temp', 'reefer*_temp', '*humidity', 'fuel_level']);
+    expect(cargoEntryFor(catalogue, 'reefer4_temp')?.max).toBe(-18);
+    expect(cargoEntryFor(catalogue, 'reefer7_temp')?.name).toBe('Reefer temperature');
   });
 });
