@@ -1,6 +1,6 @@
 // The provisioned alert rules: ships and cargo for the site manager, gateways for the operator.
 import { stringify } from 'yaml';
-import { crossedLimit, GATEWAY_LAST_WORD, latestCargo, meaning, REPORTING_MINUTES, SHIP_NAMES, SHIPS_SEEN } from './grafana-sql.mjs';
+import { cargoNow, crossedLimit, GATEWAY_LAST_WORD, REPORTING_MINUTES, SHIP_NAMES, SHIPS_SEEN } from './grafana-sql.mjs';
 
 /** Minutes without a report after which a gateway counts as stopped: it writes one every 10 s. */
 export const GATEWAY_SILENT_MINUTES = 3;
@@ -79,13 +79,12 @@ LATEST ON time PARTITION BY ship_id, cargo_id`,
     title: 'Cargo outside its normal range',
     seconds: 3600,
     pending: '10m',
-    sql: `WITH ${latestCargo("time > dateadd('h', -1, now())")}, ${meaning('latest')}, ${SHIP_NAMES}
-SELECT l.ship_id, coalesce(n.name, l.ship_id) AS ship, l.cargo_id, m.cargo, coalesce(m.unit, '') AS unit,
+    sql: `WITH ${cargoNow("time > dateadd('h', -1, now())")}, ${SHIP_NAMES}
+SELECT m.ship_id, coalesce(n.name, m.ship_id) AS ship, m.cargo_id, m.cargo, coalesce(m.unit, '') AS unit,
   ${crossedLimit} AS crossed,
-  CASE WHEN l.value > m.normal_max THEN l.value - m.normal_max WHEN l.value < m.normal_min THEN m.normal_min - l.value ELSE 0 END AS outside_by
-FROM latest l
-JOIN meaning m ON l.cargo_id = m.cargo_id
-LEFT JOIN ship_names n ON l.ship_id = n.ship_id
+  CASE WHEN m.value > m.normal_max THEN m.value - m.normal_max WHEN m.value < m.normal_min THEN m.normal_min - m.value ELSE 0 END AS outside_by
+FROM named m
+LEFT JOIN ship_names n ON m.ship_id = n.ship_id
 WHERE m.normal_min IS NOT NULL OR m.normal_max IS NOT NULL`,
     evaluator: 'gt',
     params: [0],

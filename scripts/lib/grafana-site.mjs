@@ -20,13 +20,14 @@ import {
 import {
   CARGO_FILTER,
   CATALOGUE,
+  cargoNow,
   cargoState,
   IS_CARGO,
   LATITUDE_IDS,
-  latestCargo,
+  latestReadings,
   LONGITUDE_IDS,
   matchesId,
-  meaning,
+  named,
   normalRange,
   REPORTING_MINUTES,
   SHIP_FILTER,
@@ -68,12 +69,12 @@ const CARGO_VARIABLE = `WITH ids AS (
     WHERE time > ${SHIPS_SEEN} AND ${SHIP_FILTER}
     LATEST ON time PARTITION BY cargo_id
   ) WHERE ${IS_CARGO}
-), ${meaning('ids')}
-SELECT i.cargo_id AS __value, coalesce(m.cargo, i.cargo_id) AS __text
-FROM ids i LEFT JOIN meaning m ON i.cargo_id = m.cargo_id
+), ${named('ids', ['cargo_id'], 'cargo_id')}
+SELECT cargo_id AS __value, cargo AS __text
+FROM named
 ORDER BY __text`;
 
-/** A value rounded to the catalogue's decimals where it gives them. */
+/** A value rounded to the catalogue's decimals where it gives them (`m` is a row of `named`). */
 const rounded = (/** @type {string} */ value) => `CASE WHEN m.decimals IS NULL THEN ${value} ELSE round(${value}, m.decimals) END`;
 
 /** What the stat and table panels show when a query answers no rows. */
@@ -87,33 +88,34 @@ function glance() {
   LATEST ON time PARTITION BY ship_id
 ), hour AS (
   SELECT ship_id, count() AS readings FROM cargo_data WHERE time > dateadd('h', -1, now()) AND ${SHIP_FILTER}
-), ${latestCargo(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}, halves AS (
-  SELECT ship_id, time, value, CASE WHEN cargo_id ~ '${LATITUDE_IDS}' THEN 'latitude' ELSE 'longitude' END AS field
-  FROM recent WHERE cargo_id ~ '${LATITUDE_IDS}' OR cargo_id ~ '${LONGITUDE_IDS}'
-), fixes AS (
-  SELECT ship_id, value, field, row_number() OVER (PARTITION BY ship_id, field ORDER BY time DESC) AS pick FROM halves
-), position AS (
-  SELECT ship_id, max(CASE WHEN field = 'latitude' THEN value END) AS latitude, max(CASE WHEN field = 'longitude' THEN value END) AS longitude
-  FROM fixes WHERE pick = 1
-), ${meaning('latest')}, cargo_states AS (
-  SELECT l.ship_id, count() AS series,
-    sum(CASE WHEN l.value > m.normal_max OR l.value < m.normal_min THEN 1 ELSE 0 END) AS outside,
-    sum(CASE WHEN m.normal_min IS NOT NULL OR m.normal_max IS NOT NULL THEN 1 ELSE 0 END) AS ranged
-  FROM latest l LEFT JOIN meaning m ON l.cargo_id = m.cargo_id
+), ${latestReadings(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}, ${named('recent', ['time', 'ship_id', 'cargo_id', 'value'])}, classified AS (
+  SELECT time, ship_id, value, normal_min, normal_max,
+    CASE WHEN cargo_id ~ '${LATITUDE_IDS}' THEN 'latitude' WHEN cargo_id ~ '${LONGITUDE_IDS}' THEN 'longitude' WHEN ${IS_CARGO} THEN 'cargo' END AS field
+  FROM named
+), fields AS (
+  SELECT ship_id, value, normal_min, normal_max, field, row_number() OVER (PARTITION BY ship_id, field ORDER BY time DESC) AS newest
+  FROM classified
+), per_ship AS (
+  SELECT ship_id,
+    max(CASE WHEN field = 'latitude' AND newest = 1 THEN value END) AS latitude,
+    max(CASE WHEN field = 'longitude' AND newest = 1 THEN value END) AS longitude,
+    sum(CASE WHEN field = 'cargo' THEN 1 ELSE 0 END) AS series,
+    sum(CASE WHEN field = 'cargo' AND (value > normal_max OR value < normal_min) THEN 1 ELSE 0 END) AS outside,
+    sum(CASE WHEN field = 'cargo' AND (normal_min IS NOT NULL OR normal_max IS NOT NULL) THEN 1 ELSE 0 END) AS ranged
+  FROM fields
 ), ${SHIP_NAMES}
 SELECT coalesce(n.name, s.ship_id) AS ship, datediff('s', s.time, now()) AS last_seen, coalesce(h.readings, 0) AS readings_last_hour,
   p.latitude, p.longitude,
   CASE
-    WHEN c.outside > 0 THEN concat(c.outside, ' of ', c.series, ' outside the normal range')
-    WHEN c.ranged > 0 THEN 'all within the normal range'
-    WHEN c.series > 0 THEN 'no normal range set'
+    WHEN p.outside > 0 THEN concat(p.outside, ' of ', p.series, ' outside the normal range')
+    WHEN p.ranged > 0 THEN 'all within the normal range'
+    WHEN p.series > 0 THEN 'no normal range set'
     ELSE 'no cargo reading in the last day'
   END AS cargo,
   s.ship_id
 FROM seen s
 LEFT JOIN hour h ON s.ship_id = h.ship_id
-LEFT JOIN position p ON s.ship_id = p.ship_id
-LEFT JOIN cargo_states c ON s.ship_id = c.ship_id
+LEFT JOIN per_ship p ON s.ship_id = p.ship_id
 LEFT JOIN ship_names n ON s.ship_id = n.ship_id
 ORDER BY ship`),
     ],
@@ -195,9 +197,9 @@ FROM seen`),
   });
   const outside = panel(2, 'stat', 'Cargo outside the normal range', [6, 0, 6, 4], {
     targets: [
-      target(`WITH ${latestCargo(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}, ${meaning('latest')}
-SELECT coalesce(sum(CASE WHEN l.value > m.normal_max OR l.value < m.normal_min THEN 1 ELSE 0 END), 0) AS outside
-FROM latest l JOIN meaning m ON l.cargo_id = m.cargo_id`),
+      target(`WITH ${cargoNow(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}
+SELECT coalesce(sum(CASE WHEN value > normal_max OR value < normal_min THEN 1 ELSE 0 END), 0) AS outside
+FROM named`),
     ],
     description:
       "Cargo series whose latest reading of the last day lies outside the catalogue's normal range (Cargo now lists them). Ids without a range in the catalogue are not counted.",
@@ -234,13 +236,12 @@ const statOptions = (/** @type {string} */ textMode) => ({
 function cargo(y) {
   const now = panel(8, 'table', 'Cargo now', [0, y + 1, 24, 9], {
     targets: [
-      target(`WITH ${latestCargo(`$__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}`)}, ${meaning('latest')}, ${SHIP_NAMES}
-SELECT coalesce(n.name, l.ship_id) AS ship, coalesce(m.cargo, l.cargo_id) AS cargo, ${rounded('l.value')} AS value,
-  coalesce(m.unit, '') AS unit, ${normalRange} AS normal_range, ${cargoState('l.value')} AS state,
-  l.time, l.ship_id, l.cargo_id
-FROM latest l
-LEFT JOIN meaning m ON l.cargo_id = m.cargo_id
-LEFT JOIN ship_names n ON l.ship_id = n.ship_id
+      target(`WITH ${cargoNow(`$__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}`)}, ${SHIP_NAMES}
+SELECT coalesce(n.name, m.ship_id) AS ship, m.cargo, ${rounded('m.value')} AS value,
+  coalesce(m.unit, '') AS unit, ${normalRange} AS normal_range, ${cargoState('m.value')} AS state,
+  m.time, m.ship_id, m.cargo_id
+FROM named m
+LEFT JOIN ship_names n ON m.ship_id = n.ship_id
 ORDER BY ship, cargo`),
     ],
     description:
@@ -333,16 +334,21 @@ LIMIT 1`,
   SELECT ship_id, cargo_id, min(value) AS min, avg(value) AS avg, max(value) AS max, count() AS readings
   FROM cargo_data
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}
-), series AS (
-  SELECT ship_id, cargo_id, min, avg, max, readings FROM s WHERE ${IS_CARGO}
-), ${meaning('series')}, ${SHIP_NAMES}
-SELECT coalesce(n.name, s.ship_id) AS ship, coalesce(m.cargo, s.cargo_id) AS cargo,
+), ids AS (
+  SELECT cargo_id FROM cargo_data
+  WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}
+  LATEST ON time PARTITION BY cargo_id
+), ${named('ids', ['cargo_id'], 'cargo_id')}, ${SHIP_NAMES}
+SELECT coalesce(n.name, s.ship_id) AS ship, m.cargo,
   ${rounded('s.min')} AS min, ${rounded('s.avg')} AS avg, ${rounded('s.max')} AS max, coalesce(m.unit, '') AS unit, s.readings
-FROM series s
-LEFT JOIN meaning m ON s.cargo_id = m.cargo_id
+FROM s
+JOIN named m ON s.cargo_id = m.cargo_id
 LEFT JOIN ship_names n ON s.ship_id = n.ship_id
+WHERE ${IS_CARGO.replace('cargo_id', 'm.cargo_id')}
 ORDER BY ship, cargo`),
     ],
+    // Positions and radio fields are left out by the cargo id of `named` (a few rows): QuestDB would
+    // push a filter on `s` down into the scan, a regular expression on every reading.
     description: 'Lowest, average and highest reading and the number of readings of each ship and cargo id in the time range.',
     defaults: { custom: { align: 'auto', filterable: true }, noValue: NO_READINGS },
     overrides: [byName('readings', { decimals: 0 })],

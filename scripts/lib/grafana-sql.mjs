@@ -25,7 +25,6 @@ const POSITION_NAMES = '(.*_)?(latitude|lat|longitude|long|lon|lng|altitude|alt|
 const LINK_NAMES = 'rssi|channel_rssi|snr|frequency|bandwidth|spreading_factor';
 export const LATITUDE_IDS = '(?i)^(.*_)?(latitude|lat)$';
 export const LONGITUDE_IDS = '(?i)^(.*_)?(longitude|long|lon|lng)$';
-export const LINK_IDS = `(?i)^(${LINK_NAMES})$`;
 /** Cargo is every id that is neither a position nor a radio field. */
 export const IS_CARGO = `cargo_id !~ '(?i)^(${POSITION_NAMES}|${LINK_NAMES})$'`;
 
@@ -51,29 +50,35 @@ export const matchesId = (/** @type {string} */ id) => `length(${id}) BETWEEN c.
     AND lower(left(${id}, length(c.prefix))) = c.prefix AND lower(right(${id}, length(c.suffix))) = c.suffix`;
 
 /**
- * `meaning`: the catalogue entry of each cargo id of `ids` (a query with a `cargo_id` column), the
- * first entry that matches, as `cargo` (the name, with the id when a pattern matched it), `unit`,
- * `normal_min`, `normal_max`, `decimals`. QuestDB matches no pattern taken from a column, so the
- * gateway writes each pattern as prefix, suffix and length (src/catalogue/catalogue-tables.ts).
+ * `named`: each row of `source` (a CTE with a `cargo_id` column; its `columns` are kept) with the
+ * catalogue entry of its cargo id, the first that matches: `cargo` (the name, with the id when a
+ * pattern matched it; the id itself when no entry does), `unit`, `normal_min`, `normal_max`,
+ * `decimals`. QuestDB matches no pattern taken from a column, so the gateway writes each pattern as
+ * prefix, suffix and length (src/catalogue/catalogue-tables.ts). One pass over `source`, joined to
+ * the catalogue's few rows: QuestDB runs a CTE again wherever it is named, and `source` is the
+ * expensive part.
+ * @param {string} source
+ * @param {string[]} columns
+ * @param {string} key  the columns that tell the rows of `source` apart
  */
-export const meaning = (/** @type {string} */ ids) => `${CATALOGUE}, matches AS (
-  SELECT i.cargo_id, c.position,
-    CASE WHEN c.min_length = c.max_length OR c.name IS NULL THEN coalesce(c.name, i.cargo_id) ELSE concat(c.name, ' (', i.cargo_id, ')') END AS cargo,
-    c.unit, c.normal_min, c.normal_max, c.decimals
-  FROM (SELECT DISTINCT cargo_id FROM ${ids}) i CROSS JOIN catalogue c
-  WHERE ${matchesId('i.cargo_id')}
-), meaning AS (
-  SELECT cargo_id, cargo, unit, normal_min, normal_max, decimals FROM (
-    SELECT cargo_id, cargo, unit, normal_min, normal_max, decimals, row_number() OVER (PARTITION BY cargo_id ORDER BY position) AS pick
-    FROM matches
-  ) WHERE pick = 1
+export const named = (source, columns, key = 'ship_id, cargo_id') => `${CATALOGUE}, matched AS (
+  SELECT ${columns.map((c) => `l.${c}`).join(', ')},
+    CASE WHEN c.name IS NULL THEN l.cargo_id WHEN c.min_length = c.max_length THEN c.name ELSE concat(c.name, ' (', l.cargo_id, ')') END AS cargo,
+    c.unit, c.normal_min, c.normal_max, c.decimals,
+    row_number() OVER (PARTITION BY ${key
+      .split(', ')
+      .map((k) => `l.${k}`)
+      .join(', ')} ORDER BY c.position) AS pick
+  FROM ${source} l LEFT JOIN catalogue c ON ${matchesId('l.cargo_id')}
+), named AS (
+  SELECT ${columns.join(', ')}, cargo, unit, normal_min, normal_max, decimals FROM matched WHERE pick = 1
 )`;
 
 /** A number as a site manager writes it: 8, not 8.0. */
 const number = (/** @type {string} */ x) =>
   `CASE WHEN ${x} = cast(${x} AS long) THEN cast(cast(${x} AS long) AS string) ELSE cast(${x} AS string) END`;
 
-/** `above`, `below`, `normal`, or `no range` where the catalogue gives none (`m` is the meaning). */
+/** `above`, `below`, `normal`, or `no range` where the catalogue gives none (`m` is a row of `named`). */
 export const cargoState = (
   /** @type {string} */ value,
 ) => `CASE WHEN ${value} > m.normal_max THEN 'above' WHEN ${value} < m.normal_min THEN 'below'
@@ -88,21 +93,21 @@ export const normalRange = `CASE
 
 /** The limit a reading crossed, in words, for the alert: `above 8 °C`. */
 export const crossedLimit = `CASE
-    WHEN l.value > m.normal_max THEN concat('above ', ${number('m.normal_max')}, ' ', coalesce(m.unit, ''))
-    WHEN l.value < m.normal_min THEN concat('below ', ${number('m.normal_min')}, ' ', coalesce(m.unit, ''))
+    WHEN m.value > m.normal_max THEN concat('above ', ${number('m.normal_max')}, ' ', coalesce(m.unit, ''))
+    WHEN m.value < m.normal_min THEN concat('below ', ${number('m.normal_min')}, ' ', coalesce(m.unit, ''))
     ELSE concat('within ', ${normalRange.replace(/\n {4}/g, '\n      ')}) END`;
 
-/**
- * `recent`: the latest reading of each ship and id where `where` holds; `latest`: those of cargo.
- * Cargo is told apart after LATEST ON, which stays fast as long as its filter is on time and ship.
- */
-export const latestCargo = (/** @type {string} */ where) => `recent AS (
+/** `recent`: the latest reading of each ship and id where `where` holds (a filter on time and ship keeps LATEST ON fast). */
+export const latestReadings = (/** @type {string} */ where) => `recent AS (
   SELECT time, ship_id, cargo_id, value FROM cargo_data
   WHERE ${where}
   LATEST ON time PARTITION BY ship_id, cargo_id
-), latest AS (
-  SELECT time, ship_id, cargo_id, value FROM recent WHERE ${IS_CARGO}
 )`;
+
+/** `cargo_now`: the latest cargo reading of each ship and cargo id where `where` holds, named by the catalogue. */
+export const cargoNow = (/** @type {string} */ where) => `${latestReadings(where)}, cargo_only AS (
+  SELECT time, ship_id, cargo_id, value FROM recent WHERE ${IS_CARGO}
+), ${named('cargo_only', ['time', 'ship_id', 'cargo_id', 'value'])}`;
 
 /**
  * `last`: each gateway's last word, a health row or an event, whichever is newer; a gateway whose
