@@ -4,6 +4,11 @@
 // minutes and gigabytes.
 //
 //   npm run build && node bench/grafana-queries.mjs [--rows 300000000] [--days 60] [--data-dir DIR] [--runs 3]
+//     [--baseline OLD.json]
+//
+// --baseline times the site dashboard's panels next to those of an earlier one (the JSON of
+// `git show v0.4.0:grafana/provisioning/dashboards/harbor/comprehensive-telemetry.json`) instead:
+// each query and its successor in turn, run after run, so both see the same load on a shared machine.
 //
 // The data directory is kept, so a second run skips seeding. The readings table has the gateway's
 // columns and partitioning; it is seeded without WAL (INSERT ... SELECT is much faster that way),
@@ -37,6 +42,7 @@ const { values: args } = parseArgs({
     'data-dir': { type: 'string', default: '/tmp/harbor-bench-questdb' },
     runs: { type: 'string', default: '3' },
     reseed: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
   },
 });
 const rows = Number(args.rows);
@@ -69,6 +75,19 @@ const SENSORS = [
   'wind_dir',
   'depth',
 ];
+
+/** The panels of the 0.4.0 dashboard by the title of their successor. */
+const SUCCESSORS = {
+  ship: 'ship',
+  cargo: 'cargo',
+  Readings: 'Readings',
+  'Ships reporting': 'Ships reporting now',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${name:format} syntax, not a template literal
+  'Values over time: $cargo': 'Values over time: ${cargo:text}',
+  'Latest value per series': 'Cargo now',
+  Summary: 'Cargo summary',
+  'Positions and tracks': 'Positions and tracks',
+};
 
 const questdb = await startQuestDb({ dataDir: args['data-dir'], heap: '4g' });
 const client = new pg.Client({ host: '127.0.0.1', port: questdb.pgPort, user: 'admin', password: 'quest', database: 'qdb' });
@@ -156,6 +175,11 @@ try {
       "SELECT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ('ship-retired') LATEST ON time PARTITION BY cargo_id",
   };
 
+  if (args.baseline !== undefined) {
+    await compareWithBaseline(JSON.parse(readFileSync(args.baseline, 'utf8')), site, selectAll, end);
+    process.exit(0);
+  }
+
   const table = (await query('SELECT count() AS n FROM cargo_data')).rows[0].n;
   process.stdout.write(
     `\ncargo_data: ${table} rows, ${allShips.length} ships, ${allCargo.length} cargo ids; median of ${runs} runs after a warm-up\n\n`,
@@ -197,6 +221,54 @@ try {
 } finally {
   await client.end();
   await questdb.stop();
+}
+
+/**
+ * Each query of the earlier dashboard and its successor's, in turn: a warm-up of each, then `runs`
+ * rounds of one run each, medians.
+ * @param {any} baseline
+ * @param {any} current
+ * @param {Record<string, any>} selectAll
+ * @param {number} end
+ */
+async function compareWithBaseline(baseline, current, selectAll, end) {
+  const ranges = { '6 h': 6 * 3_600_000, '7 d': 7 * 86_400_000, '30 d': 30 * 86_400_000 };
+  const now = dashboardQueries(current);
+  const model = (/** @type {any} */ d, /** @type {string} */ name) => d.templating.list.find((/** @type {any} */ v) => v.name === name);
+  process.stdout.write(
+    `\nmedian of ${runs} interleaved runs after a warm-up\n\n| query (0.4.0 → now) | range | 0.4.0 ms | now ms |\n|---|---|---|---|\n`,
+  );
+  for (const before of dashboardQueries(baseline)) {
+    const title = /** @type {Record<string, string>} */ (SUCCESSORS)[before.title];
+    const after = now.find((q) => q.title === title && q.refId === before.refId && q.kind === before.kind);
+    if (after === undefined) continue;
+    for (const [label, span] of Object.entries(before.kind === 'variable' ? { '': 0 } : ranges)) {
+      const range = { from: end - (span || 30 * 86_400_000), to: end };
+      /** @param {any} dashboard @param {any} q */
+      const text = (dashboard, q) => {
+        const variables = {
+          ship: { ...selectAll.ship, model: model(dashboard, 'ship') },
+          cargo: { ...selectAll.cargo, model: model(dashboard, 'cargo'), ...(q.panel?.repeat ? { value: ['temperature'] } : {}) },
+        };
+        return expandSql(q.rawSql, { range, variables, maxDataPoints: q.maxDataPoints });
+      };
+      const pair = [text(baseline, before), text(current, after)];
+      for (const sql of pair) await query(sql);
+      /** @type {[number[], number[]]} */
+      const samples = [[], []];
+      for (let i = 0; i < runs; i++) {
+        for (const [j, sql] of pair.entries()) {
+          const began = performance.now();
+          await query(sql);
+          samples[j]?.push(performance.now() - began);
+        }
+      }
+      const [old, current_] = samples.map((s) => s.sort((a, b) => a - b)[Math.floor(s.length / 2)] ?? 0);
+      process.stdout.write(
+        `| ${before.title} ${before.refId} → ${after.title} | ${label} | ${old?.toFixed(0)} | ${current_?.toFixed(0)} |\n`,
+      );
+    }
+  }
 }
 
 /**

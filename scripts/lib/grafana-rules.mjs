@@ -1,6 +1,6 @@
 // The provisioned alert rules: ships and cargo for the site manager, gateways for the operator.
 import { stringify } from 'yaml';
-import { cargoNow, crossedLimit, GATEWAY_LAST_WORD, REPORTING_MINUTES, SHIP_NAMES, SHIPS_SEEN } from './grafana-sql.mjs';
+import { CARGO_ONLY, cargoNow, crossedLimit, GATEWAY_LAST_WORD, REPORTING_MINUTES, SHIP_NAMES, SHIPS_SEEN } from './grafana-sql.mjs';
 
 /** Minutes without a report after which a gateway counts as stopped: it writes one every 10 s. */
 export const GATEWAY_SILENT_MINUTES = 3;
@@ -85,7 +85,7 @@ SELECT m.ship_id, coalesce(n.name, m.ship_id) AS ship, m.cargo_id, m.cargo, coal
   CASE WHEN m.value > m.normal_max THEN m.value - m.normal_max WHEN m.value < m.normal_min THEN m.normal_min - m.value ELSE 0 END AS outside_by
 FROM named m
 LEFT JOIN ship_names n ON m.ship_id = n.ship_id
-WHERE m.normal_min IS NOT NULL OR m.normal_max IS NOT NULL`,
+WHERE (m.normal_min IS NOT NULL OR m.normal_max IS NOT NULL) AND ${CARGO_ONLY}`,
     evaluator: 'gt',
     params: [0],
     summary:

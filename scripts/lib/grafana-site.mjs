@@ -20,6 +20,7 @@ import {
 import {
   CARGO_FILTER,
   CATALOGUE,
+  CARGO_ONLY,
   cargoNow,
   cargoState,
   IS_CARGO,
@@ -198,8 +199,9 @@ FROM seen`),
   const outside = panel(2, 'stat', 'Cargo outside the normal range', [6, 0, 6, 4], {
     targets: [
       target(`WITH ${cargoNow(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}
-SELECT coalesce(sum(CASE WHEN value > normal_max OR value < normal_min THEN 1 ELSE 0 END), 0) AS outside
-FROM named`),
+SELECT coalesce(sum(CASE WHEN m.value > m.normal_max OR m.value < m.normal_min THEN 1 ELSE 0 END), 0) AS outside
+FROM named m
+WHERE ${CARGO_ONLY}`),
     ],
     description:
       "Cargo series whose latest reading of the last day lies outside the catalogue's normal range (Cargo now lists them). Ids without a range in the catalogue are not counted.",
@@ -242,6 +244,7 @@ SELECT coalesce(n.name, m.ship_id) AS ship, m.cargo, ${rounded('m.value')} AS va
   m.time, m.ship_id, m.cargo_id
 FROM named m
 LEFT JOIN ship_names n ON m.ship_id = n.ship_id
+WHERE ${CARGO_ONLY}
 ORDER BY ship, cargo`),
     ],
     description:
@@ -344,7 +347,7 @@ SELECT coalesce(n.name, s.ship_id) AS ship, m.cargo,
 FROM s
 JOIN named m ON s.cargo_id = m.cargo_id
 LEFT JOIN ship_names n ON s.ship_id = n.ship_id
-WHERE ${IS_CARGO.replace('cargo_id', 'm.cargo_id')}
+WHERE ${CARGO_ONLY}
 ORDER BY ship, cargo`),
     ],
     // Positions and radio fields are left out by the cargo id of `named` (a few rows): QuestDB would

@@ -104,10 +104,15 @@ export const latestReadings = (/** @type {string} */ where) => `recent AS (
   LATEST ON time PARTITION BY ship_id, cargo_id
 )`;
 
-/** `cargo_now`: the latest cargo reading of each ship and cargo id where `where` holds, named by the catalogue. */
-export const cargoNow = (/** @type {string} */ where) => `${latestReadings(where)}, cargo_only AS (
-  SELECT time, ship_id, cargo_id, value FROM recent WHERE ${IS_CARGO}
-), ${named('cargo_only', ['time', 'ship_id', 'cargo_id', 'value'])}`;
+/**
+ * `named`: the latest reading of each ship and id where `where` holds, named by the catalogue;
+ * `CARGO_ONLY` keeps the cargo among them. It filters `named`, never `recent`: QuestDB would push
+ * the filter into LATEST ON, which would then look through the whole range for the positions and
+ * radio fields it can never find.
+ */
+export const cargoNow = (/** @type {string} */ where) =>
+  `${latestReadings(where)}, ${named('recent', ['time', 'ship_id', 'cargo_id', 'value'])}`;
+export const CARGO_ONLY = IS_CARGO.replace('cargo_id', 'm.cargo_id');
 
 /**
  * `last`: each gateway's last word, a health row or an event, whichever is newer; a gateway whose
