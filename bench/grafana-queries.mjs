@@ -1,16 +1,38 @@
-// Times the dashboard's queries on a large table, the way Grafana sends them (over the PostgreSQL
-// wire protocol, macros and variables expanded), next to the alternatives considered for the
-// ship and cargo variables. Not part of `npm test`: seeding takes minutes and gigabytes.
+// Times the queries of both dashboards and of the alert rules on a large table, the way Grafana
+// sends them (over the PostgreSQL wire protocol, macros and variables expanded), next to the
+// alternatives considered for the ship and cargo variables. Not part of `npm test`: seeding takes
+// minutes and gigabytes.
 //
-//   node bench/grafana-queries.mjs [--rows 300000000] [--days 60] [--data-dir DIR] [--runs 3]
+//   npm run build && node bench/grafana-queries.mjs [--rows 300000000] [--days 60] [--data-dir DIR] [--runs 3]
+//     [--baseline OLD.json]
 //
-// The data directory is kept, so a second run skips seeding. The table has the gateway's columns and
-// partitioning; it is seeded without WAL (INSERT ... SELECT is much faster that way), which does not
-// change how queries read the partitions.
+// --baseline times the site dashboard's panels next to those of an earlier one (the JSON of
+// `git show v0.4.0:grafana/provisioning/dashboards/harbor/comprehensive-telemetry.json`) instead:
+// each query and its successor in turn, run after run, so both see the same load on a shared machine.
+//
+// The data directory is kept, so a second run skips seeding. The readings table has the gateway's
+// columns and partitioning; it is seeded without WAL (INSERT ... SELECT is much faster that way),
+// which does not change how queries read the partitions. The gateway's own tables are made by the
+// built gateway itself, started once against this QuestDB with a catalogue of the seeded ids, then
+// filled with 30 days of one gateway's health rows (one every 10 s) and events.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { parse } from 'yaml';
+import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
+import { projectRoot } from '../scripts/lib/paths.mjs';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
-import { ALL, dashboardQueries, expandSql, loadDashboard } from '../scripts/lib/grafana-expand.mjs';
+import {
+  ALERT_RULES_PATH,
+  ALL,
+  DASHBOARD_PATH,
+  GATEWAY_DASHBOARD_PATH,
+  dashboardQueries,
+  expandSql,
+  loadDashboard,
+} from '../scripts/lib/grafana-expand.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -20,6 +42,7 @@ const { values: args } = parseArgs({
     'data-dir': { type: 'string', default: '/tmp/harbor-bench-questdb' },
     runs: { type: 'string', default: '3' },
     reseed: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
   },
 });
 const rows = Number(args.rows);
@@ -52,6 +75,19 @@ const SENSORS = [
   'wind_dir',
   'depth',
 ];
+
+/** The panels of the 0.4.0 dashboard by the title of their successor. */
+const SUCCESSORS = {
+  ship: 'ship',
+  cargo: 'cargo',
+  Readings: 'Readings',
+  'Ships reporting': 'Ships reporting now',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${name:format} syntax, not a template literal
+  'Values over time: $cargo': 'Values over time: ${cargo:text}',
+  'Latest value per series': 'Cargo now',
+  Summary: 'Cargo summary',
+  'Positions and tracks': 'Positions and tracks',
+};
 
 const questdb = await startQuestDb({ dataDir: args['data-dir'], heap: '4g' });
 const client = new pg.Client({ host: '127.0.0.1', port: questdb.pgPort, user: 'admin', password: 'quest', database: 'qdb' });
@@ -103,6 +139,8 @@ try {
     return { ms: samples[Math.floor(samples.length / 2)] ?? 0, rowCount: first.rowCount ?? 0 };
   };
 
+  await setUpGatewayTables(ships, now);
+
   const allShips = (await query('SELECT DISTINCT ship_id FROM cargo_data ORDER BY ship_id')).rows.map((r) => String(r.ship_id));
   const allCargo = (await query('SELECT DISTINCT cargo_id FROM cargo_data ORDER BY cargo_id')).rows.map((r) => String(r.cargo_id));
   const end = Date.parse((await query('SELECT max(time) AS t FROM cargo_data')).rows[0].t);
@@ -111,8 +149,8 @@ try {
     ship: { model: { multi: true, includeAll: true }, value: allShips },
     cargo: { model: { multi: true, includeAll: true }, value: allCargo },
   };
-  const dashboard = loadDashboard();
-  const model = (/** @type {string} */ name) => dashboard.templating.list.find((/** @type {any} */ v) => v.name === name);
+  const site = loadDashboard(DASHBOARD_PATH);
+  const model = (/** @type {string} */ name) => site.templating.list.find((/** @type {any} */ v) => v.name === name);
   const selectAll = {
     ship: { model: model('ship'), value: ALL, options: allShips },
     cargo: { model: model('cargo'), value: ALL, options: allCargo },
@@ -137,6 +175,11 @@ try {
       "SELECT cargo_id FROM cargo_data WHERE time > dateadd('d', -30, now()) AND ship_id IN ('ship-retired') LATEST ON time PARTITION BY cargo_id",
   };
 
+  if (args.baseline !== undefined) {
+    await compareWithBaseline(JSON.parse(readFileSync(args.baseline, 'utf8')), site, selectAll, end);
+    process.exit(0);
+  }
+
   const table = (await query('SELECT count() AS n FROM cargo_data')).rows[0].n;
   process.stdout.write(
     `\ncargo_data: ${table} rows, ${allShips.length} ships, ${allCargo.length} cargo ids; median of ${runs} runs after a warm-up\n\n`,
@@ -148,19 +191,157 @@ try {
     process.stdout.write(`| ${name} | | ${rowCount} | ${ms.toFixed(0)} |\n`);
   }
   const ranges = { '6 h': 6 * 3_600_000, '7 d': 7 * 86_400_000, '30 d': 30 * 86_400_000 };
-  for (const q of dashboardQueries(dashboard)) {
-    if (q.rawSql.includes('gateway_health')) continue;
-    const spans = q.kind === 'variable' ? { '': 0 } : ranges;
-    // A repeated panel runs once per value of its variable, with that value alone.
-    const repeat = q.panel?.repeat;
-    const panelVariables = repeat ? { ...selectAll, [repeat]: { ...selectAll.cargo, value: ['temperature'] } } : selectAll;
-    for (const [label, span] of Object.entries(spans)) {
-      const range = { from: end - (span || 30 * 86_400_000), to: end };
-      const { ms, rowCount } = await time(expandSql(q.rawSql, { range, variables: panelVariables, maxDataPoints: q.maxDataPoints }));
-      process.stdout.write(`| ${q.kind} ${q.title} ${q.kind === 'panel' ? q.refId : ''} | ${label} | ${rowCount} | ${ms.toFixed(0)} |\n`);
+  for (const dashboard of [site, loadDashboard(GATEWAY_DASHBOARD_PATH)]) {
+    process.stdout.write(`| **${dashboard.title}** | | | |\n`);
+    const annotations = dashboard.annotations.list
+      .filter((/** @type {any} */ a) => a.target?.rawSql !== undefined)
+      .map((/** @type {any} */ a) => ({ kind: 'annotation', title: a.name, refId: '', rawSql: a.target.rawSql }));
+    for (const q of [...dashboardQueries(dashboard), ...annotations]) {
+      const spans = q.kind === 'variable' ? { '': 0 } : ranges;
+      // A repeated panel runs once per value of its variable, with that value alone.
+      const repeat = q.panel?.repeat;
+      const panelVariables = repeat ? { ...selectAll, [repeat]: { ...selectAll.cargo, value: ['temperature'] } } : selectAll;
+      for (const [label, span] of Object.entries(spans)) {
+        const range = { from: end - (span || 30 * 86_400_000), to: end };
+        const { ms, rowCount } = await time(expandSql(q.rawSql, { range, variables: panelVariables, maxDataPoints: q.maxDataPoints }));
+        process.stdout.write(`| ${q.kind} ${q.title} ${q.kind === 'panel' ? q.refId : ''} | ${label} | ${rowCount} | ${ms.toFixed(0)} |\n`);
+      }
+    }
+  }
+  // Each rule over its own time range, as Grafana's alerting runs it every minute.
+  process.stdout.write('| **Alert rules** | | | |\n');
+  for (const group of /** @type {any} */ (parse(readFileSync(ALERT_RULES_PATH, 'utf8'))).groups) {
+    for (const rule of group.rules) {
+      const [data] = rule.data;
+      const range = { from: end - data.relativeTimeRange.from * 1000, to: end };
+      const { ms, rowCount } = await time(expandSql(data.model.rawSql, { range }));
+      process.stdout.write(`| rule ${rule.uid} | | ${rowCount} | ${ms.toFixed(0)} |\n`);
     }
   }
 } finally {
   await client.end();
   await questdb.stop();
+}
+
+/**
+ * Each query of the earlier dashboard and its successor's, in turn: a warm-up of each, then `runs`
+ * rounds of one run each, medians.
+ * @param {any} baseline
+ * @param {any} current
+ * @param {Record<string, any>} selectAll
+ * @param {number} end
+ */
+async function compareWithBaseline(baseline, current, selectAll, end) {
+  const ranges = { '6 h': 6 * 3_600_000, '7 d': 7 * 86_400_000, '30 d': 30 * 86_400_000 };
+  const now = dashboardQueries(current);
+  const model = (/** @type {any} */ d, /** @type {string} */ name) => d.templating.list.find((/** @type {any} */ v) => v.name === name);
+  process.stdout.write(
+    `\nmedian of ${runs} interleaved runs after a warm-up\n\n| query (0.4.0 → now) | range | 0.4.0 ms | now ms |\n|---|---|---|---|\n`,
+  );
+  for (const before of dashboardQueries(baseline)) {
+    const title = /** @type {Record<string, string>} */ (SUCCESSORS)[before.title];
+    const after = now.find((q) => q.title === title && q.refId === before.refId && q.kind === before.kind);
+    if (after === undefined) continue;
+    for (const [label, span] of Object.entries(before.kind === 'variable' ? { '': 0 } : ranges)) {
+      const range = { from: end - (span || 30 * 86_400_000), to: end };
+      /** @param {any} dashboard @param {any} q */
+      const text = (dashboard, q) => {
+        const variables = {
+          ship: { ...selectAll.ship, model: model(dashboard, 'ship') },
+          cargo: { ...selectAll.cargo, model: model(dashboard, 'cargo'), ...(q.panel?.repeat ? { value: ['temperature'] } : {}) },
+        };
+        return expandSql(q.rawSql, { range, variables, maxDataPoints: q.maxDataPoints });
+      };
+      const pair = [text(baseline, before), text(current, after)];
+      for (const sql of pair) await query(sql);
+      /** @type {[number[], number[]]} */
+      const samples = [[], []];
+      for (let i = 0; i < runs; i++) {
+        for (const [j, sql] of pair.entries()) {
+          const began = performance.now();
+          await query(sql);
+          samples[j]?.push(performance.now() - began);
+        }
+      }
+      const [old, current_] = samples.map((s) => s.sort((a, b) => a - b)[Math.floor(s.length / 2)] ?? 0);
+      process.stdout.write(
+        `| ${before.title} ${before.refId} → ${after.title} | ${label} | ${old?.toFixed(0)} | ${current_?.toFixed(0)} |\n`,
+      );
+    }
+  }
+}
+
+/**
+ * The gateway's tables as the built gateway makes them at its start, with a catalogue naming the
+ * seeded ids (an entry per sensor, some patterns, every ship named), a last row at its stop, then
+ * 30 days of health rows every 10 s, key and sink rows, and a start and a stop every day.
+ * @param {number} shipCount
+ * @param {number} now
+ */
+async function setUpGatewayTables(shipCount, now) {
+  const exists = await query(`SELECT count() AS n FROM tables() WHERE table_name = 'gateway_health'`);
+  if (Number(exists.rows[0].n) > 0 && Number((await query('SELECT count() AS n FROM gateway_health')).rows[0].n) > 1000) return;
+  const work = mkdtempSync(join(tmpdir(), 'harbor-bench-grafana-'));
+  const catalogue = join(work, 'catalogue.yaml');
+  const ships = Array.from({ length: shipCount }, (_, i) => `  ship-${String(i).padStart(3, '0')}: MV Number ${i}`);
+  const cargo = SENSORS.map(
+    (c, i) =>
+      `  - match: ${i % 3 === 0 ? `${c.slice(0, 3)}*` : c}\n    name: ${c.replace(/_/g, ' ')}\n    unit: u\n    min: 10\n    max: 90\n    decimals: 1`,
+  );
+  writeFileSync(catalogue, `ships:\n${ships.join('\n')}\ncargo:\n${cargo.join('\n')}\n`);
+  const gateway = await startGatewayProcess({
+    bundle: join(projectRoot, 'dist', 'gateway.mjs'),
+    env: {
+      API_KEY: 'bench-key-0123456789',
+      DATA_DIR: join(work, 'data'),
+      QUESTDB_URL: questdb.httpUrl,
+      QUESTDB_TABLE: 'cargo_data_of_the_gateway',
+      GATEWAY_NAME: 'bench-site',
+      CATALOGUE_FILE: catalogue,
+      LOG_LEVEL: 'info',
+    },
+  });
+  for (let i = 0; i < 600; i++) {
+    const published = await query(`SELECT count() AS n FROM tables() WHERE table_name = 'cargo_catalogue'`);
+    if (Number(published.rows[0].n) > 0 && Number((await query('SELECT count() AS n FROM cargo_catalogue')).rows[0].n) > 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  gateway.child.kill('SIGTERM');
+  await gateway.exited;
+  rmSync(work, { recursive: true, force: true });
+  const from = (now - 30 * 86_400_000) * 1000;
+  const reports = 30 * 8640;
+  await query(
+    `INSERT INTO gateway_health (time, gateway, ready, queue_readings, queue_bytes, queue_max_bytes, oldest_age_s, dead_letters, flush_failures,
+      consecutive_flush_failures, accepted_readings, flushed_readings, refused_requests, clock_synced, clock, state, state_text)
+     SELECT cast(${from} + x * 10000000 AS timestamp), 'bench-site', true, x % 50, (x % 50) * 100, 1073741824, 2.5, 0, 0, 0, x * 58, x * 58, 0,
+       true, 'synchronised', 'delivering', 'delivering' FROM long_sequence(${reports})`,
+  );
+  await query(
+    `INSERT INTO gateway_key_health SELECT cast(${from} + (x / 3) * 10000000 AS timestamp), 'bench-site', rnd_symbol('default', 'crane', 'buoy'),
+       null, x, x * 10, 0, cast(${from} + (x / 3) * 10000000 AS timestamp) FROM long_sequence(${reports * 3})`,
+  );
+  await query(
+    `INSERT INTO gateway_sink_health SELECT cast(${from} + (x / 2) * 10000000 AS timestamp), 'bench-site', rnd_symbol('questdb', 'upstream'),
+       'up to date', 0, null, x * 58, 0, 0, 0 FROM long_sequence(${reports * 2})`,
+  );
+  await query(
+    `INSERT INTO gateway_events SELECT cast(${from} + x * 86400000000 + (x % 2) * 60000000 AS timestamp), 'bench-site',
+       CASE WHEN x % 2 = 0 THEN 'stopped' ELSE 'started' END, 'restart', '0.5.0', 'a restart', null FROM long_sequence(60)`,
+  );
+  for (const table of [
+    'gateway_health',
+    'gateway_key_health',
+    'gateway_sink_health',
+    'gateway_events',
+    'cargo_catalogue',
+    'ship_catalogue',
+  ]) {
+    for (let i = 0; i < 600; i++) {
+      const pending = await query(`SELECT writerTxn - sequencerTxn AS behind FROM wal_tables() WHERE name = '${table}'`);
+      if (Number(pending.rows[0]?.behind ?? 0) === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  process.stdout.write(`gateway tables: ${reports} health rows over 30 days, ${shipCount} ship names, ${SENSORS.length} cargo entries\n`);
 }

@@ -17,6 +17,8 @@ import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { TimeWindow } from './reading/time-window.js';
 import { ReceiveClock } from './reading/receive-clock.js';
+import { CatalogueStore } from './catalogue/catalogue-store.js';
+import { HealthLifecycle, within } from './health/health-lifecycle.js';
 import { HealthReporter } from './health/health-reporter.js';
 import { FleetRecorder } from './health/fleet-rows.js';
 import { FleetReporter, type FleetDestination } from './health/fleet-reporter.js';
@@ -40,12 +42,23 @@ export interface Gateway {
   readonly queue: QueueWriter;
   readonly stats: GatewayStats;
   readonly keys: KeyStore;
-  /** Graceful stop: refuse new work, finish in-flight requests, last flush, close the queue. */
-  stop(): Promise<void>;
+  /** The site's catalogue of ship and cargo ids; `reload()` re-reads it (SIGHUP). */
+  readonly catalogue: CatalogueStore;
+  /** Graceful stop: refuse new work, finish in-flight requests, last flush, the last health row, close the queue. */
+  stop(cause?: StopCause): Promise<void>;
 }
 
 /** Delivery requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
 const BATCH_BYTES = 16 * 1024 * 1024;
+/** How long a start waits for QuestDB to take the dashboards' tables. */
+const HEALTH_TABLES_WAIT_MS = 1000;
+/** How often the catalogue file is checked for changes. */
+const CATALOGUE_POLL_MS = 2000;
+
+/** What asked the gateway to stop, for the reason its last health row gives. */
+export interface StopCause {
+  signal?: NodeJS.Signals;
+}
 
 export interface GatewayOptions {
   /**
@@ -76,18 +89,32 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
 }
 
 async function startOwned(config: Config, logger: Logger, options: GatewayOptions, owner: DataDirLock): Promise<Gateway> {
+  const startedAt = Date.now();
   const certificateLocation = certificateLocationOf(config);
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
   const sinks = sinkSpecs(config);
   const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
+  // Before anything else that can fail: the dashboards then find empty tables rather than none.
+  // A QuestDB that does not answer within a second holds up nothing: the reports create them later.
+  const questdb = healthQuestDb(sinks);
+  const health = healthLifecycle(config, questdb, logger, startedAt);
+  await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
+  const catalogue = new CatalogueStore({
+    path: config.catalogueFile,
+    pollMs: CATALOGUE_POLL_MS,
+    gateway: config.gatewayName,
+    questdb: health === undefined ? undefined : questdb,
+    logger,
+  });
+  void catalogue.publish();
   const queue = openQueue(config, sinks, logger);
+  health?.recordStart();
   const stats = new GatewayStats();
   const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
-  const questdb = healthQuestDb(sinks);
   const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
   const gatewayConsole = new GatewayConsole({
     queue,
@@ -127,12 +154,18 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     idempotency,
     recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
-  const http = await listen(app, config, certificate, queue);
+  const http = await listen(app, config, certificate, queue).catch(async (error: unknown) => {
+    // A gateway that keeps failing to start still leaves the tables, given a moment to create them.
+    await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
+    await questdb?.close();
+    throw error;
+  });
   gatewayConsole.start(http.httpsPort);
   delivery.start();
   keys.watch();
+  catalogue.watch();
   const fleet = fleetDestinations(config, questdb);
-  const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, fleet, () =>
+  const snapshot = () =>
     takeSnapshot({
       queue,
       stats,
@@ -142,26 +175,34 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
       version: VERSION,
       sinks: sinkDescriptions,
       idempotency,
-    }),
-  );
+    });
+  const housekeeping = scheduleHousekeeping(config, logger, queue, { health, fleet, catalogue, snapshot });
   const systemd = await notifySystemdReady(config, http, queue, logger);
   logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
 
   let stopped: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, {
-      stopping,
-      systemd,
-      housekeeping,
-      keys,
-      http,
-      delivery,
-      questdb,
-      fleet,
-      queue,
-      owner,
-      idempotency,
-    }));
+  const stop = (cause: StopCause = {}): Promise<void> =>
+    (stopped ??= stopInOrder(
+      config,
+      logger,
+      {
+        stopping,
+        systemd,
+        housekeeping,
+        keys,
+        catalogue,
+        http,
+        delivery,
+        questdb,
+        fleet,
+        queue,
+        owner,
+        idempotency,
+        health,
+        snapshot,
+      },
+      cause,
+    ));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -179,6 +220,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     queue,
     stats,
     keys,
+    catalogue,
     stop,
   };
 }
@@ -188,6 +230,7 @@ interface Running {
   systemd: SystemdNotifier | undefined;
   housekeeping: ScheduledTask;
   keys: KeyStore;
+  catalogue: CatalogueStore;
   http: HttpServer;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
@@ -195,20 +238,25 @@ interface Running {
   queue: QueueWriter;
   owner: DataDirLock;
   idempotency: IdempotencyKeys;
+  health: HealthLifecycle | undefined;
+  snapshot: () => GatewaySnapshot;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
-async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, fleet, queue, owner, idempotency } = running;
+async function stopInOrder(config: Config, logger: Logger, running: Running, cause: StopCause): Promise<void> {
+  const { stopping, systemd, housekeeping, keys, catalogue, http, delivery, questdb, fleet, queue, owner, idempotency, health, snapshot } =
+    running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
   await housekeeping.destroy();
   keys.stop();
+  catalogue.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await http.close(deadline);
   saveIdempotencyKeys(config, logger, idempotency);
   await delivery.stop(deadline);
+  await health?.stopped(snapshot, cause.signal, deadline);
   await questdb?.close();
   await fleet.close();
   if (!queue.close())
@@ -350,6 +398,13 @@ async function listen(app: Hono, config: Config, certificate: ServerCertificate,
   }
 }
 
+/** The gateway's run as its health rows tell it, when health reports are on and go to a QuestDB. */
+function healthLifecycle(config: Config, questdb: QuestDbHttp | undefined, logger: Logger, startedAt: number): HealthLifecycle | undefined {
+  if (!config.healthReport || questdb === undefined) return undefined;
+  const reporter = new HealthReporter(questdb, config.gatewayName, logger);
+  return new HealthLifecycle({ dataDir: config.dataDir, gateway: config.gatewayName, version: VERSION, reporter, logger, startedAt });
+}
+
 /**
  * The health rows go to the first QuestDB sink's server (the local one; a remote one when the
  * local sink is off), with a small client of their own: the sinks' live in the delivery thread.
@@ -390,16 +445,22 @@ function fleetDestinations(config: Config, healthQuestDb: QuestDbHttp | undefine
   return { destinations, close: async () => void (await Promise.all(closers.map((close) => close()))) };
 }
 
-/** Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports health (to the centre too). */
+/**
+ * Every housekeeping run: re-reads the queue's totals, gives back free pages once empty, reports
+ * health (to the centre too), writes the catalogue to QuestDB if an earlier write did not get through.
+ */
 function scheduleHousekeeping(
   config: Config,
   logger: Logger,
   queue: QueueWriter,
-  questdb: QuestDbHttp | undefined,
-  fleet: FleetDestinations,
-  snapshot: () => GatewaySnapshot,
+  housekeeper: {
+    health: HealthLifecycle | undefined;
+    fleet: FleetDestinations;
+    catalogue: CatalogueStore;
+    snapshot: () => GatewaySnapshot;
+  },
 ): ScheduledTask {
-  const reporter = config.healthReport && questdb !== undefined ? new HealthReporter(questdb, config.gatewayName, logger) : undefined;
+  const { health, fleet, catalogue, snapshot } = housekeeper;
   const fleetReporter =
     config.healthReport && fleet.destinations.length > 0
       ? new FleetReporter(fleet.destinations, { site: config.siteId, gateway: config.gatewayName }, logger)
@@ -411,7 +472,8 @@ function scheduleHousekeeping(
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
       const current = snapshot();
-      await Promise.all([reporter?.report(current), fleetReporter?.report(current)]);
+      await Promise.all([health?.report(current), fleetReporter?.report(current)]);
+      await catalogue.publish();
     },
     { name: 'housekeeping', noOverlap: true },
   );

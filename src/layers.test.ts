@@ -13,14 +13,15 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   questdb: [],
   sinks: ['queue', 'questdb', 'reading', 'log', 'config', 'stats'],
   health: ['queue', 'questdb', 'keys', 'stats'],
+  catalogue: ['questdb'],
   http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats'],
   console: ['config', 'reading', 'keys', 'queue', 'health', 'stats', 'version'],
   config: [],
   log: [],
   stats: [],
   version: [],
-  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'console', 'stats', 'version'],
-  cli: ['config', 'log', 'keys', 'tls', 'queue', 'gateway', 'version'],
+  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'catalogue', 'http', 'console', 'stats', 'version'],
+  cli: ['config', 'log', 'keys', 'tls', 'queue', 'catalogue', 'gateway', 'version'],
   main: ['cli', 'sinks'],
 };
 

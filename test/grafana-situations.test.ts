@@ -3,8 +3,6 @@
 // Every query is run as Grafana sends it (see scripts/lib/grafana-expand.mjs) against the suite's QuestDB.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createHealthTable, createKeyHealthTable } from '../src/health/health-reporter.js';
-import { createSinkHealthTable } from '../src/health/sink-health.js';
 import {
   ALL,
   dashboardQueries,
@@ -14,7 +12,8 @@ import {
   type VariableValue,
 } from '../scripts/lib/grafana-expand.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
-import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
+import { createDashboardTables, dashboardTableNames, renameTables, type DashboardTables } from './support/grafana-tables.js';
+import { waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 
 // QuestDB sends timestamps without a zone, in UTC.
 pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
@@ -38,8 +37,7 @@ afterAll(async () => {
 });
 
 interface RunOptions {
-  table: string;
-  healthTable: string;
+  tables: DashboardTables;
   ship?: VariableValue;
   cargo?: VariableValue;
   maxDataPoints?: number;
@@ -50,31 +48,27 @@ const recent = () => ({ from: Date.now() - 10 * 60_000, to: Date.now() + 60_000 
 
 const run = (rawSql: string, options: RunOptions) =>
   client.query(
-    expandSql(
-      rawSql
-        .replace(/\bcargo_data\b/g, options.table)
-        .replace(/\bgateway_key_health\b/g, `${options.healthTable}_keys`)
-        .replace(/\bgateway_sink_health\b/g, `${options.healthTable}_sinks`)
-        .replace(/\bgateway_health\b/g, options.healthTable),
-      {
-        range: recent(),
-        maxDataPoints: options.maxDataPoints ?? 1000,
-        variables: {
-          ship: options.ship ?? { model: model('ship'), value: ALL },
-          cargo: options.cargo ?? { model: model('cargo'), value: ALL },
-        },
+    expandSql(renameTables(rawSql, options.tables), {
+      range: recent(),
+      maxDataPoints: options.maxDataPoints ?? 1000,
+      variables: {
+        ship: options.ship ?? { model: model('ship'), value: ALL },
+        cargo: options.cargo ?? { model: model('cargo'), value: ALL },
       },
-    ),
+    }),
   );
+
+/** The dashboards' tables beside a test gateway's readings table. */
+const tablesOf = (gw: TestGateway) => createDashboardTables({ ...dashboardTableNames(), readings: gw.table });
 
 describe('GPS from devices without a clock and from single posts', () => {
   let gw: TestGateway;
-  const healthTable = uniqueTable('health');
+  let tables: DashboardTables;
   const single = (body: unknown) => gw.post('/api/v2/ingest/', body, { 'x-api-key': TEST_KEY });
 
   beforeAll(async () => {
     gw = await startTestGateway();
-    await sql(createHealthTable(healthTable));
+    tables = await tablesOf(gw);
     // A device without a clock posts [latitude, longitude]: both get its receive time, 1 ns apart.
     expect(
       (
@@ -122,7 +116,7 @@ describe('GPS from devices without a clock and from single posts', () => {
 
   it('puts every device on the map, pairing halves within 2 s and exact pairs exactly', async () => {
     const map = find('Positions and tracks');
-    const options = { table: gw.table, healthTable, maxDataPoints: map.maxDataPoints };
+    const options = { tables, maxDataPoints: map.maxDataPoints };
     const tracks = await run(map.rawSql, options);
     expect(tracks.rows.map((r) => [r.device, r.latitude, r.longitude])).toEqual([
       ['clocked / engine', 56.4, 12.4],
@@ -161,29 +155,27 @@ describe('GPS from devices without a clock and from single posts', () => {
   });
 
   it('shows a ship that starts reporting after the dashboard was opened at the next variable refresh', async () => {
-    const ships = async () => (await run(find('ship').rawSql, { table: gw.table, healthTable })).rows.map((r) => r.ship_id);
+    const ships = async () => (await run(find('ship').rawSql, { tables })).rows.map((r) => r.__value);
     expect(await ships()).not.toContain('late-ship');
     expect((await single({ ship_id: 'late-ship', cargo_id: 'draught', value: 7.5 })).status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'late-ship'`, 1)).toBe(1);
     // refresh 2: Grafana re-runs the variable queries on every time range change, auto-refresh included.
     expect(dashboard.templating.list.map((v: DashboardVariable) => v.refresh)).toEqual([2, 2]);
     expect(await ships()).toContain('late-ship');
-    const cargo = await run(find('cargo').rawSql, { table: gw.table, healthTable, ship: { model: model('ship'), value: ['late-ship'] } });
-    expect(cargo.rows.map((r) => r.cargo_id)).toEqual(['draught']);
-    const latest = await run(find('Latest value per series').rawSql, { table: gw.table, healthTable });
+    const cargo = await run(find('cargo').rawSql, { tables, ship: { model: model('ship'), value: ['late-ship'] } });
+    expect(cargo.rows.map((r) => r.__value)).toEqual(['draught']);
+    const latest = await run(find('Cargo now').rawSql, { tables });
     expect(latest.rows.map((r) => r.ship_id)).toContain('late-ship');
   });
 });
 
 describe('a fresh gateway without readings', () => {
   let gw: TestGateway;
-  const healthTable = uniqueTable('health');
+  let tables: DashboardTables;
 
   beforeAll(async () => {
     gw = await startTestGateway();
-    await sql(createHealthTable(healthTable));
-    await sql(createKeyHealthTable(`${healthTable}_keys`));
-    await sql(createSinkHealthTable(`${healthTable}_sinks`));
+    tables = await tablesOf(gw);
     await waitForCount(`SELECT count() FROM "${gw.table}"`, 0);
     await waitForWalApplied(gw.table);
   });
@@ -193,13 +185,17 @@ describe('a fresh gateway without readings', () => {
   });
 
   it('answers every variable and panel with no data, where All over no options used to be IN ()', async () => {
-    const options = { table: gw.table, healthTable };
+    const options = { tables };
     const answers: Record<string, unknown[]> = {};
     for (const q of queries) {
       const result = await run(q.rawSql, { ...options, maxDataPoints: q.maxDataPoints });
       answers[`${q.title} ${q.refId}`] = result.rows;
     }
-    const counts = { 'Readings A': [{ readings: '0' }], 'Ships reporting A': [{ ships: '0', cargo: '0' }] };
+    const counts = {
+      'Readings A': [{ readings: '0' }],
+      'Ships reporting now A': [{ reporting: '0', seen: '0' }],
+      'Cargo outside the normal range A': [{ outside: '0' }],
+    };
     for (const [key, rows] of Object.entries(answers)) expect(rows, key).toEqual(counts[key as keyof typeof counts] ?? []);
 
     // Without the custom all value, All over an empty option list is what broke the dashboard.

@@ -1,5 +1,6 @@
 // grafana/provisioning/start-grafana.sh: the provisioning tree Grafana reads, with a contact point
-// for the alerts only when the settings name one, and the refusal of values that would break it.
+// for the alerts only when the settings name one, SHIPS_SEEN_DAYS written into the dashboards and
+// rules, and the refusal of values that would break it.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,15 +29,33 @@ afterEach(() => {
 });
 
 describe('start-grafana.sh', () => {
-  it('links the shipped data source, dashboards and alert rules, and provisions no contact point by default', () => {
+  it('provides the shipped data source, dashboards and alert rules as shipped, and no contact point by default', () => {
     const run = start({});
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
     expect(run.stdout).toBe('grafana server\n');
     expect(readlinkSync(join(run.target, 'datasources'))).toBe(join(shipped, 'datasources'));
-    expect(readlinkSync(join(run.target, 'dashboards'))).toBe(join(shipped, 'dashboards'));
-    expect(readlinkSync(join(run.target, 'alerting', 'harbor-rules.yaml'))).toBe(join(shipped, 'alerting', 'harbor-rules.yaml'));
+    expect(readlinkSync(join(run.target, 'dashboards', 'harbor.yaml'))).toBe(join(shipped, 'dashboards', 'harbor.yaml'));
+    for (const file of ['dashboards/harbor/comprehensive-telemetry.json', 'dashboards/harbor/gateway.json', 'alerting/harbor-rules.yaml']) {
+      expect(readFileSync(join(run.target, file), 'utf8'), file).toBe(readFileSync(join(shipped, file), 'utf8'));
+    }
     expect(existsSync(run.contactPoints)).toBe(false);
+  });
+
+  it('writes SHIPS_SEEN_DAYS into every window of ships seen, of the dashboards and the rules', () => {
+    const run = start({ SHIPS_SEEN_DAYS: '90' });
+    expect(run.status).toBe(0);
+    const marked = (text: string) => [...text.matchAll(/-(\d+) \/\* SHIPS_SEEN_DAYS \*\//g)].map((m) => m[1]);
+    const site = readFileSync(join(run.target, 'dashboards', 'harbor', 'comprehensive-telemetry.json'), 'utf8');
+    const rules = readFileSync(join(run.target, 'alerting', 'harbor-rules.yaml'), 'utf8');
+    // The ship and cargo lists (query and definition each), ships reporting, ships at a glance; the silent-ship rule.
+    expect(marked(site)).toEqual(['90', '90', '90', '90', '90', '90']);
+    expect(marked(rules)).toEqual(['90']);
+    expect(marked(readFileSync(join(shipped, 'alerting', 'harbor-rules.yaml'), 'utf8'))).toEqual(['30']);
+    // Only the marked windows change.
+    expect(site.replaceAll('-90 /* SHIPS_SEEN_DAYS */', '-30 /* SHIPS_SEEN_DAYS */')).toBe(
+      readFileSync(join(shipped, 'dashboards', 'harbor', 'comprehensive-telemetry.json'), 'utf8'),
+    );
   });
 
   it('writes an e-mail and a webhook contact point and routes every alert to them', () => {
@@ -82,6 +101,9 @@ describe('start-grafana.sh', () => {
       [{ ALERT_EMAIL: 'ops' }, 'ALERT_EMAIL must be e-mail addresses'],
       [{ ALERT_EMAIL: 'ops@example.com\nx: 1' }, 'ALERT_EMAIL must be one line without control characters'],
       [{ ALERT_WEBHOOK_URL: 'https://a.example\r' }, 'ALERT_WEBHOOK_URL must be one line'],
+      [{ SHIPS_SEEN_DAYS: '30d' }, 'SHIPS_SEEN_DAYS must be a whole number of days from 1 to 3650'],
+      [{ SHIPS_SEEN_DAYS: '0' }, 'SHIPS_SEEN_DAYS must be a whole number'],
+      [{ SHIPS_SEEN_DAYS: '3651' }, 'SHIPS_SEEN_DAYS must be a whole number'],
     ] as const) {
       const run = start(env);
       expect(run.status, message).toBe(1);
@@ -101,6 +123,10 @@ describe('start-grafana.sh', () => {
       ALERT_EMAIL: '${ALERT_EMAIL:-}',
       // biome-ignore lint/suspicious/noTemplateCurlyInString: Compose's own ${NAME:-} syntax, not a template literal
       ALERT_WEBHOOK_URL: '${ALERT_WEBHOOK_URL:-}',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Compose's own ${NAME:-} syntax, not a template literal
+      SHIPS_SEEN_DAYS: '${SHIPS_SEEN_DAYS:-30}',
+      // The home dashboard as start-grafana.sh wrote it, SHIPS_SEEN_DAYS in.
+      GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH: '/var/lib/grafana/provisioning/dashboards/harbor/comprehensive-telemetry.json',
     });
   });
 });

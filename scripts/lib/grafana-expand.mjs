@@ -5,7 +5,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from './paths.mjs';
 
-export const DASHBOARD_PATH = join(projectRoot, 'grafana', 'provisioning', 'dashboards', 'harbor', 'comprehensive-telemetry.json');
+const PROVISIONING = join(projectRoot, 'grafana', 'provisioning');
+/** The site manager's dashboard, "Comprehensive Telemetry Dashboard". */
+export const DASHBOARD_PATH = join(PROVISIONING, 'dashboards', 'harbor', 'comprehensive-telemetry.json');
+/** The operator's dashboard, "Harbor Gateway". */
+export const GATEWAY_DASHBOARD_PATH = join(PROVISIONING, 'dashboards', 'harbor', 'gateway.json');
+export const ALERT_RULES_PATH = join(PROVISIONING, 'alerting', 'harbor-rules.yaml');
 
 /**
  * @typedef {{ from: number, to: number }} TimeRange  epoch milliseconds
@@ -20,9 +25,9 @@ export const DASHBOARD_PATH = join(projectRoot, 'grafana', 'provisioning', 'dash
  * @property {number} [minIntervalMs]   the data source's or panel's "Min interval"
  */
 
-/** @returns {any} the dashboard JSON */
-export function loadDashboard() {
-  return JSON.parse(readFileSync(DASHBOARD_PATH, 'utf8'));
+/** @returns {any} the dashboard JSON, the site manager's unless another path is given */
+export function loadDashboard(path = DASHBOARD_PATH) {
+  return JSON.parse(readFileSync(path, 'utf8'));
 }
 
 /** Grafana quotes each value of a multi-value or include-all variable for SQL data sources. */

@@ -8,6 +8,7 @@ import { QueueFormatError } from '../queue/queue-format.js';
 import { DataDirInUseError } from '../queue/data-dir-lock.js';
 import { VERSION } from '../version.js';
 import { EXIT_IN_USE } from './data-dir-access.js';
+import { catalogueCommand } from './catalogue-command.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
 import { tlsCertificateCommand } from './tls-certificate-command.js';
@@ -30,6 +31,7 @@ Usage: harbor-gateway [command]
   tls-certificate
                  print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
                  self-signed certificate when no other is configured
+  catalogue      check the catalogue file and name cargo ids by it: catalogue [--file PATH] [CARGO_ID ...]
   config-table   print the configuration variables as a Markdown table (--document: the whole
                  configuration reference, docs/configuration.md)
   version        print the version
@@ -77,7 +79,7 @@ async function serve(): Promise<void> {
       process.exit(1);
     }
     logger.info({ event: 'signal', signal }, 'shutting down');
-    gateway.stop().then(
+    gateway.stop({ signal }).then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ event: 'stop_failed', err: error }, 'shutdown failed');
@@ -87,9 +89,11 @@ async function serve(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  // SIGHUP re-reads the device keys and the certificate; connections and the queue are untouched.
+  // SIGHUP re-reads the device keys, the catalogue and the certificate; connections and the queue are untouched.
   process.on('SIGHUP', () => {
     gateway.keys.reload();
+    gateway.catalogue.reload();
+    void gateway.catalogue.publish();
     try {
       gateway.reloadCertificate();
     } catch (error) {
@@ -119,6 +123,12 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     case 'tls-certificate':
       process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, {
+        out: (text) => process.stdout.write(text),
+        err: (text) => process.stderr.write(text),
+      });
+      break;
+    case 'catalogue':
+      process.exitCode = catalogueCommand(args.slice(1), process.env, {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });

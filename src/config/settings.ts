@@ -403,6 +403,12 @@ export const SETTINGS = {
     doc: "Write the gateway's own health (its state in words, queue depth and size, oldest queued age, flush errors, dead letters, clock) to the QuestDB table `gateway_health`, per-key counters to `gateway_key_health` and per-sink backlog and counters to `gateway_sink_health`, at each housekeeping run, for the dashboard and its alerts.",
     schema: boolean,
   }),
+  catalogueFile: define({
+    env: 'CATALOGUE_FILE',
+    default: undefined,
+    doc: "The site's catalogue (YAML, see `systemd/catalogue.yaml` and docs/grafana.md): ship display names, and per cargo id or pattern (`temp*`) its name, unit, normal range and decimals, for the dashboards and the out-of-range alert. Written to QuestDB (`cargo_catalogue`, `ship_catalogue`) at start and whenever the file changes (checked every 2 s, and on SIGHUP); a file with a mistake is refused whole and logged, the one loaded before stays. Unset or missing: ids show as they are.",
+    schema: text(),
+  }),
   housekeepingCron: define({
     env: 'HOUSEKEEPING_CRON',
     default: '*/10 * * * * *',

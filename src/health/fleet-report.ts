@@ -20,7 +20,7 @@ export const fleetReportSchema = z.object({
   /** The site's clock when it sent the report: the centre's clock at receipt tells the offset. */
   sentAt: z.iso.datetime({ offset: true }),
   uptimeSeconds: count,
-  state: z.enum(['delivering', 'catching_up', 'buffering', 'refusing']),
+  state: z.enum(['delivering', 'catching_up', 'buffering', 'refusing', 'stopped']),
   stateText: text(2000),
   ready: z.boolean(),
   clockSynchronized: z.boolean().nullable(),

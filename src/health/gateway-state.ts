@@ -2,7 +2,7 @@ import { LOCAL_SINK } from '../stats.js';
 import { queueHolder, type GatewaySnapshot, type SinkSnapshot } from './snapshot.js';
 
 /** The gateway's condition as one word for alerts and filters, and as a sentence for the dashboard. */
-export type GatewayStateCode = 'delivering' | 'catching_up' | 'buffering' | 'refusing';
+export type GatewayStateCode = 'delivering' | 'catching_up' | 'buffering' | 'refusing' | 'stopped';
 
 export interface GatewayState {
   code: GatewayStateCode;
@@ -122,6 +122,13 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
   if (snapshot.clockSynchronized === false) notes.push('clock not synchronised');
   notes.push(...clockNotes(snapshot.sinks));
   return { code, text: [headline, ...notes].join(', '), outageSeconds };
+}
+
+/** The state of a gateway's last row: stopped, why, and what it leaves queued for its next start. */
+export function describeStop(snapshot: GatewaySnapshot, why: string): GatewayState {
+  const queued = snapshot.queue.readings;
+  const left = queued === 0 ? '' : `, ${queued} ${queued === 1 ? 'reading' : 'readings'} queued for the next start`;
+  return { code: 'stopped', text: `stopped — ${why}${left}`, outageSeconds: null };
 }
 
 /** Remembers when the current run of failed flushes began, across the snapshots of successive reports. */

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import { escapeIlp } from '../questdb/ilp-escape.js';
+import { escapeIlp, ilpString } from '../questdb/ilp-escape.js';
 import type { QuestDbHttp } from '../questdb/questdb-http.js';
-import { describeGatewayState, OutageWatch, type GatewayState } from './gateway-state.js';
+import { createEventsTable, encodeEvents, EVENTS_TABLE, type GatewayEvent } from './gateway-events.js';
+import { describeGatewayState, describeStop, formatDuration, OutageWatch, type GatewayState } from './gateway-state.js';
 import { createSinkHealthTable, encodeSinkHealth, sinkHealthRow } from './sink-health.js';
 import type { GatewaySnapshot } from './snapshot.js';
 
@@ -33,43 +34,85 @@ export const createKeyHealthTable = (table: string): string => `CREATE TABLE IF 
 const addColumns = (table: string): string[] =>
   ADDED_COLUMNS.map(([name, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
 
+/** Events kept for a QuestDB that does not answer; beyond this the oldest are dropped. */
+const MAX_PENDING_EVENTS = 50;
+
 /**
  * Writes the gateway's own health into QuestDB next to the readings, so the dashboard can show
  * queue depth, the age of the oldest queued reading and flush errors, one row per device key and
- * one per sink (its backlog and oldest undelivered reading). These rows are best effort:
- * they bypass the queue and are skipped while QuestDB is away.
+ * one per sink (its backlog and oldest undelivered reading), and its events (starts, stops,
+ * outages) for the dashboards' annotations. These rows are best effort: they bypass the queue and
+ * are skipped while QuestDB is away (events wait for the next report that gets through).
  */
 export class HealthReporter {
   #tableReady = false;
   #failing = false;
   readonly #outage = new OutageWatch();
+  #outageSince: number | undefined;
+  #pending: GatewayEvent[] = [];
 
   constructor(
     private readonly questdb: QuestDbHttp,
     private readonly gateway: string,
     private readonly log: Logger,
     private readonly table = HEALTH_TABLE,
+    private readonly eventsTable = EVENTS_TABLE,
   ) {}
+
+  /** Sends events with the next write that gets through. */
+  event(...events: GatewayEvent[]): void {
+    this.#pending.push(...events);
+    this.#pending.splice(0, this.#pending.length - MAX_PENDING_EVENTS);
+  }
+
+  /**
+   * Creates the tables the dashboards read and sends the pending events: at start, before
+   * anything else, so the dashboards and alerts find empty tables rather than none.
+   */
+  prepare(): Promise<boolean> {
+    return this.#write(() => []);
+  }
 
   async report(snapshot: GatewaySnapshot, now = Date.now()): Promise<boolean> {
     // Watched on every report, written or not, so an outage of QuestDB is timed from its start.
-    const state = describeGatewayState(snapshot, this.#outage.observe(snapshot, now), now);
+    const outageSince = this.#outage.observe(snapshot, now);
+    if (outageSince === undefined && this.#outageSince !== undefined) {
+      const text = `QuestDB unreachable for ${formatDuration((now - this.#outageSince) / 1000)}`;
+      this.event({ time: this.#outageSince, until: now, event: 'outage', reason: 'questdb', text, version: snapshot.version });
+    }
+    this.#outageSince = outageSince;
+    const state = describeGatewayState(snapshot, outageSince, now);
+    return this.#write(() => [
+      encode(this.table, this.gateway, snapshot, state, now),
+      encodeKeys(this.gateway, snapshot, now),
+      encodeSinkHealth(this.gateway, snapshot.sinks.map(sinkHealthRow), now),
+    ]);
+  }
+
+  /** The last row of a run: the gateway stopped, and why; with the `stopped` event. */
+  reportStopped(snapshot: GatewaySnapshot, reason: { code: string; text: string }, now = Date.now()): Promise<boolean> {
+    const state = describeStop(snapshot, reason.text);
+    this.event({ time: now, event: 'stopped', reason: reason.code, text: state.text, version: snapshot.version });
+    return this.#write(() => [encode(this.table, this.gateway, snapshot, state, now)]);
+  }
+
+  async #write(rows: () => Buffer[]): Promise<boolean> {
+    const events = [...this.#pending];
     try {
       if (!this.#tableReady) {
         await this.questdb.exec(createHealthTable(this.table));
         for (const statement of addColumns(this.table)) await this.questdb.exec(statement);
         await this.questdb.exec(createKeyHealthTable(KEY_HEALTH_TABLE));
         await this.questdb.exec(createSinkHealthTable());
+        await this.questdb.exec(createEventsTable(this.eventsTable));
         this.#tableReady = true;
       }
-      const outcome = await this.questdb.write(
-        Buffer.concat([
-          encode(this.table, this.gateway, snapshot, state, now),
-          encodeKeys(this.gateway, snapshot, now),
-          encodeSinkHealth(this.gateway, snapshot.sinks.map(sinkHealthRow), now),
-        ]),
-      );
-      if (!outcome.ok) throw new Error(outcome.message);
+      const body = Buffer.concat([...rows(), encodeEvents(this.eventsTable, this.gateway, events)]);
+      if (body.length > 0) {
+        const outcome = await this.questdb.write(body);
+        if (!outcome.ok) throw new Error(outcome.message);
+      }
+      this.#pending = this.#pending.filter((e) => !events.includes(e));
       this.#failing = false;
       return true;
     } catch (error) {
@@ -80,9 +123,6 @@ export class HealthReporter {
     }
   }
 }
-
-/** ILP's string field: quoted, with quotes and backslashes escaped. */
-const ilpString = (text: string): string => `"${text.replace(/[\\"]/g, '\\$&').replace(/\n/g, ' ')}"`;
 
 /** One ILP line; integers carry ILP's `i` suffix, the row time is in nanoseconds. */
 function encode(table: string, gateway: string, s: GatewaySnapshot, state: GatewayState, now: number): Buffer {

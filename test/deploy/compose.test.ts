@@ -114,7 +114,7 @@ describe('compose stack', () => {
       GF_SECURITY_ADMIN_PASSWORD: 'admin',
     });
     expect(services.grafana.environment.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(
-      '/etc/grafana/provisioning/dashboards/harbor/comprehensive-telemetry.json',
+      '/var/lib/grafana/provisioning/dashboards/harbor/comprehensive-telemetry.json',
     );
   });
 

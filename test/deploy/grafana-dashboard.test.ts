@@ -1,18 +1,37 @@
-// The provisioned Grafana files: their structure, and every query of the dashboard run against the
-// suite's QuestDB over the PostgreSQL wire protocol, expanded the way Grafana expands it.
-import { existsSync, readFileSync } from 'node:fs';
+// The provisioned Grafana files for the pinned Grafana (compose.yaml; the appliance's
+// GRAFANA_VERSION): their structure as Grafana's dashboard schema (schemaVersion 41), its panel
+// plugins, transformations, field options and units define it, both dashboards linked both ways,
+// and every query of both dashboards run against the suite's QuestDB over the PostgreSQL wire
+// protocol, expanded the way Grafana expands it, answering the columns and types each panel reads.
+// Screenshots need a Grafana binary, which this machine does not have; these checks stand in.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { createHealthTable } from '../../src/health/health-reporter.js';
-import { createSinkHealthTable, encodeSinkHealth } from '../../src/health/sink-health.js';
+import { CatalogueStore } from '../../src/catalogue/catalogue-store.js';
+import { HealthReporter } from '../../src/health/health-reporter.js';
+import { encodeSinkHealth } from '../../src/health/sink-health.js';
+import { createLogger } from '../../src/log/logger.js';
 import { QuestDbHttp } from '../../src/questdb/questdb-http.js';
+import { alertRules } from '../../scripts/lib/grafana-rules.mjs';
+import { gatewayDashboard } from '../../scripts/lib/grafana-gateway.mjs';
+import { siteDashboard } from '../../scripts/lib/grafana-site.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { sql, uniqueTable, waitForCount, waitForWalApplied } from '../support/questdb-sql.js';
 import {
+  createDashboardTables,
+  dashboardTableNames,
+  renameTables,
+  waitForTables,
+  type DashboardTables,
+} from '../support/grafana-tables.js';
+import { sql, waitForCount } from '../support/questdb-sql.js';
+import { tempDir } from '../support/temp-dir.js';
+import {
+  ALERT_RULES_PATH,
   ALL,
   DASHBOARD_PATH,
+  GATEWAY_DASHBOARD_PATH,
   dashboardQueries,
   expandSql,
   formatVariable,
@@ -48,32 +67,68 @@ interface Target {
   format: string;
   rawSql: string;
 }
+interface Override {
+  matcher: { id: string; options: string };
+  properties: { id: string; value: unknown }[];
+}
 interface Panel {
   id: number;
   type: string;
   title: string;
-  gridPos: { x: number; w: number; h: number };
+  gridPos: { x: number; y: number; w: number; h: number };
   datasource: DataSourceRef;
   targets: Target[];
   repeat?: string;
-  options: { layers: { filterData: { options: string }; location: unknown }[] };
+  transformations?: { id: string; options: { configRefId?: string; mappings?: { fieldName: string; handlerKey: string }[] } }[];
+  fieldConfig?: { defaults: Record<string, unknown>; overrides: Override[] };
+  options: { layers?: { filterData: { options: string }; location: unknown }[] } & Record<string, unknown>;
 }
 interface Dashboard {
   title: string;
   uid: string;
   id?: number | null;
+  schemaVersion: number;
   panels: Panel[];
-  templating: { list: { name: string; datasource: DataSourceRef }[] };
+  links: { type: string; url: string; keepTime: boolean }[];
+  annotations: { list: { name: string; builtIn?: number; datasource: DataSourceRef; target?: Target }[] };
+  templating: { list: (DashboardVariable & { datasource: DataSourceRef; query: string })[] };
 }
 
 /** Grafana's provisioning replaces $NAME and ${NAME} with the environment's values. */
 const withEnv = (text: string, env: Record<string, string>): string =>
   text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, braced, plain) => env[braced ?? plain] ?? whole);
 
+/**
+ * What Grafana 13 knows and these dashboards use: panel plugins, transformations, field config
+ * properties (standard options and the table's and time series' custom ones) and unit ids of its
+ * value format catalogue. A name outside these is a typo Grafana would ignore without a word.
+ */
+const PANEL_TYPES = new Set(['row', 'stat', 'timeseries', 'table', 'geomap', 'alertlist']);
+const TRANSFORMATIONS = new Set(['configFromData']);
+const CONFIG_HANDLERS = new Set(['unit', 'decimals', 'min', 'max', 'displayName', 'color', 'threshold1', '__ignore']);
+const FIELD_PROPERTIES = new Set([
+  'unit',
+  'decimals',
+  'displayName',
+  'mappings',
+  'thresholds',
+  'links',
+  'color',
+  'custom.cellOptions',
+  'custom.width',
+]);
+const UNITS = new Set(['short', 'dateTimeAsIso', 'dateTimeFromNow', 'dtdurations', 's', 'bytes', 'dBm', 'dB', 'hertz', 'lengthm']);
+const CELL_TYPES = new Set(['color-text', 'color-background']);
+
+// biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${name:format} syntax, not a template literal
+const OVER_TIME = 'Values over time: ${cargo:text}';
+const site: Dashboard = loadDashboard(DASHBOARD_PATH);
+const gateway: Dashboard = loadDashboard(GATEWAY_DASHBOARD_PATH);
+const dashboards = { site, gateway };
+
 describe('Grafana provisioning files', () => {
   const datasources = readYaml(join(provisioning, 'datasources', 'questdb.yaml')) as DataSourcesFile;
   const providers = readYaml(join(provisioning, 'dashboards', 'harbor.yaml')) as ProvidersFile;
-  const dashboard: Dashboard = loadDashboard();
   const datasourceUids = new Set<string>(datasources.datasources.map((d) => d.uid));
 
   it('provisions QuestDB through the built-in PostgreSQL data source, read-only, password from the environment', () => {
@@ -96,70 +151,155 @@ describe('Grafana provisioning files', () => {
     expect(questdb!.password).toBeUndefined();
   });
 
-  it('loads the dashboard folder from the provisioning directory', () => {
+  it('loads both dashboards from the provisioning directory', () => {
     expect(providers.apiVersion).toBe(1);
     const [provider] = providers.providers;
     expect(provider).toMatchObject({ type: 'file', orgId: 1, disableDeletion: true, allowUiUpdates: false });
     const path = withEnv(provider!.options.path, { GF_PATHS_PROVISIONING: provisioning });
-    expect(existsSync(join(path, 'comprehensive-telemetry.json'))).toBe(true);
     expect(join(path, 'comprehensive-telemetry.json')).toBe(DASHBOARD_PATH);
+    expect(join(path, 'gateway.json')).toBe(GATEWAY_DASHBOARD_PATH);
+    for (const file of [DASHBOARD_PATH, GATEWAY_DASHBOARD_PATH]) expect(existsSync(file)).toBe(true);
   });
 
-  it('names the dashboard, gives it a stable uid and a ship and a cargo multi-select variable', () => {
-    expect(dashboard.title).toBe('Comprehensive Telemetry Dashboard');
-    expect(dashboard.uid).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
-    expect(dashboard.id ?? null).toBeNull();
-    const variables = dashboard.templating.list;
+  it('holds what scripts/grafana-provisioning.mjs writes: the dashboards and the rules from one source', () => {
+    expect(readFileSync(DASHBOARD_PATH, 'utf8')).toBe(`${JSON.stringify(siteDashboard(), null, 2)}\n`);
+    expect(readFileSync(GATEWAY_DASHBOARD_PATH, 'utf8')).toBe(`${JSON.stringify(gatewayDashboard(), null, 2)}\n`);
+    expect(readFileSync(ALERT_RULES_PATH, 'utf8')).toBe(alertRules());
+  });
+
+  it("names the site manager's dashboard as the spec asks and the operator's for the gateway, linked both ways", () => {
+    expect(site.title).toBe('Comprehensive Telemetry Dashboard');
+    expect(gateway.title).toBe('Harbor Gateway');
+    for (const d of [site, gateway]) {
+      expect(d.uid).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
+      expect(d.id ?? null).toBeNull();
+      expect(d.schemaVersion).toBe(41);
+    }
+    expect(site.links).toEqual([expect.objectContaining({ type: 'link', url: `/d/${gateway.uid}`, keepTime: true })]);
+    expect(gateway.links).toEqual([expect.objectContaining({ type: 'link', url: `/d/${site.uid}`, keepTime: true })]);
+  });
+
+  it('gives the site dashboard a ship and a cargo multi-select variable, named from the catalogue', () => {
+    const variables = site.templating.list;
     expect(variables.map((v) => v.name)).toEqual(['ship', 'cargo']);
     for (const v of variables) {
       // All is '' rather than the list of options, which is empty on an empty gateway (`IN ()` is an error);
       // refresh 2: re-run on every time range change and auto-refresh, so new ships appear on a wall screen.
       expect(v).toMatchObject({ type: 'query', multi: true, includeAll: true, allValue: "''", refresh: 2 });
       expect(datasourceUids.has(v.datasource.uid)).toBe(true);
-      expect(v.datasource.type).toBe('grafana-postgresql-datasource');
+      // Grafana shows __text and filters by __value.
+      expect(v.query).toMatch(/AS __value, .* AS __text/);
+    }
+    expect(gateway.templating.list).toEqual([]);
+  });
+
+  it('marks the time series of both dashboards with the gateway events', () => {
+    for (const d of [site, gateway]) {
+      const [builtIn, events] = d.annotations.list;
+      expect(builtIn).toMatchObject({ builtIn: 1 });
+      expect(events).toMatchObject({ name: 'Gateway events', datasource: { uid: 'questdb' }, target: { format: 'table', rawQuery: true } });
     }
   });
 
-  it('has panels with unique ids inside the 24-column grid, each bound to a provisioned data source', () => {
-    const { panels } = dashboard;
-    const ids = panels.map((p) => p.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    const variableNames = new Set(dashboard.templating.list.map((v) => v.name));
-    for (const panel of panels) {
-      expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
-      expect(panel.gridPos.h).toBeGreaterThan(0);
-      if (panel.type === 'row') continue;
-      expect(datasourceUids.has(panel.datasource.uid), panel.title).toBe(true);
-      expect(panel.targets.length, panel.title).toBeGreaterThan(0);
-      for (const target of panel.targets) {
-        expect(datasourceUids.has(target.datasource.uid), panel.title).toBe(true);
-        expect(target).toMatchObject({ rawQuery: true, editorMode: 'code' });
-        expect(['time_series', 'table']).toContain(target.format);
-        // Every $name in the SQL is a dashboard variable, one of Grafana's, or a regex group ($1).
-        for (const [, name] of (target.rawSql as string).matchAll(/\$\{?(\w+)/g)) {
-          expect(variableNames.has(name!) || name!.startsWith('__') || /^\d+$/.test(name!), `${panel.title}: $${name}`).toBe(true);
+  for (const [name, dashboard] of Object.entries(dashboards)) {
+    it(`lays out the ${name} dashboard's panels on the 24-column grid without overlap, each a Grafana panel bound to the data source`, () => {
+      const { panels } = dashboard;
+      const ids = panels.map((p) => p.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      const variableNames = new Set(dashboard.templating.list.map((v) => v.name));
+      for (const [i, a] of panels.entries()) {
+        expect(a.gridPos.x + a.gridPos.w, a.title).toBeLessThanOrEqual(24);
+        expect(a.gridPos.h).toBeGreaterThan(0);
+        for (const b of panels.slice(i + 1)) {
+          const apart =
+            a.gridPos.x + a.gridPos.w <= b.gridPos.x ||
+            b.gridPos.x + b.gridPos.w <= a.gridPos.x ||
+            a.gridPos.y + a.gridPos.h <= b.gridPos.y ||
+            b.gridPos.y + b.gridPos.h <= a.gridPos.y;
+          expect(apart, `${a.title} overlaps ${b.title}`).toBe(true);
+        }
+        expect(PANEL_TYPES.has(a.type), a.type).toBe(true);
+        if (a.type === 'row') continue;
+        if (a.type === 'alertlist') {
+          // The alerts of the Harbor folder, from Grafana's own alerting: no query.
+          expect(a.options).toMatchObject({ viewMode: 'list', folder: { uid: 'harbor' }, stateFilter: { firing: true } });
+          continue;
+        }
+        expect(datasourceUids.has(a.datasource.uid), a.title).toBe(true);
+        expect(a.targets.length, a.title).toBeGreaterThan(0);
+        for (const target of a.targets) {
+          expect(datasourceUids.has(target.datasource.uid), a.title).toBe(true);
+          expect(target).toMatchObject({ rawQuery: true, editorMode: 'code' });
+          expect(['time_series', 'table']).toContain(target.format);
+          // Every $name in the SQL is a dashboard variable, one of Grafana's, or a regex group ($1).
+          for (const [, variable] of target.rawSql.matchAll(/\$\{?(\w+)/g)) {
+            expect(variableNames.has(variable!) || variable!.startsWith('__') || /^\d+$/.test(variable!), `${a.title}: $${variable}`).toBe(
+              true,
+            );
+          }
+        }
+        if (a.repeat !== undefined) expect(variableNames.has(a.repeat)).toBe(true);
+      }
+    });
+
+    it(`sets only field options, units, transformations and cell types Grafana knows on the ${name} dashboard`, () => {
+      for (const panel of dashboard.panels) {
+        const defaults = panel.fieldConfig?.defaults ?? {};
+        const properties = [
+          ...Object.entries(defaults).map(([id, value]) => ({ id, value })),
+          ...(panel.fieldConfig?.overrides ?? []).flatMap((o) => o.properties),
+        ];
+        for (const { id, value } of properties) {
+          if (id === 'unit') expect(UNITS.has(String(value)), `${panel.title}: unit ${value}`).toBe(true);
+          if (id === 'custom.cellOptions') expect(CELL_TYPES.has((value as { type: string }).type), panel.title).toBe(true);
+          if (id === 'mappings') {
+            for (const m of value as { type: string; options: Record<string, unknown> }[]) {
+              expect(['value', 'regex'], panel.title).toContain(m.type);
+              if (m.type === 'regex') expect(() => new RegExp(String(m.options.pattern))).not.toThrow();
+            }
+          }
+        }
+        for (const o of panel.fieldConfig?.overrides ?? []) {
+          expect(['byName', 'byRegexp'], panel.title).toContain(o.matcher.id);
+          for (const p of o.properties) expect(FIELD_PROPERTIES.has(p.id), `${panel.title}: ${p.id}`).toBe(true);
+        }
+        for (const t of panel.transformations ?? []) {
+          expect(TRANSFORMATIONS.has(t.id), t.id).toBe(true);
+          expect(
+            panel.targets.map((q) => q.refId),
+            panel.title,
+          ).toContain(t.options.configRefId);
+          for (const m of t.options.mappings ?? []) expect(CONFIG_HANDLERS.has(m.handlerKey), m.handlerKey).toBe(true);
         }
       }
-      if (panel.repeat !== undefined) expect(variableNames.has(panel.repeat)).toBe(true);
-    }
-    expect(new Set(panels.map((p) => p.type))).toEqual(new Set(['row', 'stat', 'timeseries', 'table', 'geomap']));
-  });
+    });
+  }
 
   it("filters by ship and cargo only in the form that All ('') passes: no bare IN ($ship)", () => {
-    for (const q of dashboardQueries(dashboard)) {
-      const sqlText = q.rawSql.replace(/\('' IN \(\$(ship|cargo)\) OR (ship|cargo)_id IN \(\$(ship|cargo)\)\)/g, '');
+    for (const q of dashboardQueries(site)) {
+      const sqlText = q.rawSql
+        .replace(/\('' IN \(\$(ship|cargo)\) OR (ship|cargo)_id IN \(\$(ship|cargo)\)\)/g, '')
+        // The configuration query of a repeated panel names its one cargo id, never All's ''.
+        .replace(/\$cargo\b/g, q.panel?.repeat === 'cargo' ? '' : '$cargo');
       expect(sqlText, `${q.title} ${q.refId}`).not.toMatch(/\$(ship|cargo)\b/);
     }
   });
 
   it('draws the Geomap layers from latitude and longitude fields of queries that exist', () => {
-    const geomap = dashboard.panels.find((p) => p.type === 'geomap')!;
+    const geomap = site.panels.find((p) => p.type === 'geomap')!;
     const refIds = new Set(geomap.targets.map((t) => t.refId));
-    expect(geomap.options.layers.length).toBeGreaterThanOrEqual(2);
-    for (const layer of geomap.options.layers) {
+    expect(geomap.options.layers!.length).toBeGreaterThanOrEqual(2);
+    for (const layer of geomap.options.layers!) {
       expect(refIds.has(layer.filterData.options)).toBe(true);
       expect(layer.location).toEqual({ mode: 'coords', latitude: 'latitude', longitude: 'longitude' });
     }
+  });
+
+  it('links each ship at a glance to the site dashboard showing only that ship', () => {
+    const glance = site.panels.find((p) => p.title === 'Ships at a glance')!;
+    const ship = glance.fieldConfig!.overrides.find((o) => o.matcher.options === 'ship')!;
+    const [link] = ship.properties.find((p) => p.id === 'links')!.value as { url: string }[];
+    expect(link!.url).toBe(`/d/${site.uid}?var-ship=\${__data.fields.ship_id:percentencode}&\${__url_time_range}`);
   });
 });
 
@@ -206,75 +346,90 @@ const KINDS: Record<string, number[]> = {
   boolean: [16],
 };
 type Kind = keyof typeof KINDS;
+const columns = (...pairs: [string, Kind][]) => pairs;
+const timeSeries = (value: string) => columns(['time', 'time'], ['metric', 'string'], [value, 'number']);
+const positions = columns(['time', 'time'], ['ship_id', 'string'], ['device', 'string'], ['latitude', 'number'], ['longitude', 'number']);
+const gatewayState = columns(['gateway', 'string'], ['state', 'string'], ['last_report', 'time']);
 
-/** The columns each query must return, by panel title (variables by name) and refId. */
+/** The columns each query must return, by panel title (variables by name, annotations by name) and refId. */
 const EXPECTED: Record<string, [string, Kind][]> = {
-  'ship variable': [['ship_id', 'string']],
-  'cargo variable': [['cargo_id', 'string']],
-  'Readings A': [['readings', 'number']],
-  'Ships reporting A': [
-    ['ships', 'number'],
-    ['cargo', 'number'],
-  ],
-  'Latest reading A': [['latest', 'time']],
-  'Values over time: $cargo A': [
-    ['time', 'time'],
-    ['metric', 'string'],
+  'ship variable': columns(['__value', 'string'], ['__text', 'string']),
+  'cargo variable': columns(['__value', 'string'], ['__text', 'string']),
+  'Ships reporting now A': columns(['reporting', 'number'], ['seen', 'number']),
+  'Cargo outside the normal range A': columns(['outside', 'number']),
+  'Readings A': columns(['readings', 'number']),
+  'Gateway A': gatewayState,
+  'Ships at a glance A': columns(
+    ['ship', 'string'],
+    ['last_seen', 'number'],
+    ['readings_last_hour', 'number'],
+    ['latitude', 'number'],
+    ['longitude', 'number'],
+    ['cargo', 'string'],
+    ['ship_id', 'string'],
+  ),
+  'Cargo now A': columns(
+    ['ship', 'string'],
+    ['cargo', 'string'],
     ['value', 'number'],
-  ],
-  'Latest value per series A': [
+    ['unit', 'string'],
+    ['normal_range', 'string'],
+    ['state', 'string'],
+    ['time', 'time'],
     ['ship_id', 'string'],
     ['cargo_id', 'string'],
-    ['value', 'number'],
-    ['time', 'time'],
-  ],
-  'Summary A': [
-    ['ship_id', 'string'],
-    ['cargo_id', 'string'],
+  ),
+  [`${OVER_TIME} A`]: timeSeries('value'),
+  [`${OVER_TIME} B`]: columns(['unit', 'string'], ['decimals', 'number'], ['low', 'number'], ['high', 'number']),
+  'Cargo summary A': columns(
+    ['ship', 'string'],
+    ['cargo', 'string'],
     ['min', 'number'],
     ['avg', 'number'],
     ['max', 'number'],
-    ['count', 'number'],
-  ],
-  'Positions and tracks A': [
-    ['time', 'time'],
-    ['ship_id', 'string'],
-    ['device', 'string'],
+    ['unit', 'string'],
+    ['readings', 'number'],
+  ),
+  'Positions and tracks A': positions,
+  'Positions and tracks B': positions,
+  'Position details A': columns(
+    ['ship', 'string'],
     ['latitude', 'number'],
     ['longitude', 'number'],
-  ],
-  'Positions and tracks B': [
-    ['time', 'time'],
+    ['altitude', 'number'],
+    ['satellites', 'number'],
+    ['fix_time', 'time'],
     ['ship_id', 'string'],
-    ['device', 'string'],
-    ['latitude', 'number'],
-    ['longitude', 'number'],
-  ],
-  'Queue depth A': [
+  ),
+  'Radio link quality A': timeSeries('value'),
+  'Radio link now A': columns(
+    ['ship', 'string'],
+    ['rssi', 'number'],
+    ['channel_rssi', 'number'],
+    ['snr', 'number'],
+    ['spreading_factor', 'number'],
+    ['bandwidth', 'number'],
+    ['frequency', 'number'],
+    ['last_uplink', 'time'],
+    ['ship_id', 'string'],
+  ),
+  'Gateway state A': gatewayState,
+  'Gateway events A': columns(
     ['time', 'time'],
-    ['metric', 'string'],
-    ['queue_readings', 'number'],
-  ],
-  'Oldest queued reading A': [
-    ['time', 'time'],
-    ['metric', 'string'],
-    ['oldest_age', 'number'],
-  ],
-  'Flush errors A': [
-    ['time', 'time'],
-    ['metric', 'string'],
-    ['consecutive_failures', 'number'],
-    ['failures_since_start', 'number'],
-  ],
-  'Gateway state A': [
     ['gateway', 'string'],
-    ['state', 'string'],
-    ['last_report', 'time'],
-  ],
-  'Gateways A': [
+    ['event', 'string'],
+    ['reason', 'string'],
+    ['text', 'string'],
+    ['until', 'time'],
+  ),
+  'Queue depth A': timeSeries('queue_readings'),
+  'Oldest queued reading A': timeSeries('oldest_age'),
+  'Flush errors A': columns(['time', 'time'], ['metric', 'string'], ['consecutive_failures', 'number'], ['failures_since_start', 'number']),
+  'Gateways A': columns(
     ['gateway', 'string'],
     ['last_report', 'time'],
     ['ready', 'boolean'],
+    ['clock', 'string'],
     ['queue_readings', 'number'],
     ['queue_bytes', 'number'],
     ['queue_max_bytes', 'number'],
@@ -285,8 +440,8 @@ const EXPECTED: Record<string, [string, Kind][]> = {
     ['accepted_readings', 'number'],
     ['flushed_readings', 'number'],
     ['refused_requests', 'number'],
-  ],
-  'Device keys A': [
+  ),
+  'Device keys A': columns(
     ['gateway', 'string'],
     ['key', 'string'],
     ['ship_prefix', 'string'],
@@ -294,18 +449,10 @@ const EXPECTED: Record<string, [string, Kind][]> = {
     ['refused_requests', 'number'],
     ['accepted_requests', 'number'],
     ['accepted_readings', 'number'],
-  ],
-  'Sink backlog A': [
-    ['time', 'time'],
-    ['metric', 'string'],
-    ['backlog_readings', 'number'],
-  ],
-  'Oldest undelivered reading per sink A': [
-    ['time', 'time'],
-    ['metric', 'string'],
-    ['oldest_age', 'number'],
-  ],
-  'Sinks A': [
+  ),
+  'Sink backlog A': timeSeries('backlog_readings'),
+  'Oldest undelivered reading per sink A': timeSeries('oldest_age'),
+  'Sinks A': columns(
     ['gateway', 'string'],
     ['sink', 'string'],
     ['state', 'string'],
@@ -316,8 +463,23 @@ const EXPECTED: Record<string, [string, Kind][]> = {
     ['failed_deliveries', 'number'],
     ['dead_lettered', 'number'],
     ['dropped_readings', 'number'],
-  ],
+  ),
+  'Gateway events annotation': columns(['time', 'time'], ['timeend', 'time'], ['text', 'string'], ['tags', 'string']),
 };
+
+const CATALOGUE = `ships:
+  ship-a: MV Alpha
+cargo:
+  - match: temp*
+    name: Temperature
+    unit: °C
+    min: 0
+    max: 21.5
+    decimals: 1
+  - match: "*idity"
+    name: Humidity
+    unit: '%'
+`;
 
 describe('dashboard queries on QuestDB', () => {
   const minute = 60_000;
@@ -325,19 +487,19 @@ describe('dashboard queries on QuestDB', () => {
   const base = Math.floor(Date.now() / (60 * minute)) * 60 * minute - 2 * 60 * minute;
   const at = (minutes: number) => new Date(base + minutes * minute).toISOString();
   const range = { from: base - 10 * minute, to: base + 60 * minute };
-  const healthTable = uniqueTable('health');
-  const keyHealthTable = uniqueTable('key_health');
-  const sinkHealthTable = uniqueTable('sink_health');
+  let tables: DashboardTables;
   let gw: TestGateway;
   let client: pg.Client;
 
-  // GPS pairs in every naming the dashboard pairs, and readings it must not pair.
+  // GPS pairs in every naming the dashboard pairs, readings it must not pair, and radio fields.
   const readings = [
     ...[0, 1, 2].flatMap((m) => [
       { time: at(m), ship_id: 'ship-a', cargo_id: 'latitude', value: 53.5 + m / 100 },
       { time: at(m), ship_id: 'ship-a', cargo_id: 'longitude', value: 9.9 + m / 100 },
       { time: at(m), ship_id: 'ship-a', cargo_id: 'temperature', value: 20 + m },
     ]),
+    { time: at(2), ship_id: 'ship-a', cargo_id: 'altitude', value: 12.5 },
+    { time: at(2), ship_id: 'ship-a', cargo_id: 'satellites', value: 9 },
     { time: at(0), ship_id: 'ship-b', cargo_id: 'lat', value: 50.1 },
     { time: at(0), ship_id: 'ship-b', cargo_id: 'lon', value: 8.1 },
     { time: at(1), ship_id: 'ship-b', cargo_id: 'gps_lat', value: 50.2 },
@@ -348,6 +510,10 @@ describe('dashboard queries on QuestDB', () => {
     { time: at(3), ship_id: 'ship-b', cargo_id: 'aux_lon', value: 8.4 },
     { time: at(0), ship_id: 'ship-c', cargo_id: 'lat', value: -33.9 },
     { time: at(0), ship_id: 'ship-c', cargo_id: 'long', value: 151.2 },
+    { time: at(0), ship_id: 'ship-c', cargo_id: 'rssi', value: -97 },
+    { time: at(0), ship_id: 'ship-c', cargo_id: 'snr', value: 7.5 },
+    { time: at(0), ship_id: 'ship-c', cargo_id: 'spreading_factor', value: 7 },
+    { time: at(0), ship_id: 'ship-c', cargo_id: 'frequency', value: 868_100_000 },
     { time: at(0), ship_id: "o'brien", cargo_id: 'Latitude', value: 1.5 },
     { time: at(0), ship_id: "o'brien", cargo_id: 'Longitude', value: 2.5 },
     { time: at(0), ship_id: "o'brien", cargo_id: 'humidity', value: 40 },
@@ -357,31 +523,24 @@ describe('dashboard queries on QuestDB', () => {
     { time: at(0), ship_id: 'ship-d', cargo_id: 'long', value: 12 },
   ];
   const allShips = ['ship-a', 'ship-b', 'ship-c', 'ship-d', "o'brien"];
-  const allCargo = [...new Set(readings.map((r) => r.cargo_id))].sort();
 
-  const model = (name: string) => loadDashboard().templating.list.find((v: DashboardVariable) => v.name === name);
+  const model = (name: string) => site.templating.list.find((v) => v.name === name) as DashboardVariable;
   const run = async (
     rawSql: string,
     options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {},
   ) => {
-    const text = expandSql(
-      rawSql
-        .replace(/\bcargo_data\b/g, gw.table)
-        .replace(/\bgateway_health\b/g, healthTable)
-        .replace(/\bgateway_key_health\b/g, keyHealthTable)
-        .replace(/\bgateway_sink_health\b/g, sinkHealthTable),
-      {
-        range: options.range ?? range,
-        maxDataPoints: options.maxDataPoints ?? 1000,
-        variables: {
-          ship: { model: model('ship'), value: options.ship ?? ALL },
-          cargo: { model: model('cargo'), value: options.cargo ?? ALL },
-        },
+    const text = expandSql(renameTables(rawSql, tables), {
+      range: options.range ?? range,
+      maxDataPoints: options.maxDataPoints ?? 1000,
+      variables: {
+        ship: { model: model('ship'), value: options.ship ?? ALL },
+        cargo: { model: model('cargo'), value: options.cargo ?? ALL },
       },
-    );
+    });
     return client.query(text);
   };
-  const queries = dashboardQueries(loadDashboard());
+  const queries = [...dashboardQueries(site), ...dashboardQueries(gateway)];
+  const keyOf = (q: (typeof queries)[number]) => `${q.title} ${q.refId === 'variable' ? 'variable' : q.refId}`;
   const find = (title: string, refId = 'A') => {
     const found = queries.find((q) => q.title === title && (q.kind === 'variable' || q.refId === refId));
     if (found === undefined) throw new Error(`no query ${title} ${refId}`);
@@ -394,30 +553,23 @@ describe('dashboard queries on QuestDB', () => {
     const response = await gw.post('/api/v2/ingest/batch', readings, { 'x-api-key': TEST_KEY });
     expect(response.status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, readings.length)).toBe(readings.length);
-    await sql(createHealthTable(healthTable));
+    tables = await createDashboardTables({ ...dashboardTableNames(), readings: gw.table });
     await sql(
-      `INSERT INTO ${healthTable} (time, gateway, ready, queue_readings, queue_bytes, queue_max_bytes, oldest_age_s, dead_letters,
-        flush_failures, consecutive_flush_failures, accepted_readings, flushed_readings, refused_requests, state, state_text) VALUES
-        ('${at(0)}', 'gw-1', true, 10, 2048, 1048576, 4.5, 0, 0, 0, 100, 90, 0, 'delivering', 'delivering'),
-        ('${at(1)}', 'gw-1', true, 0, 0, 1048576, null, 0, 2, 1, 110, 110, 0, 'delivering', 'delivering'),
-        ('${at(0)}', 'gw-2', false, 500, 65536, 65536, 60, 1, 7, 7, 500, 0, 3, 'refusing', 'refusing readings — queue full')`,
-    );
-    await waitForWalApplied(healthTable);
-    await sql(
-      `CREATE TABLE ${keyHealthTable} (time TIMESTAMP, gateway SYMBOL, key SYMBOL, ship_prefix VARCHAR, accepted_requests LONG,
-        accepted_readings LONG, refused_requests LONG, last_seen TIMESTAMP) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`,
+      `INSERT INTO ${tables.health} (time, gateway, ready, queue_readings, queue_bytes, queue_max_bytes, oldest_age_s, dead_letters,
+        flush_failures, consecutive_flush_failures, accepted_readings, flushed_readings, refused_requests, state, state_text, clock) VALUES
+        ('${at(0)}', 'gw-1', true, 10, 2048, 1048576, 4.5, 0, 0, 0, 100, 90, 0, 'delivering', 'delivering', 'synchronised'),
+        ('${at(1)}', 'gw-1', true, 0, 0, 1048576, null, 0, 2, 1, 110, 110, 0, 'delivering', 'delivering', 'synchronised'),
+        ('${at(0)}', 'gw-2', false, 500, 65536, 65536, 60, 1, 7, 7, 500, 0, 3, 'refusing', 'refusing readings — queue full', null)`,
     );
     await sql(
-      `INSERT INTO ${keyHealthTable} VALUES
+      `INSERT INTO ${tables.keys} VALUES
         ('${at(0)}', 'gw-1', 'default', null, 5, 5, 0, '${at(0)}'),
         ('${at(1)}', 'gw-1', 'default', null, 9, 12, 0, '${at(1)}'),
         ('${at(1)}', 'gw-1', 'crane', 'crane-', 1, 1, 4, '${at(1)}'),
         ('${at(0)}', 'gw-2', 'buoy', null, 0, 0, 0, null)`,
     );
-    await waitForWalApplied(keyHealthTable);
-    // The sink rows as the health reporter writes them: one gateway with a local sink up to date
-    // and a remote one behind and failing, in two reports.
-    await sql(createSinkHealthTable(sinkHealthTable));
+    // The sink rows, events and catalogue as the gateway writes them: one gateway with a local sink
+    // up to date and a remote one behind and failing, in two reports; its start; the site's catalogue.
     const questdb = new QuestDbHttp({ url: inject('questdbUrl'), timeoutMs: 10_000, username: undefined, password: undefined });
     const sink = (name: string, backlog: number, oldest: number | null, state: string) => ({
       sink: name,
@@ -434,10 +586,31 @@ describe('dashboard queries on QuestDB', () => {
       [1, 250],
     ] as const) {
       const rows = [sink('questdb', 0, null, 'up to date'), sink('remote-questdb', backlog, 60 * (minutes + 1), 'failing')];
-      expect(await questdb.write(encodeSinkHealth('gw-1', rows, base + minutes * minute, sinkHealthTable))).toEqual({ ok: true });
+      expect(await questdb.write(encodeSinkHealth('gw-1', rows, base + minutes * minute, tables.sinks))).toEqual({ ok: true });
     }
+    const log = createLogger('silent');
+    const reporter = new HealthReporter(questdb, 'gw-1', log, tables.health, tables.events);
+    reporter.event({
+      time: base - minute,
+      event: 'started',
+      reason: 'upgrade',
+      text: 'started 0.5.0 after an upgrade from 0.4.0',
+      version: '0.5.0',
+    });
+    expect(await reporter.prepare()).toBe(true);
+    const file = join(tempDir('catalogue'), 'catalogue.yaml');
+    writeFileSync(file, CATALOGUE);
+    const catalogue = new CatalogueStore({
+      path: file,
+      pollMs: 60_000,
+      gateway: 'gw-1',
+      questdb,
+      logger: log,
+      tables: { cargo: tables.cargoCatalogue, ships: tables.shipCatalogue },
+    });
+    expect(await catalogue.publish()).toBe(true);
     await questdb.close();
-    await waitForWalApplied(sinkHealthTable);
+    await waitForTables(tables);
     client = new pg.Client({ host: '127.0.0.1', port: inject('questdbPgPort'), user: 'admin', password: 'quest', database: 'qdb' });
     await client.connect();
   });
@@ -447,38 +620,60 @@ describe('dashboard queries on QuestDB', () => {
     await gw?.stop();
   });
 
-  it('runs every variable and panel query and returns the columns and types its panel needs', async () => {
-    expect(Object.keys(EXPECTED).sort()).toEqual(queries.map((q) => `${q.title} ${q.refId === 'variable' ? 'variable' : q.refId}`).sort());
-    for (const q of queries) {
-      const key = `${q.title} ${q.refId === 'variable' ? 'variable' : q.refId}`;
-      const result = await run(q.rawSql, { maxDataPoints: q.maxDataPoints });
-      const columns = result.fields.map((f) => [f.name, f.dataTypeID]);
+  it('runs every variable, panel and annotation query and returns the columns and types its panel needs', async () => {
+    const annotations = [site, gateway].flatMap((d) =>
+      d.annotations.list.flatMap((a) =>
+        a.target === undefined
+          ? []
+          : [{ key: `${a.name} annotation`, rawSql: a.target.rawSql, format: 'table', panel: undefined, maxDataPoints: undefined }],
+      ),
+    );
+    const all = [...queries.map((q) => ({ ...q, key: keyOf(q) })), ...annotations];
+    expect(Object.keys(EXPECTED).sort()).toEqual([...new Set(all.map((q) => q.key))].sort());
+    for (const q of all) {
+      // A repeated panel runs once per value of its variable, with that value alone.
+      const cargo = q.panel?.repeat === 'cargo' ? ['temperature'] : undefined;
+      const result = await run(q.rawSql, { maxDataPoints: q.maxDataPoints, cargo });
+      const answered = result.fields.map((f) => [f.name, f.dataTypeID]);
       expect(
-        columns.map(([name]) => name),
-        key,
-      ).toEqual(EXPECTED[key]!.map(([name]) => name));
-      for (const [i, [name, kind]] of EXPECTED[key]!.entries()) {
-        expect(KINDS[kind], `${key}: ${name} has type ${columns[i]![1]}`).toContain(columns[i]![1]);
+        answered.map(([name]) => name),
+        q.key,
+      ).toEqual(EXPECTED[q.key]!.map(([name]) => name));
+      for (const [i, [name, kind]] of EXPECTED[q.key]!.entries()) {
+        expect(KINDS[kind], `${q.key}: ${name} has type ${answered[i]![1]}`).toContain(answered[i]![1]);
       }
-      expect(result.rowCount, key).toBeGreaterThan(0);
+      expect(result.rowCount, q.key).toBeGreaterThan(0);
       if (q.format === 'time_series') {
         const times = result.rows.map((row) => (row.time as Date).getTime());
-        expect(times, `${key} is sorted by time`).toEqual([...times].sort((a, b) => a - b));
+        expect(times, `${q.key} is sorted by time`).toEqual([...times].sort((a, b) => a - b));
       }
     }
   });
 
-  it('lists the ships, and the cargo of the selected ships only', async () => {
-    expect((await run(query('ship'))).rows.map((r) => r.ship_id)).toEqual([...allShips].sort());
-    expect((await run(query('cargo'))).rows.map((r) => r.cargo_id)).toEqual(allCargo);
-    expect((await run(query('cargo'), { ship: ['ship-a'] })).rows.map((r) => r.cargo_id)).toEqual(['latitude', 'longitude', 'temperature']);
-    expect((await run(query('cargo'), { ship: ["o'brien", 'ship-c'] })).rows.map((r) => r.cargo_id)).toEqual([
-      'Latitude',
-      'Longitude',
-      'humidity',
-      'lat',
-      'long',
+  it("sets field options only on columns its panel's queries answer", async () => {
+    for (const panel of [...site.panels, ...gateway.panels]) {
+      const names = new Set((panel.targets ?? []).flatMap((t) => EXPECTED[`${panel.title} ${t.refId}`]?.map(([name]) => name) ?? []));
+      for (const o of panel.fieldConfig?.overrides ?? []) {
+        if (o.matcher.id === 'byName') expect(names.has(o.matcher.options), `${panel.title}: ${o.matcher.options}`).toBe(true);
+      }
+      for (const t of panel.transformations ?? []) {
+        for (const m of t.options.mappings ?? []) expect(names.has(m.fieldName), `${panel.title}: ${m.fieldName}`).toBe(true);
+      }
+    }
+  });
+
+  it('lists the ships by name, and the cargo of the selected ships only, without positions or radio fields', async () => {
+    const ships = (await run(query('ship'))).rows;
+    expect(ships.map((r) => r.__value).sort()).toEqual([...allShips].sort());
+    expect(ships.find((r) => r.__value === 'ship-a')?.__text).toBe('MV Alpha');
+    const cargo = async (ship?: string[]) => (await run(query('cargo'), { ship })).rows.map((r) => [r.__value, r.__text]);
+    expect(await cargo()).toEqual([
+      ['humidity', 'Humidity (humidity)'],
+      ['temperature', 'Temperature (temperature)'],
+      ['flat', 'flat'],
     ]);
+    expect(await cargo(['ship-a'])).toEqual([['temperature', 'Temperature (temperature)']]);
+    expect(await cargo(["o'brien", 'ship-c'])).toEqual([['humidity', 'Humidity (humidity)']]);
   });
 
   it('pairs latitude and longitude of the same ship, time and device prefix into positions', async () => {
@@ -507,6 +702,10 @@ describe('dashboard queries on QuestDB', () => {
       ['ship-c', at(0), -33.9],
       ['ship-d', at(0), 10],
     ]);
+    const details = await run(query('Position details'), { ship: ['ship-a'] });
+    expect(details.rows.map((r) => [r.ship, r.latitude, r.longitude, r.altitude, r.satellites])).toEqual([
+      ['MV Alpha', 53.52, 9.92, 12.5, 9],
+    ]);
   });
 
   it('buckets by the range: over a week a track of 3 minutes is one point, its last fix', async () => {
@@ -522,30 +721,39 @@ describe('dashboard queries on QuestDB', () => {
       ['ship-b / gps', at(1), 50.2],
     ]);
     expect(intervalFor(week)).toBe(600_000);
-    const values = await run(query('Values over time: $cargo'), { range: week, ship: ['ship-a'], cargo: ['temperature'] });
-    expect(values.rows.map((r) => [r.metric, r.value])).toEqual([['ship-a / temperature', 21]]);
+    const values = await run(query(OVER_TIME), { range: week, ship: ['ship-a'], cargo: ['temperature'] });
+    expect(values.rows.map((r) => [r.metric, r.value])).toEqual([['MV Alpha', 21]]);
     // A 20-second range gives 20 ms buckets, which QuestDB's SAMPLE BY takes as 20T.
     const short = { from: base - 10_000, to: base + 10_000 };
     expect(intervalText(intervalFor(short))).toBe('20ms');
-    expect((await run(query('Values over time: $cargo'), { range: short, cargo: ['temperature'] })).rows).toHaveLength(1);
+    expect((await run(query(OVER_TIME), { range: short, cargo: ['temperature'] })).rows).toHaveLength(1);
   });
 
-  it('summarises, counts and shows the latest value of the selected series', async () => {
+  it('summarises, counts and shows the latest value of the selected series, named and measured by the catalogue', async () => {
     const selection = { ship: ['ship-a'], cargo: ['temperature'] };
-    expect((await run(query('Summary'), selection)).rows).toEqual([
-      { ship_id: 'ship-a', cargo_id: 'temperature', min: 20, avg: 21, max: 22, count: '3' },
+    expect((await run(query('Cargo summary'), selection)).rows).toEqual([
+      { ship: 'MV Alpha', cargo: 'Temperature (temperature)', min: 20, avg: 21, max: 22, unit: '°C', readings: '3' },
     ]);
     expect((await run(query('Readings'), selection)).rows).toEqual([{ readings: '3' }]);
     expect((await run(query('Readings'))).rows).toEqual([{ readings: String(readings.length) }]);
-    const latest = await run(query('Latest value per series'), selection);
-    expect(latest.rows.map((r) => [r.value, (r.time as Date).toISOString()])).toEqual([[22, at(2)]]);
+    const latest = await run(query('Cargo now'), selection);
+    expect(latest.rows.map((r) => [r.value, r.unit, r.normal_range, r.state, (r.time as Date).toISOString()])).toEqual([
+      [22, '°C', '0 to 21.5 °C', 'above', at(2)],
+    ]);
+    expect((await run(query(OVER_TIME, 'B'), { cargo: ['temperature'] })).rows).toEqual([
+      { unit: 'suffix:°C', decimals: 1, low: 0, high: 21.5 },
+    ]);
+    const link = await run(query('Radio link now'));
+    expect(link.rows.map((r) => [r.ship, r.rssi, r.snr, r.spreading_factor, r.frequency, r.bandwidth])).toEqual([
+      ['ship-c', -97, 7.5, 7, 868_100_000, null],
+    ]);
   });
 
-  it("shows each gateway's queue depth, oldest queued age and flush errors", async () => {
+  it("shows each gateway's state, queue depth, oldest queued age, flush errors and clock", async () => {
     const gateways = await run(query('Gateways'));
-    expect(gateways.rows.map((r) => [r.gateway, r.queue_readings, r.oldest_age_s, r.consecutive_flush_failures])).toEqual([
-      ['gw-1', '0', null, '1'],
-      ['gw-2', '500', 60, '7'],
+    expect(gateways.rows.map((r) => [r.gateway, r.queue_readings, r.oldest_age_s, r.consecutive_flush_failures, r.clock])).toEqual([
+      ['gw-1', '0', null, '1', 'synchronised'],
+      ['gw-2', '500', 60, '7', null],
     ]);
     const age = await run(query('Oldest queued reading'));
     const byTimeAndGateway = age.rows
@@ -555,6 +763,15 @@ describe('dashboard queries on QuestDB', () => {
       [at(0), 'gw-1', 4.5],
       [at(0), 'gw-2', 60],
       [at(1), 'gw-1', 0],
+    ]);
+    const events = await run(query('Gateway events'));
+    expect(events.rows.map((r) => [r.gateway, r.event, r.reason, r.text])).toEqual([
+      ['gw-1', 'started', 'upgrade', 'started 0.5.0 after an upgrade from 0.4.0'],
+    ]);
+    // The start is a region from the gateway's last report before it: the time it was down.
+    const marks = await run(site.annotations.list[1]!.target!.rawSql);
+    expect(marks.rows.map((r) => [r.text, r.tags, (r.timeend as Date).getTime() - (r.time as Date).getTime()])).toEqual([
+      ['gw-1: started 0.5.0 after an upgrade from 0.4.0', 'gateway,started,upgrade', 0],
     ]);
   });
 
