@@ -24,10 +24,15 @@ import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { GatewayStats } from './stats.js';
 import { GatewayConsole } from './console/gateway-console.js';
 import { VERSION } from './version.js';
+import { InflightBudget } from './http/inflight-budget.js';
+import type { MqttDeps, RunningMqtt } from './mqtt/start-mqtt.js';
 
 export interface Gateway {
   readonly port: number;
   readonly httpsPort: number;
+  /** MQTT's ports, when `MQTT=on`. */
+  readonly mqttPort: number | undefined;
+  readonly mqttTlsPort: number | undefined;
   readonly url: string;
   /** Re-reads the certificate (SIGHUP); on failure keeps serving the current one and throws. */
   reloadCertificate(): ServerCertificate;
@@ -84,12 +89,17 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     metricsToken: config.metricsToken,
     env: options.env ?? process.env,
   });
+  // One clock and one byte budget for HTTP and MQTT: receive times stay distinct across both.
+  const clock = new ReceiveClock();
+  const inflight = new InflightBudget(config.maxInflightBytes);
+  const validator = validatorOf(config);
   const app = createApp({
     queue,
     delivery,
-    clock: new ReceiveClock(),
+    clock,
+    inflight,
     stats,
-    validator: validatorOf(config),
+    validator,
     logger,
     keys,
     failureDelay,
@@ -105,6 +115,24 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     console: gatewayConsole,
   });
   const http = await listen(app, config, certificate, queue);
+  const mqtt = await startMqttWhenOn(config, logger, {
+    certificate,
+    gate: http.gate,
+    budget: inflight,
+    queue,
+    delivery,
+    clock,
+    stats,
+    keys,
+    failureDelay,
+    validator,
+    stopping: stopping.signal,
+    accepted: (principal, readings) => gatewayConsole.accepted(principal, readings),
+    onFailure: async () => {
+      await http.close(Date.now());
+      queue.close();
+    },
+  });
   gatewayConsole.start(http.httpsPort);
   delivery.start();
   keys.watch();
@@ -117,11 +145,12 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue }));
+    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, mqtt, delivery, questdb, queue }));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
     http.setCertificate(next);
+    mqtt?.setCertificate(next);
     certificate = next;
     logger.info({ event: 'certificate_reloaded', tls: tlsSummary(certificate) }, 'TLS certificate re-read');
     return certificate;
@@ -130,6 +159,8 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   return {
     port: http.port,
     httpsPort: http.httpsPort,
+    mqttPort: mqtt?.port,
+    mqttTlsPort: mqtt?.tlsPort,
     reloadCertificate,
     url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
     queue,
@@ -145,6 +176,7 @@ interface Running {
   housekeeping: ScheduledTask;
   keys: KeyStore;
   http: HttpServer;
+  mqtt: RunningMqtt | undefined;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
   queue: QueueWriter;
@@ -152,14 +184,14 @@ interface Running {
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue } = running;
+  const { stopping, systemd, housekeeping, keys, http, mqtt, delivery, questdb, queue } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
   await housekeeping.destroy();
   keys.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
-  await http.close(deadline);
+  await Promise.all([http.close(deadline), mqtt?.stop(deadline)]);
   await delivery.stop(deadline);
   await questdb?.close();
   if (!queue.close())
@@ -246,6 +278,49 @@ function stopControl(): StopControl {
       controller.abort();
     },
   };
+}
+
+/**
+ * MQTT, loaded only when its endpoint or a subscription is on. When its ports cannot be had, what
+ * started before it is closed again and the start fails.
+ */
+async function startMqttWhenOn(
+  config: Config,
+  logger: Logger,
+  deps: Omit<MqttDeps, 'broker' | 'subscribe' | 'host' | 'maxBatchReadings' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'logger'> & {
+    onFailure: () => Promise<void>;
+  },
+): Promise<RunningMqtt | undefined> {
+  if (config.mqtt === undefined && config.mqttSubscribe === undefined) return undefined;
+  const { onFailure, ...rest } = deps;
+  try {
+    const { startMqtt } = await import('./mqtt/start-mqtt.js');
+    const mqtt = await startMqtt({
+      ...rest,
+      broker: config.mqtt,
+      subscribe: config.mqttSubscribe,
+      host: config.host,
+      maxBatchReadings: config.maxBatchReadings,
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      logger,
+    });
+    logger.info(
+      {
+        event: 'mqtt_started',
+        address: mqtt.port === undefined ? undefined : `${config.host}:${mqtt.port}`,
+        tlsAddress: mqtt.tlsPort === undefined ? undefined : `${config.host}:${mqtt.tlsPort}`,
+        anonymous: config.mqtt?.anonymous,
+        subscribe:
+          config.mqttSubscribe === undefined ? undefined : { broker: config.mqttSubscribe.url, preset: config.mqttSubscribe.preset },
+      },
+      'MQTT started',
+    );
+    return mqtt;
+  } catch (error) {
+    await onFailure();
+    throw error;
+  }
 }
 
 /** Both ports listening; the queue is closed again when they cannot. */

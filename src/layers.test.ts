@@ -15,11 +15,12 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   health: ['queue', 'questdb', 'keys', 'stats'],
   http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats'],
   console: ['config', 'reading', 'keys', 'queue', 'health', 'stats', 'version'],
+  mqtt: ['config', 'reading', 'keys', 'tls', 'queue', 'http', 'stats'],
   config: [],
   log: [],
   stats: [],
   version: [],
-  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'console', 'stats', 'version'],
+  gateway: ['config', 'reading', 'keys', 'tls', 'queue', 'questdb', 'sinks', 'health', 'http', 'console', 'mqtt', 'stats', 'version'],
   cli: ['config', 'log', 'keys', 'tls', 'queue', 'gateway', 'version'],
   main: ['cli', 'sinks'],
 };

@@ -25,6 +25,8 @@ export interface AppDeps {
   failureDelay: FailureDelay;
   maxBodyBytes: number;
   maxInflightBytes: number;
+  /** Request bytes held at once; shared with MQTT's packets when given. */
+  inflight?: InflightBudget;
   maxBatchReadings: number;
   harborId: string | undefined;
   isStopping: () => boolean;
@@ -71,7 +73,7 @@ export function createApp(deps: AppDeps): Hono {
     }
   });
 
-  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes) }, requireApiKey);
+  registerIngestRoutes(app, { ...deps, inflight: deps.inflight ?? new InflightBudget(deps.maxInflightBytes) }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
 
   const allow = (methods: string) => (c: Context) =>
