@@ -52,6 +52,8 @@ export async function startMosquitto(options = {}) {
       `max_queued_messages ${options.maxQueuedMessages ?? 1_000_000}`,
       `max_inflight_messages ${options.maxInflight ?? 100}`,
       'max_keepalive 65535',
+      // Run as root, it would switch to the user mosquitto, who cannot write this run's directory.
+      ...(process.getuid?.() === 0 ? ['user root'] : []),
       'log_dest stderr',
       'log_type error',
       'log_type warning',
