@@ -159,3 +159,42 @@ describe('MQTT endpoint for devices', () => {
     expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id IN ('tls-port', 'sniffed')`, 2)).toBe(2);
   });
 });
+
+describe('MQTT with a full queue', () => {
+  let gw: TestGateway;
+  // Nothing delivers: QuestDB is a closed port, so the 1 MiB queue fills and stays full.
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      MQTT: 'on',
+      MQTT_PORT: '0',
+      MQTT_TLS_PORT: '0',
+      QUEUE_MAX_BYTES: '1MiB',
+      QUESTDB_URL: 'http://127.0.0.1:9',
+    });
+  });
+  afterAll(() => gw?.stop());
+
+  it('stops acknowledging rather than losing: no PUBACK, DISCONNECT 0x97, CONNECT refused while full; every PUBACKed reading is queued', async () => {
+    const client = await mqttClient(`mqtt://127.0.0.1:${gw.gateway.mqttPort}`, {
+      username: 'full',
+      password: TEST_KEY,
+      protocolVersion: 5,
+    });
+    const disconnected = new Promise<number | undefined>((resolve) => client.once('disconnect', (packet) => resolve(packet.reasonCode)));
+    const batch = (n: number) => JSON.stringify(Array.from({ length: 500 }, (_, i) => ({ ship_id: 'full', cargo_id: `c${i}`, value: n })));
+    let acknowledged = 0;
+    for (let n = 0; n < 200 && client.connected; n++) {
+      const code = await Promise.race([publish(client, 'harbor/v1/ingest', batch(n), 1), disconnected.then(() => -1)]);
+      if (code === 0) acknowledged += 500;
+    }
+    expect(await disconnected).toBe(0x97);
+    expect(acknowledged).toBeGreaterThan(0);
+    expect(gw.gateway.queue.stats().readings).toBe(acknowledged);
+    await expect(
+      mqttClient(`mqtt://127.0.0.1:${gw.gateway.mqttPort}`, { username: 'full', password: TEST_KEY, protocolVersion: 5 }),
+    ).rejects.toMatchObject({
+      code: 0x97,
+    });
+    client.end(true);
+  });
+});

@@ -13,7 +13,7 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
-const BASE_NS = 1_780_000_000_000_000_000n;
+export const BASE_NS = 1_780_000_000_000_000_000n;
 const MIN_ANSWERS_PER_ROUND = 30;
 
 /**
@@ -51,7 +51,7 @@ function processCrashStorage() {
 }
 
 /** A small deterministic PRNG so a failing run can be repeated with its seed. @param {number} seed */
-function prng(seed) {
+export function prng(seed) {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -262,7 +262,7 @@ export async function runCrashConsistency(options) {
 }
 
 /** How often each reading key is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
-async function storedKeys(url, table) {
+export async function storedKeys(url, table) {
   const rows = (await sql(url, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
   const stored = new Map();
   for (const [ship, offset] of rows) {
@@ -273,7 +273,7 @@ async function storedKeys(url, table) {
 }
 
 /** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */
-function isoOf(ns) {
+export function isoOf(ns) {
   const seconds = ns / 1_000_000_000n;
   const fraction = String(ns % 1_000_000_000n).padStart(9, '0');
   return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;
