@@ -74,7 +74,15 @@ try {
   }
   // MQTT publishers and the subscription to a site broker through kill -9 rounds and power cuts.
   const mqttRounds = Math.min(rounds, 6);
-  if (!(await runMqttFaults({ rounds: mqttRounds, cuts: Math.min(cuts, 3), questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
+  if (
+    !(await runMqttFaults({
+      rounds: mqttRounds,
+      cuts: Math.min(cuts, 3),
+      questdbUrl: questdb.httpUrl,
+      bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+      log,
+    }))
+  )
     failed = true;
   // Its own process: the fleet run starts its own QuestDB, Kafka and gateways and exits 1 on a loss.
   const fleet = spawnSync(process.execPath, [join(projectRoot, 'scripts', 'fleet', 'run.mjs'), '--sites', '3', '--seconds', '20'], {

@@ -95,6 +95,7 @@ export class DeviceSession {
   #principal: Principal | undefined;
   #clientId = '';
   #clean = true;
+  #persistent = false;
   #acks: AckSlot[] = [];
   /** QoS 2 ids committed and awaiting PUBREL. */
   #unreleased = new Set<number>();
@@ -104,6 +105,8 @@ export class DeviceSession {
   #pausedForWrites = false;
   /** The client sent DISCONNECT. */
   #clientLeft = false;
+  /** QoS 0 publishes not yet committed: bounded like the acknowledgements, as nothing else slows a QoS 0 sender. */
+  #unsettledQos0 = 0;
 
   constructor(socket: Socket, deps: DeviceSessionDeps) {
     this.#socket = socket;
@@ -274,7 +277,9 @@ export class DeviceSession {
     this.#principal = principal;
     const assigned = packet.clientId === '' ? `harbor-${randomBytes(8).toString('hex')}` : undefined;
     this.#clientId = assigned ?? packet.clientId;
-    const kept = deps.sessions.attach(this.#clientId, this, this.#clean || (packet.properties?.sessionExpiryInterval ?? 1) === 0);
+    // MQTT 5: a session outlives its connection only with a Session Expiry Interval; 3.1.1: without clean session.
+    this.#persistent = this.#version === 5 ? (packet.properties?.sessionExpiryInterval ?? 0) > 0 : !this.#clean;
+    const kept = deps.sessions.attach(this.#clientId, this, this.#clean);
     if (kept !== undefined) this.#unreleased = kept;
     this.#state = 'connected';
     deps.stats.connections += 1;
@@ -367,6 +372,10 @@ export class DeviceSession {
     }
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
     const parsed = readingsOfPublish(packet.topic, payload, deps.validator, deps.maxBatchReadings);
+    if (packet.qos === 0 && ++this.#unsettledQos0 >= deps.config.maxInflight && !this.#pausedForInflight) {
+      this.#pausedForInflight = true;
+      this.#socket.pause();
+    }
     const outcome: Promise<IngestOutcome> = parsed.ok
       ? deps.ingest.store(
           principal,
@@ -379,6 +388,7 @@ export class DeviceSession {
       .catch((error: unknown) => {
         deps.logger.error({ event: 'mqtt_publish_failed', err: error }, 'MQTT publish could not be handled');
         if (slot !== undefined) slot.disconnect = REASON.unspecified;
+        else this.#unsettledQos0 -= 1;
         this.#flushAcks();
       });
   }
@@ -426,6 +436,7 @@ export class DeviceSession {
         break;
     }
     if (slot?.qos === 2 && slot.reason === REASON.success) this.#unreleased.add(slot.messageId);
+    if (slot === undefined) this.#unsettledQos0 -= 1;
     this.#flushAcks();
   }
 
@@ -459,7 +470,11 @@ export class DeviceSession {
       if (this.#acks.length === 0) this.#end(REASON.shuttingDown);
       return;
     }
-    if (this.#pausedForInflight && this.#acks.length < this.#deps.config.maxInflight) {
+    if (
+      this.#pausedForInflight &&
+      this.#acks.length < this.#deps.config.maxInflight &&
+      this.#unsettledQos0 < this.#deps.config.maxInflight
+    ) {
       this.#pausedForInflight = false;
       this.#resume();
     }
@@ -512,7 +527,7 @@ export class DeviceSession {
     this.#reserved = 0;
     if (this.#principal !== undefined && this.#clientId !== '') {
       this.#deps.stats.clients -= 1;
-      this.#deps.sessions.detach(this.#clientId, this, this.#clean ? undefined : this.#unreleased);
+      this.#deps.sessions.detach(this.#clientId, this, this.#persistent ? this.#unreleased : undefined);
     }
   }
 }

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { MQTT_PRESETS, mqttMappingOf } from '../../config/mqtt-config.js';
 import { mapMessage } from './message-mapping.js';
 
-const map = (preset: keyof typeof MQTT_PRESETS, topic: string, payload: string) => mapMessage(MQTT_PRESETS[preset], topic, Buffer.from(payload));
+const map = (preset: keyof typeof MQTT_PRESETS, topic: string, payload: string) =>
+  mapMessage(MQTT_PRESETS[preset], topic, Buffer.from(payload));
 
 // The payloads docs/mqtt.md shows, as each firmware publishes them.
 describe('presets', () => {
