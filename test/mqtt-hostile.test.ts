@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { generate } from 'mqtt-packet';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
 import { endClient, mqttClient, publish } from './support/mqtt.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { memoryOf, spawnGateway, type GatewayProcess } from './support/process.js';
 import { uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 
@@ -38,11 +37,7 @@ afterAll(async () => {
 });
 
 const MAX_PEAK_RSS_MB = 200;
-const memory = (): { rss: number; peak: number } => {
-  const status = readFileSync(`/proc/${gw.child.pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-};
+const memory = () => memoryOf(gw.child.pid!);
 
 const connectPacket = (password = TEST_KEY, protocolVersion: 4 | 5 = 4) =>
   generate({
@@ -240,6 +235,30 @@ describe('hostile MQTT clients', () => {
     expect(await publish(client, 'harbor/v1/long/b', '1', 1)).toBe(0);
     await endClient(client);
   });
+
+  it('reads a QoS 0 flood no faster than it commits: every publish stored, memory bounded', async () => {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(connectPacket());
+    const thousand = Buffer.concat(
+      Array.from({ length: 1000 }, (_, i) =>
+        generate({ cmd: 'publish', topic: 'harbor/v1/flood/n', payload: String(i), qos: 0, dup: false, retain: false }),
+      ),
+    );
+    for (let i = 0; i < 200; i++) if (!socket.write(thousand)) await new Promise((resolve) => socket.once('drain', resolve));
+    socket.end(generate({ cmd: 'disconnect' }));
+    await new Promise((resolve) => socket.once('close', resolve));
+    const status = async () =>
+      (
+        (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+          mqtt: { publishes: { qos0: number } };
+        }
+      ).mqtt.publishes.qos0;
+    const deadline = Date.now() + 60_000;
+    while ((await status()) < 200_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(await status()).toBeGreaterThanOrEqual(200_000);
+    expect(memory().peak).toBeLessThan(MAX_PEAK_RSS_MB);
+  }, 90_000);
 
   it('holds an MQTT 3.1.1 client at MQTT_MAX_INFLIGHT unacknowledged publishes by not reading it, and loses none', async () => {
     const client = await mqttClient(`mqtt://127.0.0.1:${port}`, { username: 'burst', password: TEST_KEY, protocolVersion: 4 });
