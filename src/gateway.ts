@@ -32,10 +32,15 @@ import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
 import { GatewayConsole } from './console/gateway-console.js';
 import { VERSION } from './version.js';
+import { InflightBudget } from './http/inflight-budget.js';
+import type { MqttDeps, RunningMqtt } from './mqtt/start-mqtt.js';
 
 export interface Gateway {
   readonly port: number;
   readonly httpsPort: number;
+  /** MQTT's ports, when `MQTT=on`. */
+  readonly mqttPort: number | undefined;
+  readonly mqttTlsPort: number | undefined;
   readonly url: string;
   /** Re-reads the certificate (SIGHUP); on failure keeps serving the current one and throws. */
   reloadCertificate(): ServerCertificate;
@@ -131,12 +136,17 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     env: options.env ?? process.env,
   });
   const idempotency = idempotencyKeys(config, logger);
+  // One clock and one byte budget for HTTP and MQTT: receive times stay distinct across both.
+  const clock = receiveClock(queue, logger);
+  const inflight = new InflightBudget(config.maxInflightBytes);
+  const validator = validatorOf(config);
   const app = createApp({
     queue,
     delivery,
-    clock: receiveClock(queue, logger),
+    clock,
+    inflight,
     stats,
-    validator: validatorOf(config),
+    validator,
     logger,
     keys,
     failureDelay,
@@ -159,6 +169,25 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
     await questdb?.close();
     throw error;
+  });
+  const mqtt = await startMqttWhenOn(config, logger, {
+    certificate,
+    gate: http.gate,
+    budget: inflight,
+    queue,
+    delivery,
+    clock,
+    stats,
+    keys,
+    failureDelay,
+    validator,
+    stopping: stopping.signal,
+    accepted: (principal, readings) => gatewayConsole.accepted(principal, readings),
+    onFailure: async () => {
+      await http.close(Date.now());
+      await questdb?.close();
+      queue.close();
+    },
   });
   gatewayConsole.start(http.httpsPort);
   delivery.start();
@@ -192,6 +221,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
         keys,
         catalogue,
         http,
+        mqtt,
         delivery,
         questdb,
         fleet,
@@ -207,6 +237,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
     http.setCertificate(next);
+    mqtt?.setCertificate(next);
     certificate = next;
     logger.info({ event: 'certificate_reloaded', tls: tlsSummary(certificate) }, 'TLS certificate re-read');
     return certificate;
@@ -215,6 +246,8 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   return {
     port: http.port,
     httpsPort: http.httpsPort,
+    mqttPort: mqtt?.port,
+    mqttTlsPort: mqtt?.tlsPort,
     reloadCertificate,
     url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${http.port}`,
     queue,
@@ -232,6 +265,7 @@ interface Running {
   keys: KeyStore;
   catalogue: CatalogueStore;
   http: HttpServer;
+  mqtt: RunningMqtt | undefined;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
   fleet: FleetDestinations;
@@ -244,8 +278,23 @@ interface Running {
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running, cause: StopCause): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, catalogue, http, delivery, questdb, fleet, queue, owner, idempotency, health, snapshot } =
-    running;
+  const {
+    stopping,
+    systemd,
+    housekeeping,
+    keys,
+    catalogue,
+    http,
+    mqtt,
+    delivery,
+    questdb,
+    fleet,
+    queue,
+    owner,
+    idempotency,
+    health,
+    snapshot,
+  } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
@@ -253,7 +302,7 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
   keys.stop();
   catalogue.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
-  await http.close(deadline);
+  await Promise.all([http.close(deadline), mqtt?.stop(deadline)]);
   saveIdempotencyKeys(config, logger, idempotency);
   await delivery.stop(deadline);
   await health?.stopped(snapshot, cause.signal, deadline);
@@ -386,6 +435,49 @@ function stopControl(): StopControl {
       controller.abort();
     },
   };
+}
+
+/**
+ * MQTT, loaded only when its endpoint or a subscription is on. When its ports cannot be had, what
+ * started before it is closed again and the start fails.
+ */
+async function startMqttWhenOn(
+  config: Config,
+  logger: Logger,
+  deps: Omit<MqttDeps, 'broker' | 'subscribe' | 'host' | 'maxBatchReadings' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'logger'> & {
+    onFailure: () => Promise<void>;
+  },
+): Promise<RunningMqtt | undefined> {
+  if (config.mqtt === undefined && config.mqttSubscribe === undefined) return undefined;
+  const { onFailure, ...rest } = deps;
+  try {
+    const { startMqtt } = await import('./mqtt/start-mqtt.js');
+    const mqtt = await startMqtt({
+      ...rest,
+      broker: config.mqtt,
+      subscribe: config.mqttSubscribe,
+      host: config.host,
+      maxBatchReadings: config.maxBatchReadings,
+      headersTimeoutMs: config.headersTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      logger,
+    });
+    logger.info(
+      {
+        event: 'mqtt_started',
+        address: mqtt.port === undefined ? undefined : `${config.host}:${mqtt.port}`,
+        tlsAddress: mqtt.tlsPort === undefined ? undefined : `${config.host}:${mqtt.tlsPort}`,
+        anonymous: config.mqtt?.anonymous,
+        subscribe:
+          config.mqttSubscribe === undefined ? undefined : { broker: config.mqttSubscribe.url, preset: config.mqttSubscribe.preset },
+      },
+      'MQTT started',
+    );
+    return mqtt;
+  } catch (error) {
+    await onFailure();
+    throw error;
+  }
 }
 
 /** Both ports listening; the queue is closed again when they cannot. */

@@ -44,6 +44,8 @@ export class GatewayStats {
   readonly sinks = new Map<string, SinkStats>();
   /** The delivery thread's V8 heap as it last reported it (its own isolate: not in process.memoryUsage()). */
   deliveryHeap: { usedBytes: number; totalBytes: number } | undefined;
+  /** MQTT's own counters, when the endpoint or a subscription is on. */
+  mqtt: MqttStats | undefined;
 
   /** A sink's counters, made on first use. */
   sink(name: string): SinkStats {
@@ -66,4 +68,41 @@ export class GatewayStats {
     for (const sink of this.sinks.values()) total += sink.deadLettered;
     return total;
   }
+}
+
+/** The MQTT endpoint's and the site-broker subscription's counters since start, for `/status`, `/metrics` and the console. */
+export class MqttStats {
+  /** Clients connected now, and connections accepted (CONNACK 0) since start. */
+  clients = 0;
+  connections = 0;
+  /** CONNECTs refused: wrong or missing key, a full queue, an unsupported protocol. */
+  refusedConnections = 0;
+  /** PUBLISH packets received, by QoS. */
+  readonly publishes = [0, 0, 0];
+  acceptedReadings = 0;
+  /** Publishes refused (bad payload, unknown topic, a ship the key may not send). */
+  refusedPublishes = 0;
+  /** Refused publishes kept as dead letters (MQTT 3.1.1 and QoS 0 cannot be told), per key. */
+  readonly deadLetteredByKey = new Map<string, number>();
+  /** Connections closed because the queue could not take a publish (full, stopping, disk): nothing acknowledged. */
+  unacknowledged = 0;
+  /** Connections closed for breaking the protocol or a limit (size, keep-alive, slow packet, no CONNECT). */
+  closedByGateway = 0;
+  /** The subscription to a site broker, when configured. */
+  subscription: MqttSubscriptionStats | undefined;
+
+  deadLettered(key: string): void {
+    this.deadLetteredByKey.set(key, (this.deadLetteredByKey.get(key) ?? 0) + 1);
+  }
+}
+
+export class MqttSubscriptionStats {
+  connected = false;
+  messages = 0;
+  readings = 0;
+  /** Messages without a number to take (a state like "ON", a sensor's "nan"): acknowledged, nothing stored. */
+  withoutReadings = 0;
+  deadLettered = 0;
+  connects = 0;
+  lastError: { at: string; message: string } | undefined;
 }

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { memoryOf, spawnGateway, type GatewayProcess } from './support/process.js';
 import { uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 import { waitUntil } from './support/wait.js';
@@ -32,11 +31,7 @@ afterAll(async () => {
 const MAX_PEAK_RSS_MB = 200;
 
 /** Resident memory of the gateway process now and at its peak, in MB. */
-const memory = (): { rss: number; peak: number } => {
-  const status = readFileSync(`/proc/${gw.child.pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-};
+const memory = () => memoryOf(gw.child.pid!);
 
 const post = (path: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
   fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'x-api-key': TEST_KEY, ...headers }, body });

@@ -6,7 +6,8 @@
 // and a QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
 // Kafka through an uplink cut), a few power cuts of QuestDB with the gateway (strict disk model,
 // short rounds: where QuestDB loses acknowledged transactions) and the readings table dropped twice
-// under load (QuestDB as shipped, and creating tables over ILP), and exits non-zero on any violation.
+// under load (QuestDB as shipped, and creating tables over ILP), MQTT QoS 1 publishers and the MQTT
+// subscription through kill -9 rounds and power cuts, and exits non-zero on any violation.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,6 +23,7 @@ import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 import { runTableDrop, tableDropPassed } from './table-drop.mjs';
 import { runTwoOwners } from './two-owners.mjs';
 import { runSiteCrash } from './site-crash.mjs';
+import { runMqttFaults } from './mqtt-crash.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -104,6 +106,18 @@ try {
     log(`table dropped under load, QuestDB ${mode}: ${tableDropPassed(drop) ? 'PASS' : 'FAIL'} ${JSON.stringify(drop)}`);
     if (!tableDropPassed(drop)) failed = true;
   }
+  // MQTT publishers and the subscription to a site broker through kill -9 rounds and power cuts.
+  const mqttRounds = Math.min(rounds, 6);
+  if (
+    !(await runMqttFaults({
+      rounds: mqttRounds,
+      cuts: Math.min(cuts, 3),
+      questdbUrl: questdb.httpUrl,
+      bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+      log,
+    }))
+  )
+    failed = true;
   // Its own process: the fleet run starts its own QuestDB, Kafka and gateways and exits 1 on a loss.
   const fleet = spawnSync(process.execPath, [join(projectRoot, 'scripts', 'fleet', 'run.mjs'), '--sites', '3', '--seconds', '20'], {
     stdio: 'inherit',

@@ -72,7 +72,7 @@ function processCrashStorage() {
 }
 
 /** A small deterministic PRNG so a failing run can be repeated with its seed. @param {number} seed */
-function prng(seed) {
+export function prng(seed) {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

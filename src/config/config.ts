@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
+import { mqttMappingOf, withoutMqttSettings, type MqttBrokerConfig, type MqttSubscribeConfig } from './mqtt-config.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
 export const DEVELOPMENT_API_KEY = 'harbor-dev-key';
@@ -24,7 +25,8 @@ type Resolved =
   | 'localQuestdb'
   | RemoteQuestDbSetting
   | UpstreamSetting
-  | KafkaSetting;
+  | KafkaSetting
+  | MqttSetting;
 
 type RemoteQuestDbSetting =
   | 'remoteQuestdbUrl'
@@ -53,6 +55,9 @@ type ConsoleSetting = 'consolePassword' | 'consolePasswordFile' | 'metricsToken'
 /** The UPSTREAM_* settings, gathered into `Config.upstream`. */
 type UpstreamSetting = Extract<keyof SettingValues, `upstream${string}`>;
 
+/** The MQTT settings, gathered into `Config.mqtt` and `Config.mqttSubscribe`. */
+type MqttSetting = Extract<keyof SettingValues, `mqtt${string}`>;
+
 /** The Kafka sink's settings, gathered into `Config.kafka`. */
 type KafkaSetting = Extract<keyof SettingValues, `kafka${string}`>;
 
@@ -76,6 +81,10 @@ export interface Config extends Omit<SettingValues, Resolved> {
   upstream: UpstreamSinkConfig | undefined;
   /** The Kafka sink, when `KAFKA_BROKERS` is set. */
   kafka: KafkaSinkConfig | undefined;
+  /** The MQTT endpoint for devices, when `MQTT=on`. */
+  mqtt: MqttBrokerConfig | undefined;
+  /** The subscription to a site broker, when `MQTT_SUBSCRIBE_URL` is set. */
+  mqttSubscribe: MqttSubscribeConfig | undefined;
   /** The reading times accepted, relative to the gateway's clock (a TimeWindow's settings). */
   readingTimes: { maxAheadS: number; maxAgeS: number | undefined; ageReason?: string };
 }
@@ -197,6 +206,15 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     problems.push('KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD must be set together');
   }
 
+  const mqttPassword = resolveSecret(env, problems, readSecret, {
+    value: partial.mqttSubscribePassword,
+    valueVar: 'MQTT_SUBSCRIBE_PASSWORD',
+    file: partial.mqttSubscribePasswordFile,
+    fileVar: 'MQTT_SUBSCRIBE_PASSWORD_FILE',
+    credential: 'mqtt_subscribe_password',
+  });
+  const mqttMapping = partial.mqttSubscribeUrl === undefined ? undefined : mqttMappingOf(partial, problems);
+
   if ((partial.tlsCertFile === undefined) !== (partial.tlsKeyFile === undefined)) {
     problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }
@@ -218,6 +236,12 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     if (partial.kafkaSaslMechanism === 'PLAIN' && partial.kafkaTls === false && partial.kafkaTlsCaFile === undefined) {
       problems.push('KAFKA_SASL_MECHANISM PLAIN sends the password in clear: set KAFKA_TLS in production');
     }
+    if (partial.mqttSubscribePassword !== undefined) {
+      problems.push(
+        'MQTT_SUBSCRIBE_PASSWORD is refused in production: use MQTT_SUBSCRIBE_PASSWORD_FILE or the mqtt_subscribe_password credential',
+      );
+    }
+    if (partial.mqttAnonymous === true) problems.push('MQTT_ANONYMOUS lets any client on the network publish: refused in production');
   }
   // A device's key must never open the console, so the one key every device may hold cannot be its password.
   if (consolePassword !== undefined && consolePassword.secret === (apiKey?.secret ?? DEVELOPMENT_API_KEY)) {
@@ -281,8 +305,9 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamPolicy: _upstreamPolicy,
     upstreamBackfill: _upstreamBackfill,
     upstreamBatchReadings: _upstreamBatchReadings,
-    ...rest
+    ...restWithMqtt
   } = values as SettingValues;
+  const rest = withoutMqttSettings(restWithMqtt);
   const gatewayName = rest.gatewayName ?? hostname();
   return {
     ...rest,
@@ -298,6 +323,28 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     metricsToken: metricsToken?.secret,
     upstream,
     readingTimes,
+    mqtt: restWithMqtt.mqtt
+      ? {
+          port: restWithMqtt.mqttPort,
+          tlsPort: restWithMqtt.mqttTlsPort,
+          anonymous: restWithMqtt.mqttAnonymous,
+          maxPacketBytes: restWithMqtt.mqttMaxPacketBytes,
+          maxInflight: restWithMqtt.mqttMaxInflight,
+          keepAliveMaxS: restWithMqtt.mqttKeepAliveMaxS,
+        }
+      : undefined,
+    mqttSubscribe:
+      restWithMqtt.mqttSubscribeUrl === undefined || mqttMapping === undefined
+        ? undefined
+        : {
+            url: restWithMqtt.mqttSubscribeUrl,
+            clientId: restWithMqtt.mqttSubscribeClientId ?? `harbor-gateway-${gatewayName.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 128),
+            username: restWithMqtt.mqttSubscribeUsername,
+            password: mqttPassword?.secret,
+            caFile: restWithMqtt.mqttSubscribeCaFile,
+            preset: restWithMqtt.mqttSubscribePreset,
+            mapping: mqttMapping,
+          },
     kafka:
       kafkaBrokers === undefined
         ? undefined

@@ -105,6 +105,12 @@ const proxyUrl = z
     }
   }, 'must be http://host:port, without credentials or a path');
 
+/** An MQTT topic filter: `+` stands for a whole level, `#` only for the last. */
+const isTopicFilter = (filter: string): boolean =>
+  filter
+    .split('/')
+    .every((level, i, levels) => (level.includes('#') ? level === '#' && i === levels.length - 1 : !level.includes('+') || level === '+'));
+
 const sinkPolicy = z.enum(['block', 'drop_oldest']);
 
 const define = <T>(setting: Setting<T>): Setting<T> => setting;
@@ -621,6 +627,149 @@ export const SETTINGS = {
     default: '20000',
     doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 512 KiB).',
     schema: integer(1, 1_000_000),
+  }),
+  mqtt: define({
+    env: 'MQTT',
+    default: 'off',
+    doc: '`on`: devices may publish readings over MQTT 3.1.1 or 5 on `MQTT_PORT` and `MQTT_TLS_PORT` (see docs/mqtt.md), authenticated by their device keys; a QoS 1 publish is acknowledged only after its readings are committed to the queue. `off`: no MQTT listener, and the MQTT code is never loaded.',
+    schema: boolean,
+  }),
+  mqttPort: define({
+    env: 'MQTT_PORT',
+    default: '1883',
+    doc: 'MQTT port (with `MQTT=on`). It also answers TLS, told apart by the first byte as `PORT` does. 0 picks a free port.',
+    schema: integer(0, 65535),
+  }),
+  mqttTlsPort: define({
+    env: 'MQTT_TLS_PORT',
+    default: '8883',
+    doc: "MQTT over TLS (with `MQTT=on`), with the gateway's HTTPS certificate. 0 picks a free port.",
+    schema: integer(0, 65535),
+  }),
+  mqttAnonymous: define({
+    env: 'MQTT_ANONYMOUS',
+    default: 'off',
+    doc: '`on` lets MQTT clients without a password publish, as the key named `anonymous` (every ship allowed). Off by default: the password must be a device key.',
+    schema: boolean,
+  }),
+  mqttMaxPacketBytes: define({
+    env: 'MQTT_MAX_PACKET_BYTES',
+    default: '1MiB',
+    doc: 'Largest MQTT packet accepted (topic and payload included); a client that announces a larger one is disconnected before it is read (MQTT 5: reason 0x95).',
+    schema: byteSize(1024, 64 * 1024 * 1024),
+  }),
+  mqttMaxInflight: define({
+    env: 'MQTT_MAX_INFLIGHT',
+    default: '64',
+    doc: 'QoS 1 and 2 publishes one client may have waiting for their acknowledgement. MQTT 5 clients are told (Receive Maximum); beyond it the gateway stops reading from an MQTT 3.1.1 client until its acknowledgements went out.',
+    schema: integer(1, 65535),
+  }),
+  mqttKeepAliveMaxS: define({
+    env: 'MQTT_KEEP_ALIVE_MAX_S',
+    default: '300',
+    doc: 'Longest MQTT keep-alive granted, in seconds. A client silent for 1.5 times its keep-alive (this one when it asks for more, or for none) is disconnected.',
+    schema: integer(5, 65535),
+  }),
+  mqttSubscribeUrl: define({
+    env: 'MQTT_SUBSCRIBE_URL',
+    default: undefined,
+    doc: 'A site broker the gateway subscribes to, `mqtt://host:1883` or `mqtts://host:8883` (credentials not in the URL). Messages become readings as `MQTT_SUBSCRIBE_PRESET` or the `MQTT_SUBSCRIBE_SHIP`, `_CARGO` and `_TIME` mappings say; each is acknowledged to the broker only after its readings are committed (QoS 1, persistent session). Unset: no subscription.',
+    schema: z
+      .string()
+      .trim()
+      .refine((value) => {
+        try {
+          const url = new URL(value);
+          return (
+            (url.protocol === 'mqtt:' || url.protocol === 'mqtts:') && url.username === '' && url.password === '' && url.hostname !== ''
+          );
+        } catch {
+          return false;
+        }
+      }, 'must be mqtt://host:port or mqtts://host:port without credentials (use MQTT_SUBSCRIBE_USERNAME and MQTT_SUBSCRIBE_PASSWORD_FILE)'),
+  }),
+  mqttSubscribePreset: define({
+    env: 'MQTT_SUBSCRIBE_PRESET',
+    default: undefined,
+    doc: 'Topic filters and mapping of a known source: `zigbee2mqtt`, `tasmota`, `esphome` or `shelly` (Gen2); see docs/mqtt.md for their payloads. The `MQTT_SUBSCRIBE_TOPICS`, `_SHIP`, `_CARGO` and `_TIME` settings override its parts.',
+    schema: z.enum(['zigbee2mqtt', 'tasmota', 'esphome', 'shelly']),
+  }),
+  mqttSubscribeTopics: define({
+    env: 'MQTT_SUBSCRIBE_TOPICS',
+    default: undefined,
+    doc: 'Comma-separated topic filters to subscribe to (`+` and `#` wildcards), e.g. `sensors/+/data`.',
+    schema: z
+      .string()
+      .transform((value) => value.split(',').map((topic) => topic.trim()))
+      .pipe(
+        z
+          .array(
+            z
+              .string()
+              .min(1, 'must not hold an empty filter')
+              .max(1024)
+              .refine(isTopicFilter, 'must be MQTT topic filters (`+` a whole level, `#` only as the last level)'),
+          )
+          .min(1),
+      ),
+  }),
+  mqttSubscribeShip: define({
+    env: 'MQTT_SUBSCRIBE_SHIP',
+    default: undefined,
+    doc: "Where a message's ship_id comes from: `topic:N` (level N of the topic, from 0) or `field:NAME` (a JSON field, `a.b` for nested).",
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(topic:\d{1,3}|field:[^\s]{1,200})$/, 'must be topic:N or field:NAME'),
+  }),
+  mqttSubscribeCargo: define({
+    env: 'MQTT_SUBSCRIBE_CARGO',
+    default: undefined,
+    doc: '`fields` (default): every numeric field of a JSON payload is a reading, its cargo_id the field name (nested fields joined with `.`, numeric strings counted, as for TTN); `topic:N`: level N of the topic is the cargo_id and the payload one number (or `{"value":…}`).',
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(fields|topic:\d{1,3})$/, 'must be fields or topic:N'),
+  }),
+  mqttSubscribeTime: define({
+    env: 'MQTT_SUBSCRIBE_TIME',
+    default: undefined,
+    doc: "A reading's time: `receive` (default: when the gateway received the message) or `field:NAME`, a JSON field holding an ISO 8601 time (the receive time where it is missing).",
+    schema: z
+      .string()
+      .trim()
+      .regex(/^(receive|field:[^\s]{1,200})$/, 'must be receive or field:NAME'),
+  }),
+  mqttSubscribeClientId: define({
+    env: 'MQTT_SUBSCRIBE_CLIENT_ID',
+    default: undefined,
+    doc: "The client id the gateway's persistent session is kept under by the broker; `harbor-gateway-` and `GATEWAY_NAME` (or the host name) when unset. Keep it stable: a new id starts a new session, and what the broker kept for the old one is not delivered.",
+    schema: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be 1-128 letters, digits, `.`, `_` or `-`'),
+  }),
+  mqttSubscribeUsername: define({
+    env: 'MQTT_SUBSCRIBE_USERNAME',
+    default: undefined,
+    doc: 'User name at the site broker.',
+    schema: text(255),
+  }),
+  mqttSubscribePassword: define({
+    env: 'MQTT_SUBSCRIBE_PASSWORD',
+    default: undefined,
+    doc: 'Password at the site broker. Refused in production: use `MQTT_SUBSCRIBE_PASSWORD_FILE` or a systemd credential named `mqtt_subscribe_password`.',
+    schema: text(),
+    secret: true,
+  }),
+  mqttSubscribePasswordFile: define({
+    env: 'MQTT_SUBSCRIBE_PASSWORD_FILE',
+    default: undefined,
+    doc: 'File holding the site broker password. `$CREDENTIALS_DIRECTORY/mqtt_subscribe_password` is read automatically under systemd.',
+    schema: text(),
+  }),
+  mqttSubscribeCaFile: define({
+    env: 'MQTT_SUBSCRIBE_CA_FILE',
+    default: undefined,
+    doc: "PEM certificate(s) the site broker's certificate (`mqtts://`) must chain to; unset: the system's CA bundle.",
+    schema: text(),
   }),
 } as const;
 

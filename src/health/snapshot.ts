@@ -1,4 +1,4 @@
-import type { FlushReport, GatewayStats } from '../stats.js';
+import type { FlushReport, GatewayStats, MqttStats } from '../stats.js';
 import type { KeyCounters } from '../keys/key-counters.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
@@ -63,6 +63,57 @@ export interface GatewaySnapshot {
     heapTotalBytes: number;
     deliveryHeapUsedBytes: number | null;
     deliveryHeapTotalBytes: number | null;
+  };
+  /** MQTT's counters, when its endpoint or a subscription is on. */
+  mqtt?: MqttSnapshot;
+}
+
+export interface MqttSnapshot {
+  clients: number;
+  connections: number;
+  refusedConnections: number;
+  publishes: { qos0: number; qos1: number; qos2: number };
+  acceptedReadings: number;
+  refusedPublishes: number;
+  /** Refused publishes kept as dead letters, per key. */
+  deadLettered: { key: string; count: number }[];
+  unacknowledged: number;
+  closedByGateway: number;
+  subscription: {
+    connected: boolean;
+    connects: number;
+    messages: number;
+    readings: number;
+    withoutReadings: number;
+    deadLettered: number;
+    lastError: { at: string; message: string } | null;
+  } | null;
+}
+
+function mqttSnapshot(m: MqttStats): MqttSnapshot {
+  const sub = m.subscription;
+  return {
+    clients: m.clients,
+    connections: m.connections,
+    refusedConnections: m.refusedConnections,
+    publishes: { qos0: m.publishes[0] ?? 0, qos1: m.publishes[1] ?? 0, qos2: m.publishes[2] ?? 0 },
+    acceptedReadings: m.acceptedReadings,
+    refusedPublishes: m.refusedPublishes,
+    deadLettered: [...m.deadLetteredByKey].map(([key, count]) => ({ key, count })),
+    unacknowledged: m.unacknowledged,
+    closedByGateway: m.closedByGateway,
+    subscription:
+      sub === undefined
+        ? null
+        : {
+            connected: sub.connected,
+            connects: sub.connects,
+            messages: sub.messages,
+            readings: sub.readings,
+            withoutReadings: sub.withoutReadings,
+            deadLettered: sub.deadLettered,
+            lastError: sub.lastError ?? null,
+          },
   };
 }
 
@@ -205,5 +256,6 @@ export function takeSnapshot(
       deliveryHeapUsedBytes: stats.deliveryHeap?.usedBytes ?? null,
       deliveryHeapTotalBytes: stats.deliveryHeap?.totalBytes ?? null,
     },
+    ...(stats.mqtt === undefined ? {} : { mqtt: mqttSnapshot(stats.mqtt) }),
   };
 }

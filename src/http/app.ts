@@ -28,6 +28,8 @@ export interface AppDeps {
   failureDelay: FailureDelay;
   maxBodyBytes: number;
   maxInflightBytes: number;
+  /** Request bytes held at once; shared with MQTT's packets when given. */
+  inflight?: InflightBudget;
   maxBatchReadings: number;
   harborId: string | undefined;
   /** This gateway's site (`SITE_ID`). */
@@ -81,7 +83,7 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   const fullReason = new QueueFullReason(deps.queue, deps.stats, deps.sinks ?? []);
-  registerIngestRoutes(app, { ...deps, inflight: new InflightBudget(deps.maxInflightBytes), fullReason }, requireApiKey);
+  registerIngestRoutes(app, { ...deps, inflight: deps.inflight ?? new InflightBudget(deps.maxInflightBytes), fullReason }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
   registerFleetRoutes(app, { recordFleetReport: deps.recordFleetReport, siteId: deps.siteId }, requireApiKey);
 

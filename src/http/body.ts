@@ -1,5 +1,5 @@
-import { isUtf8 } from 'node:buffer';
 import type { Context } from 'hono';
+import { parseJsonBytes } from '../reading/json-bytes.js';
 import type { ProblemDetail } from './problem-details.js';
 
 export type BodyResult = { ok: true; json: unknown } | { ok: false; status: 400 | 413 | 415; message: string; details: ProblemDetail[] };
@@ -44,20 +44,8 @@ export async function readJsonBody(c: Context, limit: number): Promise<BodyResul
       details: [{ loc: BODY, msg: 'Connection closed before the body was complete', type: 'body_incomplete' }],
     };
   }
-  if (!isUtf8(bytes)) {
-    return {
-      ok: false,
-      status: 400,
-      message: 'Body is not valid UTF-8',
-      details: [{ loc: BODY, msg: 'Body must be UTF-8 encoded JSON', type: 'utf8_invalid' }],
-    };
-  }
-  try {
-    return { ok: true, json: JSON.parse(bytes.toString('utf8')) };
-  } catch (error) {
-    const reason = bytes.length === 0 ? 'Body is empty' : (error as Error).message;
-    return { ok: false, status: 400, message: 'Body is not valid JSON', details: [{ loc: BODY, msg: reason, type: 'json_invalid' }] };
-  }
+  const parsed = parseJsonBytes(bytes, BODY);
+  return parsed.ok ? parsed : { ok: false, status: 400, message: parsed.message, details: parsed.details };
 }
 
 /** Reads a stream up to `limit` bytes; undefined when it is longer. */

@@ -16,6 +16,8 @@ export interface HttpServerOptions {
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
   certificate: { cert: string; key: string };
+  /** The gate connections are admitted through; other listeners (MQTT) may share it and its limit. */
+  gate?: ConnectionGate;
 }
 
 export interface HttpServer {
@@ -23,6 +25,8 @@ export interface HttpServer {
   /** Plain HTTP, and TLS told apart by the first byte. */
   readonly port: number;
   readonly httpsPort: number;
+  /** Admits connections against `MAX_CONNECTIONS`; MQTT's listeners share it. */
+  readonly gate: ConnectionGate;
   /** New handshakes use this certificate; established connections keep theirs. */
   setCertificate(certificate: { cert: string; key: string }): void;
   /** Stops accepting, lets in-flight requests finish until `deadline` (epoch ms), then cuts the rest. */
@@ -61,7 +65,7 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
   const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, ALPNProtocols: HTTP_ALPN_PROTOCOLS, cert, key }, listener);
   for (const server of [plain, secure]) server.on('clientError', answerClientError);
 
-  const gate = new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
+  const gate = options.gate ?? new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
   const toTls = gate.takeOver(secure, (socket, own) => own(socket));
   // Devices with a TLS client speak TLS whatever the URL's scheme, so the plain port serves both.
   gate.takeOver(plain, (socket, own) => gate.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
@@ -78,6 +82,7 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
     server: plain,
     port,
     httpsPort,
+    gate,
     setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, cert: certificate.cert, key: certificate.key }),
     close: (deadline) => closeServers([plain, secure], gate, deadline),
   };

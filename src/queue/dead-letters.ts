@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type Database from 'better-sqlite3';
-import { countAdded, listSegments, openQueueFile, queuePath, segmentInsert } from './queue-file.js';
+import { countAdded, listSegments, openQueueFile, queuePath, segmentInsert, type Durability } from './queue-file.js';
+import { QueueRefusedError, classifyWriteError } from './queue-errors.js';
 
 export interface DeadLetter {
   id: number;
@@ -54,7 +55,8 @@ export class DeadLetterStore {
 
   /**
    * Puts the selected dead letters back at the end of the queue, each for the sink that refused it
-   * alone (the other sinks delivered those readings already); returns how many, by sink.
+   * alone (the other sinks delivered those readings already), or for every sink when it was refused
+   * at ingest (INGEST_SOURCES); returns how many, by sink (or source).
    */
   requeue(selection: Selection): Map<string, number> {
     const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
@@ -66,7 +68,8 @@ export class DeadLetterStore {
         for (const letter of this.#select(selection)) {
           const readings = letter.line.split('\n').length;
           const bytes = Buffer.byteLength(letter.line);
-          insert.run(letter.receivedMs, readings, bytes, letter.line, letter.site, letter.sink);
+          const forSink = INGEST_SOURCES.has(letter.sink) ? null : letter.sink;
+          insert.run(letter.receivedMs, readings, bytes, letter.line, letter.site, forSink);
           // The ingest thread counts its own appends; what others add goes into the ledger.
           countAdded(this.#db, { records: 1, readings, bytes });
           remove.run(letter.id);
@@ -99,5 +102,92 @@ export class DeadLetterStore {
     if (selection.ids === 'all') return ofSink;
     const wanted = new Set(selection.ids);
     return ofSink.filter((letter) => wanted.has(letter.id));
+  }
+}
+
+/**
+ * The `sink` of a dead letter refused at ingest (IngestDeadLetters): no sink ever had its readings,
+ * so a re-queue sends them to every sink.
+ */
+export const INGEST_SOURCES: ReadonlySet<string> = new Set(['mqtt', 'mqtt-subscribe']);
+
+/** A message refused at ingest whose sender cannot be told (MQTT 3.1.1, QoS 0, a subscription). */
+export interface IngestRefusal {
+  receivedMs: number;
+  /** The ingest it came through, kept as the dead letter's `sink`: `mqtt`, `mqtt-subscribe`. */
+  source: string;
+  reason: string;
+  /** Its readings as record lines when it held valid ones, else the payload as received. */
+  line: string;
+}
+
+/**
+ * Dead letters made at ingest, on a connection of their own: added in one transaction per turn of
+ * the event loop (as appends are), each promise settled once its row is committed, so a message is
+ * acknowledged only after its refusal is as durable as an accepted reading would be. At most
+ * `maxRows` of a source are kept: beyond them `add` is refused, and the sender is not acknowledged.
+ */
+export class IngestDeadLetters {
+  readonly #db: Database.Database;
+  readonly #insertAll: (batch: readonly IngestRefusal[]) => void;
+  readonly #count: Database.Statement<[string], { n: number }>;
+  readonly #counts = new Map<string, number>();
+  #pending: { refusal: IngestRefusal; resolve: () => void; reject: (error: Error) => void }[] = [];
+
+  constructor(
+    dataDir: string,
+    durability: Durability,
+    readonly maxRows = 100_000,
+  ) {
+    this.#db = openQueueFile(dataDir, durability, { create: false });
+    const insert = this.#db.prepare<[number, number, string, string, string]>(
+      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (?, ?, ?, ?, ?)',
+    );
+    this.#insertAll = this.#db.transaction((batch: readonly IngestRefusal[]) => {
+      const now = Date.now();
+      for (const r of batch) insert.run(r.receivedMs, now, r.reason, r.line, r.source);
+    });
+    this.#count = this.#db.prepare('SELECT COUNT(*) AS n FROM dead_letters WHERE sink = ?');
+  }
+
+  add(refusal: IngestRefusal): Promise<void> {
+    // Counted from the file when at the bound: an operator may have purged some meanwhile.
+    let count = this.#counts.get(refusal.source) ?? this.#recount(refusal.source);
+    if (count >= this.maxRows) count = this.#recount(refusal.source);
+    if (count >= this.maxRows) {
+      return Promise.reject(
+        new QueueRefusedError('full', `${this.maxRows} dead letters of ${refusal.source} are kept; purge or re-queue them`),
+      );
+    }
+    this.#counts.set(refusal.source, count + 1);
+    return new Promise((resolve, reject) => {
+      if (this.#pending.push({ refusal, resolve, reject }) === 1) setImmediate(this.#commit);
+    });
+  }
+
+  close(): void {
+    this.#commit();
+    this.#db.close();
+  }
+
+  readonly #commit = (): void => {
+    const batch = this.#pending;
+    if (batch.length === 0) return;
+    this.#pending = [];
+    try {
+      this.#insertAll(batch.map((p) => p.refusal));
+    } catch (error) {
+      this.#counts.clear();
+      const refusal = classifyWriteError(error);
+      for (const p of batch) p.reject(refusal);
+      return;
+    }
+    for (const p of batch) p.resolve();
+  };
+
+  #recount(source: string): number {
+    const count = this.#count.get(source)?.n ?? 0;
+    this.#counts.set(source, count);
+    return count;
   }
 }

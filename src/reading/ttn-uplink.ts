@@ -18,7 +18,7 @@ const record = (value: unknown): Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
 /** A finite number, or a decimal string of one (`"3.3"`), as payload decoders often produce. */
-function numeric(value: unknown): number | undefined {
+export function numeric(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
   if (typeof value === 'string' && DECIMAL.test(value)) {
     const parsed = Number(value);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { inject } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from '../../scripts/lib/gateway-process.mjs';
 
@@ -6,4 +7,11 @@ export type { GatewayProcess };
 /** Runs the built bundle as its own process (for signals and kill -9) and waits until it listens. */
 export function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
   return startGatewayProcess({ bundle: inject('bundlePath'), env: { RETENTION_DAYS: '0', ...env } });
+}
+
+/** Resident memory of a process now and at its peak (VmHWM), in MB. */
+export function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }

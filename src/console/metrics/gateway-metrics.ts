@@ -1,5 +1,5 @@
 import type { GatewayState } from '../../health/gateway-state.js';
-import type { GatewaySnapshot } from '../../health/snapshot.js';
+import type { GatewaySnapshot, MqttSnapshot } from '../../health/snapshot.js';
 import type { RefusalTable } from '../activity/refusal-table.js';
 import { Exposition } from './exposition.js';
 
@@ -77,6 +77,8 @@ export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals:
     k.lastSeen === null ? null : Date.parse(k.lastSeen) / 1000,
   );
 
+  if (s.mqtt !== undefined) mqttMetrics(out, s.mqtt);
+
   out
     .one('process_resident_memory_bytes', 'gauge', 'Resident memory of the gateway process.', s.memory.rssBytes)
     .family('harbor_heap_used_bytes', 'gauge', 'V8 heap in use, per thread.', [
@@ -84,4 +86,60 @@ export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals:
       ...(s.memory.deliveryHeapUsedBytes === null ? [] : [[{ thread: 'delivery' }, s.memory.deliveryHeapUsedBytes] as const]),
     ]);
   return out.text();
+}
+
+/** MQTT's counters: the endpoint for devices, and the subscription to a site broker when there is one. */
+function mqttMetrics(out: Exposition, m: MqttSnapshot): void {
+  out
+    .one('harbor_mqtt_clients', 'gauge', 'MQTT clients connected now.', m.clients)
+    .one('harbor_mqtt_connections_total', 'counter', 'MQTT connections accepted since start.', m.connections)
+    .one(
+      'harbor_mqtt_refused_connections_total',
+      'counter',
+      'MQTT CONNECTs refused (wrong key, full queue, protocol).',
+      m.refusedConnections,
+    )
+    .family('harbor_mqtt_publishes_total', 'counter', 'MQTT PUBLISH packets received since start, by QoS.', [
+      [{ qos: '0' }, m.publishes.qos0],
+      [{ qos: '1' }, m.publishes.qos1],
+      [{ qos: '2' }, m.publishes.qos2],
+    ])
+    .one('harbor_mqtt_readings_total', 'counter', 'Readings committed from MQTT publishes since start.', m.acceptedReadings)
+    .one(
+      'harbor_mqtt_refused_publishes_total',
+      'counter',
+      'MQTT publishes refused for their topic or payload since start.',
+      m.refusedPublishes,
+    )
+    .family(
+      'harbor_mqtt_dead_lettered_total',
+      'counter',
+      'Refused MQTT publishes kept as dead letters (MQTT 3.1.1, QoS 0), per key.',
+      m.deadLettered.map(({ key, count }) => [{ key }, count] as const),
+    )
+    .one(
+      'harbor_mqtt_unacknowledged_total',
+      'counter',
+      'MQTT connections closed without acknowledging a publish the queue could not take (full, stopping).',
+      m.unacknowledged,
+    )
+    .one('harbor_mqtt_closed_total', 'counter', 'MQTT connections the gateway closed for a limit or a protocol error.', m.closedByGateway);
+  const sub = m.subscription;
+  if (sub === null) return;
+  out
+    .one('harbor_mqtt_subscription_connected', 'gauge', '1 while the subscription to the site broker is connected.', sub.connected ? 1 : 0)
+    .one('harbor_mqtt_subscription_messages_total', 'counter', 'Messages received from the site broker since start.', sub.messages)
+    .one('harbor_mqtt_subscription_readings_total', 'counter', 'Readings committed from the site broker since start.', sub.readings)
+    .one(
+      'harbor_mqtt_subscription_without_readings_total',
+      'counter',
+      'Messages from the site broker without a number to take (acknowledged, nothing stored).',
+      sub.withoutReadings,
+    )
+    .one(
+      'harbor_mqtt_subscription_dead_lettered_total',
+      'counter',
+      'Messages from the site broker kept as dead letters.',
+      sub.deadLettered,
+    );
 }

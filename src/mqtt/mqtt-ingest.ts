@@ -1,0 +1,92 @@
+import { isUtf8 } from 'node:buffer';
+import type { Logger } from 'pino';
+import type { KeyCounterTable } from '../keys/key-counters.js';
+import type { Principal } from '../keys/key-store.js';
+import { foreignShips } from '../keys/ship-prefix.js';
+import type { IngestDeadLetters } from '../queue/dead-letters.js';
+import { QueueRefusedError, type QueueRefusal } from '../queue/queue-errors.js';
+import type { QueueWriter } from '../queue/queue-writer.js';
+import { encodeRecord } from '../queue/record-codec.js';
+import type { Loc, ReadingIssue } from '../reading/reading-issues.js';
+import type { Reading } from '../reading/reading-schema.js';
+import type { ReceiveClock } from '../reading/receive-clock.js';
+import type { GatewayStats } from '../stats.js';
+
+/** What became of a message's readings. */
+export type IngestOutcome =
+  | { status: 'stored'; readings: number }
+  /** Nothing numeric in it (a subscription's "ON", "nan"): acknowledged, nothing stored. */
+  | { status: 'empty' }
+  /** Its content is refused for good: the sender is told (MQTT 5) or it becomes a dead letter. */
+  | { status: 'refused'; kind: RefusalKind; message: string; details: ReadingIssue[]; readings?: Reading[] }
+  /** The queue cannot take it now: not acknowledged, so the sender sends it again. */
+  | { status: 'unavailable'; refusal: QueueRefusal; message: string };
+
+export type RefusalKind = 'malformed' | 'invalid' | 'topic' | 'forbidden';
+
+export interface MqttIngestDeps {
+  queue: QueueWriter;
+  delivery: { notifyAppended(): void };
+  clock: ReceiveClock;
+  stats: GatewayStats;
+  keys: { counters: KeyCounterTable };
+  deadLetters: IngestDeadLetters;
+  logger: Logger;
+  /** Told of every committed message's readings, as HTTP ingest tells it (the console's ship table). */
+  accepted?: (principal: Principal, readings: readonly Reading[]) => void;
+}
+
+/**
+ * The one way MQTT messages reach the queue, for both forms (devices publishing to the gateway, the
+ * gateway subscribed to a site broker): the ship prefix of the key, one queue record per message
+ * as an HTTP request makes one, the counters; refusals that cannot be told become dead letters.
+ */
+export class MqttIngest {
+  constructor(private readonly deps: MqttIngestDeps) {}
+
+  /** Commits the readings; settles once they are on disk (fsynced in power-loss mode) or refused. */
+  async store(principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc): Promise<IngestOutcome> {
+    const { deps } = this;
+    if (readings.length === 0) return { status: 'empty' };
+    const foreign = foreignShips(principal, readings, shipLoc);
+    if (foreign !== undefined) return { status: 'refused', kind: 'forbidden', ...foreign, readings };
+    try {
+      // As over HTTP: received at the clock's newest millisecond, from the site the key is bound to.
+      await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, deps.clock.receivedMs(), undefined, principal.site);
+    } catch (error) {
+      if (!(error instanceof QueueRefusedError)) throw error;
+      if (error.refusal !== 'full' && error.refusal !== 'closed') {
+        deps.logger.error({ event: 'queue_write_failed', refusal: error.refusal, err: error.cause }, error.message);
+      }
+      return { status: 'unavailable', refusal: error.refusal, message: error.message };
+    }
+    deps.stats.acceptedReadings += readings.length;
+    deps.keys.counters.accepted(principal.name, readings.length);
+    deps.accepted?.(principal, readings);
+    deps.delivery.notifyAppended();
+    return { status: 'stored', readings: readings.length };
+  }
+
+  /**
+   * Keeps a refused message as a dead letter under `source` with its reason: its readings as record
+   * lines when they were valid (an operator may re-queue them), else the payload as received.
+   * Rejects (QueueRefusedError) when it cannot be kept: the message must then not be acknowledged.
+   */
+  async deadLetter(
+    source: string,
+    refused: IngestOutcome & { status: 'refused' },
+    context: { key: string; topic: string; payload: Buffer; receivedMs: number },
+  ): Promise<void> {
+    const first = refused.details[0];
+    const reason =
+      `refused at MQTT ingest (key ${JSON.stringify(context.key)}, topic ${JSON.stringify(context.topic.slice(0, 200))}): ${refused.message}` +
+      (first === undefined ? '' : `: ${first.loc.join('.')}: ${first.msg}`);
+    const line =
+      refused.readings !== undefined
+        ? encodeRecord(refused.readings, this.deps.clock)
+        : isUtf8(context.payload)
+          ? context.payload.toString('utf8')
+          : `base64:${context.payload.toString('base64')}`;
+    await this.deps.deadLetters.add({ receivedMs: context.receivedMs, source, reason, line });
+  }
+}
