@@ -209,30 +209,26 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const systemd = await notifySystemdReady(config, http, queue, logger);
   logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
 
+  // Everything a graceful stop (stopInOrder) closes.
+  const running: Running = {
+    stopping,
+    systemd,
+    housekeeping,
+    keys,
+    catalogue,
+    http,
+    mqtt,
+    delivery,
+    questdb,
+    fleet,
+    queue,
+    owner,
+    idempotency,
+    health,
+    snapshot,
+  };
   let stopped: Promise<void> | undefined;
-  const stop = (cause: StopCause = {}): Promise<void> =>
-    (stopped ??= stopInOrder(
-      config,
-      logger,
-      {
-        stopping,
-        systemd,
-        housekeeping,
-        keys,
-        catalogue,
-        http,
-        mqtt,
-        delivery,
-        questdb,
-        fleet,
-        queue,
-        owner,
-        idempotency,
-        health,
-        snapshot,
-      },
-      cause,
-    ));
+  const stop = (cause: StopCause = {}): Promise<void> => (stopped ??= stopInOrder(config, logger, running, cause));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -278,39 +274,23 @@ interface Running {
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running, cause: StopCause): Promise<void> {
-  const {
-    stopping,
-    systemd,
-    housekeeping,
-    keys,
-    catalogue,
-    http,
-    mqtt,
-    delivery,
-    questdb,
-    fleet,
-    queue,
-    owner,
-    idempotency,
-    health,
-    snapshot,
-  } = running;
+  const { stopping, systemd, http, mqtt, delivery, queue } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
-  await housekeeping.destroy();
-  keys.stop();
-  catalogue.stop();
+  await running.housekeeping.destroy();
+  running.keys.stop();
+  running.catalogue.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await Promise.all([http.close(deadline), mqtt?.stop(deadline)]);
-  saveIdempotencyKeys(config, logger, idempotency);
+  saveIdempotencyKeys(config, logger, running.idempotency);
   await delivery.stop(deadline);
-  await health?.stopped(snapshot, cause.signal, deadline);
-  await questdb?.close();
-  await fleet.close();
+  await running.health?.stopped(running.snapshot, cause.signal, deadline);
+  await running.questdb?.close();
+  await running.fleet.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
-  owner.release();
+  running.owner.release();
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
 }
 
