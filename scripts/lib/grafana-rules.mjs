@@ -43,16 +43,23 @@ function rule({ uid, title, sql, seconds, evaluator, params, pending = '1m', sum
   };
 }
 
+/**
+ * The site of a ship's rows as a label: a central QuestDB holds many sites whose ship ids repeat,
+ * so each rule tells the same ship id of two sites apart. Readings stored before sites existed
+ * have none (empty).
+ */
+const siteLabel = (alias = '') => `coalesce(${alias === '' ? '' : `${alias}.`}site, '') AS site`;
+
 const readings = [
   rule({
     uid: 'harbor-ship-silent',
     title: 'Ship stopped reporting',
     seconds: 30 * 86400,
     sql: `WITH seen AS (
-  SELECT ship_id, time FROM cargo_data WHERE time > ${SHIPS_SEEN}
-  LATEST ON time PARTITION BY ship_id
+  SELECT site, ship_id, time FROM cargo_data WHERE time > ${SHIPS_SEEN}
+  LATEST ON time PARTITION BY site, ship_id
 ), ${SHIP_NAMES}
-SELECT s.ship_id, coalesce(n.name, s.ship_id) AS ship, datediff('s', s.time, now()) / 60.0 AS minutes_silent
+SELECT ${siteLabel('s')}, s.ship_id, coalesce(n.name, s.ship_id) AS ship, datediff('s', s.time, now()) / 60.0 AS minutes_silent
 FROM seen s LEFT JOIN ship_names n ON s.ship_id = n.ship_id`,
     evaluator: 'gt',
     params: [REPORTING_MINUTES],
@@ -64,10 +71,10 @@ FROM seen s LEFT JOIN ship_names n ON s.ship_id = n.ship_id`,
     uid: 'harbor-series-silent',
     title: 'Series stopped reporting',
     seconds: 86400,
-    sql: `SELECT ship_id, cargo_id, datediff('s', time, now()) / 60.0 AS minutes_silent
+    sql: `SELECT ${siteLabel()}, ship_id, cargo_id, datediff('s', time, now()) / 60.0 AS minutes_silent
 FROM cargo_data
 WHERE time > dateadd('d', -1, now())
-LATEST ON time PARTITION BY ship_id, cargo_id`,
+LATEST ON time PARTITION BY site, ship_id, cargo_id`,
     evaluator: 'gt',
     params: [60],
     summary: '{{ $labels.ship_id }} / {{ $labels.cargo_id }} has sent no reading for {{ humanize $values.A.Value }} min',
@@ -79,8 +86,8 @@ LATEST ON time PARTITION BY ship_id, cargo_id`,
     title: 'Cargo outside its normal range',
     seconds: 3600,
     pending: '10m',
-    sql: `WITH ${cargoNow("time > dateadd('h', -1, now())")}, ${SHIP_NAMES}
-SELECT m.ship_id, coalesce(n.name, m.ship_id) AS ship, m.cargo_id, m.cargo, coalesce(m.unit, '') AS unit,
+    sql: `WITH ${cargoNow("time > dateadd('h', -1, now())", ['site', 'ship_id', 'cargo_id'])}, ${SHIP_NAMES}
+SELECT ${siteLabel('m')}, m.ship_id, coalesce(n.name, m.ship_id) AS ship, m.cargo_id, m.cargo, coalesce(m.unit, '') AS unit,
   ${crossedLimit} AS crossed,
   CASE WHEN m.value > m.normal_max THEN m.value - m.normal_max WHEN m.value < m.normal_min THEN m.normal_min - m.value ELSE 0 END AS outside_by
 FROM named m

@@ -34,6 +34,7 @@ import {
   SHIP_FILTER,
   SHIP_NAMES,
   SHIPS_SEEN,
+  SITE_FILTER,
 } from './grafana-sql.mjs';
 
 const variable = (/** @type {string} */ name, /** @type {string} */ label, /** @type {string} */ query) => ({
@@ -55,9 +56,15 @@ const variable = (/** @type {string} */ name, /** @type {string} */ label, /** @
   allValue: "''",
 });
 
-/** Ships seen within the window, by display name. */
+/**
+ * Sites seen within the window: a central QuestDB holds many, a site's own one. Readings stored
+ * before sites existed have none; All alone shows them.
+ */
+const SITE_VARIABLE = `SELECT DISTINCT site FROM cargo_data WHERE time > ${SHIPS_SEEN} AND site IS NOT NULL ORDER BY site`;
+
+/** Ships of the selected sites seen within the window, by display name. */
 const SHIP_VARIABLE = `WITH seen AS (
-  SELECT DISTINCT ship_id FROM cargo_data WHERE time > ${SHIPS_SEEN}
+  SELECT DISTINCT ship_id FROM cargo_data WHERE time > ${SHIPS_SEEN} AND ${SITE_FILTER}
 ), ${SHIP_NAMES}
 SELECT s.ship_id AS __value, coalesce(n.name, s.ship_id) AS __text
 FROM seen s LEFT JOIN ship_names n ON s.ship_id = n.ship_id
@@ -128,7 +135,7 @@ ORDER BY ship`),
           {
             // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${name} syntax, not a template literal
             title: 'Show ${__data.fields.ship}',
-            url: `/d/${SITE_UID}?var-ship=\${__data.fields.ship_id:percentencode}&\${__url_time_range}`,
+            url: `/d/${SITE_UID}?var-ship=\${__data.fields.ship_id:percentencode}&\${site:queryparam}&\${__url_time_range}`,
           },
         ],
       }),
@@ -577,7 +584,11 @@ export function siteDashboard() {
       "The site at a glance, for its manager: the ships and how recently they reported, their cargo named and measured against the catalogue's normal ranges, positions, radio link quality and the alerts. The gateway's own health is on the Gateway dashboard.",
     tags: ['harbor', 'telemetry', 'site'],
     links: [dashboardLink('Gateway', GATEWAY_UID, "The gateway's queue, sinks, keys, flush errors and clock")],
-    templating: [variable('ship', 'Ship', SHIP_VARIABLE), variable('cargo', 'Cargo', CARGO_VARIABLE)],
+    templating: [
+      variable('site', 'Site', SITE_VARIABLE),
+      variable('ship', 'Ship', SHIP_VARIABLE),
+      variable('cargo', 'Cargo', CARGO_VARIABLE),
+    ],
     panels: [...top, ...cargoPanels, ...positionPanels, ...linkPanels],
   });
 }

@@ -13,10 +13,12 @@ export const REPORTING_MINUTES = 10;
 
 /**
  * Filters by the dashboard's variables in the form All (`''`) passes: QuestDB folds the constant
- * half away, and an empty list never becomes `IN ()`. A site filter for a central QuestDB would be
- * one more of these (`('' IN ($site) OR site IN ($site))`).
+ * half away, and an empty list never becomes `IN ()`. Under All the site filter also keeps the
+ * readings stored before sites existed (a NULL site), which no picked site matches.
  */
-export const SHIP_FILTER = "('' IN ($ship) OR ship_id IN ($ship))";
+export const SITE_FILTER = "('' IN ($site) OR site IN ($site))";
+/** The selected ships: ship ids repeat from site to site, so a ship is selected by its site as well. */
+export const SHIP_FILTER = `${SITE_FILTER} AND ('' IN ($ship) OR ship_id IN ($ship))`;
 export const CARGO_FILTER = "('' IN ($cargo) OR cargo_id IN ($cargo))";
 
 /** Position fields: latitude and longitude in every naming the map pairs, altitude, satellites. */
@@ -97,21 +99,24 @@ export const crossedLimit = `CASE
     WHEN m.value < m.normal_min THEN concat('below ', ${number('m.normal_min')}, ' ', coalesce(m.unit, ''))
     ELSE concat('within ', ${normalRange.replace(/\n {4}/g, '\n      ')}) END`;
 
-/** `recent`: the latest reading of each ship and id where `where` holds (a filter on time and ship keeps LATEST ON fast). */
-export const latestReadings = (/** @type {string} */ where) => `recent AS (
-  SELECT time, ship_id, cargo_id, value FROM cargo_data
+/** What tells series apart: a ship and a cargo id. The alert rules add the site, since ship ids repeat from site to site. */
+const SERIES = ['ship_id', 'cargo_id'];
+
+/** `recent`: the latest reading of each series (`keys`) where `where` holds (a filter on time and ship keeps LATEST ON fast). */
+export const latestReadings = (/** @type {string} */ where, keys = SERIES) => `recent AS (
+  SELECT time, ${keys.join(', ')}, value FROM cargo_data
   WHERE ${where}
-  LATEST ON time PARTITION BY ship_id, cargo_id
+  LATEST ON time PARTITION BY ${keys.join(', ')}
 )`;
 
 /**
  * `named`: the latest reading of each ship and id where `where` holds, named by the catalogue;
  * `CARGO_ONLY` keeps the cargo among them. It filters `named`, never `recent`: QuestDB would push
  * the filter into LATEST ON, which would then look through the whole range for the positions and
- * radio fields it can never find.
+ * radio fields it can never find. Each row keeps its `keys`.
  */
-export const cargoNow = (/** @type {string} */ where) =>
-  `${latestReadings(where)}, ${named('recent', ['time', 'ship_id', 'cargo_id', 'value'])}`;
+export const cargoNow = (/** @type {string} */ where, keys = SERIES) =>
+  `${latestReadings(where, keys)}, ${named('recent', ['time', ...keys, 'value'], keys.join(', '))}`;
 export const CARGO_ONLY = IS_CARGO.replace('cargo_id', 'm.cargo_id');
 
 /**
