@@ -1,5 +1,6 @@
 // The dashboard in the situations a site meets: devices without a clock, GPS halves posted one by
-// one, a fresh install with no readings, and a ship that starts reporting while the dashboard is open.
+// one, a fresh install with no readings, a ship that starts reporting while the dashboard is open,
+// and a central QuestDB holding the readings of two sites and of before sites existed.
 // Every query is run as Grafana sends it (see scripts/lib/grafana-expand.mjs) against the suite's QuestDB.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -13,7 +14,8 @@ import {
 } from '../scripts/lib/grafana-expand.mjs';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { createDashboardTables, dashboardTableNames, renameTables, type DashboardTables } from './support/grafana-tables.js';
-import { waitForCount, waitForWalApplied } from './support/questdb-sql.js';
+import { evaluateRule, loadAlertRules, type AlertRule } from './support/grafana-alerting.js';
+import { sql, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 
 // QuestDB sends timestamps without a zone, in UTC.
 pg.types.setTypeParser(1114, (text: string) => new Date(`${text.replace(' ', 'T')}Z`));
@@ -38,6 +40,7 @@ afterAll(async () => {
 
 interface RunOptions {
   tables: DashboardTables;
+  site?: VariableValue;
   ship?: VariableValue;
   cargo?: VariableValue;
   maxDataPoints?: number;
@@ -52,6 +55,7 @@ const run = (rawSql: string, options: RunOptions) =>
       range: recent(),
       maxDataPoints: options.maxDataPoints ?? 1000,
       variables: {
+        site: options.site ?? { model: model('site'), value: ALL },
         ship: options.ship ?? { model: model('ship'), value: ALL },
         cargo: options.cargo ?? { model: model('cargo'), value: ALL },
       },
@@ -144,7 +148,7 @@ describe('GPS from devices without a clock and from single posts', () => {
     // Two minutes in 1000 points gives 100 ms buckets: every fix is its own position.
     const text = expandSql(find('Positions and tracks').rawSql.replace(/\bcargo_data\b/g, gw.table), {
       range: { from: Date.now() - 120_000, to: Date.now() },
-      variables: { ship: { model: model('ship'), value: ['every-second'] } },
+      variables: { site: { model: model('site'), value: ALL }, ship: { model: model('ship'), value: ['every-second'] } },
     });
     const tracks = await client.query(text);
     expect(tracks.rows.map((r) => [r.latitude, r.longitude])).toEqual([
@@ -160,7 +164,7 @@ describe('GPS from devices without a clock and from single posts', () => {
     expect((await single({ ship_id: 'late-ship', cargo_id: 'draught', value: 7.5 })).status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'late-ship'`, 1)).toBe(1);
     // refresh 2: Grafana re-runs the variable queries on every time range change, auto-refresh included.
-    expect(dashboard.templating.list.map((v: DashboardVariable) => v.refresh)).toEqual([2, 2]);
+    expect(dashboard.templating.list.map((v: DashboardVariable) => v.refresh)).toEqual([2, 2, 2]);
     expect(await ships()).toContain('late-ship');
     const cargo = await run(find('cargo').rawSql, { tables, ship: { model: model('ship'), value: ['late-ship'] } });
     expect(cargo.rows.map((r) => r.__value)).toEqual(['draught']);
@@ -201,5 +205,93 @@ describe('a fresh gateway without readings', () => {
     // Without the custom all value, All over an empty option list is what broke the dashboard.
     const withoutAllValue = { model: { ...model('ship'), allValue: null }, value: ALL, options: [] };
     await expect(run(find('cargo').rawSql, { ...options, ship: withoutAllValue })).rejects.toThrow(/too few arguments for 'in'/);
+  });
+});
+
+describe('a central QuestDB with readings of two sites and of before sites existed', () => {
+  let gw: TestGateway;
+  let tables: DashboardTables;
+  let rules: AlertRule[];
+  const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+  const sites = (value: string[]) => ({ site: { model: model('site'), value } });
+
+  beforeAll(async () => {
+    // The central gateway is site `centre`; north forwards readings under its own site, as a site gateway does.
+    gw = await startTestGateway({ SITE_ID: 'centre' });
+    tables = await tablesOf(gw);
+    const north = [
+      // Ship ids repeat from site to site: north's pump-1 went quiet 20 minutes ago.
+      { time: ago(20), ship_id: 'pump-1', cargo_id: 'pressure', value: 111 },
+      { time: ago(1), ship_id: 'crane-n', cargo_id: 'load', value: 5 },
+    ];
+    expect((await gw.post('/api/v2/ingest/batch', north, { 'x-harbor-site': 'north' })).status).toBe(200);
+    const centre = [
+      { time: ago(1), ship_id: 'pump-1', cargo_id: 'pressure', value: 222 },
+      { time: ago(2), ship_id: 'pump-1', cargo_id: 'pressure', value: 220 },
+    ];
+    expect((await gw.post('/api/v2/ingest/batch', centre)).status).toBe(200);
+    expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, 4)).toBe(4);
+    // A reading stored before the table had sites: the gateway adds the column, old rows have none.
+    await sql(`INSERT INTO "${gw.table}" (time, ship_id, cargo_id, value) VALUES ('${ago(3)}', 'old-barge', 'draught', 3.5)`);
+    expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE site IS NULL`, 1)).toBe(1);
+    rules = loadAlertRules().groups.flatMap((g) => g.rules);
+  });
+
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  it('lists each site once, never the readings without one', async () => {
+    expect((await run(find('site').rawSql, { tables })).rows).toEqual([{ site: 'centre' }, { site: 'north' }]);
+  });
+
+  it('lists the ships of the selected sites, and every ship under All', async () => {
+    const ships = async (site?: string[]) =>
+      (await run(find('ship').rawSql, { tables, ...(site && sites(site)) })).rows.map((r) => r.__value);
+    expect(await ships(['north'])).toEqual(['crane-n', 'pump-1']);
+    expect(await ships(['centre'])).toEqual(['pump-1']);
+    expect(await ships()).toEqual(['crane-n', 'old-barge', 'pump-1']);
+    const cargo = await run(find('cargo').rawSql, { tables, ...sites(['centre']) });
+    expect(cargo.rows.map((r) => r.__value)).toEqual(['pressure']);
+  });
+
+  it("shows only the picked site's rows, both sites and the readings without a site under All", async () => {
+    // The last ten minutes: north's pump-1, quiet for 20, is outside them.
+    const count = async (site?: string[]) =>
+      Number((await run(find('Readings').rawSql, { tables, ...(site && sites(site)) })).rows[0].readings);
+    expect(await count(['north'])).toBe(1);
+    expect(await count(['centre'])).toBe(2);
+    expect(await count(['north', 'centre'])).toBe(3);
+    expect(await count()).toBe(4);
+    const latest = async (site: string[]) =>
+      (await run(find('Cargo now').rawSql, { tables, ...sites(site) })).rows.map((r) => [r.ship, r.value]);
+    expect(await latest(['north'])).toEqual([['crane-n', 5]]);
+    expect(await latest(['centre'])).toEqual([['pump-1', 222]]);
+    // The same ship id at two sites: each site's own pump-1, seen 20 and 1 minutes ago.
+    const glance = async (site?: string[]) =>
+      (await run(find('Ships at a glance').rawSql, { tables, ...(site && sites(site)) })).rows.map((r) => [
+        r.ship,
+        r.readings_last_hour,
+        Math.floor(Number(r.last_seen) / 60),
+      ]);
+    expect(await glance(['north'])).toEqual([
+      ['crane-n', '1', 1],
+      ['pump-1', '1', 20],
+    ]);
+    expect(await glance(['centre'])).toEqual([['pump-1', '2', 1]]);
+    expect((await glance()).map(([ship]) => ship)).toEqual(['crane-n', 'old-barge', 'pump-1']);
+  });
+
+  it("alerts for north's silent pump-1 with its site, though pump-1 of the centre reports", async () => {
+    const silent = rules.find((r) => r.uid === 'harbor-ship-silent')!;
+    const instances = await evaluateRule(client, silent, (text) => renameTables(text, tables));
+    expect(
+      instances.map((i) => [i.labels.site, i.labels.ship_id, i.firing]).sort((a, b) => `${a[0]}/${a[1]}`.localeCompare(`${b[0]}/${b[1]}`)),
+    ).toEqual([
+      ['', 'old-barge', false],
+      ['centre', 'pump-1', false],
+      ['north', 'crane-n', false],
+      ['north', 'pump-1', true],
+    ]);
   });
 });

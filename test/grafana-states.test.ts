@@ -70,7 +70,11 @@ async function runDashboards(tables: DashboardTables): Promise<Record<string, Ou
   const range = { from: Date.now() - 6 * HOUR, to: Date.now() };
   for (const dashboard of [site, gatewayBoard]) {
     const model = (name: string) => dashboard.templating.list.find((v: { name: string }) => v.name === name) ?? {};
-    const variables = { ship: { model: model('ship'), value: ALL }, cargo: { model: model('cargo'), value: ALL } };
+    const variables = {
+      site: { model: model('site'), value: ALL },
+      ship: { model: model('ship'), value: ALL },
+      cargo: { model: model('cargo'), value: ALL },
+    };
     const run = async (rawSql: string, extra: Record<string, unknown> = {}, maxDataPoints?: number): Promise<Outcome> => {
       try {
         const text = expandSql(renameTables(rawSql, tables), { range, variables: { ...variables, ...extra }, maxDataPoints });

@@ -179,17 +179,17 @@ describe('Grafana provisioning files', () => {
     expect(gateway.links).toEqual([expect.objectContaining({ type: 'link', url: `/d/${site.uid}`, keepTime: true })]);
   });
 
-  it('gives the site dashboard a ship and a cargo multi-select variable, named from the catalogue', () => {
+  it('gives the site dashboard a site, a ship and a cargo multi-select variable, ships named from the catalogue', () => {
     const variables = site.templating.list;
-    expect(variables.map((v) => v.name)).toEqual(['ship', 'cargo']);
+    expect(variables.map((v) => v.name)).toEqual(['site', 'ship', 'cargo']);
     for (const v of variables) {
       // All is '' rather than the list of options, which is empty on an empty gateway (`IN ()` is an error);
       // refresh 2: re-run on every time range change and auto-refresh, so new ships appear on a wall screen.
       expect(v).toMatchObject({ type: 'query', multi: true, includeAll: true, allValue: "''", refresh: 2 });
       expect(datasourceUids.has(v.datasource.uid)).toBe(true);
-      // Grafana shows __text and filters by __value.
-      expect(v.query).toMatch(/AS __value, .* AS __text/);
     }
+    // Grafana shows __text and filters by __value; a site is shown as it is.
+    for (const v of variables.slice(1)) expect(v.query).toMatch(/AS __value, .* AS __text/);
     expect(gateway.templating.list).toEqual([]);
   });
 
@@ -275,13 +275,14 @@ describe('Grafana provisioning files', () => {
     });
   }
 
-  it("filters by ship and cargo only in the form that All ('') passes: no bare IN ($ship)", () => {
+  it("filters by site, ship and cargo only in the form that All ('') passes: no bare IN ($ship)", () => {
     for (const q of dashboardQueries(site)) {
       const sqlText = q.rawSql
+        .replace(/\('' IN \(\$site\) OR site IN \(\$site\)\)/g, '')
         .replace(/\('' IN \(\$(ship|cargo)\) OR (ship|cargo)_id IN \(\$(ship|cargo)\)\)/g, '')
         // The configuration query of a repeated panel names its one cargo id, never All's ''.
         .replace(/\$cargo\b/g, q.panel?.repeat === 'cargo' ? '' : '$cargo');
-      expect(sqlText, `${q.title} ${q.refId}`).not.toMatch(/\$(ship|cargo)\b/);
+      expect(sqlText, `${q.title} ${q.refId}`).not.toMatch(/\$(site|ship|cargo)\b/);
     }
   });
 
@@ -295,11 +296,11 @@ describe('Grafana provisioning files', () => {
     }
   });
 
-  it('links each ship at a glance to the site dashboard showing only that ship', () => {
+  it('links each ship at a glance to the site dashboard showing only that ship, of the sites selected', () => {
     const glance = site.panels.find((p) => p.title === 'Ships at a glance')!;
     const ship = glance.fieldConfig!.overrides.find((o) => o.matcher.options === 'ship')!;
     const [link] = ship.properties.find((p) => p.id === 'links')!.value as { url: string }[];
-    expect(link!.url).toBe(`/d/${site.uid}?var-ship=\${__data.fields.ship_id:percentencode}&\${__url_time_range}`);
+    expect(link!.url).toBe(`/d/${site.uid}?var-ship=\${__data.fields.ship_id:percentencode}&\${site:queryparam}&\${__url_time_range}`);
   });
 });
 
@@ -353,6 +354,7 @@ const gatewayState = columns(['gateway', 'string'], ['state', 'string'], ['last_
 
 /** The columns each query must return, by panel title (variables by name, annotations by name) and refId. */
 const EXPECTED: Record<string, [string, Kind][]> = {
+  'site variable': columns(['site', 'string']),
   'ship variable': columns(['__value', 'string'], ['__text', 'string']),
   'cargo variable': columns(['__value', 'string'], ['__text', 'string']),
   'Ships reporting now A': columns(['reporting', 'number'], ['seen', 'number']),
@@ -527,12 +529,13 @@ describe('dashboard queries on QuestDB', () => {
   const model = (name: string) => site.templating.list.find((v) => v.name === name) as DashboardVariable;
   const run = async (
     rawSql: string,
-    options: { ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {},
+    options: { site?: string[]; ship?: string[]; cargo?: string[]; range?: { from: number; to: number }; maxDataPoints?: number } = {},
   ) => {
     const text = expandSql(renameTables(rawSql, tables), {
       range: options.range ?? range,
       maxDataPoints: options.maxDataPoints ?? 1000,
       variables: {
+        site: { model: model('site'), value: options.site ?? ALL },
         ship: { model: model('ship'), value: options.ship ?? ALL },
         cargo: { model: model('cargo'), value: options.cargo ?? ALL },
       },
