@@ -3,6 +3,7 @@
 // cannot start. Also finds (and, when missing, builds) the release folders of appliance:build.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { COMPATIBLE } from '../board/update.mjs';
 import { signBundle } from './bundle.mjs';
 import { repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
@@ -82,6 +83,39 @@ export function rebundle({ from, to, work, signing, version, description, breakG
   }
   mkdirSync(join(to, '..'), { recursive: true });
   signBundle({ content, bundle: to, signing: signing ?? test });
+  rmSync(content, { recursive: true, force: true });
+  return to;
+}
+
+/**
+ * A small bundle of this board's kind and a newer version, signed by a key the board does not
+ * trust: what a refusal of the signature is tested with, without moving a release's hundreds of
+ * megabytes. Its slot image is an empty ext4 file system.
+ * @param {{ to: string, work: string, version: string }} options
+ */
+export function untrustedSmallBundle({ to, work, version }) {
+  const content = join(work, 'small-bundle');
+  rmSync(content, { recursive: true, force: true });
+  mkdirSync(content, { recursive: true });
+  run('mkfs.ext4', ['-q', '-F', '-L', 'harbor-root', join(content, 'rootfs.ext4'), '8M']);
+  writeFileSync(
+    join(content, 'manifest.raucm'),
+    [
+      '[update]',
+      `compatible=${COMPATIBLE}`,
+      `version=${version}`,
+      'description=signed by a key the board does not trust',
+      '',
+      '[bundle]',
+      'format=verity',
+      '',
+      '[image.rootfs]',
+      'filename=rootfs.ext4',
+      '',
+    ].join('\n'),
+  );
+  mkdirSync(join(to, '..'), { recursive: true });
+  signBundle({ content, bundle: to, signing: untrustedKeys(work) });
   rmSync(content, { recursive: true, force: true });
   return to;
 }
