@@ -309,7 +309,20 @@ function run(command, args, options = {}) {
   return { ok: result.status === 0, stdout: result.stdout ?? '', stderr: (result.stderr ?? '').trim(), status: result.status };
 }
 
-const rauc = (/** @type {string[]} */ args, quiet = false) => run('rauc', [`--conf=${RAUC_CONF}`, ...args], { quiet });
+/** RAUC with this card's configuration, written first when rauc.service has not run yet this boot. */
+const rauc = (/** @type {string[]} */ args, quiet = false) => {
+  if (!existsSync(RAUC_CONF)) writeRaucConfig();
+  return run('rauc', [`--conf=${RAUC_CONF}`, ...args], { quiet });
+};
+
+function writeRaucConfig() {
+  const umask = process.umask(0o022);
+  try {
+    writeAtomic(RAUC_CONF, raucConfig());
+  } finally {
+    process.umask(umask);
+  }
+}
 
 /**
  * The bundle's manifest after RAUC has checked its signature against the keyring, or why not.
@@ -768,11 +781,12 @@ async function main() {
       process.stdout.write(`${JSON.stringify(status(), null, 2)}\n`);
       return 0;
     case 'rauc-config':
-      process.umask(0o022);
-      writeAtomic(RAUC_CONF, raucConfig());
+      writeRaucConfig();
       return 0;
     default:
-      process.stderr.write(`usage: harbor-update install FILE|URL [--force] [--no-reboot] | confirm | report | status | check-url | install-upload | rauc-config\n`);
+      process.stderr.write(
+        `usage: harbor-update install FILE|URL [--force] [--no-reboot] | confirm | report | status | check-url | install-upload | rauc-config\n`,
+      );
       return 64;
   }
 }

@@ -108,10 +108,7 @@ function bootstrap({ packages, sources, withGrafana, kernel, work, say }) {
     pinnedKey(RASPBERRYPI_KEY, join(keys, 'etc/apt/trusted.gpg.d/raspberrypi.asc'));
     mkdirSync(join(keys, 'etc/apt/preferences.d'), { recursive: true });
     // Raspberry Pi's kernel and firmware win over Debian's packages of the same names.
-    writeFileSync(
-      join(keys, 'etc/apt/preferences.d/raspberrypi'),
-      'Package: *\nPin: origin archive.raspberrypi.com\nPin-Priority: 600\n',
-    );
+    writeFileSync(join(keys, 'etc/apt/preferences.d/raspberrypi'), 'Package: *\nPin: origin archive.raspberrypi.com\nPin-Priority: 600\n');
   }
   // Written before the kernel package installs: its hooks read these.
   const early = join(work, 'early');
@@ -168,7 +165,8 @@ function extendable({ kernel, packages, sources }) {
     );
     const present = packages.filter((pkg) => installed.has(pkg.split('=')[0]));
     const missing = packages.filter((pkg) => !installed.has(pkg.split('=')[0]));
-    if (missing.length > 0 && rootKey(present, sources) === name.slice(prefix.length)) return { dir, key: name.slice(prefix.length), missing };
+    if (missing.length > 0 && rootKey(present, sources) === name.slice(prefix.length))
+      return { dir, key: name.slice(prefix.length), missing };
   }
   return undefined;
 }
@@ -215,7 +213,9 @@ function extendRoot({ from, missing, work }) {
       { env },
     );
     run('chroot', [root, 'apt-get', 'clean'], { env });
-    writeFileSync(join(work, 'packages.tsv'), run('chroot', [root, 'dpkg-query', '-W', '-f', '${Package}\t${Version}\n'], { quiet: true }));
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format, not JavaScript's
+    const format = '${Package}\t${Version}\n';
+    writeFileSync(join(work, 'packages.tsv'), run('chroot', [root, 'dpkg-query', '-W', '-f', format], { quiet: true }));
   } finally {
     for (const dir of mounts.reverse()) run('umount', [dir]);
   }

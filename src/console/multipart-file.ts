@@ -85,7 +85,7 @@ function fieldName(headers: Map<string, string>): string | undefined {
  * one are held back until the next chunk.
  */
 export class PartReader {
-  #buffer = Buffer.alloc(0);
+  #buffer: Buffer = Buffer.alloc(0);
   #state: 'preamble' | 'after-delimiter' | 'headers' | 'data' | 'done' = 'preamble';
   readonly #first: Buffer;
   readonly #delimiter: Buffer;
@@ -122,7 +122,8 @@ export class PartReader {
         // Transport padding (spaces, tabs) may follow a delimiter before its CRLF.
         const lineEnd = this.#buffer.indexOf(CRLF);
         if (lineEnd < 0) {
-          if (this.#buffer.length > 1024) return [...events, { type: 'problem', problem: 'the form is malformed (no line end after a boundary)' }];
+          if (this.#buffer.length > 1024)
+            return [...events, { type: 'problem', problem: 'the form is malformed (no line end after a boundary)' }];
           return events;
         }
         this.#buffer = this.#buffer.subarray(lineEnd + 2);
@@ -131,7 +132,8 @@ export class PartReader {
         const end = this.#buffer.indexOf(HEADERS_END);
         const blank = this.#buffer.subarray(0, 2).equals(CRLF);
         if (end < 0 && !blank) {
-          if (this.#buffer.length > MAX_HEADER_BYTES) return [...events, { type: 'problem', problem: 'a part of the form has too large headers' }];
+          if (this.#buffer.length > MAX_HEADER_BYTES)
+            return [...events, { type: 'problem', problem: 'a part of the form has too large headers' }];
           return events;
         }
         const text = blank ? '' : this.#buffer.subarray(0, end).toString('latin1');

@@ -50,7 +50,11 @@ describe('the console update upload', () => {
     expect(tooLarge).toEqual({ problem: 'bundle is larger than 1000 bytes' });
     const other = await saveMultipartFile({ request: uploadRequest(bundle), field: 'firmware', destination: file, maxBytes: 1 << 20 });
     expect(other).toEqual({ problem: 'the form holds no firmware' });
-    const plain = new Request('https://gateway.test/console/update', { method: 'POST', body: 'x=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const plain = new Request('https://gateway.test/console/update', {
+      method: 'POST',
+      body: 'x=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(await saveMultipartFile({ request: plain, field: 'bundle', destination: file, maxBytes: 1 << 20 })).toEqual({
       problem: 'the request is not multipart/form-data with a boundary',
     });

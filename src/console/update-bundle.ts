@@ -43,7 +43,7 @@ interface Verdict {
 /** The installer of this system: on the appliance the one of its updater, elsewhere none. */
 export function updateInstaller(env: Record<string, string | undefined> = process.env): UpdateInstaller | undefined {
   if (!existsSync(APPLIANCE_RELEASE_FILE)) return undefined;
-  return folderInstaller({ folder: join(resolve(env['DATA_DIR'] || SETTINGS.dataDir.default), UPLOAD_FOLDER) });
+  return folderInstaller({ folder: join(resolve(env['DATA_DIR'] || (SETTINGS.dataDir.default ?? '.')), UPLOAD_FOLDER) });
 }
 
 /**
