@@ -11,6 +11,7 @@ import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
 import { loadServerCertificate, type CertificateLocation, type ServerCertificate } from './tls/certificate-store.js';
 import { queuePath } from './queue/queue-file.js';
+import { ownDataDir, type DataDirLock } from './queue/data-dir-lock.js';
 import { assertReadableFormat } from './queue/queue-format.js';
 import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
@@ -21,6 +22,7 @@ import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './heal
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
+import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
 import { GatewayConsole } from './console/gateway-console.js';
 import { VERSION } from './version.js';
@@ -57,9 +59,20 @@ export interface GatewayOptions {
  * only once everything they answer from is open.
  */
 export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
-  const certificateLocation = certificateLocationOf(config);
   // A queue file from a newer release is refused before anything is written, the certificate included.
   assertReadableFormat(queuePath(config.dataDir));
+  // Then nothing is written before this process owns the data directory: a second gateway stops here.
+  const owner = await ownDataDir(config.dataDir);
+  try {
+    return await startOwned(config, logger, options, owner);
+  } catch (error) {
+    owner.release();
+    throw error;
+  }
+}
+
+async function startOwned(config: Config, logger: Logger, options: GatewayOptions, owner: DataDirLock): Promise<Gateway> {
+  const certificateLocation = certificateLocationOf(config);
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
   const sinks = sinkSpecs(config);
@@ -84,10 +97,11 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     metricsToken: config.metricsToken,
     env: options.env ?? process.env,
   });
+  const idempotency = idempotencyKeys(config, logger);
   const app = createApp({
     queue,
     delivery,
-    clock: new ReceiveClock(),
+    clock: receiveClock(queue, logger),
     stats,
     validator: validatorOf(config),
     logger,
@@ -103,6 +117,7 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
     tls: () => tlsSummary(certificate),
     sinks: sinkDescriptions,
     console: gatewayConsole,
+    idempotency,
   });
   const http = await listen(app, config, certificate, queue);
   gatewayConsole.start(http.httpsPort);
@@ -110,14 +125,34 @@ export async function startGateway(config: Config, logger: Logger, options: Gate
   keys.watch();
   const questdb = healthQuestDb(sinks);
   const housekeeping = scheduleHousekeeping(config, logger, queue, questdb, () =>
-    takeSnapshot({ queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions }),
+    takeSnapshot({
+      queue,
+      stats,
+      keys,
+      failureDelay,
+      isStopping: stopping.isStopping,
+      version: VERSION,
+      sinks: sinkDescriptions,
+      idempotency,
+    }),
   );
   const systemd = await notifySystemdReady(config, http, queue, logger);
   logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
 
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopped ??= stopInOrder(config, logger, { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue }));
+    (stopped ??= stopInOrder(config, logger, {
+      stopping,
+      systemd,
+      housekeeping,
+      keys,
+      http,
+      delivery,
+      questdb,
+      queue,
+      owner,
+      idempotency,
+    }));
 
   const reloadCertificate = (): ServerCertificate => {
     const next = loadServerCertificate(certificateLocation);
@@ -148,11 +183,13 @@ interface Running {
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
   queue: QueueWriter;
+  owner: DataDirLock;
+  idempotency: IdempotencyKeys;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
 async function stopInOrder(config: Config, logger: Logger, running: Running): Promise<void> {
-  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue } = running;
+  const { stopping, systemd, housekeeping, keys, http, delivery, questdb, queue, owner, idempotency } = running;
   stopping.begin();
   const deadline = Date.now() + config.shutdownTimeoutMs;
   await systemd?.stopping();
@@ -160,10 +197,12 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
   keys.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await http.close(deadline);
+  saveIdempotencyKeys(config, logger, idempotency);
   await delivery.stop(deadline);
   await questdb?.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
+  owner.release();
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
 }
 
@@ -171,6 +210,28 @@ async function stopInOrder(config: Config, logger: Logger, running: Running): Pr
 function validatorOf(config: Config) {
   const limits = { maxIdLength: config.maxIdLength, window: new TimeWindow(config.readingTimes) };
   return { schema: readingSchema(limits), limits };
+}
+
+/** How long an `Idempotency-Key` is honoured, and how many are held at most (a few MB). */
+const IDEMPOTENCY_WINDOW_MS = 10 * 60 * 1000;
+const IDEMPOTENCY_MAX_KEYS = 20_000;
+
+/** The keys the last graceful stop saved, read back. */
+function idempotencyKeys(config: Config, logger: Logger): IdempotencyKeys {
+  const keys = new IdempotencyKeys({ windowMs: IDEMPOTENCY_WINDOW_MS, maxKeys: IDEMPOTENCY_MAX_KEYS });
+  const loaded = keys.load(idempotencyFile(config.dataDir));
+  if (loaded > 0) logger.info({ event: 'idempotency_keys_loaded', keys: loaded }, 'Idempotency-Keys of the last run read back');
+  return keys;
+}
+
+/** Once no request is in flight: the answered keys still in their window, for the next start. */
+function saveIdempotencyKeys(config: Config, logger: Logger, keys: IdempotencyKeys): void {
+  if (keys.size === 0) return;
+  try {
+    keys.save(idempotencyFile(config.dataDir));
+  } catch (error) {
+    logger.warn({ event: 'idempotency_keys_not_saved', err: error }, 'could not save the Idempotency-Keys; the next start forgets them');
+  }
 }
 
 function certificateLocationOf(config: Config): CertificateLocation {
@@ -189,7 +250,14 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     durability: config.durability,
     maxBytes: config.queueMaxBytes,
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
+    diskReserve: true,
   });
+  if (!queue.reserveReady) {
+    logger.warn(
+      { event: 'queue_reserve_missing', dataDir: config.dataDir },
+      'the disk is too full for the queue reserve; a disk filled by the queue may stop delivery until space is freed',
+    );
+  }
   for (const added of queue.registered.added)
     logger.info({ event: 'sink_added', sink: added.name, at: added.at }, `sink ${added.name} added`);
   if (queue.registered.removed.length > 0) {
@@ -199,6 +267,19 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     );
   }
   return queue;
+}
+
+/** Receive times resume after the newest one the queue holds; what the clock notices of the wall clock is logged. */
+function receiveClock(queue: QueueWriter, logger: Logger): ReceiveClock {
+  const says = {
+    stepped_back: 'the system clock stepped back; readings without a time follow it, in nanoseconds no earlier time used',
+    held: 'the system clock is behind receive times already given; readings without a time get times just after them until it catches up',
+    resumed_behind:
+      "the queue's newest receive time is more than a day ahead of the system clock; readings without a time follow the clock",
+  } as const;
+  return new ReceiveClock(Date.now, queue.newestReceivedMs, (notice) =>
+    logger.warn({ event: `receive_clock_${notice.kind}`, ...notice }, says[notice.kind]),
+  );
 }
 
 function deliveryThread(
@@ -306,6 +387,7 @@ function logStarted(
   started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate; sinks: readonly SinkDescription[] },
 ): void {
   const { http, queue, certificate } = started;
+  const line = startLine(config, started);
   if (certificate.replacedDamaged !== undefined) {
     logger.warn(
       { event: 'certificate_replaced', reason: certificate.replacedDamaged, tls: tlsSummary(certificate) },
@@ -329,8 +411,27 @@ function logStarted(
       apiKeysFile: config.apiKeysFile,
       environment: config.environment,
     },
-    'harbor gateway listening',
+    line,
   );
+  // A person at a terminal reads this line, not the JSON around it.
+  if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
+}
+
+/** Where everything is, in words: the API, the certificate's fingerprint, the queue, QuestDB and the key in use. */
+function startLine(config: Config, started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate }): string {
+  const { http, queue, certificate } = started;
+  const everyAddress = config.host === '0.0.0.0' || config.host === '::';
+  const host = everyAddress ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const api = `API http://${host}:${http.port}/api/v2/ingest and https://${host}:${http.httpsPort}/api/v2/ingest${everyAddress ? ' on every address' : ''}`;
+  const tls = `HTTPS certificate SHA-256 ${certificate.fingerprintSha256} (${certificate.source})`;
+  const queued = `queue ${queue.path} (${queue.stats().readings} readings queued)`;
+  const questdb = config.localQuestdb ? `QuestDB ${config.questdbUrl}, table ${config.table}` : 'no local QuestDB';
+  // The shipped development key is public; any other key is a secret and only its source is named.
+  const key =
+    config.apiKeySource === 'development default'
+      ? `X-API-Key ${config.apiKey}, the public development key (set API_KEY before other machines reach this one)`
+      : `X-API-Key from API_KEY (${config.apiKeySource})`;
+  return `Harbor Gateway ${VERSION}: ${api}; ${tls}; ${queued}; ${questdb}; ${key}, device keys in ${config.apiKeysFile}`;
 }
 
 /** What a technician compares with the device's view: never the key. */

@@ -33,6 +33,8 @@ export class GatewayStats {
   acceptedRequests = 0;
   acceptedReadings = 0;
   refusedRequests = 0;
+  /** Requests whose client closed the connection before their readings were committed: not stored. */
+  abandonedRequests = 0;
   readonly sinks = new Map<string, SinkStats>();
   /** The delivery thread's V8 heap as it last reported it (its own isolate: not in process.memoryUsage()). */
   deliveryHeap: { usedBytes: number; totalBytes: number } | undefined;

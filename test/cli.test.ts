@@ -26,6 +26,7 @@ describe('harbor-gateway command line', () => {
     expect((await gateway(['version'], {})).stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
     expect((await gateway(['help'], {})).stdout).toMatch(/check-config/);
     expect((await gateway(['config-table'], {})).stdout).toMatch(/^\| Variable \| Default \| Meaning \|/);
+    expect((await gateway(['config-table', '--document'], {})).stdout).toMatch(/^# Configuration\n[\s\S]*\n\| `GATEWAY_ENV` \|/);
     await expect(gateway(['bogus'], {})).rejects.toMatchObject({ code: 64 });
   });
 });

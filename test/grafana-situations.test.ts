@@ -108,7 +108,7 @@ describe('GPS from devices without a clock and from single posts', () => {
     await gw?.stop();
   });
 
-  it('stores the halves of a clockless fix 1 ns apart and single posts milliseconds apart', async () => {
+  it('stores the halves of a clockless fix at one time and single posts apart', async () => {
     const times = await client.query(
       `SELECT ship_id, cast(time AS long) AS ns FROM "${gw.table}" WHERE ship_id IN ('no-clock', 'one-by-one') ORDER BY time`,
     );
@@ -116,7 +116,7 @@ describe('GPS from devices without a clock and from single posts', () => {
       const [a, b] = times.rows.filter((r) => r.ship_id === ship).map((r) => BigInt(r.ns));
       return b! - a!;
     };
-    expect(gap('no-clock')).toBe(1n);
+    expect(gap('no-clock')).toBe(0n);
     expect(gap('one-by-one')).toBeGreaterThan(0n);
   });
 

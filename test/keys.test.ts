@@ -151,7 +151,7 @@ describe('per-key health rows', () => {
 
 describe('a wrong-key neighbour', () => {
   it('never delays or refuses a good key from the same address while its own wrong keys are slowed down', async () => {
-    const gw = await startTestGateway({ AUTH_FAILURE_DELAY_MAX_MS: '30000' });
+    const gw = await startTestGateway({ AUTH_FAILURE_DELAY_MAX_MS: '1000' });
     const flood = 30;
     let settled = 0;
     const wrong = Array.from({ length: flood }, () =>
@@ -167,10 +167,8 @@ describe('a wrong-key neighbour', () => {
       );
     await until(status, (s) => s.auth.wrongKeyRequests === flood, 'the flood to arrive');
     try {
-      for (let i = 0; i < 20; i++) {
-        const good = await gw.post('/api/v2/ingest', reading('nat-2', 100 + i));
-        expect(good.status).toBe(200);
-      }
+      const good = await Promise.all(Array.from({ length: 20 }, (_, i) => gw.post('/api/v2/ingest', reading('nat-2', 100 + i))));
+      expect(good.map((r) => r.status)).toEqual(Array(20).fill(200));
       // The good requests were answered while the neighbour's refusals were still being held back.
       expect(settled).toBeLessThan(flood);
     } finally {

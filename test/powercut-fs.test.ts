@@ -1,5 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { projectRoot } from '../scripts/lib/paths.mjs';
@@ -26,8 +38,11 @@ function writeAt(path: string, data: Buffer | string, position: number, fsync: b
 
 function fsyncDir(path: string) {
   const fd = openSync(path, 'r');
-  fsyncSync(fd);
-  closeSync(fd);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** A file created, fsynced and made durable in its directory. */
@@ -93,19 +108,132 @@ describe('powercut-fs', () => {
     expect(readFileSync(join(disk.backing, 'old'), 'utf8')).toBe('kept');
   });
 
-  it('tears the newest unsynced write: its first sectors land, the rest keeps the old bytes', async () => {
+  it('tears any unsynced write, not only the newest: whole sectors of it land, the rest keeps what was there', async () => {
+    const torn = new Set<string>();
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      disk = await createPowercutDisk();
+      const fs = await disk.mount();
+      const path = join(fs.mountPoint, 'page');
+      durableFile(fs.mountPoint, 'page', 'o'.repeat(4096));
+      writeAt(path, 'x'.repeat(4096), 0, false);
+      writeAt(path, 'n'.repeat(4096), 0, false);
+
+      const report = await fs.cut({ model: 'tear', seed });
+      await fs.unmount();
+
+      expect(report.torn).toMatch(/^page: [1-7] of 8 sectors of a write of 4096 bytes at offset 0$/);
+      const sectors = readFileSync(join(disk.backing, 'page'), 'utf8').match(/.{512}/g) ?? [];
+      expect(sectors.every((sector) => /^(o+|x+|n+)$/.test(sector))).toBe(true);
+      expect(sectors.filter((sector) => sector[0] !== 'o').length).toBeGreaterThan(0);
+      for (const sector of sectors) torn.add(sector[0]!);
+      await disk.remove();
+      disk = undefined;
+    }
+    // Over six seeds both writes were torn, the older one too.
+    expect([...torn].sort()).toEqual(['n', 'o', 'x']);
+  });
+
+  it('overwrites and shrinks a file through a write-only descriptor, and a cut undoes both', async () => {
     disk = await createPowercutDisk();
     const fs = await disk.mount();
-    const path = join(fs.mountPoint, 'page');
-    durableFile(fs.mountPoint, 'page', 'o'.repeat(4096));
-    writeAt(path, 'x'.repeat(4096), 0, false);
-    writeAt(path, Buffer.from('n'.repeat(4096)), 0, false);
+    const path = join(fs.mountPoint, 'data');
+    durableFile(fs.mountPoint, 'data', '0123456789');
+    const fd = openSync(path, constants.O_WRONLY);
+    try {
+      writeSync(fd, Buffer.from('ab'), 0, 2, 2);
+      ftruncateSync(fd, 4);
+    } finally {
+      closeSync(fd);
+    }
+    expect(readFileSync(path, 'utf8')).toBe('01ab');
 
-    const report = await fs.cut({ tear: true });
+    await fs.cut();
     await fs.unmount();
 
-    expect(report.torn).toBe('2048 of 4096 bytes at offset 0');
-    expect(readFileSync(join(disk.backing, 'page'), 'utf8')).toBe('n'.repeat(2048) + 'o'.repeat(2048));
+    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('0123456789');
+  });
+
+  it('makes nothing durable by sync or syncfs, which FUSE does not pass on', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'data', 'synced');
+    writeAt(join(fs.mountPoint, 'data'), 'SYNCED', 0, false);
+    writeAt(join(fs.mountPoint, 'new'), 'never fsynced', 0, false);
+    execFileSync('sync');
+    execFileSync('sync', ['-f', join(fs.mountPoint, 'data')]);
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('synced');
+    expect(existsSync(join(disk.backing, 'new'))).toBe(false);
+  });
+
+  it('loses a new directory whose parent was not fsynced, though everything inside it was', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    mkdirSync(join(fs.mountPoint, 'site', 'data'), { recursive: true });
+    durableFile(join(fs.mountPoint, 'site', 'data'), 'queue.db', 'committed');
+    fsyncDir(join(fs.mountPoint, 'site'));
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(existsSync(join(disk.backing, 'site'))).toBe(false);
+  });
+
+  it('fails an fsync with EIO when set to, drops its writes, and lets a later fsync succeed without them', async () => {
+    // ext4's entries, so the fsync that succeeds makes the file's name durable.
+    disk = await createPowercutDisk({ entries: 'ext4', fsyncEio: 1, seed: 7 });
+    const fs = await disk.mount();
+    const path = join(fs.mountPoint, 'data');
+    writeAt(path, 'lost', 0, false);
+    const fd = openSync(path, 'r+');
+    try {
+      expect(() => fsyncSync(fd)).toThrow(/EIO/);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    expect(readFileSync(path, 'utf8')).toBe('lost');
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('');
+  });
+
+  it('fails a write that grows a file with ENOSPC when set to', async () => {
+    disk = await createPowercutDisk({ enospc: 1 });
+    const fs = await disk.mount();
+    expect(() => writeAt(join(fs.mountPoint, 'data'), 'more', 0, false)).toThrow(/ENOSPC/);
+  });
+
+  it('loses what a lying flush acknowledged when the cut comes before its delay', async () => {
+    disk = await createPowercutDisk({ lyingFlushMs: 60_000 });
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'data', 'acknowledged');
+
+    await fs.cut();
+    await fs.unmount();
+
+    expect(existsSync(join(disk.backing, 'data'))).toBe(false);
+  });
+
+  it('keeps an arbitrary seeded subset on a subset cut, and says how much it kept', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    durableFile(fs.mountPoint, 'data', '');
+    for (let i = 0; i < 16; i++) writeAt(join(fs.mountPoint, 'data'), String(i % 10).repeat(512), i * 512, false);
+
+    const report = await fs.cut({ model: 'subset', seed: 3 });
+    await fs.unmount();
+
+    expect(report).toMatchObject({ model: 'subset', seed: '3', writes: 16 });
+    expect(report.keep).toBeGreaterThan(0);
+    const size = readFileSync(join(disk.backing, 'data')).length;
+    expect(size % 512).toBe(0);
+    expect(report.kept).toBeLessThanOrEqual(16);
   });
 
   it('keeps a file written whole, fsynced and renamed into place with a directory fsync', async () => {
@@ -175,7 +303,7 @@ describe('powercut-fs', () => {
     expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('synced');
   });
 
-  it('passes its Go tests (the age-based writeback against a clock moved by hand)', () => {
+  it('passes its Go tests (each model: entries per directory, tears, subsets, fsync errors, ENOSPC, lying flushes, writeback by age)', () => {
     buildPowercutFs();
     const output = execFileSync('go', ['test', './...'], {
       cwd: join(projectRoot, 'scripts', 'powercut-fs'),

@@ -88,6 +88,23 @@ describe('readings land in QuestDB exactly', () => {
     }
   });
 
+  it('gives a request without times one receive time, a series met twice in it the next nanosecond, and the next request its own', async () => {
+    const ship = 'one-time-per-request';
+    const pair = (value: number) => [
+      { ship_id: ship, cargo_id: 'latitude', value },
+      { ship_id: ship, cargo_id: 'longitude', value },
+      { ship_id: ship, cargo_id: 'latitude', value: value + 0.5 },
+    ];
+    for (const value of [1, 2]) expect((await gw.post('/api/v2/ingest/batch', pair(value))).status).toBe(200);
+    const rows = await rowsOf(ship, 6);
+    const at = (cargo: string, value: number) => BigInt(rows.find((r) => r[2] === cargo && r[3] === value)![0]);
+    // The pair shares a time, as the existing stack stamps one time per request.
+    expect(at('longitude', 1)).toBe(at('latitude', 1));
+    expect(at('latitude', 1.5)).toBe(at('latitude', 1) + 1n);
+    expect(at('longitude', 2)).toBe(at('latitude', 2));
+    expect(at('latitude', 2) > at('latitude', 1.5)).toBe(true);
+  });
+
   it('stores a replayed reading once (deduplication on time, ship_id, cargo_id)', async () => {
     const ship = 'replay-ship';
     const batch = [{ time: '2026-03-04T00:00:00.5Z', ship_id: ship, cargo_id: 'c', value: 7 }];

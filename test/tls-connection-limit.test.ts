@@ -1,46 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect as connectTcp, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { connect as connectTls, type TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
-import { uniqueTable } from './support/questdb-sql.js';
+import { expect, it } from 'vitest';
+import { openTls, tlsGatewayForTests } from './support/tls-gateway.js';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'harbor-tls-limit-'));
-let gw: GatewayProcess;
-let port: number;
-let httpsPort: number;
-
-beforeAll(async () => {
-  gw = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: dataDir,
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: uniqueTable('tlslimit'),
-    HEALTH_REPORT: 'false',
-    MAX_CONNECTIONS: '3',
-    KEEP_ALIVE_TIMEOUT_MS: '60000',
-  });
-  port = Number(new URL(gw.url).port);
-  httpsPort = Number(
-    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
-      .split(':')
-      .pop(),
-  );
-});
-afterAll(async () => {
-  gw.child.kill('SIGTERM');
-  expect((await gw.exited).code).toBe(0);
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const openTls = (targetPort: number): Promise<TLSSocket> =>
-  new Promise((resolve, reject) => {
-    const socket = connectTls({ host: '127.0.0.1', port: targetPort, rejectUnauthorized: false }, () => resolve(socket));
-    socket.once('error', reject);
-  });
+const gateway = tlsGatewayForTests('tls-limit', { MAX_CONNECTIONS: '3', KEEP_ALIVE_TIMEOUT_MS: '60000' });
 
 /** Resolves true when the gateway closes the connection before answering a request on it. */
 const refused = (targetPort: number): Promise<boolean> =>
@@ -59,6 +21,7 @@ const refused = (targetPort: number): Promise<boolean> =>
   });
 
 it('counts TLS connections of both ports against one MAX_CONNECTIONS', async () => {
+  const { port, httpsPort } = gateway();
   const held = [await openTls(httpsPort), await openTls(port), await openTls(httpsPort)];
   expect(await refused(port)).toBe(true);
   expect(await refused(httpsPort)).toBe(true);

@@ -1,73 +1,18 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { TLSSocket } from 'node:tls';
+import { describe, expect, inject, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
-import { uniqueTable } from './support/questdb-sql.js';
+import { openTls as openTlsTo, operatorCertificate, tlsGatewayForTests, type OperatorCertificate } from './support/tls-gateway.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'harbor-tls-reload-'));
-const certFile = join(dir, 'cert.pem');
-const keyFile = join(dir, 'key.pem');
-let gw: GatewayProcess;
-let httpsPort: number;
-
-/** An operator's certificate, as openssl makes it; replaced by renaming, as deployment tools do. */
-function makeCertificate(keyAlgorithm: string[], name: string): void {
-  const result = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      ...keyAlgorithm,
-      '-nodes',
-      '-days',
-      '30',
-      '-subj',
-      `/CN=${name}`,
-      '-keyout',
-      `${keyFile}.new`,
-      '-out',
-      `${certFile}.new`,
-    ],
-    { encoding: 'utf8' },
-  );
-  if (result.status !== 0) throw new Error(result.stderr);
-  renameSync(`${keyFile}.new`, keyFile);
-  renameSync(`${certFile}.new`, certFile);
-}
-
-beforeAll(async () => {
-  makeCertificate(['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'], 'first');
-  gw = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: join(dir, 'data'),
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: uniqueTable('tlsreload'),
-    HEALTH_REPORT: 'false',
-    TLS_CERT_FILE: certFile,
-    TLS_KEY_FILE: keyFile,
-    KEEP_ALIVE_TIMEOUT_MS: '60000',
-  });
-  httpsPort = Number(
-    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
-      .split(':')
-      .pop(),
-  );
-});
-afterAll(async () => {
-  gw.child.kill('SIGTERM');
-  expect((await gw.exited).code).toBe(0);
-  rmSync(dir, { recursive: true, force: true });
+let certificate: OperatorCertificate;
+const gateway = tlsGatewayForTests('tls-reload', (dir) => {
+  certificate = operatorCertificate(dir);
+  certificate.make(['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'], 'first');
+  return { TLS_CERT_FILE: certificate.certFile, TLS_KEY_FILE: certificate.keyFile, KEEP_ALIVE_TIMEOUT_MS: '60000' };
 });
 
-const openTls = (): Promise<TLSSocket> =>
-  new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port: httpsPort, rejectUnauthorized: false }, () => resolve(socket));
-    socket.once('error', reject);
-  });
+const openTls = (): Promise<TLSSocket> => openTlsTo(gateway().httpsPort);
 
 /** One keep-alive request on an open connection; resolves with the response head and body. */
 function request(socket: TLSSocket, body: string): Promise<string> {
@@ -92,7 +37,7 @@ function request(socket: TLSSocket, body: string): Promise<string> {
 
 const statusFingerprint = async (): Promise<{ fingerprintSha256: string; source: string }> =>
   (
-    (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+    (await (await fetch(`${gateway().gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
       tls: { fingerprintSha256: string; source: string };
     }
   ).tls;
@@ -105,15 +50,15 @@ describe('SIGHUP re-reads the certificate', () => {
     expect(kept.getPeerX509Certificate()!.fingerprint256).toBe(before.fingerprintSha256);
     expect(await request(kept, JSON.stringify({ ship_id: 's', cargo_id: 'c', value: 1 }))).toMatch(/^HTTP\/1\.1 200 /);
 
-    makeCertificate(['-newkey', 'rsa:2048'], 'second');
-    gw.child.kill('SIGHUP');
+    certificate.make(['-newkey', 'rsa:2048'], 'second');
+    gateway().gw.child.kill('SIGHUP');
     let after = before;
     for (const deadline = Date.now() + 10_000; after.fingerprintSha256 === before.fingerprintSha256 && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 50));
       after = await statusFingerprint();
     }
     expect(after.fingerprintSha256).not.toBe(before.fingerprintSha256);
-    expect(gw.logs.some((line) => line.event === 'certificate_reloaded')).toBe(true);
+    expect(gateway().gw.logs.some((line) => line.event === 'certificate_reloaded')).toBe(true);
 
     const fresh = await openTls();
     expect(fresh.getPeerX509Certificate()!.fingerprint256).toBe(after.fingerprintSha256);
@@ -123,10 +68,12 @@ describe('SIGHUP re-reads the certificate', () => {
 
     expect(await request(kept, JSON.stringify({ ship_id: 's', cargo_id: 'c', value: 2 }))).toMatch(/^HTTP\/1\.1 200 /);
     kept.destroy();
-    expect(gw.child.exitCode).toBeNull();
+    expect(gateway().gw.child.exitCode).toBeNull();
   });
 
   it('keeps serving the current certificate when the new files are broken', async () => {
+    const { gw } = gateway();
+    const { certFile } = certificate;
     const before = await statusFingerprint();
     spawnSync('sh', ['-c', `echo broken > ${certFile}`]);
     gw.child.kill('SIGHUP');
@@ -145,20 +92,27 @@ describe('SIGHUP re-reads the certificate', () => {
 describe('refused certificate settings', () => {
   const bundle = (env: Record<string, string>) =>
     spawnSync(process.execPath, [inject('bundlePath')], {
-      env: { PATH: process.env['PATH'] ?? '', HTTPS_PORT: '0', PORT: '0', HOST: '127.0.0.1', DATA_DIR: join(dir, 'refused'), ...env },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        HTTPS_PORT: '0',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: join(gateway().dir, 'refused'),
+        ...env,
+      },
       encoding: 'utf8',
       timeout: 15_000,
     });
 
   it('names the missing half of a certificate pair', () => {
-    const result = bundle({ TLS_CERT_FILE: certFile });
+    const result = bundle({ TLS_CERT_FILE: certificate.certFile });
     expect(result.status).toBe(78);
     expect(result.stderr).toContain('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   });
 
   it('names the file that holds no certificate, without starting', () => {
-    const result = bundle({ TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile });
+    const result = bundle({ TLS_CERT_FILE: certificate.certFile, TLS_KEY_FILE: certificate.keyFile });
     expect(result.status).toBe(78);
-    expect(result.stderr).toContain(`${certFile} holds no PEM certificate`);
+    expect(result.stderr).toContain(`${certificate.certFile} holds no PEM certificate`);
   });
 });

@@ -1,45 +1,29 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { connect as connectTcp } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { LatencyLink } from './support/latency-link.js';
 import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
+import { openTls, tlsGatewayForTests } from './support/tls-gateway.js';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const table = uniqueTable('tls');
-const dataDir = mkdtempSync(join(tmpdir(), 'harbor-tls-'));
-let gw: GatewayProcess;
+const gateway = tlsGatewayForTests('tls', {
+  QUESTDB_TABLE: table,
+  HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+  REQUEST_TIMEOUT_MS: '1500',
+});
 let port: number;
 let httpsPort: number;
+let dataDir: string;
 let esp32Client: string;
 
-beforeAll(async () => {
+beforeAll(() => {
   esp32Client = buildEsp32TlsClient();
-  gw = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: dataDir,
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: table,
-    HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-    REQUEST_TIMEOUT_MS: '1500',
-    HEALTH_REPORT: 'false',
-  });
-  port = Number(new URL(gw.url).port);
-  httpsPort = Number(
-    String(gw.logs.find((line) => line.event === 'started')!.httpsAddress)
-      .split(':')
-      .pop(),
-  );
-});
-afterAll(async () => {
-  gw.child.kill('SIGTERM');
-  expect((await gw.exited).code).toBe(0);
-  rmSync(dataDir, { recursive: true, force: true });
+  ({ port, httpsPort, dataDir } = gateway());
 });
 
 const run = (command: string, args: string[], input = '') => {
@@ -51,8 +35,8 @@ const esp32 = (targetPort: number, ...args: string[]) =>
   run(esp32Client, ['127.0.0.1', String(targetPort), '/api/v2/ingest', TEST_KEY, ...args]);
 
 /** One TLS version offered by openssl s_client; security level 0 so the client offers old versions at all. */
-const handshake = (targetPort: number, version: string) =>
-  run('openssl', ['s_client', '-connect', `127.0.0.1:${targetPort}`, `-${version}`, '-cipher', 'DEFAULT@SECLEVEL=0'], '');
+const handshake = (targetPort: number, version: string, more: string[] = []) =>
+  run('openssl', ['s_client', '-connect', `127.0.0.1:${targetPort}`, `-${version}`, '-cipher', 'DEFAULT@SECLEVEL=0', ...more], '');
 
 describe('the Arduino/ESP32 SDK through mbedTLS', () => {
   it.each([
@@ -76,6 +60,52 @@ describe('the Arduino/ESP32 SDK through mbedTLS', () => {
       ['pressure', 1013.25],
       ['temperature', 23.700000762939453],
     ]);
+  });
+});
+
+describe('a misconfigured ESP32 over a link with latency', () => {
+  // 50 ms each way: a weak Wi-Fi or a cellular link.
+  const ONE_WAY_MS = 50;
+  let link: LatencyLink;
+  beforeAll(async () => {
+    link = await LatencyLink.start(httpsPort, ONE_WAY_MS);
+  });
+  afterAll(() => link.close());
+
+  /** The SDK's whole send, as its own process (the link runs in this one); killed after 20 s. */
+  const send = (key: string, value: number): Promise<{ status: number | null; log: string; ms: number }> =>
+    new Promise((resolve) => {
+      const started = Date.now();
+      const child = spawn(
+        esp32Client,
+        ['127.0.0.1', String(link.port), '/api/v2/ingest', key, 'esp32-wrong-key', 'single', 'temperature', String(value)],
+        { timeout: 20_000 },
+      );
+      let log = '';
+      child.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+      child.on('close', (status) => resolve({ status, log, ms: Date.now() - started }));
+    });
+
+  it('sees its 401 on the first attempt of every reading, within HTTPClient’s 5 s, and stops retrying', async () => {
+    // More readings than the wrong-key delay needs to reach its cap from an address.
+    for (let reading = 1; reading <= 10; reading++) {
+      const { status, log, ms } = await send('misconfigured-key-0123456789', reading);
+      expect(log, `reading ${reading}`).not.toContain('read Timeout');
+      expect(log.match(/\[HTTP\] Attempt/g), `reading ${reading}:\n${log}`).toHaveLength(1);
+      expect(log).toContain('[HTTP] Response code: 401');
+      expect(log).toContain('[HTTP] Client error. Will not retry.');
+      expect(log).toContain('"type":"invalid_api_key"');
+      expect(status).toBe(0);
+      expect(ms).toBeLessThan(5000);
+    }
+  });
+
+  it('with the right key stores at once, as the wrong key from the same address is still slowed', async () => {
+    const { status, log } = await send(TEST_KEY, 1);
+    expect(log.match(/\[HTTP\] Attempt/g)).toHaveLength(1);
+    expect(log).toContain('[HTTP] Response code: 200');
+    expect(status).toBe(0);
   });
 });
 
@@ -131,10 +161,32 @@ describe('curl and plain HTTP', () => {
     }
   });
 
+  it('answers curl -k --http1.0, which offers only ALPN http/1.0, on both ports', () => {
+    const body = JSON.stringify({ ship_id: 'curl-http10', cargo_id: 'c', value: 1 });
+    for (const target of [httpsPort, port]) {
+      const result = run('curl', [
+        '-sk',
+        '--http1.0',
+        '-w',
+        '\n%{http_code}',
+        '-H',
+        `X-API-Key: ${TEST_KEY}`,
+        '-d',
+        body,
+        `https://127.0.0.1:${target}/api/v2/ingest`,
+      ]);
+      expect(result.out, String(target)).toMatch(/"status":"Data received and queued".*\n200$/s);
+    }
+    const offered = handshake(httpsPort, 'tls1_2', ['-alpn', 'http/1.0']);
+    expect(offered.out).toContain('ALPN protocol: http/1.0');
+    const both = handshake(httpsPort, 'tls1_2', ['-alpn', 'http/1.0,http/1.1']);
+    expect(both.out).toContain('ALPN protocol: http/1.1');
+  });
+
   it('refuses plain HTTP on the HTTPS port without taking the gateway down', async () => {
     const result = run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', `http://127.0.0.1:${httpsPort}/healthz`]);
     expect(result.out).not.toBe('200');
-    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${gateway().gw.url}/healthz`)).status).toBe(200);
   });
 });
 
@@ -179,13 +231,6 @@ describe('stalled clients are bounded like a slow header', () => {
   });
 });
 
-function openTls(targetPort: number): Promise<TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const socket = connectTls({ host: '127.0.0.1', port: targetPort, rejectUnauthorized: false }, () => resolve(socket));
-    socket.once('error', reject);
-  });
-}
-
 describe('the generated certificate', () => {
   it('is kept in DATA_DIR/tls with a private key only the gateway reads', () => {
     expect(statSync(join(dataDir, 'tls', 'key.pem')).mode & 0o777).toBe(0o600);
@@ -193,9 +238,9 @@ describe('the generated certificate', () => {
   });
 
   it('has one fingerprint in the start log, /status, the CLI and the handshake', async () => {
-    const logged = (gw.logs.find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
+    const logged = (gateway().gw.logs.find((line) => line.event === 'started')!.tls as { fingerprintSha256: string }).fingerprintSha256;
     expect(logged).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
-    const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
+    const status = (await (await fetch(`${gateway().gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as {
       tls: { fingerprintSha256: string; source: string };
     };
     expect(status.tls).toMatchObject({ fingerprintSha256: logged, source: 'self-signed' });

@@ -1,15 +1,31 @@
-// The long power-cut run: `npm run test:powercut [-- --cuts N]` (default 200 cuts per durability
-// mode). Builds the bundle, starts its own QuestDB, exits non-zero when a mode breaks its promise.
+// The long power-cut run: `npm run test:powercut [-- --cuts N] [--model M[,M...]]
+// [--entries per-directory|ext4] [--modes power-loss,process-crash]` (default 200 cuts per
+// durability mode, the `tear` model, entries durable per directory fsync, both modes). The models
+// are scripts/faults/power-cut.mjs's DISK_MODELS: tear, subset, fsync-eio, enospc, lying-flush.
+// Builds the bundle, starts its own QuestDB, exits non-zero when a model or mode breaks its promise.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
-import { runPowerCuts } from './power-cut.mjs';
+import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
 
-const cutsArg = process.argv.indexOf('--cuts');
-const cuts = cutsArg > 0 ? Number(process.argv[cutsArg + 1]) : 200;
+const argument = (/** @type {string} */ name) => {
+  const index = process.argv.indexOf(name);
+  return index > 0 ? process.argv[index + 1] : undefined;
+};
+const cuts = Number(argument('--cuts') ?? 200);
+const models = (argument('--model') ?? 'tear').split(',');
+for (const model of models) {
+  if (!(model in DISK_MODELS)) throw new Error(`--model takes ${Object.keys(DISK_MODELS).join(', ')}, not ${model}`);
+}
+const entries = argument('--entries') ?? 'per-directory';
+if (entries !== 'ext4' && entries !== 'per-directory') throw new Error(`--entries must be ext4 or per-directory, not ${entries}`);
+const modes = /** @type {('power-loss' | 'process-crash')[]} */ ((argument('--modes') ?? 'process-crash,power-loss').split(','));
+for (const mode of modes) {
+  if (mode !== 'power-loss' && mode !== 'process-crash') throw new Error(`--modes takes power-loss and process-crash, not ${mode}`);
+}
 const log = (/** @type {string} */ line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
 
 execFileSync(process.execPath, [join(projectRoot, 'build.mjs')], { stdio: 'inherit' });
@@ -17,7 +33,15 @@ const dataDir = mkdtempSync(join(tmpdir(), 'harbor-powercut-qdb-'));
 const questdb = await startQuestDb({ dataDir });
 let passed = false;
 try {
-  passed = await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log });
+  passed = await runPowerCuts({
+    cuts,
+    models,
+    entries,
+    modes,
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
 } finally {
   await questdb.stop();
   rmSync(dataDir, { recursive: true, force: true });

@@ -17,7 +17,7 @@ import { freePort } from '../lib/ports.mjs';
 import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
-import { powerCutStorage } from './power-cut.mjs';
+import { briefly, powerCutStorage } from './power-cut.mjs';
 
 /** The QuestDB settings of the shipped unit that decide what survives a cut. */
 function unitSettings() {
@@ -83,7 +83,7 @@ export async function runQuestDbPowerCuts({
     async afterKill(random) {
       await questdb?.kill();
       const mount = /** @type {import('../lib/powercut-fs.mjs').PowercutMount} */ (questdbMount);
-      const report = await mount.cut({ tear: random() < 0.5 });
+      const report = await mount.cut({ model: random() < 0.5 ? 'tear' : 'drop', seed: Math.floor(random() * 2 ** 32) });
       await mount.unmount();
       questdbCuts.cuts += 1;
       questdbCuts.undoneWrites += report.writes + report.resizes;
@@ -160,11 +160,7 @@ export async function runQuestDbPowerCuts({
     report.duplicates === 0 &&
     errors.length === 0;
   const summary = {
-    ...report,
-    lost: report.missing.length,
-    missing: report.missing.slice(0, 5),
-    forbidden: report.forbidden.slice(0, 5),
-    strangers: report.strangers.slice(0, 5),
+    ...briefly(report),
     questdb: { ...questdbCuts, errors: questdbCuts.errors.slice(0, 5) },
     gateway: { ...gatewayStorage.tally, errors: gatewayStorage.tally.errors.slice(0, 5) },
   };

@@ -1,9 +1,11 @@
-// The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N]`. Builds the bundle, starts
-// its own QuestDB, runs crash consistency and a few power cuts in both durability modes and a
-// QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
-// Kafka through an uplink cut) and a few power cuts of QuestDB with the gateway (strict disk model,
-// short rounds: where QuestDB loses acknowledged transactions), the readings table dropped twice under
-// load (QuestDB as shipped, and creating tables over ILP), and exits non-zero on any violation.
+// The longer fault runs: `npm run test:faults [-- --rounds N] [--cuts N] [--owner-rounds N]`. Builds the
+// bundle, starts its own QuestDB, runs crash consistency and a few power cuts in both durability modes
+// on every disk model of scripts/faults/power-cut.mjs (tear, subset, fsync-eio, enospc, lying-flush),
+// two gateways started on one data directory under load, a disk filled by the queue itself under load
+// and a QuestDB outage under load, the short fleet run (3 sites forwarding to a central gateway and
+// Kafka through an uplink cut), a few power cuts of QuestDB with the gateway (strict disk model,
+// short rounds: where QuestDB loses acknowledged transactions) and the readings table dropped twice
+// under load (QuestDB as shipped, and creating tables over ILP), and exits non-zero on any violation.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,15 +14,19 @@ import { join } from 'node:path';
 import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
+import { runFullDisk } from './full-disk.mjs';
 import { runOutage } from './outage.mjs';
-import { runPowerCuts } from './power-cut.mjs';
+import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
 import { runQuestDbPowerCuts } from './questdb-power-cut.mjs';
 import { runTableDrop, tableDropPassed } from './table-drop.mjs';
+import { runTwoOwners } from './two-owners.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
 const cutsArg = process.argv.indexOf('--cuts');
 const cuts = cutsArg > 0 ? Number(process.argv[cutsArg + 1]) : 5;
+const ownerRoundsArg = process.argv.indexOf('--owner-rounds');
+const ownerRounds = ownerRoundsArg > 0 ? Number(process.argv[ownerRoundsArg + 1]) : 8;
 /** The memory bound the gateway must keep during an outage under load (the unit's MemoryMax is 256 MB). */
 const MAX_PEAK_RSS_MB = 200;
 const log = (/** @type {string} */ line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
@@ -44,8 +50,23 @@ try {
     );
     if (violations > 0) failed = true;
   }
-  if (!(await runPowerCuts({ cuts, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log })))
-    failed = true;
+  const powerCuts = await runPowerCuts({
+    cuts,
+    models: Object.keys(DISK_MODELS),
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  if (!powerCuts) failed = true;
+  const owners = await runTwoOwners({
+    rounds: ownerRounds,
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  if (!owners.ok) failed = true;
+  const fullDisk = await runFullDisk({ questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log });
+  if (!fullDisk.ok) failed = true;
   const questdbCuts = await runQuestDbPowerCuts({
     cuts,
     bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),

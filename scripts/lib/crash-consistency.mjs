@@ -13,31 +13,43 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
 const KEY = 'crash-test-key-0123456789';
-const BASE_NS = 1_780_000_000_000_000_000n;
+/** The readings' times count nanoseconds from here; their keys are `ship|ns since BASE_NS`. */
+export const BASE_NS = 1_780_000_000_000_000_000n;
 const MIN_ANSWERS_PER_ROUND = 30;
 
 /**
  * Where the gateway keeps its queue across the rounds.
  * @typedef {object} CrashStorage
- * @property {() => Promise<string>} open             the data directory for the next gateway run
+ * @property {() => Promise<string>} open             the data directory for the next gateway run (again after a failed start)
  * @property {(random: () => number) => Promise<void>} afterKill  what happens to it once the gateway was killed
  * @property {() => Promise<void>} close              once the last gateway stopped: remove it
  *
  * @typedef {{ rounds: number, durability: 'power-loss' | 'process-crash', questdbUrl: string, bundlePath: string,
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
  *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string>,
- *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[] }} CrashOptions
+ *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[], gracefulStops?: number, ioFaults?: boolean,
+ *             duringRound?: (gateway: import('./gateway-process.mjs').GatewayProcess, env: Record<string, string>) => Promise<void> }} CrashOptions
  *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
  *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
  *   `gatewayEnv`: further settings of every gateway run;
  *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
- *   those sinks deliver into, checked like the local one (the report's `destinations`).
+ *   those sinks deliver into, checked like the local one (the report's `destinations`);
+ *   `duringRound`: what else happens in each round while the load runs (a second gateway started
+ *   on the same data directory, say), given the round's gateway and its settings; the kill waits for it.
+ *   `gracefulStops`: the share of rounds that end with SIGTERM instead (the gateway closes its queue,
+ *   and SQLite deletes its WAL files), followed by SIGKILL 0 to 2 s later if it is still closing;
+ *   `ioFaults`: the disk fails writes or fsyncs now and then, so a 503 is an outcome the gateway
+ *   cannot know (SQLite may have written a commit whose fsync failed) and counts as unanswered, and a
+ *   gateway that exits while starting is started again, as systemd does.
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
- *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport> }} CrashReport
+ *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number,
+ *             stops?: { closed: number, killedClosing: number } }} CrashReport
  * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
- *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs.
+ *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs;
+ *   `startFailures` (with `ioFaults`): how often a gateway exited while starting and was started again;
+ *   `stops` (with `gracefulStops`): how many rounds ended with the queue closed, or killed while closing.
  */
 
 /** A temporary directory that survives the kills whole, as the page cache does. @returns {CrashStorage} */
@@ -78,6 +90,8 @@ export async function runCrashConsistency(options) {
     gatewayEnv = {},
     sinkEnv = {},
     alsoStoredIn = [],
+    gracefulStops = 0,
+    ioFaults = false,
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -107,13 +121,31 @@ export async function runCrashConsistency(options) {
       if (Number(line.level) >= 50) errorEvents[String(line.event)] = (errorEvents[String(line.event)] ?? 0) + 1;
     }
   };
+  /** Starts a gateway on the storage; with `ioFaults`, up to ten times. */
+  /** The settings of the gateway started last. @type {Record<string, string>} */
+  let startedEnv = {};
+  const start = async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        startedEnv = { API_KEY: KEY, DATA_DIR: await storage.open(), ...env };
+        return await startGatewayProcess({ bundle: bundlePath, env: startedEnv });
+      } catch (error) {
+        if (!ioFaults || attempt === 10) throw error;
+        startFailures += 1;
+      }
+    }
+  };
+  let startFailures = 0;
+  /** Rounds that ended with SIGTERM: closed, or killed while closing. */
+  const stops = { closed: 0, killedClosing: 0 };
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
   /** The gateway that drains the queue at the end; stopped before the storage goes, whatever failed. @type {import('./gateway-process.mjs').GatewayProcess | undefined} */
   let final;
 
   try {
     for (let round = 1; round <= rounds; round++) {
-      const gateway = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
+      const gateway = await start();
+      const besides = options.duringRound?.(gateway, startedEnv) ?? Promise.resolve();
       let alive = true;
       let answered = 0;
       const client = async (/** @type {number} */ id) => {
@@ -138,7 +170,7 @@ export async function runCrashConsistency(options) {
               body: JSON.stringify(single ? body[0] : body),
             });
             await response.arrayBuffer();
-            outcome = response.status >= 200 && response.status < 300 ? 'ok' : 'error';
+            outcome = response.status >= 200 && response.status < 300 ? 'ok' : ioFaults && response.status === 503 ? 'unknown' : 'error';
           } catch {
             outcome = 'unknown';
           }
@@ -155,7 +187,16 @@ export async function runCrashConsistency(options) {
       // A random moment, but not before the round carried real load, however slow the machine.
       const killAt = Date.now() + roundMs.min + random() * (roundMs.max - roundMs.min);
       while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) await new Promise((r) => setTimeout(r, 5));
-      gateway.child.kill('SIGKILL');
+      await besides;
+      if (gracefulStops > 0 && random() < gracefulStops) {
+        gateway.child.kill('SIGTERM');
+        const kill = setTimeout(() => gateway.child.kill('SIGKILL'), random() * 2000);
+        const { signal } = await gateway.exited;
+        clearTimeout(kill);
+        stops[signal === 'SIGKILL' ? 'killedClosing' : 'closed'] += 1;
+      } else {
+        gateway.child.kill('SIGKILL');
+      }
       killedAt[round] = Date.now();
       await gateway.exited;
       tallyErrors(gateway);
@@ -165,7 +206,7 @@ export async function runCrashConsistency(options) {
       log(`round ${round}: ${ledger.size} readings sent so far`);
     }
 
-    final = await startGatewayProcess({ bundle: bundlePath, env: { API_KEY: KEY, DATA_DIR: await storage.open(), ...env } });
+    final = await start();
     const deadline = Date.now() + 60_000;
     for (;;) {
       const status = /** @type {{ queue: { readings: number }, sinks: { name: string, backlog: number }[] }} */ (
@@ -207,6 +248,8 @@ export async function runCrashConsistency(options) {
       roundsWithLoss: 0,
       lossWindowMs: 0,
       errorEvents,
+      ...(ioFaults ? { startFailures } : {}),
+      ...(gracefulStops > 0 ? { stops } : {}),
     };
     for (const [key, outcome] of ledger) {
       if (outcome === 'ok') {
@@ -261,8 +304,8 @@ export async function runCrashConsistency(options) {
   }
 }
 
-/** How often each reading key is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
-async function storedKeys(url, table) {
+/** How often each reading key (`ship|ns after BASE_NS`) is in a table. @param {string} url @param {string} table @returns {Promise<Map<string, number>>} */
+export async function storedKeys(url, table) {
   const rows = (await sql(url, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string) FROM "${table}"`)).dataset;
   const stored = new Map();
   for (const [ship, offset] of rows) {
@@ -273,7 +316,7 @@ async function storedKeys(url, table) {
 }
 
 /** RFC 3339 with nanoseconds for an epoch in ns. @param {bigint} ns */
-function isoOf(ns) {
+export function isoOf(ns) {
   const seconds = ns / 1_000_000_000n;
   const fraction = String(ns % 1_000_000_000n).padStart(9, '0');
   return `${new Date(Number(seconds) * 1000).toISOString().slice(0, 19)}.${fraction}Z`;

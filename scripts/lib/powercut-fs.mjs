@@ -39,10 +39,18 @@ export function buildPowercutFs() {
 }
 
 /**
- * @typedef {{ writes: number, resizes: number, entries: number, undone?: string[], torn?: string, errors?: string[] }} CutReport
+ * What a cut keeps of the changes that are not durable (scripts/powercut-fs/cut.go): `drop` none,
+ * `tear` part of one write drawn from all of them, `subset` an arbitrary subset within what a disk
+ * and kernel can produce between two fsyncs.
+ * @typedef {'drop' | 'tear' | 'subset'} CutModel
+ * @typedef {{ model: CutModel, seed: string, keep?: number, writes: number, resizes: number, kept: number, entries: number,
+ *             keptEntries: number, undone?: string[], torn?: string, fsyncEios: number, enospcs: number, errors?: string[] }} CutReport
+ *   `writes`, `resizes`: changes not durable at the cut; `kept`: of those, how many landed;
+ *   `entries`: entry changes undone; `keptEntries`: entry changes not durable that landed;
+ *   `fsyncEios`, `enospcs`: the faults produced since the mount.
  * @typedef {object} PowercutMount
  * @property {string} mountPoint
- * @property {(options?: { tear?: boolean }) => Promise<CutReport>} cut  drops everything not fsynced; the mount fails every change afterwards
+ * @property {(options?: { model?: CutModel, seed?: number }) => Promise<CutReport>} cut  undoes what is not durable (keeping what the model allows); the mount fails every change afterwards
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} status
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBack  makes everything pending durable
  * @property {(ageMs: number) => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBackOlder  makes durable what has been pending for at least ageMs
@@ -55,8 +63,15 @@ export function buildPowercutFs() {
  * a directory entry change durable: an fsync of its directory (`per-directory`, as POSIX promises)
  * or any fsync (`ext4`, whose journal commits every earlier change with it). `writebackAfterMs`
  * turns on the kernel's age-based writeback: every `writebackEveryMs` (default 5 s) what has been
- * pending that long becomes durable; without it only fsync makes anything durable.
- * @param {{ entries?: 'per-directory' | 'ext4', writebackAfterMs?: number, writebackEveryMs?: number }} [options]
+ * pending that long becomes durable; without it only fsync makes anything durable. sync(2) and
+ * syncfs(2) make nothing durable (FUSE does not pass them on).
+ *
+ * Faults, drawn from `seed` (plus the number of earlier mounts): `fsyncEio` is the chance an fsync with something to write fails with
+ * EIO and its writes are dropped as written (a later fsync succeeds without them); `enospc` the
+ * chance a write that grows a file fails with ENOSPC; `lyingFlushMs` acknowledges every fsync at
+ * once and makes it durable only that much later.
+ * @param {{ entries?: 'per-directory' | 'ext4', writebackAfterMs?: number, writebackEveryMs?: number } & DiskFaults} [options]
+ * @typedef {{ fsyncEio?: number, enospc?: number, lyingFlushMs?: number, seed?: number }} DiskFaults
  */
 export async function createPowercutDisk(options = {}) {
   const binary = buildPowercutFs();
@@ -67,37 +82,52 @@ export async function createPowercutDisk(options = {}) {
   mkdirSync(mountPoint);
   /** @type {PowercutMount | undefined} */
   let mounted;
+  let mounts = 0;
   return {
     backing,
     mountPoint,
     /** @returns {Promise<PowercutMount>} */
     async mount() {
+      mounts += 1;
       mounted = await mountPowercutFs(binary, {
         backing,
         trash: join(root, 'trash'),
         mountPoint,
         control: join(root, 'control.sock'),
         entries: options.entries ?? 'per-directory',
-        writeback: options.writebackAfterMs
-          ? ['-writeback-after', `${options.writebackAfterMs}ms`, '-writeback-every', `${options.writebackEveryMs ?? 5000}ms`]
-          : [],
+        flags: [
+          ...(options.writebackAfterMs
+            ? ['-writeback-after', `${options.writebackAfterMs}ms`, '-writeback-every', `${options.writebackEveryMs ?? 5000}ms`]
+            : []),
+          ...(options.fsyncEio ? ['-fsync-eio', String(options.fsyncEio)] : []),
+          ...(options.enospc ? ['-enospc', String(options.enospc)] : []),
+          ...(options.lyingFlushMs ? ['-lying-flush', `${options.lyingFlushMs}ms`] : []),
+          // A new draw of faults at every mount, still repeatable from the disk's seed.
+          ...(options.seed === undefined ? [] : ['-seed', String(options.seed + mounts)]),
+        ],
       });
       return mounted;
     },
-    /** Unmounts when still mounted and removes everything. */
+    /** Unmounts when still mounted and removes everything; a failed unmount is the error reported. */
     async remove() {
       try {
         if (mounted) await mounted.unmount();
-      } finally {
-        rmSync(root, { recursive: true, force: true });
+      } catch (error) {
+        try {
+          rmSync(root, { recursive: true, force: true });
+        } catch {
+          // What is left of a mount that would not go; the unmount's error says why.
+        }
+        throw error;
       }
+      rmSync(root, { recursive: true, force: true });
     },
   };
 }
 
 /**
  * @param {string} binary
- * @param {{ backing: string, trash: string, mountPoint: string, control: string, entries: string, writeback: string[] }} paths
+ * @param {{ backing: string, trash: string, mountPoint: string, control: string, entries: string, flags: string[] }} paths
  * @returns {Promise<PowercutMount>}
  */
 async function mountPowercutFs(binary, paths) {
@@ -114,7 +144,7 @@ async function mountPowercutFs(binary, paths) {
       paths.control,
       '-entries',
       paths.entries,
-      ...paths.writeback,
+      ...paths.flags,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -134,11 +164,18 @@ async function mountPowercutFs(binary, paths) {
     }
     await new Promise((r) => setTimeout(r, 10));
   }
-  const command = async (/** @type {string} */ line) => JSON.parse(await ask(paths.control, line));
+  const command = async (/** @type {string} */ line) => {
+    try {
+      return JSON.parse(await ask(paths.control, line));
+    } catch (error) {
+      // Its own output says why (a Go panic, say).
+      throw new Error(`powercut-fs did not answer ${line}: ${error}\n${output.slice(-4000)}`);
+    }
+  };
   let unmounted = false;
   return {
     mountPoint: paths.mountPoint,
-    cut: (options = {}) => command(options.tear ? 'cut tear' : 'cut'),
+    cut: (options = {}) => command(['cut', options.model ?? 'drop', ...(options.seed === undefined ? [] : [options.seed])].join(' ')),
     status: () => command('status'),
     writeBack: () => command('writeback'),
     writeBackOlder: (ageMs) => command(`writeback-older ${Math.round(ageMs)}`),

@@ -1,65 +1,120 @@
 package main
 
 // The volatile layer. Every operation goes through to the backing directory at once, so reads see
-// it without a merge; what makes it volatile is an undo record kept in memory until the file (or,
-// for a directory entry, the directory) is fsynced. A cut replays the pending records backwards,
-// which leaves the backing directory as it was at the last fsyncs: the state a disk whose cache was
-// lost on a power cut would show.
+// it without a merge; what makes it volatile is a record of each change, kept in memory until the
+// change is durable. A cut undoes every change that is not durable and then lets the disk keep
+// what the cut's model says it may have written before the power went (cut.go): the state a disk
+// that lost its cache would show.
+//
+// What makes a change durable:
+//   - a file's writes and changes of size: a successful fsync or fdatasync of that file;
+//   - a directory's entry changes: an fsync of that directory (entries.go), or, in the ext4 model,
+//     any successful fsync;
+//   - with -writeback-after, age, as the kernel's flusher writes back old dirty data;
+//   - nothing else. sync(2) and syncfs(2) make nothing durable here, which is stricter than a
+//     kernel: FUSE sends no request for them on a mount like this one (the kernel sends
+//     FUSE_SYNCFS to virtiofs only), so the file system never learns of them.
+//
+// A failed fsync (-fsync-eio) leaves its writes as the kernel does after a writeback error: still
+// readable, no longer dirty, and so never written by a later fsync that reports success
+// ("fsyncgate"); the disk holds them only if it happened to write them before the failure. A lying
+// flush (-lying-flush) reports success at once and makes durable only a while later.
 
 import (
 	"fmt"
-	"os"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// contentUndo is one change to a file's bytes or size since its last fsync.
-type contentUndo struct {
+// state is how far a change got towards the disk.
+type state uint8
+
+const (
+	// pending: in the cache only; a cut loses it unless the cut's model lets the disk keep it.
+	pending state = iota
+	// failed: its fsync failed. The kernel marked it written, so no later fsync writes it.
+	failed
+	// durable: on the disk. Kept in the record only while an earlier change of its file is not.
+	durable
+)
+
+// contentChange is one change to a file's bytes or size that is not known to be durable.
+type contentChange struct {
 	seq     uint64
+	at      time.Time
 	offset  int64
-	old     []byte // the bytes the change overwrote, to put back
+	old     []byte // the bytes it overwrote, to put back
 	oldSize int64
-	written []byte // for writes: the new bytes, kept for a torn write
+	data    []byte // a write's bytes; nil for a change of size
+	newSize int64  // a change of size: the size it set
+	state   state
+	// durableAt is when a lying flush that acknowledged it really makes it durable (zero: never
+	// acknowledged by one).
+	durableAt time.Time
 }
 
-// pendingFile holds a file's changes since its last fsync and a descriptor of its own, so the
-// changes can be undone whatever the file is called by then.
+func (c *contentChange) isWrite() bool { return c.data != nil }
+
+// isDurable says whether the change is on the disk at now.
+func (c *contentChange) isDurable(now time.Time) bool {
+	return c.state == durable || (c.state == pending && !c.durableAt.IsZero() && !now.Before(c.durableAt))
+}
+
+// pendingFile holds a file's changes since the disk last held all of it, and a descriptor of the
+// journal's own, so they can be read and undone whatever the file is called by then and however
+// its caller opened it.
 type pendingFile struct {
 	fd      int
-	changes []contentUndo
-	// dirtiedAt is when the first pending change was made: like the kernel's inode dirtied_when,
-	// it decides when age-based writeback takes the whole file.
-	dirtiedAt time.Time
+	changes []contentChange
 }
 
-// entryUndo is one directory entry change since the fsync of the directories it touched.
-type entryUndo struct {
-	seq   uint64
-	at    time.Time
-	dirs  []string // backing-relative directories whose entries changed
-	undo  func() error
-	drop  func() // on commit: frees what only the undo needed (a displaced file kept aside)
-	label string
+// faults are the failures the disk is set to produce, drawn from one seeded generator.
+type faults struct {
+	random   *rand.Rand
+	fsyncEIO float64       // chance that an fsync with something to write fails with EIO
+	enospc   float64       // chance that a write or allocation that grows a file fails with ENOSPC
+	lie      time.Duration // a lying flush: fsync succeeds at once, durable only this much later
+	// How often each fault was produced since the mount.
+	fsyncEIOs, enospcs int
+}
+
+func (f *faults) draw(chance float64) bool {
+	return chance > 0 && f.random.Float64() < chance
 }
 
 type journal struct {
 	mu      sync.Mutex
 	seq     uint64
 	files   map[uint64]*pendingFile // by backing inode number
-	entries []entryUndo             // pending, in order: a suffix of all entry changes
+	entries []*entryChange          // not durable yet, in the order they were made
+	dirs    map[uint64]*dirRef      // directories the pending entry changes name, by inode number
 	cut     bool
+	root    string // the backing directory, for the labels of entry changes
 	trash   string
+	trashN  uint64
 	// fsyncCommitsEntries models ext4's journal: any fsync commits the running transaction, which
 	// holds every entry change made so far, in any directory.
 	fsyncCommitsEntries bool
-	trashN              uint64
+	faults              faults
 	now                 func() time.Time
 }
 
-func newJournal(trash string, fsyncCommitsEntries bool) *journal {
-	return &journal{files: map[uint64]*pendingFile{}, trash: trash, fsyncCommitsEntries: fsyncCommitsEntries, now: time.Now}
+func newJournal(root, trash string, fsyncCommitsEntries bool, f faults) *journal {
+	if f.random == nil {
+		f.random = rand.New(rand.NewPCG(0, 0))
+	}
+	return &journal{
+		files:               map[uint64]*pendingFile{},
+		dirs:                map[uint64]*dirRef{},
+		root:                root,
+		trash:               trash,
+		fsyncCommitsEntries: fsyncCommitsEntries,
+		faults:              f,
+		now:                 time.Now,
+	}
 }
 
 func (j *journal) next() uint64 {
@@ -67,7 +122,7 @@ func (j *journal) next() uint64 {
 	return j.seq
 }
 
-// fileFor returns the pending record of the file open at fd, starting one when there is none.
+// fileFor returns the record of the file open at fd, starting one when there is none, and its size.
 func (j *journal) fileFor(fd int) (*pendingFile, int64, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
@@ -75,32 +130,57 @@ func (j *journal) fileFor(fd int) (*pendingFile, int64, error) {
 	}
 	pf := j.files[st.Ino]
 	if pf == nil {
-		own, err := syscall.Dup(fd)
+		// A new open file description, read-write: the caller's may be write-only (the old bytes
+		// must be read) or read-only (a fallocate through it).
+		own, err := syscall.Open(fmt.Sprintf("/proc/self/fd/%d", fd), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, 0, err
 		}
-		pf = &pendingFile{fd: own, dirtiedAt: j.now()}
+		pf = &pendingFile{fd: own}
 		j.files[st.Ino] = pf
 	}
 	return pf, st.Size, nil
 }
 
-// recordWrite keeps what a write of data at offset will overwrite. Called with mu held.
-func (j *journal) recordWrite(fd int, data []byte, offset int64) error {
+// oldBytes reads what [offset, end) holds now, within size.
+func oldBytes(pf *pendingFile, offset, end, size int64) ([]byte, error) {
+	end = min(end, size)
+	if offset >= end {
+		return nil, nil
+	}
+	old := make([]byte, end-offset)
+	if _, err := syscall.Pread(pf.fd, old, offset); err != nil {
+		return nil, err
+	}
+	return old, nil
+}
+
+// write records and makes a write of data at offset through fd. Called with mu held.
+func (j *journal) write(fd int, data []byte, offset int64) (int, error) {
 	pf, size, err := j.fileFor(fd)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var old []byte
-	if offset < size {
-		end := min(offset+int64(len(data)), size)
-		old = make([]byte, end-offset)
-		if _, err := syscall.Pread(fd, old, offset); err != nil {
-			return err
+	if offset+int64(len(data)) > size && j.faults.draw(j.faults.enospc) {
+		j.faults.enospcs++
+		j.forgetIfClean(fd, pf)
+		return 0, syscall.ENOSPC
+	}
+	old, err := oldBytes(pf, offset, offset+int64(len(data)), size)
+	if err != nil {
+		j.forgetIfClean(fd, pf)
+		return 0, err
+	}
+	written, err := syscall.Pwrite(fd, data, offset)
+	if written > 0 {
+		kept := data[:written]
+		if int64(len(old)) > int64(written) {
+			old = old[:written]
 		}
+		pf.changes = append(pf.changes, contentChange{seq: j.next(), at: j.now(), offset: offset, old: old, oldSize: size, data: append([]byte{}, kept...), newSize: max(size, offset+int64(written))})
 	}
-	pf.changes = append(pf.changes, contentUndo{seq: j.next(), offset: offset, old: old, oldSize: size, written: append([]byte(nil), data...)})
-	return nil
+	j.forgetIfClean(fd, pf)
+	return written, err
 }
 
 // recordResize keeps what a change of size to newSize will cut off. Called with mu held.
@@ -109,60 +189,126 @@ func (j *journal) recordResize(fd int, newSize int64) error {
 	if err != nil {
 		return err
 	}
-	var old []byte
-	if newSize < size {
-		old = make([]byte, size-newSize)
-		if _, err := syscall.Pread(fd, old, newSize); err != nil {
-			return err
-		}
+	old, err := oldBytes(pf, newSize, size, size)
+	if err != nil {
+		j.forgetIfClean(fd, pf)
+		return err
 	}
-	pf.changes = append(pf.changes, contentUndo{seq: j.next(), offset: newSize, old: old, oldSize: size})
+	pf.changes = append(pf.changes, contentChange{seq: j.next(), at: j.now(), offset: newSize, old: old, oldSize: size, newSize: newSize})
 	return nil
 }
 
-// fileSynced forgets the changes of the file open at fd: they are on disk now.
-func (j *journal) fileSynced(fd int) {
+// allocate records and makes an fallocate through fd. Only plain allocation, with or without
+// FALLOC_FL_KEEP_SIZE, is offered: punching or zeroing a range would need its old bytes kept.
+func (j *journal) allocate(fd int, mode uint32, offset, length int64) error {
+	const keepSize = 0x01
+	if mode&^keepSize != 0 {
+		return syscall.EOPNOTSUPP
+	}
+	pf, size, err := j.fileFor(fd)
+	if err != nil {
+		return err
+	}
+	grows := mode&keepSize == 0 && offset+length > size
+	if offset+length > size && j.faults.draw(j.faults.enospc) {
+		j.faults.enospcs++
+		j.forgetIfClean(fd, pf)
+		return syscall.ENOSPC
+	}
+	if grows {
+		if err := j.recordResize(fd, offset+length); err != nil {
+			j.forgetIfClean(fd, pf)
+			return err
+		}
+	}
+	err = syscall.Fallocate(fd, mode, offset, length)
+	if err != nil && grows {
+		pf.changes = pf.changes[:len(pf.changes)-1]
+	}
+	j.forgetIfClean(fd, pf)
+	return err
+}
+
+// fsyncFile is an fsync of the file open at fd: its pending changes become durable, or, with the
+// faults set, fail with EIO or are acknowledged by a lying flush. Called with mu held.
+func (j *journal) fsyncFile(fd int) error {
+	if err := syscall.Fsync(fd); err != nil {
+		return err
+	}
 	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil {
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
+	}
+	now := j.now()
+	if pf := j.files[st.Ino]; pf != nil && hasPending(pf, now) {
+		if j.faults.draw(j.faults.fsyncEIO) {
+			j.faults.fsyncEIOs++
+			// The kernel's writeback failed: the pages stay readable but count as written.
+			for i := range pf.changes {
+				if c := &pf.changes[i]; c.state == pending && c.isWrite() && !c.isDurable(now) {
+					c.state = failed
+				}
+			}
+			j.forget(st.Ino, now)
+			return syscall.EIO
+		}
+		for i := range pf.changes {
+			if c := &pf.changes[i]; c.state == pending {
+				j.settle(&c.state, &c.durableAt, now)
+			}
+		}
+		j.forget(st.Ino, now)
+	}
+	if j.fsyncCommitsEntries {
+		j.commitAllEntries(now)
+	}
+	return nil
+}
+
+// settle makes a change durable, or, behind a lying flush, durable a while from now.
+func (j *journal) settle(s *state, durableAt *time.Time, now time.Time) {
+	if j.faults.lie == 0 {
+		*s = durable
+	} else if durableAt.IsZero() {
+		*durableAt = now.Add(j.faults.lie)
+	}
+}
+
+// hasPending says whether the file has a change in the cache that an fsync would write.
+func hasPending(pf *pendingFile, now time.Time) bool {
+	for i := range pf.changes {
+		if c := &pf.changes[i]; c.state == pending && !c.isDurable(now) && c.durableAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// forget drops the durable changes at the start of a file's record (nothing before them needs
+// undoing), and the record once it is empty.
+func (j *journal) forget(ino uint64, now time.Time) {
+	pf := j.files[ino]
+	n := 0
+	for n < len(pf.changes) && pf.changes[n].isDurable(now) {
+		n++
+	}
+	pf.changes = pf.changes[n:]
+	if len(pf.changes) == 0 {
+		syscall.Close(pf.fd)
+		delete(j.files, ino)
+	}
+}
+
+// forgetIfClean drops a record that a failed change left empty: every record has a change.
+func (j *journal) forgetIfClean(fd int, pf *pendingFile) {
+	if len(pf.changes) > 0 {
 		return
 	}
-	if pf := j.files[st.Ino]; pf != nil {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil && j.files[st.Ino] == pf {
 		syscall.Close(pf.fd)
 		delete(j.files, st.Ino)
 	}
-	if j.fsyncCommitsEntries {
-		j.commitEntries(len(j.entries))
-	}
-}
-
-// commitEntries makes the first n pending entry changes durable.
-func (j *journal) commitEntries(n int) {
-	for _, e := range j.entries[:n] {
-		if e.drop != nil {
-			e.drop()
-		}
-	}
-	j.entries = j.entries[n:]
-}
-
-// recordEntry adds a directory entry change. Called with mu held.
-func (j *journal) recordEntry(label string, dirs []string, undo func() error, drop func()) {
-	j.entries = append(j.entries, entryUndo{seq: j.next(), at: j.now(), dirs: dirs, undo: undo, drop: drop, label: label})
-}
-
-// dirSynced makes durable every entry change that touched dir, and every change made before the
-// last of them: like a file system journal, a later change never reaches the disk without the
-// earlier ones, so the pending changes stay a suffix and undo cleanly.
-func (j *journal) dirSynced(dir string) {
-	last := -1
-	for i, e := range j.entries {
-		for _, d := range e.dirs {
-			if d == dir {
-				last = i
-			}
-		}
-	}
-	j.commitEntries(last + 1)
 }
 
 // asideName is a fresh name in the trash directory for a file an unlink or rename displaced.
@@ -171,88 +317,7 @@ func (j *journal) asideName() string {
 	return filepath.Join(j.trash, fmt.Sprintf("%d", j.trashN))
 }
 
-// cutReport says what a cut undid.
-type cutReport struct {
-	Writes  int      `json:"writes"`
-	Resizes int      `json:"resizes"`
-	Entries int      `json:"entries"`
-	Undone  []string `json:"undone,omitempty"` // the first entry changes undone, newest first
-	Torn    string   `json:"torn,omitempty"`
-	Errors  []string `json:"errors,omitempty"`
-}
-
-// powerCut drops the volatile layer. With tear, the newest pending write is left half done: its
-// first sectors reach the disk, the rest does not.
-func (j *journal) powerCut(tear bool) cutReport {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	report := cutReport{}
-	j.cut = true
-
-	var newest *contentUndo
-	var newestFd int
-	for _, pf := range j.files {
-		for i := range pf.changes {
-			c := &pf.changes[i]
-			if c.written != nil && (newest == nil || c.seq > newest.seq) {
-				newest, newestFd = c, pf.fd
-			}
-		}
-	}
-	for ino, pf := range j.files {
-		for i := len(pf.changes) - 1; i >= 0; i-- {
-			c := pf.changes[i]
-			if c.written != nil {
-				report.Writes++
-			} else {
-				report.Resizes++
-			}
-			if err := syscall.Ftruncate(pf.fd, c.oldSize); err != nil {
-				report.Errors = append(report.Errors, fmt.Sprintf("inode %d: truncate: %v", ino, err))
-			}
-			if len(c.old) > 0 {
-				if _, err := syscall.Pwrite(pf.fd, c.old, c.offset); err != nil {
-					report.Errors = append(report.Errors, fmt.Sprintf("inode %d: restore: %v", ino, err))
-				}
-			}
-		}
-	}
-	if tear && newest != nil {
-		kept := tornLength(len(newest.written))
-		if _, err := syscall.Pwrite(newestFd, newest.written[:kept], newest.offset); err != nil {
-			report.Errors = append(report.Errors, fmt.Sprintf("torn write: %v", err))
-		}
-		report.Torn = fmt.Sprintf("%d of %d bytes at offset %d", kept, len(newest.written), newest.offset)
-	}
-	for ino, pf := range j.files {
-		syscall.Fsync(pf.fd)
-		syscall.Close(pf.fd)
-		delete(j.files, ino)
-	}
-	for i := len(j.entries) - 1; i >= 0; i-- {
-		report.Entries++
-		if len(report.Undone) < 20 {
-			report.Undone = append(report.Undone, j.entries[i].label)
-		}
-		if err := j.entries[i].undo(); err != nil {
-			report.Errors = append(report.Errors, fmt.Sprintf("%s: %v", j.entries[i].label, err))
-		}
-	}
-	j.entries = nil
-	os.RemoveAll(j.trash)
-	return report
-}
-
-// tornLength is how much of a write of n bytes a torn write keeps: the first half, in whole
-// 512-byte sectors when the write spans more than one.
-func tornLength(n int) int {
-	if n <= 512 {
-		return n / 2
-	}
-	return (n / 2) / 512 * 512
-}
-
-// pendingStatus counts what a cut would undo now.
+// pendingStatus counts what is not durable yet (or, for a writeback, what it made durable).
 type pendingStatus struct {
 	Files   int  `json:"files"`
 	Changes int  `json:"changes"`
@@ -263,33 +328,39 @@ type pendingStatus struct {
 func (j *journal) status() pendingStatus {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	s := pendingStatus{Files: len(j.files), Entries: len(j.entries), Cut: j.cut}
+	now := j.now()
+	s := pendingStatus{Cut: j.cut}
 	for _, pf := range j.files {
-		s.Changes += len(pf.changes)
+		changes := 0
+		for i := range pf.changes {
+			if !pf.changes[i].isDurable(now) {
+				changes++
+			}
+		}
+		if changes > 0 {
+			s.Files++
+			s.Changes += changes
+		}
+	}
+	for _, e := range j.entries {
+		if !e.isDurable(now) {
+			s.Entries++
+		}
 	}
 	return s
 }
 
 // writeBack makes every pending change durable, as the kernel's periodic writeback and a file
-// system's journal commit do with data older than half a minute or so.
+// system's journal commit do with data older than half a minute or so. Writes whose fsync failed
+// stay as they are: the kernel no longer counts them as dirty.
 func (j *journal) writeBack() pendingStatus {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	s := pendingStatus{Files: len(j.files), Entries: len(j.entries), Cut: j.cut}
-	for ino, pf := range j.files {
-		s.Changes += len(pf.changes)
-		syscall.Fsync(pf.fd)
-		syscall.Close(pf.fd)
-		delete(j.files, ino)
-	}
-	j.commitEntries(len(j.entries))
-	return s
+	return j.writeBackOlder(0)
 }
 
 // writeBackOlder makes durable what has been pending for at least age, as the kernel's flusher
 // does with dirty data older than vm.dirty_expire_centisecs: a file whose first pending change is
-// that old is written whole, and entry changes that old are committed, oldest first, so the
-// pending ones stay a suffix. It answers with what it made durable.
+// that old is written whole (the kernel's inode dirtied_when), and entry changes that old are
+// committed, oldest first. It answers with what it made durable.
 func (j *journal) writeBackOlder(age time.Duration) pendingStatus {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -297,22 +368,28 @@ func (j *journal) writeBackOlder(age time.Duration) pendingStatus {
 	if j.cut {
 		return s
 	}
-	limit := j.now().Add(-age)
+	now := j.now()
+	limit := now.Add(-age)
 	for ino, pf := range j.files {
-		if pf.dirtiedAt.After(limit) {
+		first := -1
+		for i := range pf.changes {
+			if c := &pf.changes[i]; c.state == pending && !c.isDurable(now) {
+				first = i
+				break
+			}
+		}
+		if first < 0 || pf.changes[first].at.After(limit) {
 			continue
 		}
 		s.Files++
-		s.Changes += len(pf.changes)
-		syscall.Fsync(pf.fd)
-		syscall.Close(pf.fd)
-		delete(j.files, ino)
+		for i := range pf.changes {
+			if c := &pf.changes[i]; c.state == pending && !c.isDurable(now) {
+				c.state = durable
+				s.Changes++
+			}
+		}
+		j.forget(ino, now)
 	}
-	old := 0
-	for old < len(j.entries) && !j.entries[old].at.After(limit) {
-		old++
-	}
-	s.Entries = old
-	j.commitEntries(old)
+	s.Entries = j.commitEntriesOlder(limit, now)
 	return s
 }

@@ -14,170 +14,653 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time           { return c.t }
 func (c *clock) advance(by time.Duration) { c.t = c.t.Add(by) }
 
-func newTestJournal(t *testing.T) (*journal, *clock, string) {
+// disk is a journal over a temporary backing directory, driven the way the file system's nodes
+// drive it, without FUSE.
+type disk struct {
+	t     *testing.T
+	j     *journal
+	clock *clock
+	dir   string
+}
+
+func newDisk(t *testing.T, ext4 bool, f faults) *disk {
 	t.Helper()
-	dir := t.TempDir()
-	trash := filepath.Join(dir, "trash")
-	if err := os.Mkdir(trash, 0o700); err != nil {
-		t.Fatal(err)
+	root := t.TempDir()
+	dir, trash := filepath.Join(root, "backing"), filepath.Join(root, "trash")
+	for _, d := range []string{dir, trash} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	j := newJournal(trash, false)
+	j := newJournal(dir, trash, ext4, f)
 	j.now = c.now
-	return j, c, dir
+	return &disk{t: t, j: j, clock: c, dir: dir}
 }
 
-// write changes a file through the journal, as the file system's Write does.
-func write(t *testing.T, j *journal, path, data string, offset int64) {
-	t.Helper()
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT, 0o600)
+func (d *disk) path(name string) string { return filepath.Join(d.dir, name) }
+
+// open opens a file of the backing directory as a caller of the file system would.
+func (d *disk) open(name string, flags int) int {
+	d.t.Helper()
+	fd, err := syscall.Open(d.path(name), flags|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
-	defer syscall.Close(fd)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.recordWrite(fd, []byte(data), offset); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := syscall.Pwrite(fd, []byte(data), offset); err != nil {
-		t.Fatal(err)
+	d.t.Cleanup(func() { syscall.Close(fd) })
+	return fd
+}
+
+// write writes through the journal; the error is the write's.
+func (d *disk) write(name, data string, offset int64) error {
+	d.t.Helper()
+	fd := d.open(name, syscall.O_RDWR)
+	d.j.mu.Lock()
+	defer d.j.mu.Unlock()
+	_, err := d.j.write(fd, []byte(data), offset)
+	return err
+}
+
+func (d *disk) mustWrite(name, data string, offset int64) {
+	d.t.Helper()
+	if err := d.write(name, data, offset); err != nil {
+		d.t.Fatal(err)
 	}
 }
 
-func fsyncFile(t *testing.T, j *journal, path string) {
-	t.Helper()
-	fd, err := syscall.Open(path, syscall.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.fileSynced(fd)
+func (d *disk) fsync(name string) error {
+	d.t.Helper()
+	fd := d.open(name, syscall.O_RDONLY)
+	d.j.mu.Lock()
+	defer d.j.mu.Unlock()
+	return d.j.fsyncFile(fd)
 }
 
-// createEntry records the creation of path, as the file system's Create does.
-func createEntry(t *testing.T, j *journal, path string) {
-	t.Helper()
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
+func (d *disk) mustFsync(name string) {
+	d.t.Helper()
+	if err := d.fsync(name); err != nil {
+		d.t.Fatal(err)
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.recordEntry("create "+path, []string{"."}, func() error { return os.Remove(path) }, nil)
 }
 
-func content(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
+func (d *disk) truncate(name string, size int64) {
+	d.t.Helper()
+	fd := d.open(name, syscall.O_WRONLY)
+	d.j.mu.Lock()
+	defer d.j.mu.Unlock()
+	if err := d.j.recordResize(fd, size); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := syscall.Ftruncate(fd, size); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// create makes an empty file in dir (relative to the backing directory) and records its name.
+func (d *disk) create(dir, name string) {
+	d.t.Helper()
+	if err := os.WriteFile(filepath.Join(d.path(dir), name), nil, 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	d.entry(func() error { return d.j.added("create", d.path(dir), name) })
+}
+
+func (d *disk) mkdir(dir, name string) {
+	d.t.Helper()
+	if err := os.Mkdir(filepath.Join(d.path(dir), name), 0o700); err != nil {
+		d.t.Fatal(err)
+	}
+	d.entry(func() error { return d.j.added("mkdir", d.path(dir), name) })
+}
+
+func (d *disk) entry(change func() error) {
+	d.t.Helper()
+	d.j.mu.Lock()
+	defer d.j.mu.Unlock()
+	if err := change(); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *disk) fsyncDir(dir string) error {
+	d.j.mu.Lock()
+	defer d.j.mu.Unlock()
+	return d.j.fsyncDir(d.path(dir))
+}
+
+func (d *disk) mustFsyncDir(dir string) {
+	d.t.Helper()
+	if err := d.fsyncDir(dir); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// durable makes a file with content whose data and name are durable.
+func (d *disk) durable(name, content string) {
+	d.t.Helper()
+	d.create(filepath.Dir(name), filepath.Base(name))
+	d.mustWrite(name, content, 0)
+	d.mustFsync(name)
+	d.mustFsyncDir(filepath.Dir(name))
+}
+
+func (d *disk) cut(model string, seed uint64) cutReport {
+	d.t.Helper()
+	report := d.j.powerCut(model, seed)
+	if len(report.Errors) > 0 {
+		d.t.Fatalf("the cut failed: %v", report.Errors)
+	}
+	return report
+}
+
+func (d *disk) content(name string) string {
+	d.t.Helper()
+	data, err := os.ReadFile(d.path(name))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return "<missing>"
 		}
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	return string(data)
 }
 
-func TestWriteBackOlderKeepsOldChangesAndCutLosesYoungOnes(t *testing.T) {
-	j, c, dir := newTestJournal(t)
-	old, young := filepath.Join(dir, "old"), filepath.Join(dir, "young")
-	for _, p := range []string{old, young} {
-		if err := os.WriteFile(p, []byte("0000"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+// everySeed runs a fresh disk through history and a cut for seeds 0..n-1, and calls outcome
+// with each seed's result.
+func everySeed(t *testing.T, n uint64, ext4 bool, model string, history func(d *disk), outcome func(seed uint64, d *disk)) {
+	t.Helper()
+	for seed := range n {
+		d := newDisk(t, ext4, faults{})
+		history(d)
+		d.cut(model, seed)
+		outcome(seed, d)
 	}
-	write(t, j, old, "1111", 0)
-	c.advance(25 * time.Second)
-	write(t, j, young, "2222", 0)
-	c.advance(10 * time.Second)
+}
 
-	done := j.writeBackOlder(30 * time.Second)
+func TestWriteBackOlderKeepsOldChangesAndCutLosesYoungOnes(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.durable("old", "0000")
+	d.durable("young", "0000")
+	d.mustWrite("old", "1111", 0)
+	d.clock.advance(25 * time.Second)
+	d.mustWrite("young", "2222", 0)
+	d.clock.advance(10 * time.Second)
+
+	done := d.j.writeBackOlder(30 * time.Second)
 	if done.Files != 1 || done.Changes != 1 {
 		t.Fatalf("writeback of changes 30 s old took %+v, want 1 file with 1 change", done)
 	}
-	j.powerCut(false)
+	d.cut("drop", 0)
 
-	if got := content(t, old); got != "1111" {
+	if got := d.content("old"); got != "1111" {
 		t.Errorf("the change 35 s old: %q after the cut, want it kept", got)
 	}
-	if got := content(t, young); got != "0000" {
+	if got := d.content("young"); got != "0000" {
 		t.Errorf("the change 10 s old: %q after the cut, want it undone", got)
 	}
 }
 
 func TestWriteBackOlderTakesAFileWholeByItsFirstPendingChange(t *testing.T) {
-	j, c, dir := newTestJournal(t)
-	path := filepath.Join(dir, "wal")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	write(t, j, path, "a", 0)
-	c.advance(29 * time.Second)
-	write(t, j, path, "b", 1)
-	c.advance(2 * time.Second)
+	d := newDisk(t, false, faults{})
+	d.durable("wal", "")
+	d.mustWrite("wal", "a", 0)
+	d.clock.advance(29 * time.Second)
+	d.mustWrite("wal", "b", 1)
+	d.clock.advance(2 * time.Second)
 
-	j.writeBackOlder(30 * time.Second)
-	j.powerCut(false)
+	d.j.writeBackOlder(30 * time.Second)
+	d.cut("drop", 0)
 
-	if got := content(t, path); got != "ab" {
+	if got := d.content("wal"); got != "ab" {
 		t.Errorf("a file first dirtied 31 s ago: %q after the cut, want all of it kept, as the kernel writes an expired inode whole", got)
 	}
 }
 
 func TestFsyncStartsTheAgeAnew(t *testing.T) {
-	j, c, dir := newTestJournal(t)
-	path := filepath.Join(dir, "data")
-	if err := os.WriteFile(path, []byte("0"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	write(t, j, path, "1", 0)
-	fsyncFile(t, j, path)
-	c.advance(40 * time.Second)
-	write(t, j, path, "2", 0)
-	c.advance(5 * time.Second)
+	d := newDisk(t, false, faults{})
+	d.durable("data", "0")
+	d.mustWrite("data", "1", 0)
+	d.mustFsync("data")
+	d.clock.advance(40 * time.Second)
+	d.mustWrite("data", "2", 0)
+	d.clock.advance(5 * time.Second)
 
-	if done := j.writeBackOlder(30 * time.Second); done.Files != 0 {
+	if done := d.j.writeBackOlder(30 * time.Second); done.Files != 0 {
 		t.Fatalf("writeback took %+v, want nothing: the pending change is 5 s old", done)
 	}
-	j.powerCut(false)
+	d.cut("drop", 0)
 
-	if got := content(t, path); got != "1" {
+	if got := d.content("data"); got != "1" {
 		t.Errorf("%q after the cut, want the fsynced state", got)
 	}
 }
 
 func TestWriteBackOlderCommitsOldEntryChangesInOrder(t *testing.T) {
-	j, c, dir := newTestJournal(t)
-	first, second, third := filepath.Join(dir, "first"), filepath.Join(dir, "second"), filepath.Join(dir, "third")
-	createEntry(t, j, first)
-	c.advance(10 * time.Second)
-	createEntry(t, j, second)
-	c.advance(15 * time.Second)
-	createEntry(t, j, third)
-	c.advance(10 * time.Second)
+	d := newDisk(t, false, faults{})
+	d.create(".", "first")
+	d.clock.advance(10 * time.Second)
+	d.create(".", "second")
+	d.clock.advance(15 * time.Second)
+	d.create(".", "third")
+	d.clock.advance(10 * time.Second)
 
-	done := j.writeBackOlder(20 * time.Second)
+	done := d.j.writeBackOlder(20 * time.Second)
 	if done.Entries != 2 {
 		t.Fatalf("writeback of entries 20 s old took %+v, want 2 entries", done)
 	}
-	report := j.powerCut(false)
+	report := d.cut("drop", 0)
 
 	if report.Entries != 1 {
 		t.Errorf("the cut undid %d entries, want 1", report.Entries)
 	}
-	for path, want := range map[string]string{first: "", second: "", third: "<missing>"} {
-		if got := content(t, path); got != want {
-			t.Errorf("%s: %q after the cut, want %q", filepath.Base(path), got, want)
+	for name, want := range map[string]string{"first": "", "second": "", "third": "<missing>"} {
+		if got := d.content(name); got != want {
+			t.Errorf("%s: %q after the cut, want %q", name, got, want)
 		}
 	}
 }
 
 func TestWriteBackOlderDoesNothingAfterTheCut(t *testing.T) {
-	j, _, _ := newTestJournal(t)
-	j.powerCut(false)
-	if done := j.writeBackOlder(0); !done.Cut {
+	d := newDisk(t, false, faults{})
+	d.cut("drop", 0)
+	if done := d.j.writeBackOlder(0); !done.Cut {
 		t.Errorf("writeback after the cut answered %+v, want it to say the disk is cut", done)
+	}
+}
+
+func TestOverwritesAndShrinksThroughAWriteOnlyDescriptorAndUndoesThem(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.durable("data", "0123456789")
+	fd := d.open("data", syscall.O_WRONLY)
+	d.j.mu.Lock()
+	_, err := d.j.write(fd, []byte("ab"), 2)
+	d.j.mu.Unlock()
+	if err != nil {
+		t.Fatalf("an overwrite through a write-only descriptor failed: %v", err)
+	}
+	d.truncate("data", 4)
+	if got := d.content("data"); got != "01ab" {
+		t.Fatalf("%q before the cut, want the overwrite and the shrink", got)
+	}
+
+	d.cut("drop", 0)
+
+	if got := d.content("data"); got != "0123456789" {
+		t.Errorf("%q after the cut, want the fsynced bytes back", got)
+	}
+}
+
+func TestADirectoryFsyncCommitsThatDirectoryAloneNotEarlierChangesElsewhere(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.mkdir(".", "a")
+	d.mkdir(".", "b")
+	d.mustFsyncDir(".")
+	d.create("b", "earlier")
+	d.create("a", "later")
+	d.mustFsyncDir("a")
+
+	d.cut("drop", 0)
+
+	if got := d.content("a/later"); got != "" {
+		t.Errorf("a/later: %q, want it kept: its directory was fsynced", got)
+	}
+	if got := d.content("b/earlier"); got != "<missing>" {
+		t.Errorf("b/earlier: %q, want it undone: its directory was never fsynced, however early it was made", got)
+	}
+}
+
+func TestANewDirectoryIsLostWithoutAnFsyncOfItsParentWhateverWasSyncedInside(t *testing.T) {
+	for _, parentSynced := range []bool{false, true} {
+		d := newDisk(t, false, faults{})
+		d.mkdir(".", "data")
+		d.create("data", "queue.db")
+		d.mustWrite("data/queue.db", "committed", 0)
+		d.mustFsync("data/queue.db")
+		d.mustFsyncDir("data")
+		if parentSynced {
+			d.mustFsyncDir(".")
+		}
+
+		d.cut("drop", 0)
+
+		want := "<missing>"
+		if parentSynced {
+			want = "committed"
+		}
+		if got := d.content("data/queue.db"); got != want {
+			t.Errorf("parent fsynced %v: data/queue.db %q after the cut, want %q", parentSynced, got, want)
+		}
+	}
+}
+
+func TestTheExt4ModelCommitsEveryEntryWithAnyFsync(t *testing.T) {
+	d := newDisk(t, true, faults{})
+	d.mkdir(".", "data")
+	d.create("data", "queue.db")
+	d.mustWrite("data/queue.db", "committed", 0)
+	d.mustFsync("data/queue.db")
+
+	d.cut("drop", 0)
+
+	if got := d.content("data/queue.db"); got != "committed" {
+		t.Errorf("data/queue.db %q after the cut, want it kept: ext4's fsync commits the whole journal", got)
+	}
+}
+
+func TestARenameBetweenDirectoriesIsDurableWithEitherAndTakesTheirEarlierChanges(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.mkdir(".", "from")
+	d.mkdir(".", "to")
+	d.mustFsyncDir(".")
+	d.durable("from/file", "content")
+	d.create("from", "earlier")
+	d.entry(func() error { return d.j.rename(d.path("from"), "file", d.path("to"), "file", false) })
+	d.create("from", "later")
+	d.mustFsyncDir("to")
+
+	d.cut("drop", 0)
+
+	for name, want := range map[string]string{"to/file": "content", "from/file": "<missing>", "from/earlier": "", "from/later": "<missing>"} {
+		if got := d.content(name); got != want {
+			t.Errorf("%s: %q after the cut, want %q", name, got, want)
+		}
+	}
+}
+
+func TestUnlinkAndRmdirComeBackAndARenamedDirectoryKeepsItsUndo(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.mkdir(".", "gone")
+	d.mkdir(".", "moved")
+	d.mustFsyncDir(".")
+	d.durable("gone/file", "kept")
+	d.entry(func() error { return d.j.unlink(d.path("gone"), "file") })
+	d.entry(func() error { return d.j.rmdir(d.path("."), "gone") })
+	d.create("moved", "new")
+	d.entry(func() error { return d.j.rename(d.path("."), "moved", d.path("."), "renamed", false) })
+	d.mustFsyncDir(".")
+
+	d.cut("drop", 0)
+
+	if got := d.content("gone/file"); got != "<missing>" {
+		t.Errorf("gone/file: %q, want it gone: the rmdir was fsynced, and it takes the unlink inside along", got)
+	}
+	if got := d.content("renamed/new"); got != "<missing>" {
+		t.Errorf("renamed/new: %q, want it undone inside the renamed directory", got)
+	}
+	if _, err := os.Stat(d.path("renamed")); err != nil {
+		t.Errorf("the fsynced rename of the directory was undone: %v", err)
+	}
+
+	d = newDisk(t, false, faults{})
+	d.mkdir(".", "gone")
+	d.mustFsyncDir(".")
+	d.durable("gone/file", "kept")
+	d.entry(func() error { return d.j.unlink(d.path("gone"), "file") })
+	d.entry(func() error { return d.j.rmdir(d.path("."), "gone") })
+	d.cut("drop", 0)
+	if got := d.content("gone/file"); got != "kept" {
+		t.Errorf("gone/file: %q, want it back with its directory", got)
+	}
+}
+
+// pendingPages makes three files with durable old bytes and pending new ones, several sectors each.
+func pendingPages(d *disk) {
+	for _, name := range []string{"a", "b", "c"} {
+		d.durable(name, string(repeat('o', 2048)))
+	}
+	d.mustWrite("a", string(repeat('A', 2048)), 0)
+	d.mustWrite("b", string(repeat('B', 2048)), 0)
+	d.mustWrite("c", string(repeat('C', 2048)), 0)
+}
+
+func repeat(b byte, n int) []byte {
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = b
+	}
+	return out
+}
+
+// sectors describes a file by sector: which byte each 512-byte sector holds, or "mixed".
+func sectors(content string) []string {
+	var out []string
+	for s := 0; s < len(content); s += sectorSize {
+		part := content[s:min(len(content), s+sectorSize)]
+		kind := string(part[0])
+		for i := range part {
+			if part[i] != part[0] {
+				kind = "mixed"
+			}
+		}
+		out = append(out, kind)
+	}
+	return out
+}
+
+func TestTearLandsPartOfAnyPendingWriteInWholeSectors(t *testing.T) {
+	torn := map[string]bool{}
+	everySeed(t, 60, false, "tear", pendingPages, func(seed uint64, d *disk) {
+		for _, name := range []string{"a", "b", "c"} {
+			got := sectors(d.content(name))
+			landed := 0
+			for _, s := range got {
+				switch s {
+				case "o":
+				case string(rune(name[0] - 'a' + 'A')):
+					landed++
+				default:
+					t.Fatalf("seed %d: %s has a sector %q: a sector lands whole or not at all", seed, name, s)
+				}
+			}
+			if landed == len(got) {
+				t.Fatalf("seed %d: all of %s's write landed, want a proper part", seed, name)
+			}
+			if landed > 0 {
+				torn[name] = true
+			}
+		}
+	})
+	if len(torn) != 3 {
+		t.Errorf("over 60 seeds the torn writes were in %v, want each of the three pending writes torn by some seed, the oldest too", torn)
+	}
+}
+
+func TestSubsetLandsLaterWritesWithoutEarlierOnesReproducibly(t *testing.T) {
+	later := false
+	outcomes := map[uint64]string{}
+	history := func(d *disk) {
+		d.durable("wal", string(repeat('0', 1024)))
+		d.mustWrite("wal", string(repeat('1', 512)), 0)
+		d.mustWrite("wal", string(repeat('2', 512)), 512)
+	}
+	everySeed(t, 40, false, "subset", history, func(seed uint64, d *disk) {
+		got := sectors(d.content("wal"))
+		outcomes[seed] = got[0] + got[1]
+		later = later || (got[0] == "0" && got[1] == "2")
+	})
+	if !later {
+		t.Errorf("over 40 seeds the second write never landed without the first: %v", outcomes)
+	}
+	everySeed(t, 40, false, "subset", history, func(seed uint64, d *disk) {
+		got := sectors(d.content("wal"))
+		if got[0]+got[1] != outcomes[seed] {
+			t.Errorf("seed %d kept %v once and %v the second time", seed, outcomes[seed], got[0]+got[1])
+		}
+	})
+}
+
+func TestSubsetKeepsASectorAsOfOneMomentNeverALaterWriteWithoutAnEarlierOneInIt(t *testing.T) {
+	seen := map[string]bool{}
+	everySeed(t, 60, false, "subset", func(d *disk) {
+		d.durable("page", "........")
+		d.mustWrite("page", "AAAA", 0)
+		d.mustWrite("page", "BB", 4)
+		d.mustWrite("page", "C", 0)
+	}, func(seed uint64, d *disk) {
+		got := d.content("page")
+		seen[got] = true
+		switch got {
+		case "........", "AAAA....", "AAAABB..", "CAAABB..":
+		default:
+			t.Errorf("seed %d: %q is no moment of the sector's history", seed, got)
+		}
+	})
+	if len(seen) < 3 {
+		t.Errorf("over 60 seeds the sector held only %v", seen)
+	}
+}
+
+func TestSubsetGrowsAFileWithTheDataThatLandsAndKeepsChangesOfSizeInOrder(t *testing.T) {
+	everySeed(t, 60, false, "subset", func(d *disk) {
+		d.durable("log", "")
+		d.mustWrite("log", string(repeat('x', 512)), 0)
+		d.mustWrite("log", string(repeat('y', 512)), 512)
+		d.truncate("log", 100)
+		d.truncate("log", 50)
+	}, func(seed uint64, d *disk) {
+		got := d.content("log")
+		switch len(got) {
+		case 0, 512, 1024, 100, 50:
+		default:
+			t.Errorf("seed %d: a file of %d bytes", seed, len(got))
+		}
+		if len(got) == 1024 && got[:512] != string(repeat('x', 512)) && got[:512] != string(make([]byte, 512)) {
+			t.Errorf("seed %d: the first sector of a file grown by its second holds %q", seed, got[:8])
+		}
+	})
+}
+
+func TestSubsetLandsAPrefixOfEachDirectorysEntriesIndependently(t *testing.T) {
+	otherFirst := false
+	everySeed(t, 80, false, "subset", func(d *disk) {
+		d.mkdir(".", "a")
+		d.mkdir(".", "b")
+		d.mustFsyncDir(".")
+		d.create("a", "1")
+		d.create("a", "2")
+		d.create("b", "3")
+	}, func(seed uint64, d *disk) {
+		one, two, three := d.content("a/1") != "<missing>", d.content("a/2") != "<missing>", d.content("b/3") != "<missing>"
+		if two && !one {
+			t.Errorf("seed %d: a/2 landed without a/1, made before it in the same directory", seed)
+		}
+		otherFirst = otherFirst || (three && !one)
+	})
+	if !otherFirst {
+		t.Error("over 80 seeds b/3 never landed without a/1: directories are not independent")
+	}
+}
+
+func TestSubsetLandsOnePrefixOfAllEntriesInTheExt4Model(t *testing.T) {
+	everySeed(t, 60, true, "subset", func(d *disk) {
+		d.mkdir(".", "a")
+		d.mkdir(".", "b")
+		d.mustFsyncDir(".")
+		d.create("a", "1")
+		d.create("b", "2")
+	}, func(seed uint64, d *disk) {
+		if d.content("b/2") != "<missing>" && d.content("a/1") == "<missing>" {
+			t.Errorf("seed %d: b/2 landed without a/1, made before it: ext4's journal commits in order", seed)
+		}
+	})
+}
+
+// failedFsync writes NEW at 0 over a durable file of 1024 dots, fails its fsync, fsyncs again
+// with success, then writes "!" at offset and fsyncs that.
+func failedFsync(t *testing.T, offset int64) *disk {
+	d := newDisk(t, false, faults{})
+	d.durable("data", string(repeat('.', 1024)))
+	d.mustWrite("data", "NEW", 0)
+	d.j.faults.fsyncEIO = 1
+	if err := d.fsync("data"); err != syscall.EIO {
+		t.Fatalf("the fsync answered %v, want EIO", err)
+	}
+	d.j.faults.fsyncEIO = 0
+	if err := d.fsync("data"); err != nil {
+		t.Fatalf("the fsync after the failure answered %v, want success (the kernel counts the pages as written)", err)
+	}
+	d.mustWrite("data", "!", offset)
+	d.mustFsync("data")
+	if got := d.content("data"); got[:3] != "NEW" || got[offset] != '!' {
+		t.Fatalf("%q... before the cut, want the new bytes readable", got[:8])
+	}
+	d.cut("drop", 0)
+	return d
+}
+
+func TestAFailedFsyncDropsItsWritesAndALaterFsyncSucceedsWithoutThem(t *testing.T) {
+	got := failedFsync(t, 600).content("data")
+	if got[:3] != "..." || got[600] != '!' {
+		t.Errorf("%q... and %q at 600 after the cut, want the write whose fsync failed lost and the later fsynced one kept", got[:3], got[600])
+	}
+}
+
+func TestAWriteAfterAFailedFsyncInTheSameSectorTakesTheDroppedBytesAlong(t *testing.T) {
+	// The page still held NEW when it was written again with "!", and went to the disk whole.
+	if got := failedFsync(t, 6).content("data"); got[:7] != "NEW...!" {
+		t.Errorf("%q... after the cut, want the dropped bytes written with the later ones in their sector", got[:7])
+	}
+}
+
+func TestAFailedDirectoryFsyncLeavesItsEntriesPending(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.create(".", "new")
+	d.j.faults.fsyncEIO = 1
+	if err := d.fsyncDir("."); err != syscall.EIO {
+		t.Fatalf("the directory fsync answered %v, want EIO", err)
+	}
+	d.cut("drop", 0)
+	if got := d.content("new"); got != "<missing>" {
+		t.Errorf("new: %q after the cut, want it undone", got)
+	}
+}
+
+func TestEnospcFailsWritesThatGrowAFileOnly(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.durable("data", "0123")
+	d.j.faults.enospc = 1
+	if err := d.write("data", "ab", 3); err != syscall.ENOSPC {
+		t.Errorf("a write past the end answered %v, want ENOSPC", err)
+	}
+	if err := d.write("data", "ab", 1); err != nil {
+		t.Errorf("an overwrite within the file answered %v, want success", err)
+	}
+	if got := d.content("data"); got != "0ab3" {
+		t.Errorf("%q, want the overwrite alone", got)
+	}
+}
+
+func TestAWriteRefusedOnACleanFileLeavesNoRecordForTheCut(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.durable("data", "")
+	d.durable("other", "0")
+	d.mustWrite("other", "1", 0)
+	d.j.faults.enospc = 1
+	if err := d.write("data", "more", 0); err != syscall.ENOSPC {
+		t.Fatalf("the write answered %v, want ENOSPC", err)
+	}
+	if report := d.cut("subset", 1); report.Writes != 1 {
+		t.Errorf("the cut found %+v, want the one write to the other file pending", report)
+	}
+}
+
+func TestALyingFlushIsDurableOnlyOnceItsDelayHasPassed(t *testing.T) {
+	for _, wait := range []time.Duration{0, 499 * time.Millisecond, 500 * time.Millisecond} {
+		d := newDisk(t, false, faults{lie: 500 * time.Millisecond})
+		d.create(".", "data")
+		d.mustWrite("data", "acknowledged", 0)
+		d.mustFsync("data")
+		d.mustFsyncDir(".")
+		d.clock.advance(wait)
+
+		d.cut("drop", 0)
+
+		want := "<missing>"
+		if wait >= 500*time.Millisecond {
+			want = "acknowledged"
+		}
+		if got := d.content("data"); got != want {
+			t.Errorf("cut %v after the flush: %q, want %q", wait, got, want)
+		}
 	}
 }

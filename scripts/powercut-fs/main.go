@@ -1,21 +1,30 @@
-// powercut-fs mounts a pass-through of a backing directory whose writes since each file's last
-// fsync, and directory entry changes since the directory's last fsync, can be dropped on command:
-// a simulated power cut.
+// powercut-fs mounts a pass-through of a backing directory whose changes that are not durable yet
+// (writes since each file's last fsync, directory entry changes since the directory's last fsync)
+// can be dropped on command: a simulated power cut. journal.go says what makes a change durable,
+// cut.go what a cut may keep, entries.go how directory entries become durable.
 //
 //	powercut-fs -backing DIR -trash DIR -mount DIR -control SOCKET [-entries per-directory|ext4]
 //	            [-writeback-after 30s [-writeback-every 5s]]
+//	            [-fsync-eio P] [-enospc P] [-lying-flush 500ms] [-seed N]
 //
 // Without -writeback-after nothing becomes durable but by fsync (the strict model). With it, a
 // flusher wakes every -writeback-every and makes durable what has been pending that long, as
 // Linux does with vm.dirty_expire_centisecs=3000 and vm.dirty_writeback_centisecs=500 (the
-// realistic model: a cut loses at most the last half minute or so).
+// realistic model: a cut loses at most the last half minute or so). sync(2) and syncfs(2) make
+// nothing durable: FUSE does not tell the file system of them.
+//
+// Faults, each drawn from the seeded generator: -fsync-eio P fails an fsync that has something to
+// write with EIO, with chance P, and drops its writes as written ("fsyncgate": a later fsync
+// succeeds without them); -enospc P fails a write or allocation that grows a file with ENOSPC,
+// with chance P; -lying-flush D acknowledges every fsync at once but makes it durable only D later
+// (a card that reports a flush before its cache is on flash).
 //
 // The trash directory must be on the backing directory's file system (it keeps unlinked files
 // until their directory is fsynced). The control socket takes one command a line and answers one
 // JSON line:
 //
-//	cut        drop the unsynced writes and entry changes; every later change fails with EIO
-//	cut tear   the same, but the newest unsynced write is left half written
+//	cut [drop|tear|subset] [SEED]  undo what is not durable, keeping what the model allows
+//	                               (cut.go; drop by default); every later change fails with EIO
 //	status     how many changes are pending
 //	writeback  make every pending change durable (what the kernel does with old dirty data)
 //	writeback-older MS  make durable what has been pending for at least MS milliseconds
@@ -29,6 +38,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -49,25 +59,32 @@ func main() {
 	entries := flag.String("entries", "per-directory", "what makes a directory entry change durable: per-directory (an fsync of its directory, as POSIX promises) or ext4 (any fsync, as ext4's journal does)")
 	writebackAfter := flag.Duration("writeback-after", 0, "make changes pending this long durable, as the kernel's writeback does (0: only fsync makes anything durable)")
 	writebackEvery := flag.Duration("writeback-every", 5*time.Second, "how often the writeback looks for old changes")
+	fsyncEIO := flag.Float64("fsync-eio", 0, "chance that an fsync with something to write fails with EIO, its writes then dropped as written")
+	enospc := flag.Float64("enospc", 0, "chance that a write or allocation that grows a file fails with ENOSPC")
+	lie := flag.Duration("lying-flush", 0, "acknowledge every fsync at once and make it durable only this much later")
+	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' draws")
 	flag.Parse()
-	if *backing == "" || *trash == "" || *mountPoint == "" || *control == "" || (*entries != "per-directory" && *entries != "ext4") || *writebackAfter < 0 || *writebackEvery <= 0 {
+	chance := func(p float64) bool { return p >= 0 && p <= 1 }
+	if *backing == "" || *trash == "" || *mountPoint == "" || *control == "" || (*entries != "per-directory" && *entries != "ext4") ||
+		*writebackAfter < 0 || *writebackEvery <= 0 || !chance(*fsyncEIO) || !chance(*enospc) || *lie < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*backing, *trash, *mountPoint, *control, *entries == "ext4", *writebackAfter, *writebackEvery); err != nil {
+	f := faults{random: rand.New(rand.NewPCG(*seed, *seed)), fsyncEIO: *fsyncEIO, enospc: *enospc, lie: *lie}
+	if err := run(*backing, *trash, *mountPoint, *control, *entries == "ext4", f, *writebackAfter, *writebackEvery); err != nil {
 		fmt.Fprintln(os.Stderr, "powercut-fs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backing, trash, mountPoint, control string, fsyncCommitsEntries bool, writebackAfter, writebackEvery time.Duration) error {
+func run(backing, trash, mountPoint, control string, fsyncCommitsEntries bool, f faults, writebackAfter, writebackEvery time.Duration) error {
 	if err := os.RemoveAll(trash); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(trash, 0o700); err != nil {
 		return err
 	}
-	j := newJournal(trash, fsyncCommitsEntries)
+	j := newJournal(backing, trash, fsyncCommitsEntries, f)
 	root, err := newRoot(backing, j)
 	if err != nil {
 		return err
@@ -149,9 +166,16 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 					encoder.Encode(j.writeBackOlder(time.Duration(age) * time.Millisecond))
 					continue
 				}
+				if words := strings.Fields(command); len(words) > 0 && words[0] == "cut" {
+					model, seed, err := cutCommand(words[1:])
+					if err != nil {
+						encoder.Encode(map[string]string{"error": err.Error()})
+						continue
+					}
+					encoder.Encode(j.powerCut(model, seed))
+					continue
+				}
 				switch command {
-				case "cut", "cut tear":
-					encoder.Encode(j.powerCut(command == "cut tear"))
 				case "status":
 					encoder.Encode(j.status())
 				case "writeback":
@@ -166,4 +190,26 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 			}
 		}()
 	}
+}
+
+// cutCommand reads "cut [drop|tear|subset] [SEED]"'s arguments; without a seed it draws one.
+func cutCommand(args []string) (string, uint64, error) {
+	model, seed := "drop", rand.Uint64()
+	if len(args) > 0 {
+		model = args[0]
+	}
+	if model != "drop" && model != "tear" && model != "subset" {
+		return "", 0, fmt.Errorf("cut takes drop, tear or subset, not %s", model)
+	}
+	if len(args) > 1 {
+		n, err := strconv.ParseUint(args[1], 10, 64)
+		if err != nil {
+			return "", 0, fmt.Errorf("cut takes a decimal seed, not %s", args[1])
+		}
+		seed = n
+	}
+	if len(args) > 2 {
+		return "", 0, fmt.Errorf("cut takes a model and a seed, not %s", strings.Join(args, " "))
+	}
+	return model, seed, nil
 }

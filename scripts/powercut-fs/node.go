@@ -1,7 +1,7 @@
 package main
 
 // The file system's nodes: go-fuse's loopback, with every change that a power cut could lose
-// recorded in the journal before it is made.
+// recorded in the journal as it is made.
 
 import (
 	"context"
@@ -32,13 +32,9 @@ func newRoot(backing string, j *journal) (fs.InodeEmbedder, error) {
 	return rootNode, nil
 }
 
-// rel is the node's directory as the journal names it, relative to the backing directory.
-func (n *node) rel() string {
-	return filepath.Clean(n.Path(nil))
-}
-
-func (n *node) backingPath(name string) string {
-	return filepath.Join(n.RootData.Path, n.Path(nil), name)
+// dir is the node's backing path: the directory its entry changes are in.
+func (n *node) dir() string {
+	return filepath.Join(n.RootData.Path, n.Path(nil))
 }
 
 // lock takes the journal for one change; after a cut every change fails, as on a dead disk.
@@ -49,6 +45,15 @@ func (n *node) lock() syscall.Errno {
 		return syscall.EIO
 	}
 	return 0
+}
+
+// change runs fn with the journal taken.
+func (n *node) change(fn func() error) syscall.Errno {
+	if errno := n.lock(); errno != 0 {
+		return errno
+	}
+	defer n.j.mu.Unlock()
+	return fs.ToErrno(fn())
 }
 
 // file is a loopback file the kernel may not bypass: with FUSE passthrough, writes would go to
@@ -68,20 +73,22 @@ func wrap(fh fs.FileHandle) fs.FileHandle {
 	return fh
 }
 
-func fdOf(f fs.FileHandle) (int, bool) {
+// fdOf is the backing descriptor of an open file.
+func fdOf(f fs.FileHandle) (int, error) {
 	lf, ok := f.(*file)
 	if !ok {
-		return 0, false
+		return 0, syscall.EBADF
 	}
-	return lf.LoopbackFile.PassthroughFd()
+	fd, _ := lf.LoopbackFile.PassthroughFd()
+	return fd, nil
 }
 
 // withPathFd runs fn on a descriptor of the node's backing file when no handle came with the call.
 func (n *node) withPathFd(f fs.FileHandle, fn func(fd int) error) error {
-	if fd, ok := fdOf(f); ok {
+	if fd, err := fdOf(f); err == nil {
 		return fn(fd)
 	}
-	fd, err := syscall.Open(n.backingPath(""), syscall.O_RDWR, 0)
+	fd, err := syscall.Open(n.dir(), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -92,19 +99,16 @@ func (n *node) withPathFd(f fs.FileHandle, fn func(fd int) error) error {
 var _ = (fs.NodeWriter)((*node)(nil))
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	if errno := n.lock(); errno != 0 {
-		return 0, errno
-	}
-	defer n.j.mu.Unlock()
-	fd, ok := fdOf(f)
-	if !ok {
-		return 0, syscall.EBADF
-	}
-	if err := n.j.recordWrite(fd, data, off); err != nil {
-		return 0, fs.ToErrno(err)
-	}
-	written, err := syscall.Pwrite(fd, data, off)
-	return uint32(written), fs.ToErrno(err)
+	var written int
+	errno := n.change(func() error {
+		fd, err := fdOf(f)
+		if err != nil {
+			return err
+		}
+		written, err = n.j.write(fd, data, off)
+		return err
+	})
+	return uint32(written), errno
 }
 
 var _ = (fs.NodeWritever)((*node)(nil))
@@ -120,19 +124,13 @@ func (n *node) Writev(ctx context.Context, f fs.FileHandle, data [][]byte, off i
 var _ = (fs.NodeFsyncer)((*node)(nil))
 
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
-	if errno := n.lock(); errno != 0 {
-		return errno
-	}
-	defer n.j.mu.Unlock()
-	fd, ok := fdOf(f)
-	if !ok {
-		return syscall.EBADF
-	}
-	if err := syscall.Fsync(fd); err != nil {
-		return fs.ToErrno(err)
-	}
-	n.j.fileSynced(fd)
-	return 0
+	return n.change(func() error {
+		fd, err := fdOf(f)
+		if err != nil {
+			return err
+		}
+		return n.j.fsyncFile(fd)
+	})
 }
 
 var _ = (fs.NodeSetattrer)((*node)(nil))
@@ -155,22 +153,13 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 var _ = (fs.NodeAllocater)((*node)(nil))
 
 func (n *node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
-	if errno := n.lock(); errno != 0 {
-		return errno
-	}
-	defer n.j.mu.Unlock()
-	fd, ok := fdOf(f)
-	if !ok {
-		return syscall.EBADF
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return fs.ToErrno(err)
-	}
-	if err := n.j.recordResize(fd, max(st.Size, int64(off+size))); err != nil {
-		return fs.ToErrno(err)
-	}
-	return fs.ToErrno(syscall.Fallocate(fd, mode, int64(off), int64(size)))
+	return n.change(func() error {
+		fd, err := fdOf(f)
+		if err != nil {
+			return err
+		}
+		return n.j.allocate(fd, mode, int64(off), int64(size))
+	})
 }
 
 var _ = (fs.NodeCopyFileRanger)((*node)(nil))
@@ -178,6 +167,14 @@ var _ = (fs.NodeCopyFileRanger)((*node)(nil))
 // CopyFileRange is refused so the kernel copies through Write, which the journal sees.
 func (n *node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode, fhOut fs.FileHandle, offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
 	return 0, syscall.ENOSYS
+}
+
+var _ = (fs.NodeTmpfiler)((*node)(nil))
+
+// Tmpfile (O_TMPFILE) is refused: a file without a name could be linked in later by a descriptor
+// the journal never sees. Callers fall back to a named temporary file.
+func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EOPNOTSUPP
 }
 
 var _ = (fs.NodeOpener)((*node)(nil))
@@ -205,11 +202,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	defer n.j.mu.Unlock()
-	p := n.backingPath(name)
+	p := filepath.Join(n.dir(), name)
 	_, statErr := os.Lstat(p)
 	existed := statErr == nil
 	if existed && flags&syscall.O_TRUNC != 0 && flags&syscall.O_EXCL == 0 {
-		fd, err := syscall.Open(p, syscall.O_RDWR, 0)
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err == nil {
 			err = n.j.recordResize(fd, 0)
 			syscall.Close(fd)
@@ -220,113 +217,66 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	inode, fh, fuseFlags, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	if errno == 0 && !existed {
-		n.j.recordEntry("create "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
+		if err := n.j.added("create", n.dir(), name); err != nil {
+			return nil, nil, 0, fs.ToErrno(err)
+		}
 	}
 	return inode, wrap(fh), fuseFlags, errno
+}
+
+// add makes a new name with the loopback's make and records it.
+func (n *node) add(kind, name string, make func() (*fs.Inode, syscall.Errno)) (*fs.Inode, syscall.Errno) {
+	if errno := n.lock(); errno != 0 {
+		return nil, errno
+	}
+	defer n.j.mu.Unlock()
+	inode, errno := make()
+	if errno == 0 {
+		errno = fs.ToErrno(n.j.added(kind, n.dir(), name))
+	}
+	return inode, errno
 }
 
 var _ = (fs.NodeMkdirer)((*node)(nil))
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := n.lock(); errno != 0 {
-		return nil, errno
-	}
-	defer n.j.mu.Unlock()
-	inode, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
-	if errno == 0 {
-		p := n.backingPath(name)
-		n.j.recordEntry("mkdir "+p, []string{n.rel()}, func() error { return os.RemoveAll(p) }, nil)
-	}
-	return inode, errno
+	return n.add("mkdir", name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Mkdir(ctx, name, mode, out) })
 }
 
 var _ = (fs.NodeMknoder)((*node)(nil))
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := n.lock(); errno != 0 {
-		return nil, errno
-	}
-	defer n.j.mu.Unlock()
-	inode, errno := n.LoopbackNode.Mknod(ctx, name, mode, dev, out)
-	if errno == 0 {
-		p := n.backingPath(name)
-		n.j.recordEntry("mknod "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
-	}
-	return inode, errno
+	return n.add("mknod", name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Mknod(ctx, name, mode, dev, out) })
 }
 
 var _ = (fs.NodeSymlinker)((*node)(nil))
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := n.lock(); errno != 0 {
-		return nil, errno
-	}
-	defer n.j.mu.Unlock()
-	inode, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
-	if errno == 0 {
-		p := n.backingPath(name)
-		n.j.recordEntry("symlink "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
-	}
-	return inode, errno
+	return n.add("symlink", name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Symlink(ctx, target, name, out) })
 }
 
 var _ = (fs.NodeLinker)((*node)(nil))
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := n.lock(); errno != 0 {
-		return nil, errno
-	}
-	defer n.j.mu.Unlock()
-	inode, errno := n.LoopbackNode.Link(ctx, target, name, out)
-	if errno == 0 {
-		p := n.backingPath(name)
-		n.j.recordEntry("link "+p, []string{n.rel()}, func() error { return os.Remove(p) }, nil)
-	}
-	return inode, errno
+	return n.add("link", name, func() (*fs.Inode, syscall.Errno) { return n.LoopbackNode.Link(ctx, target, name, out) })
 }
 
 var _ = (fs.NodeUnlinker)((*node)(nil))
 
-// Unlink moves the file aside instead of removing it, so a cut can put it back.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	if errno := n.lock(); errno != 0 {
-		return errno
-	}
-	defer n.j.mu.Unlock()
-	p := n.backingPath(name)
-	aside := n.j.asideName()
-	if err := os.Rename(p, aside); err != nil {
-		return fs.ToErrno(err)
-	}
-	n.j.recordEntry("unlink "+p, []string{n.rel()}, func() error { return os.Rename(aside, p) }, func() { os.Remove(aside) })
-	return 0
+	return n.change(func() error { return n.j.unlink(n.dir(), name) })
 }
 
 var _ = (fs.NodeRmdirer)((*node)(nil))
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if errno := n.lock(); errno != 0 {
-		return errno
-	}
-	defer n.j.mu.Unlock()
-	p := n.backingPath(name)
-	info, err := os.Lstat(p)
-	if err != nil {
-		return fs.ToErrno(err)
-	}
-	if err := syscall.Rmdir(p); err != nil {
-		return fs.ToErrno(err)
-	}
-	n.j.recordEntry("rmdir "+p, []string{n.rel()}, func() error { return os.Mkdir(p, info.Mode().Perm()) }, nil)
-	return 0
+	return n.change(func() error { return n.j.rmdir(n.dir(), name) })
 }
 
 var _ = (fs.NodeRenamer)((*node)(nil))
 
 const renameNoReplace = 1
 
-// Rename keeps a file it replaces aside (a second hard link, so the name swaps atomically), so a
-// cut can put both names back.
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	to, ok := newParent.(*node)
 	if !ok {
@@ -335,50 +285,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if flags&^renameNoReplace != 0 {
 		return syscall.EINVAL
 	}
-	if errno := n.lock(); errno != 0 {
-		return errno
-	}
-	defer n.j.mu.Unlock()
-	from, dest := n.backingPath(name), to.backingPath(newName)
-	aside := ""
-	if info, err := os.Lstat(dest); err == nil {
-		if flags&renameNoReplace != 0 {
-			return syscall.EEXIST
-		}
-		aside = n.j.asideName()
-		keep := os.Link
-		if info.IsDir() {
-			keep = os.Rename
-		}
-		if err := keep(dest, aside); err != nil {
-			return fs.ToErrno(err)
-		}
-	}
-	if err := os.Rename(from, dest); err != nil {
-		if aside != "" {
-			if _, statErr := os.Lstat(dest); statErr != nil {
-				os.Rename(aside, dest)
-			} else {
-				os.Remove(aside)
-			}
-		}
-		return fs.ToErrno(err)
-	}
-	undo := func() error {
-		if err := os.Rename(dest, from); err != nil {
-			return err
-		}
-		if aside != "" {
-			return os.Rename(aside, dest)
-		}
-		return nil
-	}
-	var drop func()
-	if aside != "" {
-		drop = func() { os.RemoveAll(aside) }
-	}
-	n.j.recordEntry("rename "+from+" to "+dest, []string{n.rel(), to.rel()}, undo, drop)
-	return 0
+	return n.change(func() error { return n.j.rename(n.dir(), name, to.dir(), newName, flags&renameNoReplace != 0) })
 }
 
 var _ = (fs.NodeOpendirHandler)((*node)(nil))
@@ -410,13 +317,10 @@ func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
 }
 
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
-	if errno := d.n.lock(); errno != 0 {
-		return errno
-	}
-	defer d.n.j.mu.Unlock()
-	if errno := d.inner.(fs.FileFsyncdirer).Fsyncdir(ctx, flags); errno != 0 {
-		return errno
-	}
-	d.n.j.dirSynced(d.n.rel())
-	return 0
+	return d.n.change(func() error {
+		if errno := d.inner.(fs.FileFsyncdirer).Fsyncdir(ctx, flags); errno != 0 {
+			return errno
+		}
+		return d.n.j.fsyncDir(d.n.dir())
+	})
 }

@@ -1,5 +1,8 @@
+import { existsSync } from 'node:fs';
 import { SETTINGS } from '../config/settings.js';
 import { DeadLetterStore, type Selection } from '../queue/dead-letters.js';
+import { queuePath } from '../queue/queue-file.js';
+import { accessDataDir } from './data-dir-access.js';
 
 export const DEAD_LETTERS_USAGE = `harbor-gateway dead-letters <command> [options]
 
@@ -16,7 +19,7 @@ interface Output {
 }
 
 /** Runs the dead-letters command; returns the exit status. */
-export function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): number {
+export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): Promise<number> {
   const [command, ...rest] = args;
   let dataDir = env[SETTINGS.dataDir.env] || SETTINGS.dataDir.default!;
   let limit = 100;
@@ -52,10 +55,18 @@ export function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv, io: O
     return 64;
   }
 
+  if (!existsSync(queuePath(dataDir))) {
+    io.err(`no queue at ${queuePath(dataDir)}\n`);
+    return 66;
+  }
+  // Changes go through SQLite's locking beside a running gateway; without one they own DATA_DIR meanwhile.
+  const access = command === 'list' ? undefined : await accessDataDir(dataDir, `dead-letters ${command}`, io.err);
+  if (typeof access === 'number') return access;
   let store: DeadLetterStore;
   try {
     store = new DeadLetterStore(dataDir);
   } catch (error) {
+    if (access?.kind === 'owner') access.release();
     io.err(`${(error as Error).message}\n`);
     return 66;
   }
@@ -83,5 +94,6 @@ export function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv, io: O
     return 0;
   } finally {
     store.close();
+    if (access?.kind === 'owner') access.release();
   }
 }

@@ -1,11 +1,13 @@
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
-import { renderConfigTable } from '../config/config-table.js';
+import { renderConfigReference, renderConfigTable } from '../config/config-table.js';
 import { checkConfig } from '../config/check-config.js';
 import { type Gateway, startGateway } from '../gateway.js';
 import { createLogger } from '../log/logger.js';
 import { CertificateError } from '../tls/certificate-store.js';
 import { QueueFormatError } from '../queue/queue-format.js';
+import { DataDirInUseError } from '../queue/data-dir-lock.js';
 import { VERSION } from '../version.js';
+import { EXIT_IN_USE } from './data-dir-access.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
 import { tlsCertificateCommand } from './tls-certificate-command.js';
@@ -20,14 +22,16 @@ const USAGE = `harbor-gateway ${VERSION}
 
 Usage: harbor-gateway [command]
 
-  serve          run the gateway (default); configured by environment variables
+  serve          run the gateway (default); configured by environment variables. Exits 75 when
+                 another gateway owns DATA_DIR, 78 on a configuration error
   check-config   validate the configuration as serve would, print the problems, exit 78 if any
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   keys           add, list or revoke device keys (see: keys help)
   tls-certificate
                  print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
                  self-signed certificate when no other is configured
-  config-table   print the configuration variables as a Markdown table
+  config-table   print the configuration variables as a Markdown table (--document: the whole
+                 configuration reference, docs/configuration.md)
   version        print the version
 `;
 
@@ -57,6 +61,11 @@ async function serve(): Promise<void> {
     if (error instanceof CertificateError || error instanceof ConfigError) {
       process.stderr.write(`harbor-gateway: ${error.message}\n`);
       process.exit(EXIT_CONFIG);
+    }
+    // Another gateway owns DATA_DIR: its own exit status, which the unit does not restart on either.
+    if (error instanceof DataDirInUseError) {
+      process.stderr.write(`harbor-gateway: ${error.message}\n`);
+      process.exit(EXIT_IN_USE);
     }
     logger.fatal({ event: 'start_failed', err: error }, 'could not start the gateway');
     process.exit(error instanceof QueueFormatError ? EXIT_CONFIG : 1);
@@ -97,19 +106,19 @@ export async function runCli(args: string[]): Promise<void> {
       await serve();
       break;
     case 'dead-letters':
-      process.exitCode = deadLettersCommand(args.slice(1), process.env, {
+      process.exitCode = await deadLettersCommand(args.slice(1), process.env, {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });
       break;
     case 'keys':
-      process.exitCode = keysCommand(args.slice(1), process.env, {
+      process.exitCode = await keysCommand(args.slice(1), process.env, {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });
       break;
     case 'tls-certificate':
-      process.exitCode = tlsCertificateCommand(args.slice(1), process.env, {
+      process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, {
         out: (text) => process.stdout.write(text),
         err: (text) => process.stderr.write(text),
       });
@@ -125,7 +134,7 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     }
     case 'config-table':
-      process.stdout.write(`${renderConfigTable()}\n`);
+      process.stdout.write(args[1] === '--document' ? renderConfigReference() : `${renderConfigTable()}\n`);
       break;
     case 'version':
     case '--version':

@@ -9,6 +9,8 @@ import {
   type ParsedKeyFile,
 } from '../keys/key-file.js';
 import { generateKey, hashKey } from '../keys/key-hash.js';
+import { COMMAND_WAIT_MS, FileLock } from '../queue/data-dir-lock.js';
+import { EXIT_IN_USE } from './data-dir-access.js';
 
 export const KEYS_USAGE = `harbor-gateway keys <command> [options]
 
@@ -25,8 +27,13 @@ interface Output {
   err: (text: string) => void;
 }
 
-/** Runs the keys command; returns the exit status. */
-export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): number {
+/**
+ * Runs the keys command; returns the exit status. The gateway only reads the key file, and a write
+ * replaces it whole (rename), so a running gateway never sees half a file and picks the change up
+ * by itself; writers among themselves take turns on a lock beside the file, so two commands at
+ * once cannot lose each other's key.
+ */
+export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): Promise<number> {
   const [command, ...rest] = args;
   let path = env[SETTINGS.apiKeysFile.env] || defaultKeysFile(env[SETTINGS.dataDir.env] || SETTINGS.dataDir.default!);
   let shipPrefix: string | undefined;
@@ -42,6 +49,27 @@ export function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output):
     io.out(KEYS_USAGE);
     return command === 'help' ? 0 : 64;
   }
+  if (command !== 'add' && command !== 'revoke') return keysCommandOn(command, path, names, shipPrefix, io);
+  let lock: FileLock | undefined;
+  try {
+    lock = await FileLock.take(`${path}.lock`, COMMAND_WAIT_MS);
+  } catch (error) {
+    io.err(`cannot write ${path}: ${(error as Error).message}\n`);
+    return 73;
+  }
+  if (lock === undefined) {
+    io.err(`${path} is being changed by another keys command; try again in a moment\n`);
+    return EXIT_IN_USE;
+  }
+  try {
+    return keysCommandOn(command, path, names, shipPrefix, io);
+  } finally {
+    lock.release();
+  }
+}
+
+/** The command itself, on the key file as it is now. */
+function keysCommandOn(command: string, path: string, names: string[], shipPrefix: string | undefined, io: Output): number {
   let file: ParsedKeyFile;
   try {
     file = readKeyFile(path);

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEVELOPMENT_API_KEY, loadConfig } from './config.js';
-import { renderConfigTable } from './config-table.js';
+import { renderConfigReference, renderConfigTable } from './config-table.js';
 import { SETTINGS } from './settings.js';
 import { readFileSync } from 'node:fs';
 import { tempDir } from '../../test/support/temp-dir.js';
@@ -31,7 +31,7 @@ describe('loadConfig', () => {
       apiKey: DEVELOPMENT_API_KEY,
       apiKeySource: 'development default',
       apiKeysFile: 'data/api-keys',
-      authFailureDelayMaxMs: 5000,
+      authFailureDelayMaxMs: 500,
     });
   });
 
@@ -75,6 +75,11 @@ describe('loadConfig', () => {
   it('never repeats a secret in its error', () => {
     const problems = problemsOf({ API_KEY: 'x'.repeat(5000) });
     expect(problems.join('\n')).not.toContain('xxxx');
+  });
+
+  it('refuses a wrong-key delay that would outlast the read timeouts of device stacks', () => {
+    expect(problemsOf({ AUTH_FAILURE_DELAY_MAX_MS: '5000' })[0]).toMatch(/^AUTH_FAILURE_DELAY_MAX_MS must be at most 1000/);
+    expect(loadConfig({ AUTH_FAILURE_DELAY_MAX_MS: '1000' }).authFailureDelayMaxMs).toBe(1000);
   });
 
   it('refuses credentials inside the QuestDB URL', () => {
@@ -149,11 +154,11 @@ describe('loadConfig', () => {
   });
 });
 
-describe('configuration table', () => {
-  it('lists every variable and is the one in the README', () => {
+describe('configuration reference', () => {
+  it('lists every variable, and docs/configuration.md is what the settings render (else: npm run build && node scripts/update-config-reference.mjs)', () => {
     const table = renderConfigTable();
     for (const setting of Object.values(SETTINGS)) expect(table).toContain(`| \`${setting.env}\` |`);
-    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
-    expect(readme).toContain(table);
+    const reference = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
+    expect(reference).toBe(renderConfigReference());
   });
 });

@@ -4,7 +4,7 @@ import { parseByteSize } from './size.js';
 
 /**
  * Every setting the gateway reads from its environment: the single source for parsing,
- * defaults and the configuration table in the README (see `harbor-gateway config-table`).
+ * defaults and the configuration reference, docs/configuration.md (see `harbor-gateway config-table`).
  */
 export interface Setting<T> {
   readonly env: string;
@@ -281,9 +281,9 @@ export const SETTINGS = {
   }),
   authFailureDelayMaxMs: define({
     env: 'AUTH_FAILURE_DELAY_MAX_MS',
-    default: '5000',
-    doc: 'Longest delay of a wrong-key answer. Each wrong or missing `X-API-Key` from one client address doubles the delay of its next 401, from 100 ms up to this. Requests with a valid key are never delayed or refused, whatever their address did.',
-    schema: integer(0, 60_000),
+    default: '500',
+    doc: "Longest delay of a wrong-key answer. Each wrong or missing `X-API-Key` from one client address doubles the delay of its next 401, from 100 ms up to this. At most 1000: a refusal must reach a device within its read timeout (1 s for Arduino's `Stream`, 5 s for the ESP32 and ESP8266 `HTTPClient`), or it retries instead of reporting its wrong key. Requests with a valid key are never delayed or refused, whatever their address did.",
+    schema: integer(0, 1000),
   }),
   authFailureWindowS: define({
     env: 'AUTH_FAILURE_WINDOW_S',

@@ -35,6 +35,8 @@ export interface GatewaySnapshot {
     acceptedRequests: number;
     acceptedReadings: number;
     refusedRequests: number;
+    /** Closed by their client before the commit: nothing of them stored. */
+    abandonedRequests?: number;
     flushes: number;
     flushFailures: number;
     flushedReadings: number;
@@ -44,6 +46,8 @@ export interface GatewaySnapshot {
   keys: KeyCounters[];
   /** Requests with a wrong or missing key, and the addresses whose wrong-key answers are being slowed down. */
   auth: { wrongKeyRequests: number; addressesTracked: number };
+  /** `Idempotency-Key`: keys held, repetitions answered without storing, keys forgotten before their window passed. */
+  idempotency?: { keys: number; repeats: number; forgottenEarly: number } | null;
   /** The process's resident memory and V8's used heap: a leak shows as one of them growing. */
   /** Heaps: `heap*` the HTTP thread's, `deliveryHeap*` the delivery thread's (null until it reports). */
   memory: {
@@ -72,6 +76,7 @@ export interface SnapshotSources {
   tls?: () => TlsSummary;
   /** The configured sinks, in order. */
   sinks?: readonly SinkDescription[];
+  idempotency?: { readonly size: number; readonly repeats: number; readonly forgottenEarly: number };
 }
 
 export interface SinkDescription {
@@ -119,7 +124,7 @@ function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWr
 }
 
 export function takeSnapshot(
-  { queue, stats, keys, failureDelay, isStopping, version, tls, sinks = [] }: SnapshotSources,
+  { queue, stats, keys, failureDelay, isStopping, version, tls, sinks = [], idempotency }: SnapshotSources,
   now = Date.now(),
 ): GatewaySnapshot {
   const depth = queue.stats();
@@ -152,6 +157,7 @@ export function takeSnapshot(
       acceptedRequests: stats.acceptedRequests,
       acceptedReadings: stats.acceptedReadings,
       refusedRequests: stats.refusedRequests,
+      abandonedRequests: stats.abandonedRequests,
       flushes: flush.deliveries,
       flushFailures: flush.failures,
       flushedReadings: flush.delivered,
@@ -159,6 +165,10 @@ export function takeSnapshot(
     },
     keys: keys.counters.list(),
     auth: { wrongKeyRequests: failureDelay.total, addressesTracked: failureDelay.tracked },
+    idempotency:
+      idempotency === undefined
+        ? null
+        : { keys: idempotency.size, repeats: idempotency.repeats, forgottenEarly: idempotency.forgottenEarly },
     memory: {
       rssBytes: memory.rss,
       heapUsedBytes: memory.heapUsed,

@@ -10,6 +10,7 @@ import type { Reading } from '../reading/reading-schema.js';
 import { apiKey } from './middleware/api-key/index.js';
 import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
+import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problem } from './problem-details.js';
 import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   sinks?: readonly SinkDescription[];
   /** The local console and `/metrics` (src/console/): mounted ahead of the API, told what ingest accepted and refused. */
   console?: ConsoleHooks;
+  /** Requests with an `Idempotency-Key` answered so far (`routes/ingest.ts`). */
+  idempotency: IdempotencyKeys;
 }
 
 export interface ConsoleHooks {

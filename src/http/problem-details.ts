@@ -32,3 +32,8 @@ export function problem(
   c.set('problem', body);
   return c.json<ProblemBody>(body, status, headers);
 }
+
+/** The same body as text, for refusals made before a request reaches the app (see `early-refusals.ts`). */
+export function problemText(message: string, details: ProblemDetail[] = []): string {
+  return JSON.stringify({ message, details } satisfies ProblemBody);
+}

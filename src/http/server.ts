@@ -1,10 +1,11 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
-import { TLS_HANDSHAKE_BYTE, TLS_PROTOCOL } from '../tls/tls-options.js';
+import { HTTP_ALPN_PROTOCOLS, TLS_HANDSHAKE_BYTE, TLS_PROTOCOL } from '../tls/tls-options.js';
 import { ConnectionGate } from './connection-gate.js';
+import { answerClientError, HOST_OF_HOSTLESS_REQUESTS, refuseHostlessHttp11, requestErrorResponse } from './early-refusals.js';
 
 export interface HttpServerOptions {
   host: string;
@@ -46,13 +47,19 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
     // Node checks the header and request timeouts only this often (30 s by default).
     connectionsCheckingInterval: Math.max(100, Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4),
     maxHeaderSize: 16 * 1024,
+    // Checked in `refuseHostlessHttp11`, so that refusal has a problem-details body too.
+    requireHostHeader: false,
   };
-  const listener = getRequestListener(app.fetch);
+  const hono = getRequestListener(app.fetch, { hostname: HOST_OF_HOSTLESS_REQUESTS, errorHandler: requestErrorResponse });
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!refuseHostlessHttp11(req, res)) void hono(req, res);
+  };
   const plain = createHttpServer(httpOptions, listener);
   // A handshake that stalls is bounded like headers that stall.
   const tlsOptions = { ...TLS_PROTOCOL, handshakeTimeout: options.headersTimeoutMs };
   const { cert, key } = options.certificate;
-  const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, cert, key }, listener);
+  const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, ALPNProtocols: HTTP_ALPN_PROTOCOLS, cert, key }, listener);
+  for (const server of [plain, secure]) server.on('clientError', answerClientError);
 
   const gate = new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
   const toTls = gate.takeOver(secure, (socket, own) => own(socket));

@@ -1,4 +1,5 @@
-import { chownSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { isKeyHash } from './key-hash.js';
 
 /** One device key as the key file holds it: never the key itself, only its hash. */
@@ -66,10 +67,12 @@ export function readKeyFile(path: string): ParsedKeyFile {
 /**
  * Replaces the file atomically (a reload never sees half a file), readable by its owner only. An
  * existing file keeps its owner, so root editing the gateway user's file leaves it readable to the gateway.
+ * Durably too: the new content is fsynced before the rename and the directory after it, so a key
+ * added or revoked is still added or revoked after a power cut.
  */
 export function writeKeyFile(path: string, entries: readonly KeyEntry[]): void {
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, formatKeyFile(entries), { mode: 0o600 });
+  fsyncAfter(openSync(temporary, 'w', 0o600), (fd) => writeSync(fd, formatKeyFile(entries)));
   try {
     const owner = statSync(path);
     if (process.getuid?.() === 0) chownSync(temporary, owner.uid, owner.gid);
@@ -80,4 +83,15 @@ export function writeKeyFile(path: string, entries: readonly KeyEntry[]): void {
     }
   }
   renameSync(temporary, path);
+  fsyncAfter(openSync(dirname(path), 'r'), () => undefined);
+}
+
+/** Runs fn on fd, then fsyncs and closes it. */
+function fsyncAfter(fd: number, fn: (fd: number) => void): void {
+  try {
+    fn(fd);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -1,4 +1,5 @@
 import pino, { type Logger, type LevelWithSilent } from 'pino';
+import { stdoutLines } from './stdout-lines.js';
 
 /** JSON lines on stdout (journald and container runtimes collect them); secrets are redacted by key. */
 export function createLogger(level: LevelWithSilent, destination?: pino.DestinationStream): Logger {
@@ -21,6 +22,6 @@ export function createLogger(level: LevelWithSilent, destination?: pino.Destinat
         censor: '[redacted]',
       },
     },
-    destination,
+    destination ?? stdoutLines(),
   );
 }

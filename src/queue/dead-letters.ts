@@ -18,7 +18,9 @@ export type Selection = 'all' | readonly number[];
 
 /**
  * Dead letters as an operator sees them, from another connection to the queue file (the gateway
- * may be running: SQLite serialises the writers, and triggers keep the queue totals right).
+ * may be running: SQLite serialises the writers, and the ledger keeps the queue totals right).
+ * Changes are immediate transactions: one that began by reading could not become a write after a
+ * gateway's commit (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out).
  */
 export class DeadLetterStore {
   readonly #db: Database.Database;
@@ -45,30 +47,34 @@ export class DeadLetterStore {
   /** Puts the selected dead letters back at the end of the queue; returns how many. */
   requeue(selection: Selection): number {
     const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
-    return this.#db.transaction(() => {
-      // At the end of the queue: the newest segment, the one the ingest thread appends to.
-      const insert = segmentInsert(this.#db, listSegments(this.#db).at(-1)!);
-      const letters = this.#select(selection);
-      for (const letter of letters) {
-        const readings = letter.line.split('\n').length;
-        const bytes = Buffer.byteLength(letter.line);
-        insert.run(letter.receivedMs, readings, bytes, letter.line);
-        // The ingest thread counts its own appends; what others add goes into the ledger.
-        countAdded(this.#db, { records: 1, readings, bytes });
-        remove.run(letter.id);
-      }
-      return letters.length;
-    })();
+    return this.#db
+      .transaction(() => {
+        // At the end of the queue: the newest segment, the one the ingest thread appends to.
+        const insert = segmentInsert(this.#db, listSegments(this.#db).at(-1)!);
+        const letters = this.#select(selection);
+        for (const letter of letters) {
+          const readings = letter.line.split('\n').length;
+          const bytes = Buffer.byteLength(letter.line);
+          insert.run(letter.receivedMs, readings, bytes, letter.line);
+          // The ingest thread counts its own appends; what others add goes into the ledger.
+          countAdded(this.#db, { records: 1, readings, bytes });
+          remove.run(letter.id);
+        }
+        return letters.length;
+      })
+      .immediate();
   }
 
   /** Deletes the selected dead letters for good; returns how many. */
   purge(selection: Selection): number {
     const remove = this.#db.prepare('DELETE FROM dead_letters WHERE id = ?');
-    return this.#db.transaction(() => {
-      const letters = this.#select(selection);
-      for (const letter of letters) remove.run(letter.id);
-      return letters.length;
-    })();
+    return this.#db
+      .transaction(() => {
+        const letters = this.#select(selection);
+        for (const letter of letters) remove.run(letter.id);
+        return letters.length;
+      })
+      .immediate();
   }
 
   close(): void {

@@ -19,3 +19,14 @@ export function classifyWriteError(error: unknown): QueueRefusedError {
   if (code === 'SQLITE_FULL') return new QueueRefusedError('disk_full', 'The gateway disk is full; retry later', { cause: error });
   return new QueueRefusedError('io_error', 'The gateway could not write its queue; retry later', { cause: error });
 }
+
+/**
+ * The request's client closed the connection before its readings were committed: nothing of it is
+ * stored, as nobody would receive the answer and the client sends it again.
+ */
+export class RequestAbandonedError extends Error {
+  override name = 'RequestAbandonedError';
+  constructor() {
+    super('the client closed the connection before the readings were committed');
+  }
+}

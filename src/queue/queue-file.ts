@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VERSION } from '../version.js';
 import { assertReadableFormat, migrateQueueFile } from './queue-format.js';
@@ -62,6 +62,22 @@ export function segmentRecordsAfter(
 
 export const queuePath = (dataDir: string): string => join(dataDir, 'queue.db');
 
+/**
+ * The newest `received_ms` in the file: of the newest segment that has records (a dead letter
+ * re-queued there keeps its old time, so the whole segment, at most 16,384 records). The file always
+ * holds its newest record: a segment is dropped only once every sink passed a later one.
+ */
+export function newestReceivedMs(db: Database.Database): number | undefined {
+  for (const segment of listSegments(db).reverse()) {
+    const newest = db
+      .prepare<[], number | null>(`SELECT MAX(received_ms) FROM ${segmentTable(segment)}`)
+      .pluck()
+      .get();
+    if (newest !== null && newest !== undefined) return newest;
+  }
+  return undefined;
+}
+
 export interface Totals {
   records: number;
   readings: number;
@@ -78,9 +94,34 @@ export interface Progress {
   lastId: number;
 }
 
+/**
+ * Makes the data directory and the missing directories above it, each one's name made durable by
+ * an fsync of its parent: without it a power cut can take the new directory, and every reading
+ * committed inside it, however well the queue file was fsynced. When an fsync fails, what was made
+ * is removed again, so the next start makes it (and fsyncs it) anew.
+ */
+function makeDataDir(dataDir: string): void {
+  const first = mkdirSync(dataDir, { recursive: true, mode: 0o750 });
+  if (first === undefined) return;
+  try {
+    for (let made = resolve(dataDir); ; made = dirname(made)) {
+      const fd = openSync(dirname(made), 'r');
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      if (made === resolve(first) || made === dirname(made)) return;
+    }
+  } catch (error) {
+    rmSync(first, { recursive: true, force: true });
+    throw error;
+  }
+}
+
 /** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
 export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
-  if (options.create) mkdirSync(dataDir, { recursive: true, mode: 0o750 });
+  if (options.create) makeDataDir(dataDir);
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.
   assertReadableFormat(path);
@@ -88,6 +129,9 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   // 1 KiB pages: a commit of a few dozen single readings rewrites a few small pages instead of a
   // few large ones, about a third fewer bytes written per reading. Takes effect on new files.
   if (options.create) db.pragma('page_size = 1024');
+  // Lets free pages go back to the file system after a long outage or a full disk. Only before the
+  // first write of a new file (the journal mode below is one); older files are converted below.
+  if (options.create) db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
   db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
@@ -96,16 +140,34 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   db.pragma('journal_size_limit = 67108864');
   // 2 MiB of page cache per connection; the build's default is 16 MiB.
   db.pragma('cache_size = -2048');
-  // Lets free pages go back to the file system after a long outage; takes effect on new files.
-  if (options.create) db.pragma('auto_vacuum = INCREMENTAL');
   try {
     migrateQueueFile(db, path, VERSION);
     if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
+    if (options.create) enableIncrementalVacuum(db);
   } catch (error) {
     db.close();
     throw error;
   }
   return db;
+}
+
+/**
+ * Files made before the pragma order above have no incremental vacuum, so their free pages never go
+ * back to the file system. A small one is rewritten with it at open (VACUUM, before any other
+ * connection); a large one keeps working without, until it is small at some start.
+ */
+const CONVERT_MAX_BYTES = 32 * 1024 * 1024;
+
+function enableIncrementalVacuum(db: Database.Database): void {
+  if ((db.pragma('auto_vacuum', { simple: true }) as number) !== 0) return;
+  const bytes = (db.pragma('page_count', { simple: true }) as number) * (db.pragma('page_size', { simple: true }) as number);
+  if (bytes > CONVERT_MAX_BYTES) return;
+  try {
+    db.pragma('auto_vacuum = INCREMENTAL');
+    db.exec('VACUUM');
+  } catch {
+    // No room for the copy VACUUM makes, or another connection is open: the next start tries again.
+  }
 }
 
 export function readProgress(db: Database.Database): Progress {

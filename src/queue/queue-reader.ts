@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import { listSegments, openQueueFile, readProgress, segmentRecordsAfter, type Durability, type Progress } from './queue-file.js';
 import {
   advanceCommonMark,
@@ -46,6 +47,10 @@ export interface Completion {
  */
 export class QueueReader {
   readonly sink: string;
+  readonly #dataDir: string;
+  /** The gateway's disk reserve (disk-reserve.ts), when it keeps one. */
+  readonly #reserve: DiskReserve | undefined;
+  readonly #onReserveReleased: () => void;
   readonly #db: Database.Database;
   readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
   #progress: Progress;
@@ -53,8 +58,16 @@ export class QueueReader {
   /** Undefined for a sink without a replay window. */
   #kept: Progress | undefined;
 
-  constructor(dataDir: string, durability: Durability, sink: string, options: { keeps: boolean } = { keeps: false }) {
+  constructor(
+    dataDir: string,
+    durability: Durability,
+    sink: string,
+    options: { keeps: boolean; reserve?: boolean; onReserveReleased?: () => void } = { keeps: false },
+  ) {
     this.sink = sink;
+    this.#dataDir = dataDir;
+    this.#reserve = options.reserve === true ? new DiskReserve(dataDir) : undefined;
+    this.#onReserveReleased = options.onReserveReleased ?? (() => undefined);
     this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
     const mark = readSinkMarks(db).get(sink);
@@ -64,11 +77,13 @@ export class QueueReader {
     }
     this.#progress = mark;
     this.#cursor = mark;
+    // Written only when it changes: a start on a full disk must not fail for want of a page.
+    const kept = readKeptMark(db, sink);
     if (options.keeps) {
-      this.#kept = readKeptMark(db, sink) ?? mark;
-      writeKeptMark(db, sink, this.#kept);
-    } else {
-      db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink);
+      this.#kept = kept ?? mark;
+      if (kept === undefined) this.#write(() => writeKeptMark(db, sink, mark));
+    } else if (kept !== undefined) {
+      this.#write(() => db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink));
     }
     const insertDeadLetter = db.prepare<[number, number, string, string, string]>(
       'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (?, ?, ?, ?, ?)',
@@ -121,12 +136,18 @@ export class QueueReader {
     const last = records.at(-1);
     if (last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
     const end = { segment: last.segment, lastId: last.id };
-    if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     // Never backwards: a batch in flight while the sink skipped its oldest readings ends behind the
     // skip, and a replayed batch behind the mark was delivered (and its refusals kept) before.
-    if (compareMarks(end, this.#progress) <= 0) return { records: records.length, readings: 0, deadLettered: 0 };
-    dropPassedSegments(this.#db, this.#advance(end, deadLetters, Date.now()));
+    if (compareMarks(end, this.#progress) <= 0) {
+      if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
+      return { records: records.length, readings: 0, deadLettered: 0 };
+    }
+    // When this throws (an fsync failed, a full disk without reserve), the cursor stays: the batch is sent again.
+    const common = this.#write(() => this.#advance(end, deadLetters, Date.now()));
+    if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
+    this.#dropPassed(common);
+    this.#giveBackLog();
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
   }
 
@@ -140,9 +161,51 @@ export class QueueReader {
     if (this.#kept === undefined) return;
     const mark = compareMarks(to, this.#progress) <= 0 ? to : this.#progress;
     if (compareMarks(mark, this.#kept) <= 0) return;
-    this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate();
+    this.#write(() => this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate());
     this.#kept = mark;
-    dropPassedSegments(this.#db, readProgress(this.#db));
+    this.#dropPassed(readProgress(this.#db));
+  }
+
+  /**
+   * A write that must not fail for want of disk space while the queue's own reserve is there: on
+   * SQLITE_FULL the reserve is deleted and the write tried once more (disk-reserve.ts). Throws the
+   * error when there was no reserve left, or the retry failed too.
+   */
+  #write<T>(write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      if (!isDiskFull(error) || !releaseReserve(this.#dataDir)) throw error;
+      this.#onReserveReleased();
+      return write();
+    }
+  }
+
+  /**
+   * While the disk is short of room (the reserve used up, or less than twice its size free), every
+   * completion checkpoints the log and truncates it: the room left must not go on a log that only
+   * grows (it starts over only after a checkpoint, which SQLite would not try before 1,000 pages).
+   */
+  #giveBackLog(): void {
+    const reserve = this.#reserve;
+    if (reserve === undefined || (reserve.present && reserve.roomToResume())) return;
+    this.#db.pragma('busy_timeout = 1000');
+    try {
+      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // Busy or still full: the next completion tries again.
+    } finally {
+      this.#db.pragma('busy_timeout = 10000');
+    }
+  }
+
+  /** Drops what every sink passed; on a full disk, a later completion drops it. */
+  #dropPassed(common: Progress): void {
+    try {
+      this.#write(() => dropPassedSegments(this.#db, common));
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+    }
   }
 
   /** Reads the kept records again from the next read on; returns the readings to send again. */

@@ -1,10 +1,13 @@
 import type Database from 'better-sqlite3';
-import { QueueRefusedError, classifyWriteError } from './queue-errors.js';
+import { QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
+import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import {
   countQueued,
   createSegment,
+  dropSegment,
   ledgerReader,
   listSegments,
+  newestReceivedMs,
   openQueueFile,
   queuePath,
   readProgress,
@@ -15,7 +18,15 @@ import {
   type Progress,
   type Totals,
 } from './queue-file.js';
-import { readSinkMarks, registerSinks, totalsBetween, type Registered, type SinkRegistration } from './sink-marks.js';
+import {
+  compareMarks,
+  readSinkMarks,
+  registerSinks,
+  slowestMark,
+  totalsBetween,
+  type Registered,
+  type SinkRegistration,
+} from './sink-marks.js';
 
 export type { Durability } from './queue-file.js';
 
@@ -26,6 +37,8 @@ export interface QueueOptions {
   maxBytes: number;
   /** The sinks the queue feeds; by default the local QuestDB alone. */
   sinks?: readonly SinkRegistration[];
+  /** Keep a reserve on the file system for a full disk (disk-reserve.ts): the gateway does. */
+  diskReserve?: boolean;
 }
 
 /** A sink's share of the queue: what it has still to deliver. */
@@ -47,11 +60,24 @@ const SEGMENT_MAX_BYTES = 8 * 1024 * 1024;
 /** Pages one compaction returns to the file system at most, so a housekeeping run stays short. */
 const COMPACT_MAX_PAGES = 16_384;
 
+/** The connection a request came on (a socket): once its client closed it, nobody waits for the answer. */
+export interface RequestConnection {
+  readonly destroyed: boolean;
+  /** The client sent its end (FIN); Node's HTTP server gives up the connection's requests then too. */
+  readonly readableEnded: boolean;
+}
+
+const isClosed = (connection: RequestConnection | undefined): boolean =>
+  connection !== undefined && (connection.destroyed || connection.readableEnded);
+
 interface PendingAppend {
   payload: string;
   readings: number;
   bytes: number;
   receivedMs: number;
+  connection: RequestConnection | undefined;
+  /** The turn of the event loop it was appended in. */
+  turn: number;
   resolve: () => void;
   reject: (error: Error) => void;
 }
@@ -68,6 +94,10 @@ export class QueueWriter {
   readonly maxBytes: number;
   /** Sinks added to and removed from the queue at this open. */
   readonly registered: Registered;
+  /** When the newest record in the file at open was received (epoch ms): where receive times resume. */
+  readonly newestReceivedMs: number | undefined;
+  /** The disk reserve was there or could be made at open (false: the file system was too full). */
+  readonly reserveReady: boolean;
   readonly #db: Database.Database;
   /** Per sink: the readings after its mark at open. */
   readonly #sinkBacklogAtOpen = new Map<string, number>();
@@ -80,6 +110,9 @@ export class QueueWriter {
   readonly #insertMany: (batch: PendingAppend[]) => void;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
+  /** Turns of the event loop counted while appends wait (a check-phase callback each). */
+  #turn = 0;
+  #ticking = false;
   /** The segment appends go to, its insert statement, and how full it is. */
   #segment: number;
   #insert: Database.Statement<[number, number, number, string]>;
@@ -94,6 +127,12 @@ export class QueueWriter {
   #full = false;
   #closed = false;
   #lastWriteFailureMs: number | undefined;
+  /** Room kept on the file system for the delivery thread to record deliveries on a full disk. */
+  readonly #diskReserve: DiskReserve;
+  /** A commit failed for want of disk space, and none has succeeded since. */
+  #diskFull = false;
+  /** When room was last made for the reserve while the disk is full (monotonic ms). */
+  #roomMadeAt = Number.NEGATIVE_INFINITY;
 
   private constructor(options: QueueOptions) {
     this.dataDir = options.dataDir;
@@ -119,6 +158,9 @@ export class QueueWriter {
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
     this.#ledgerAtOpen = this.#readLedger();
     this.#base = countQueued(db);
+    this.newestReceivedMs = newestReceivedMs(db);
+    this.#diskReserve = new DiskReserve(options.dataDir, options.diskReserve === true);
+    this.reserveReady = this.#diskReserve.ensure();
     this.#totals = { ...this.#base };
   }
 
@@ -126,36 +168,73 @@ export class QueueWriter {
     return new QueueWriter(options);
   }
 
-  /** Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError. */
-  append(payload: string, readings: number, receivedMs: number): Promise<void> {
+  /**
+   * Queues one request's readings; resolves once they are committed, rejects with QueueRefusedError,
+   * or with RequestAbandonedError when `connection` was closed by its client before the commit.
+   */
+  append(payload: string, readings: number, receivedMs: number, connection?: RequestConnection): Promise<void> {
     if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
     const bytes = Buffer.byteLength(payload);
     if (this.#totals.bytes + this.#reserved + bytes > this.maxBytes) {
       this.#full = true;
       return Promise.reject(new QueueRefusedError('full', 'The gateway queue is full while QuestDB catches up; retry later'));
     }
+    // On a full disk nothing is tried until there is room again: a failing commit could take the
+    // room the delivery thread frees for itself.
+    if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
+    if (this.#diskFull) this.#diskFull = false;
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
-      if (this.#pending.push({ payload, readings, bytes, receivedMs, resolve, reject }) === 1) {
-        setImmediate(this.#commitPending);
+      this.#pending.push({ payload, readings, bytes, receivedMs, connection, turn: this.#turn, resolve, reject });
+      if (!this.#ticking) {
+        this.#ticking = true;
+        setImmediate(this.#tick);
       }
     });
   }
 
-  readonly #commitPending = (): void => {
-    const batch = this.#pending;
-    if (batch.length === 0) return;
-    this.#pending = [];
+  /**
+   * Once a turn of the event loop: commits the appends made before the last turn. Each waits one
+   * whole turn, whose poll reads the end of a connection whose request was read in the turn before
+   * (a read stops at a partial buffer, before the EOF behind it), so a request its client gave up
+   * on meanwhile is not committed. Everything appended in between goes in the same commit.
+   */
+  readonly #tick = (): void => {
+    this.#turn += 1;
+    let due = 0;
+    while (due < this.#pending.length && this.#pending[due]!.turn <= this.#turn - 2) due += 1;
+    if (due > 0) this.#commit(this.#pending.splice(0, due));
+    if (this.#pending.length > 0) setImmediate(this.#tick);
+    else this.#ticking = false;
+  };
+
+  #commit(appends: PendingAppend[]): void {
+    let batch = appends;
     for (const item of batch) this.#reserved -= item.bytes;
+    if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
+    if (batch.length === 0) return;
+    if (!this.#diskFull && !this.#diskReserve.roomFor(batch.reduce((sum, item) => sum + item.bytes, 0))) {
+      this.#diskFull = true;
+      // While the margin is still free: the pages the log holds go into the queue file now.
+      this.#roomMadeAt = Number.NEGATIVE_INFINITY;
+      this.#roomToWrite();
+    }
+    if (this.#diskFull) {
+      const refusal = classifyWriteError({ code: 'SQLITE_FULL' });
+      for (const item of batch) item.reject(refusal);
+      return;
+    }
     try {
       this.#insertMany(batch);
     } catch (error) {
       const refusal = classifyWriteError(error);
-      this.#lastWriteFailureMs = Date.now();
+      if (isDiskFull(error)) this.#diskFull = true;
+      else this.#lastWriteFailureMs = Date.now();
       for (const item of batch) item.reject(refusal);
       return;
     }
     this.#lastWriteFailureMs = undefined;
+    this.#diskFull = false;
     this.#commits += 1;
     for (const item of batch) {
       this.#segmentRecords += 1;
@@ -169,7 +248,17 @@ export class QueueWriter {
       item.resolve();
     }
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
-  };
+  }
+
+  /** Refuses the appends whose client went away while they waited: they are not committed. */
+  #withoutAbandoned(batch: PendingAppend[]): PendingAppend[] {
+    const kept: PendingAppend[] = [];
+    for (const item of batch) {
+      if (isClosed(item.connection)) item.reject(new RequestAbandonedError());
+      else kept.push(item);
+    }
+    return kept;
+  }
 
   /** Seals the current segment (dropped once every sink has passed it) and appends to a new one. */
   #startSegment(): void {
@@ -196,6 +285,71 @@ export class QueueWriter {
       (ledger.removed[key] - this.#ledgerAtOpen.removed[key]);
     this.#totals = { records: total('records'), readings: total('readings'), bytes: total('bytes') };
     if (this.#totals.bytes + this.#reserved < this.maxBytes) this.#full = false;
+    if (this.#diskFull) this.#roomToWrite();
+  }
+
+  /**
+   * On a full disk: whether ingest may write again. Only once the reserve is there (made again after
+   * the delivery thread used it) and the file system has room for the reserve and as much again
+   * besides (disk-reserve.ts). Until then, room is made at most once a second (`#makeRoom`); the
+   * rest is a statfs.
+   */
+  #roomToWrite(): boolean {
+    try {
+      if (this.#diskReserve.present && this.#diskReserve.roomToResume()) return true;
+      const now = performance.now();
+      if (now - this.#roomMadeAt < 1000) return false;
+      this.#roomMadeAt = now;
+      this.#makeRoom();
+      return this.#diskReserve.ensure() && this.#diskReserve.roomToResume();
+    } catch {
+      // Still full (a checkpoint or compaction could not write): the next look tries again.
+      return false;
+    }
+  }
+
+  /**
+   * Hands what the sinks are done with back to the file system, so the reserve can be made again:
+   * the log is checkpointed and truncated; the current segment, once every sink passed all of it,
+   * is closed for a new one and dropped (ingest, refused meanwhile, appends nothing that would let
+   * the sinks move into a newer one); free pages go back to the file system. A step that finds the
+   * disk full uses the reserve, as the delivery thread does.
+   */
+  #makeRoom(): void {
+    const last = this.#db.prepare<[], number | null>(`SELECT MAX(id) FROM segment_${this.#segment}`).pluck().get() ?? 0;
+    const drained = compareMarks(slowestMark(this.#db), { segment: this.#segment, lastId: last }) >= 0;
+    // The reserve is the delivery thread's as long as it has deliveries to record.
+    const step = (write: () => void): void => {
+      try {
+        write();
+      } catch (error) {
+        if (!isDiskFull(error) || !drained || !releaseReserve(this.dataDir)) throw error;
+        write();
+      }
+    };
+    step(() => this.#truncateLog());
+    if (last > 0 && drained) {
+      const finished = this.#segment;
+      this.#startSegment();
+      if (this.#segment > finished) step(() => dropSegment(this.#db, finished));
+    }
+    // A little at a time: each round's moved pages go into the file, which then ends earlier.
+    for (let round = 0; round < 16 && this.compact() > 0; round++) step(() => this.#truncateLog());
+  }
+
+  /** Checkpoints the log and truncates it; waits for readers only briefly, as this is the ingest thread. */
+  #truncateLog(): void {
+    this.#db.pragma('busy_timeout = 100');
+    try {
+      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.#db.pragma('busy_timeout = 10000');
+    }
+  }
+
+  /** A commit failed for want of disk space and there is no room yet: ingest refuses, readiness says so. */
+  isDiskFull(): boolean {
+    return this.#diskFull && !this.#roomToWrite();
   }
 
   /** Full: an append was refused for size and no room has been made since. */
@@ -203,9 +357,14 @@ export class QueueWriter {
     return this.#full;
   }
 
-  /** Writable: open, not full, and no write failed (disk full, I/O) in the last few seconds. */
+  /** Writable: open, not full, not out of disk space, and no other write failed (I/O) in the last few seconds. */
   isWritable(now = Date.now()): boolean {
-    return !this.#closed && !this.#full && (this.#lastWriteFailureMs === undefined || now - this.#lastWriteFailureMs > 5000);
+    return (
+      !this.#closed &&
+      !this.#full &&
+      !this.isDiskFull() &&
+      (this.#lastWriteFailureMs === undefined || now - this.#lastWriteFailureMs > 5000)
+    );
   }
 
   /** The database answers queries: for the systemd watchdog. */
@@ -281,9 +440,20 @@ export class QueueWriter {
   compact(): number {
     if (this.#closed) return 0;
     const free = this.#db.pragma('freelist_count', { simple: true }) as number;
-    if (free === 0) return 0;
-    this.#db.pragma(`incremental_vacuum(${Math.min(free, COMPACT_MAX_PAGES)})`);
-    return Math.min(free, COMPACT_MAX_PAGES);
+    // Moving a page writes it to the log first: on a nearly full disk, only as many as half the room takes.
+    const pages = Math.min(
+      free,
+      COMPACT_MAX_PAGES,
+      this.#diskReserve.pagesToMove(this.#db.pragma('page_size', { simple: true }) as number),
+    );
+    if (pages <= 0) return 0;
+    try {
+      this.#db.pragma(`incremental_vacuum(${pages})`);
+    } catch (error) {
+      if (isDiskFull(error)) return 0;
+      throw error;
+    }
+    return pages;
   }
 
   /**
@@ -292,7 +462,7 @@ export class QueueWriter {
    */
   close(): boolean {
     if (this.#closed) return true;
-    this.#commitPending();
+    if (this.#pending.length > 0) this.#commit(this.#pending.splice(0));
     this.#closed = true;
     try {
       this.#db.pragma('wal_checkpoint(TRUNCATE)');

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { QueueRefusedError } from './queue-errors.js';
+import { QueueRefusedError, RequestAbandonedError } from './queue-errors.js';
 import { QueueReader } from './queue-reader.js';
 import { countAdded, listSegments, segmentInsert } from './queue-file.js';
 import { QueueWriter, type QueueOptions } from './queue-writer.js';
@@ -39,6 +39,27 @@ describe('QueueWriter and QueueReader', () => {
     expect(count()).toBe(0);
     await appended;
     expect(count()).toBe(1);
+    reader.close();
+  });
+
+  it('does not commit an append whose client closed its connection while it waited, and commits the rest', async () => {
+    const queue = openQueue();
+    const gone = { destroyed: false, readableEnded: false };
+    const halfClosed = { destroyed: false, readableEnded: false };
+    const abandoned = queue.append('1\ts\tc\t1', 1, 1, gone);
+    const ended = queue.append('3\ts\tc\t3', 1, 1, halfClosed);
+    const kept = queue.append('2\ts\tc\t2', 1, 1, { destroyed: false, readableEnded: false });
+    // The end of the connection arrives in the next turn of the event loop, still before the commit.
+    setImmediate(() => {
+      gone.destroyed = true;
+      halfClosed.readableEnded = true;
+    });
+    await expect(ended).rejects.toBeInstanceOf(RequestAbandonedError);
+    await expect(abandoned).rejects.toBeInstanceOf(RequestAbandonedError);
+    await kept;
+    expect(queue.stats()).toMatchObject({ records: 1, readings: 1, commits: 1 });
+    const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
+    expect(reader.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['2\ts\tc\t2']);
     reader.close();
   });
 
@@ -112,6 +133,24 @@ describe('QueueWriter and QueueReader', () => {
     const reader = new QueueReader(second.dataDir, 'power-loss', 'questdb');
     expect(reader.readOldest(10, 1 << 20).map((r) => r.payload)).toEqual(['1\ts\tc\t1\n2\ts\tc\t2', '3\ts\tc\t3']);
     reader.close();
+  });
+
+  it('knows at open when its newest record was received, after every sink delivered it and a re-queued older one', async () => {
+    const dataDir = tempDir('queue');
+    expect(openQueue({ dataDir }).newestReceivedMs).toBeUndefined();
+    open.pop()?.close();
+    const first = QueueWriter.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
+    await first.append('1\ts\tc\t1', 1, 5_000);
+    await first.append('2\ts\tc\t2', 1, 9_000);
+    first.close();
+    const reader = new QueueReader(dataDir, 'process-crash', 'questdb');
+    reader.complete(reader.readOldest(10, 1 << 20));
+    reader.close();
+    // What an operator re-queues keeps the time it was first received.
+    const db = new Database(join(dataDir, 'queue.db'));
+    segmentInsert(db, listSegments(db).at(-1)!).run(1_000, 1, 9, '3\ts\tc\t3');
+    db.close();
+    expect(openQueue({ dataDir }).newestReceivedMs).toBe(9_000);
   });
 
   it('starts new segments as they fill and drops the ones the flusher has finished', async () => {

@@ -38,6 +38,49 @@ describe('record codec', () => {
     );
   });
 
+  describe('receive times of readings without a time', () => {
+    const at = (ms: number) => new ReceiveClock(() => ms);
+    const times = (payload: string) => decodeRecord(payload).map((r) => r.timeNs);
+    const untimed = (shipId: string, cargoId: string, value = 1) => ({ timeNs: undefined, shipId, cargoId, value });
+
+    it('are one time per request: a GPS pair and every other series share it', () => {
+      const payload = encodeRecord([untimed('buoy-1', 'latitude'), untimed('buoy-1', 'longitude'), untimed('buoy-2', 'temp')], at(1_000));
+      expect(times(payload)).toEqual(['1000000000', '1000000000', '1000000000']);
+    });
+
+    it('tell apart only the readings of one series within the request', () => {
+      const clock = at(1_000);
+      const payload = encodeRecord(
+        [
+          untimed('s', 'temp'),
+          untimed('s', 'hum'),
+          { timeNs: '5', shipId: 's', cargoId: 'temp', value: 2 },
+          untimed('s', 'temp'),
+          untimed('s', 'hum'),
+          untimed('s', 'temp'),
+        ],
+        clock,
+      );
+      expect(times(payload)).toEqual(['1000000000', '1000000000', '5', '1000000001', '1000000001', '1000000002']);
+      // The next request starts after every time this one took.
+      expect(times(encodeRecord([untimed('s', 'temp')], clock))).toEqual(['1000000003']);
+    });
+
+    it('keep consecutive requests of one series apart in the same millisecond', () => {
+      const clock = at(1_000);
+      const first = times(encodeRecord([untimed('s', 'temp'), untimed('s', 'hum')], clock));
+      const second = times(encodeRecord([untimed('s', 'temp'), untimed('s', 'hum')], clock));
+      expect(first).toEqual(['1000000000', '1000000000']);
+      expect(second).toEqual(['1000000001', '1000000001']);
+    });
+
+    it('take no receive time for a request whose readings all have one', () => {
+      const clock = at(1_000);
+      encodeRecord([{ timeNs: '7', shipId: 's', cargoId: 'c', value: 1 }], clock);
+      expect(clock.nextNs()).toBe('1000000000');
+    });
+  });
+
   it.each(['', 'only\tthree\tfields', 'x\ts\tc\t1', '1\t\tc\t1', '1\ts\tc\tNaN', '1\ts\tc\t'])('refuses the corrupt line %j', (line) => {
     expect(() => decodeRecord(line)).toThrow(RecordCorruptError);
   });

@@ -23,13 +23,53 @@ const formatValue = (value: number): string => (Object.is(value, -0) ? '-0' : St
 /** One reading as a record line; also the form dead letters keep. */
 export const formatLine = (r: QueuedReading): string => `${r.timeNs}\t${r.shipId}\t${r.cargoId}\t${formatValue(r.value)}`;
 
+/**
+ * One request's readings as a record. Readings without a time share one receive time per request,
+ * as a GPS pair must, except that a series (ship_id, cargo_id) met again in the request takes the
+ * next nanosecond, so deduplication keeps both; the clock never gives any time twice.
+ */
 export function encodeRecord(readings: readonly Reading[], clock: ReceiveClock): string {
+  const offsets = receiveTimeOffsets(readings);
+  const times = offsets === undefined ? undefined : clock.reserve(offsets.span);
+  const first = times?.ns();
   let payload = '';
   for (let i = 0; i < readings.length; i++) {
     const r = readings[i]!;
-    payload += `${i === 0 ? '' : '\n'}${r.timeNs ?? clock.nextNs()}\t${r.shipId}\t${r.cargoId}\t${formatValue(r.value)}`;
+    const offset = offsets?.of?.[i] ?? 0;
+    const time = r.timeNs ?? (offset === 0 ? first : times!.ns(offset));
+    payload += `${i === 0 ? '' : '\n'}${time}\t${r.shipId}\t${r.cargoId}\t${formatValue(r.value)}`;
   }
   return payload;
+}
+
+/**
+ * For the readings without a time: how many earlier readings of their series in the request had
+ * none either (`of`, absent when all are 0), and how many receive times the request needs (`span`).
+ * Undefined when every reading has its own time.
+ */
+function receiveTimeOffsets(readings: readonly Reading[]): { of: number[] | undefined; span: number } | undefined {
+  let untimed = 0;
+  for (let i = 0; i < readings.length; i++) if (readings[i]!.timeNs === undefined) untimed += 1;
+  if (untimed === 0) return undefined;
+  if (untimed === 1) return { of: undefined, span: 1 };
+  // By ship, then cargo: no key string to build per reading.
+  const seen = new Map<string, Map<string, number>>();
+  const of: number[] = new Array(readings.length).fill(0);
+  let span = 1;
+  for (let i = 0; i < readings.length; i++) {
+    const r = readings[i]!;
+    if (r.timeNs !== undefined) continue;
+    let cargos = seen.get(r.shipId);
+    if (cargos === undefined) {
+      cargos = new Map();
+      seen.set(r.shipId, cargos);
+    }
+    const before = cargos.get(r.cargoId) ?? 0;
+    cargos.set(r.cargoId, before + 1);
+    of[i] = before;
+    if (before >= span) span = before + 1;
+  }
+  return { of, span };
 }
 
 /** 1 to 19 ASCII digits: an epoch in nanoseconds as written by encodeRecord. */

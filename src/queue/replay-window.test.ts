@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReplayWindow } from './replay-window.js';
 
 describe('ReplayWindow', () => {
@@ -46,5 +46,25 @@ describe('ReplayWindow', () => {
     window.acknowledged(1);
     time.advance(10_000);
     expect(window.expired()).toBe(1);
+  });
+
+  describe('on the real clocks', () => {
+    afterEach(() => {
+      vi.restoreAllMocks();
+    });
+
+    it('is not moved by a step of the wall clock, forward or back', async () => {
+      const wall = Date.now();
+      const now = vi.spyOn(Date, 'now').mockReturnValue(wall);
+      const window = new ReplayWindow<number>(200);
+      window.acknowledged(1);
+      // NTP sets a board's clock an hour forward: nothing kept is let go early.
+      now.mockReturnValue(wall + 3_600_000);
+      expect(window.expired()).toBeUndefined();
+      // An hour back: what was acknowledged a window ago goes all the same.
+      now.mockReturnValue(wall - 3_600_000);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(window.expired()).toBe(1);
+    });
   });
 });

@@ -7,13 +7,17 @@
  * Only acknowledgements seen while this process ran count: time the board spent without power
  * wrote nothing back, so after a start every kept reading is sent again and its clock starts anew.
  * Holds one entry per acknowledged batch of the last `windowMs`.
+ *
+ * The window is a duration, so it is timed by the monotonic clock: a step of the wall clock (NTP
+ * setting a board's clock at boot, an operator's `date -s`) neither lets every kept reading go at
+ * once nor holds them past the window.
  */
 export class ReplayWindow<Position> {
   readonly #windowMs: number;
   readonly #now: () => number;
   #acknowledged: { position: Position; at: number }[] = [];
 
-  constructor(windowMs: number, now: () => number = Date.now) {
+  constructor(windowMs: number, now: () => number = () => performance.now()) {
     this.#windowMs = windowMs;
     this.#now = now;
   }

@@ -106,6 +106,12 @@ export function dropPassedSegments(db: Database.Database, common: Progress): voi
   }
 }
 
+/** The slowest of the common mark and the kept marks: nothing after it may go. */
+export function slowestMark(db: Database.Database, common: Progress = readProgress(db)): Progress {
+  const kept = db.prepare<[], [number, number]>('SELECT segment, last_id FROM sink_kept').raw(true).all();
+  return kept.map(([segment, lastId]) => ({ segment, lastId })).reduce((a, b) => (compareMarks(a, b) <= 0 ? a : b), common);
+}
+
 /**
  * Makes the queue's marks those of the configured sinks: a new sink starts after the newest record
  * (or at the oldest queued one when it backfills); a sink no longer configured lets go of what it

@@ -46,6 +46,8 @@ export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: num
   const readings: Reading[] = [];
   const shipLocs: Loc[] = [];
   const problems: ReadingIssue[] = [];
+  /** The fixes without a time: where their readings are, and their ship. */
+  const untimed: UntimedFix[] = [];
   let total = 0;
   for (let i = 0; i < fixes.length; i++) {
     const prefix: Loc = single ? ['body'] : ['body', i];
@@ -61,11 +63,12 @@ export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: num
       problems.push(...found.problems);
       continue;
     }
-    const timeNs = found.readings[0]!.timeNs ?? clock.nextNs();
+    const from = readings.length;
     for (const reading of found.readings) {
-      readings.push({ ...reading, timeNs });
+      readings.push(reading);
       shipLocs.push([...prefix, 'ship_id']);
     }
+    if (found.readings[0]!.timeNs === undefined) untimed.push({ from, to: readings.length, ship: found.readings[0]!.shipId });
   }
   if (problems.length > 0) {
     return {
@@ -75,7 +78,32 @@ export function parseGpsFixes(body: unknown, validator: Validator, maxFixes: num
       details: problems.slice(0, MAX_REPORTED_PROBLEMS),
     };
   }
+  if (untimed.length > 0) stampReceiveTimes(readings, untimed, clock);
   return { ok: true, readings, shipLocs };
+}
+
+/**
+ * The fixes without a time share the request's receive time, all readings of a fix alike; a ship's
+ * second fix in the request takes the next nanosecond, its third the one after, and so on.
+ */
+function stampReceiveTimes(readings: Reading[], untimed: readonly UntimedFix[], clock: ReceiveClock): void {
+  const fixesOf = new Map<string, number>();
+  const offsets = untimed.map(({ ship }) => {
+    const before = fixesOf.get(ship) ?? 0;
+    fixesOf.set(ship, before + 1);
+    return before;
+  });
+  const times = clock.reserve(Math.max(...fixesOf.values()));
+  untimed.forEach(({ from, to }, i) => {
+    const timeNs = times.ns(offsets[i]);
+    for (let j = from; j < to; j++) readings[j] = { ...readings[j]!, timeNs };
+  });
+}
+
+interface UntimedFix {
+  from: number;
+  to: number;
+  ship: string;
 }
 
 type FixReadings = { ok: true; readings: Reading[] } | { ok: false; problems: ReadingIssue[] };

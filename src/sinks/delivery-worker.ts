@@ -1,6 +1,6 @@
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
-import pino from 'pino';
+import type pino from 'pino';
 import { createLogger } from '../log/logger.js';
 import type { Durability, Progress } from '../queue/queue-file.js';
 import { QueueReader } from '../queue/queue-reader.js';
@@ -46,10 +46,18 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
   if (port === null) throw new Error('delivery runs in a worker thread');
   const post = (message: FromDelivery): void => port.postMessage(message);
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
-  const logger = createLogger(data.logLevel, pino.destination({ dest: 1, sync: true })).child({ thread: 'delivery' });
+  const logger = createLogger(data.logLevel).child({ thread: 'delivery' });
   const sinks: Sink[] = data.sinks.map((spec) => {
     const replayWindowMs = spec.replayWindowMs ?? 0;
-    const reader = new QueueReader(data.dataDir, data.durability, spec.name, { keeps: replayWindowMs > 0 });
+    const reader = new QueueReader(data.dataDir, data.durability, spec.name, {
+      keeps: replayWindowMs > 0,
+      reserve: true,
+      onReserveReleased: () =>
+        logger.warn(
+          { event: 'queue_reserve_used', sink: spec.name },
+          'the disk is full: the queue reserve was used to record deliveries; ingest resumes once the delivered readings made room',
+        ),
+    });
     const loop = new SinkLoop({
       reader,
       target: createTarget(spec, logger),
@@ -82,7 +90,11 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     if (message.type === 'wake') {
       for (const sink of sinks) sink.loop.wake();
     } else if (message.type === 'pressure') {
-      dropOldest(sinks, message.bytes, logger, post);
+      try {
+        dropOldest(sinks, message.bytes, logger, post);
+      } catch (error) {
+        logger.error({ event: 'drop_oldest_failed', err: error }, 'could not skip the oldest readings (disk full?)');
+      }
       post({ type: 'pressure_handled' });
     } else {
       clearInterval(heapTimer);

@@ -87,4 +87,26 @@ describe('SinkLoop', () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(queue.done).toBe(true);
   });
+
+  it('counts a delivery the queue could not record (an fsync failed) as a failed attempt and sends the batch again', async () => {
+    const target = new ScriptedTarget([
+      () => ({ ok: true, requests: 1, deadLetters: [] }),
+      () => ({ ok: true, requests: 1, deadLetters: [] }),
+    ]);
+    const queue = new OneRecordQueue();
+    const complete = queue.complete.bind(queue);
+    let fsyncs = 0;
+    queue.complete = () => {
+      if (++fsyncs === 1) throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_FSYNC' });
+      return complete();
+    };
+    const failures: string[] = [];
+    start(target, queue, failures);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(failures).toEqual(['delivered, but the queue could not record it: disk I/O error']);
+    expect(queue.done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(target.attempts).toHaveLength(2);
+    expect(queue.done).toBe(true);
+  });
 });

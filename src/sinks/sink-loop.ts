@@ -59,7 +59,7 @@ export class SinkLoop {
   readonly #replay: (ReplaySettings & { window: ReplayWindow<Progress> }) | undefined;
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
-  #lastKeepCheck = 0;
+  #lastKeepCheck = Number.NEGATIVE_INFINITY;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -171,8 +171,9 @@ export class SinkLoop {
     const expired = replay.window.expired();
     // Checked every few seconds, not only when something is to be let go: a destination that comes
     // back from a cut may stop applying writes a while after it answered the first check.
-    if (!this.#mustRecover && Date.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
-    this.#lastKeepCheck = Date.now();
+    // Monotonic: a step of the wall clock back must not stop the checks until it catches up.
+    if (!this.#mustRecover && performance.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
+    this.#lastKeepCheck = performance.now();
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
       this.#mustRecover = true;
@@ -192,8 +193,14 @@ export class SinkLoop {
       return undefined;
     }
     if (expired !== undefined) {
-      replay.queue.keep(expired);
-      replay.window.released(expired);
+      try {
+        replay.queue.keep(expired);
+        replay.window.released(expired);
+      } catch (error) {
+        // The queue file could not record it (an fsync failed, a full disk): the readings stay
+        // kept a while longer; the next check lets them go.
+        this.#log.warn({ event: 'keep_failed', sink: this.name, error: (error as Error).message }, 'could not let kept readings go');
+      }
     }
     return undefined;
   }
@@ -231,7 +238,19 @@ export class SinkLoop {
       return this.#failed(delivery, readings, started);
     }
     const durationMs = Math.round(performance.now() - started);
-    const completion = this.#reader.complete(records, delivery.deadLetters);
+    let completion: Completion;
+    try {
+      completion = this.#reader.complete(records, delivery.deadLetters);
+    } catch (error) {
+      // The destination has the batch but the queue file could not record it (an fsync failed, a
+      // full disk): it is sent again later, which deduplication stores once.
+      this.#readAhead = undefined;
+      return this.#failed(
+        { message: `delivered, but the queue could not record it: ${(error as Error).message}`, level: 'error' },
+        readings,
+        started,
+      );
+    }
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.

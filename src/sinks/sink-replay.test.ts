@@ -115,6 +115,18 @@ describe('a sink with a replay window', () => {
     ]);
   });
 
+  it('keeps its readings the whole window when the wall clock steps, forward or back', async () => {
+    // NTP sets the board's clock a day forward: the acknowledgements are not a day old for that.
+    vi.setSystemTime(Date.now() + 86_400_000);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(reader.kept).toEqual({ segment: 1, lastId: 0 });
+    // And back by two: the checks go on, and the readings go once the window has passed.
+    vi.setSystemTime(Date.now() - 2 * 86_400_000);
+    await vi.advanceTimersByTimeAsync(WINDOW_MS);
+    expect(reader.kept).toEqual(reader.progress);
+    expect(target.recoveries).toBeGreaterThan(WINDOW_MS / 5_000);
+  });
+
   it('lets nothing go while the destination cannot be recovered', async () => {
     target.recovery = { ok: false, message: 'table stays suspended', level: 'error' };
     await vi.advanceTimersByTimeAsync(3 * WINDOW_MS);

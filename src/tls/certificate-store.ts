@@ -1,7 +1,7 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createSelfSignedCertificate, type PemPair } from './self-signed.js';
 
 export type CertificateSource = 'file' | 'systemd credential' | 'self-signed';
@@ -25,6 +25,8 @@ export interface CertificateLocation {
   /** $CREDENTIALS_DIRECTORY under systemd: credentials `tls_cert` and `tls_key`. */
   credentialsDirectory: string | undefined;
   dataDir: string;
+  /** Read the self-signed pair, never make or replace it: beside a running gateway, which owns it. */
+  readOnly?: boolean;
 }
 
 export class CertificateError extends Error {
@@ -55,15 +57,23 @@ export function loadServerCertificate(location: CertificateLocation): ServerCert
     try {
       return readPair(certPath, keyPath, 'self-signed');
     } catch (error) {
-      if (!(error instanceof CertificateError)) throw error;
+      if (!(error instanceof CertificateError) || location.readOnly === true) throw error;
       // The gateway's own pair, damaged (a power cut before it reached the card): a new one beats
       // refusing to start, as devices of the SDK do not verify the certificate anyway.
       writeSelfSigned(dir, certPath, keyPath);
       return { ...readPair(certPath, keyPath, 'self-signed'), replacedDamaged: error.message };
     }
   }
+  if (location.readOnly === true) throw new CertificateError(`no self-signed certificate in ${dir} yet`);
   writeSelfSigned(dir, certPath, keyPath);
   return readPair(certPath, keyPath, 'self-signed');
+}
+
+/** Whether the certificate is the self-signed one in DATA_DIR: no operator files, no credentials. */
+export function usesSelfSigned(location: CertificateLocation): boolean {
+  if (location.certFile !== undefined && location.keyFile !== undefined) return false;
+  const credentials = location.credentialsDirectory;
+  return !(credentials !== undefined && existsSync(join(credentials, 'tls_cert')) && existsSync(join(credentials, 'tls_key')));
 }
 
 function readPair(certPath: string, keyPath: string, source: CertificateSource): ServerCertificate {
@@ -111,9 +121,18 @@ function localNames(): string[] {
 }
 
 function writeSelfSigned(dir: string, certPath: string, keyPath: string): void {
-  const created = !existsSync(dir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (created) syncDirectory(dirname(dir));
+  // Each directory made here (DATA_DIR too, on a first start) is named durably by its parent; when
+  // that fails, what was made goes again, so the next start makes and fsyncs it anew.
+  const first = mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    for (let made = resolve(dir); first !== undefined; made = dirname(made)) {
+      syncDirectory(dirname(made));
+      if (made === resolve(first) || made === dirname(made)) break;
+    }
+  } catch (error) {
+    rmSync(first as string, { recursive: true, force: true });
+    throw error;
+  }
   const pair = createSelfSignedCertificate({ commonName: hostname(), altNames: localNames(), validDays: SELF_SIGNED_VALID_DAYS });
   // Written beside, synced and renamed, then the directory synced: neither a crash nor a power cut
   // leaves half a key or a name without its content. The key first, as the pair is complete only

@@ -19,5 +19,12 @@ export const TLS_PROTOCOL: TlsOptions = {
   honorCipherOrder: true,
 };
 
+/**
+ * Both HTTP/1 versions: Node offers only `http/1.1` by default, which fails the handshake
+ * (no_application_protocol) of a client that offers only `http/1.0` (`curl --http1.0`).
+ * A client offering both gets HTTP/1.1, the first of these it offers.
+ */
+export const HTTP_ALPN_PROTOCOLS = ['http/1.1', 'http/1.0'];
+
 /** The first byte of a TLS record carrying a handshake (ClientHello); no HTTP method starts with it. */
 export const TLS_HANDSHAKE_BYTE = 0x16;

@@ -2,8 +2,7 @@
 // boot script reads and RAUC's backend writes, which bundle may replace which release, what becomes
 // of a trial, the queue kept across a trial that upgrades its format, and the device key file that
 // first boot writes for the gateway. The emulated board runs them for real (appliance:update-test).
-import { lstatSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -22,8 +21,9 @@ import {
 } from '../../appliance/board/update.mjs';
 import { parseKeyFile } from '../../src/keys/key-file.js';
 import { keyMatches } from '../../src/keys/key-hash.js';
+import { tempDir } from '../support/temp-dir.js';
 
-const temp = () => mkdtempSync(join(tmpdir(), 'harbor-update-'));
+const temp = () => tempDir('update');
 const onA = 'root=PARTUUID=1a2b3c4d-02 rauc.slot=A harbor.trial=0';
 const onBTrial = 'root=PARTUUID=1a2b3c4d-03 rauc.slot=B harbor.trial=1';
 const onB = 'root=PARTUUID=1a2b3c4d-03 rauc.slot=B harbor.trial=0';

@@ -15,6 +15,7 @@ export interface HealthDeps {
   version: string;
   tls?: () => TlsSummary;
   sinks?: readonly SinkDescription[];
+  idempotency?: { readonly size: number; readonly repeats: number; readonly forgottenEarly: number };
 }
 
 export const HEALTH_ROUTES = ['/healthz', '/readyz', '/status'] as const;

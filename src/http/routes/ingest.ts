@@ -1,7 +1,8 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
-import type { QueueWriter } from '../../queue/queue-writer.js';
-import { QueueRefusedError, type QueueRefusal } from '../../queue/queue-errors.js';
+import { createHash } from 'node:crypto';
+import type { QueueWriter, RequestConnection } from '../../queue/queue-writer.js';
+import { QueueRefusedError, RequestAbandonedError, type QueueRefusal } from '../../queue/queue-errors.js';
 import { encodeRecord } from '../../queue/record-codec.js';
 import { parseBatch, parseSingle, type ParseResult, type Validator } from '../../reading/parse-readings.js';
 import { toReadingIssues, type ReadingIssue } from '../../reading/reading-issues.js';
@@ -16,6 +17,7 @@ import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
 import { principalOf } from '../middleware/api-key/index.js';
+import { parseIdempotencyKey, type IdempotencyKeys } from '../idempotency-keys.js';
 import { problem } from '../problem-details.js';
 import { clockSynchronized } from '../../health/clock.js';
 
@@ -33,6 +35,7 @@ export interface IngestDeps {
   logger: Logger;
   keys: { counters: KeyCounterTable };
   console?: { accepted(principal: Principal, readings: readonly Reading[]): void };
+  idempotency: IdempotencyKeys;
 }
 
 type Kind = 'single' | 'batch' | 'ttn' | 'gps';
@@ -123,17 +126,83 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
         );
   if (foreign !== undefined) return problem(c, 403, foreign.message, foreign.details);
 
-  const stored = await store(c, parsed.readings, deps);
-  if (stored !== undefined) return stored;
-  if (principal !== undefined) deps.keys.counters.accepted(principal.name, parsed.readings.length);
-  if (principal !== undefined) deps.console?.accepted(principal, parsed.readings);
+  // The one header lookup a request without a key pays.
+  const idempotencyKey = c.req.header('idempotency-key');
+  if (idempotencyKey !== undefined) return storeOnce(c, kind, parsed.readings, principal, idempotencyKey, deps);
+  const stored = await storeAndCount(c, kind, parsed.readings, principal, deps);
+  return stored instanceof Response ? stored : c.json(stored);
+}
+
+/** Commits the readings and counts them for their key: the body of the 200 answer, or the refusal. */
+async function storeAndCount(
+  c: Context,
+  kind: Kind,
+  readings: Reading[],
+  principal: Principal | undefined,
+  deps: IngestDeps,
+): Promise<Response | object> {
+  const refused = await store(c, readings, deps);
+  if (refused !== undefined) return refused;
+  if (principal !== undefined) {
+    deps.keys.counters.accepted(principal.name, readings.length);
+    deps.console?.accepted(principal, readings);
+  }
   if (kind === 'single') {
-    const reading = parsed.readings[0]!;
-    return c.json({ status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId });
+    const reading = readings[0]!;
+    return { status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId };
   }
   const status =
     kind === 'batch' ? 'Batch data received and queued' : kind === 'gps' ? 'GPS data received and queued' : 'Uplink received and queued';
-  return c.json({ status, count: parsed.readings.length });
+  return { status, count: readings.length };
+}
+
+/**
+ * A request with an `Idempotency-Key`: stored once per device key and key within the window; a
+ * repetition gets the first answer again (with `Idempotent-Replayed: true`) and stores nothing.
+ */
+async function storeOnce(
+  c: Context,
+  kind: Kind,
+  readings: Reading[],
+  principal: Principal | undefined,
+  header: string,
+  deps: IngestDeps,
+): Promise<Response> {
+  const key = parseIdempotencyKey(header);
+  if (key === undefined) {
+    return problem(c, 400, 'Idempotency-Key must be 1 to 255 visible ASCII characters', [
+      { loc: ['header', 'Idempotency-Key'], msg: 'Use 1 to 255 visible ASCII characters, e.g. a UUID', type: 'idempotency_key_invalid' },
+    ]);
+  }
+  const claim = await deps.idempotency.claim(principal?.name ?? '', key, fingerprint(kind, readings));
+  if (claim.kind === 'mismatch') {
+    return problem(c, 422, 'Idempotency-Key was already used for a different request', [
+      { loc: ['header', 'Idempotency-Key'], msg: 'A new request needs a new key', type: 'idempotency_key_reused' },
+    ]);
+  }
+  if (claim.kind === 'repeat') {
+    return c.json(claim.answer.body as object, claim.answer.status as 200, { 'Idempotent-Replayed': 'true' });
+  }
+  let stored: Response | object;
+  try {
+    stored = await storeAndCount(c, kind, readings, principal, deps);
+  } catch (error) {
+    claim.failed();
+    throw error;
+  }
+  if (stored instanceof Response) {
+    claim.failed();
+    return stored;
+  }
+  claim.answered({ status: 200, body: stored });
+  return c.json(stored);
+}
+
+/** What a keyed request asks to store: its endpoint and readings, receive times aside. */
+function fingerprint(kind: Kind, readings: readonly Reading[]): string {
+  const hash = createHash('sha256').update(kind);
+  for (const r of readings) hash.update(`\n${r.timeNs ?? ''}\t${r.shipId}\t${r.cargoId}\t${Object.is(r.value, -0) ? '-0' : r.value}`);
+  return hash.digest('base64');
 }
 
 const WINDOW_PROBLEMS = new Set(['datetime_past', 'datetime_future']);
@@ -185,8 +254,18 @@ function parse(json: unknown, kind: Kind, deps: IngestDeps): ParseResult {
 /** Commits the readings as one queue record; undefined on success, else the refusal to send. */
 async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise<Response | undefined> {
   try {
-    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, Date.now());
+    // Received at the clock's newest millisecond: at a restart the queue's newest one is where it starts.
+    await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, deps.clock.receivedMs(), connectionOf(c));
   } catch (error) {
+    if (error instanceof RequestAbandonedError) {
+      deps.stats.abandonedRequests += 1;
+      deps.logger.info(
+        { event: 'request_abandoned', readings: readings.length },
+        'the client closed the connection before the commit; nothing of the request is stored',
+      );
+      // Nobody reads it; 499 is the status proxies log for a request its client closed.
+      return c.body(null, 499 as 400);
+    }
     if (error instanceof QueueRefusedError) {
       if (error.refusal !== 'full' && error.refusal !== 'closed') {
         deps.logger.error({ event: 'queue_write_failed', refusal: error.refusal, err: error.cause }, error.message);
@@ -200,6 +279,10 @@ async function store(c: Context, readings: Reading[], deps: IngestDeps): Promise
   deps.delivery.notifyAppended();
   return undefined;
 }
+
+/** The request's connection (plain or TLS socket), which is destroyed once its client closed it. */
+const connectionOf = (c: Context): RequestConnection | undefined =>
+  (c.env as { incoming?: { socket?: RequestConnection } } | undefined)?.incoming?.socket;
 
 function unavailable(c: Context, error: QueueRefusedError): Response {
   const seconds = RETRY_AFTER_S[error.refusal];
