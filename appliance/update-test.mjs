@@ -15,7 +15,8 @@
 //   5. the central tier offers the old release: refused as a downgrade, nothing written;
 //   6. a bundle whose gateway cannot start: installed, tried, marked bad, and the board is back on
 //      the committed slot by itself, saying why, with its queue whole.
-// Builds what it needs when missing: the old release's image (--release) and this tree's, both
+// Builds what it needs when missing: the previous release's image (--release, the newest release
+// CHANGELOG.md records) and this tree's, both
 // without Grafana and with the test signing keys. Runs as root, in a network namespace of its own.
 import { createServer } from 'node:http';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -37,6 +38,7 @@ import {
   writeBootFile,
 } from './lib/vm.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
+import { previousRelease } from '../scripts/lib/releases.mjs';
 import { postReadings, questdbCount, gatewayStatus } from './lib/vm-checks.mjs';
 
 const elapsed = stopwatch();
@@ -51,7 +53,8 @@ const option = (/** @type {string} */ name) => {
 };
 
 requireRoot('run the emulated board');
-const OLD_RELEASE = '0.4.0';
+// The previous release: the newest CHANGELOG.md records with its commit (tags do not travel).
+const OLD_RELEASE = previousRelease().version;
 if (process.env['HARBOR_VM_NETNS'] !== '1') {
   ensureHostPackages({ ...VM_HOST_PACKAGES, rauc: 'rauc', mksquashfs: 'squashfs-tools', openssl: 'openssl' });
   // Built outside the namespace: the builds fetch packages.
