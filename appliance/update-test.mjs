@@ -16,8 +16,8 @@
 //   6. a bundle whose gateway cannot start: installed, tried, marked bad, and the board is back on
 //      the committed slot by itself, saying why, with its queue whole.
 // Builds what it needs when missing: the previous release's image (--release, the newest release
-// CHANGELOG.md records) and this tree's, both
-// without Grafana and with the test signing keys. Runs as root, in a network namespace of its own.
+// CHANGELOG.md records) and this tree's, both without Grafana and with the test signing keys.
+// Runs as root, in a network namespace of its own.
 import { createServer } from 'node:http';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
