@@ -280,6 +280,9 @@ try {
     `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned by the gateway's dynamic user (uid ${owner.file}); ${status3.keys.length} keys in /status`,
   );
   failed = false;
+} catch (error) {
+  // process.exit below would otherwise drop the reason.
+  process.stdout.write(`${/** @type {Error} */ (error).stack ?? error}\n`);
 } finally {
   for (const cleanup of cleanups) cleanup();
   process.stdout.write(`appliance:boot-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n${timings.join('\n')}\n`);

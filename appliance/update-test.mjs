@@ -270,6 +270,9 @@ try {
 
   timings.push(`bundle: ${mib(newRelease.bundle)} MiB; third installation attempt: ${installSeconds} s`);
   failed = false;
+} catch (error) {
+  // process.exit below would otherwise drop the reason.
+  process.stdout.write(`${/** @type {Error} */ (error).stack ?? error}\n`);
 } finally {
   process.stdout.write(`appliance:update-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n${timings.join('\n')}\n`);
   if (failed) process.stdout.write(`consoles kept in ${work}\n`);

@@ -1,6 +1,7 @@
 // What the update test offers the board besides a release's own bundle, made from that bundle on
 // the host: the same content signed by a key the board does not trust, and a release whose gateway
 // cannot start. Also finds (and, when missing, builds) the release folders of appliance:build.
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { COMPATIBLE } from '../board/update.mjs';
@@ -90,14 +91,18 @@ export function rebundle({ from, to, work, signing, version, description, breakG
 /**
  * A small bundle of this board's kind and a newer version, signed by a key the board does not
  * trust: what a refusal of the signature is tested with, without moving a release's hundreds of
- * megabytes. Its slot image is an empty ext4 file system.
+ * megabytes. Its slot image is a small ext4 file system holding random bytes: an empty one squashes
+ * to less than the 4 KiB RAUC requires of a verity bundle.
  * @param {{ to: string, work: string, version: string }} options
  */
 export function untrustedSmallBundle({ to, work, version }) {
   const content = join(work, 'small-bundle');
   rmSync(content, { recursive: true, force: true });
-  mkdirSync(content, { recursive: true });
-  run('mkfs.ext4', ['-q', '-F', '-L', 'harbor-root', join(content, 'rootfs.ext4'), '8M']);
+  const files = join(content, 'files');
+  mkdirSync(files, { recursive: true });
+  writeFileSync(join(files, 'random'), randomBytes(64 * 1024));
+  run('mkfs.ext4', ['-q', '-F', '-L', 'harbor-root', '-d', files, join(content, 'rootfs.ext4'), '8M']);
+  rmSync(files, { recursive: true });
   writeFileSync(
     join(content, 'manifest.raucm'),
     [
