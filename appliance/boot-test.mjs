@@ -309,7 +309,7 @@ async function consoleChecks({ url, apiKey, consoleUrl, password, fingerprint, c
   const overview = await session.request('/console/');
   expect(
     overview.status === 200 && overview.html.includes(fingerprint),
-    `the console overview (${overview.status}) does not show ${fingerprint}`,
+    `the console overview (${overview.status}) does not show ${fingerprint}: ${overview.html.replace(/<[^>]+>/g, ' ').slice(0, 400)}`,
   );
   if (clock !== undefined)
     expect(new RegExp(`<dt>Clock</dt>\\s*<dd>${clock}`).test(overview.html), `the console overview does not say the clock is ${clock}`);
