@@ -112,6 +112,12 @@ export function partitionDigest(/** @type {string} */ disk, /** @type {Partition
  *   waits for the console to show pattern (searched from the position of the last match on)
  */
 
+/** Machines still running: a test that stops, passed or failed, leaves none behind. */
+const running = new Set();
+process.once('exit', () => {
+  for (const machine of running) machine.kill('SIGKILL');
+});
+
 /**
  * Boots the disk. Ports of the board are forwarded from the namespace's loopback.
  * @param {{ disk: string, serial: string, forwards: Record<string, number>, work: string }} options
@@ -159,6 +165,8 @@ export function bootMachine({ disk, serial, forwards, work }) {
     { stdio: ['ignore', log, log] },
   );
   closeSync(log);
+  running.add(machine);
+  machine.once('exit', () => running.delete(machine));
   const exited = new Promise((resolveExit) => machine.once('exit', () => resolveExit(undefined)));
   const consoleText = () => (existsSync(serial) ? stripVTControlCharacters(readFileSync(serial, 'latin1')) : '');
   let from = 0;
