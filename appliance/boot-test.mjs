@@ -36,6 +36,7 @@ import {
   bootMachine,
   editPartition,
   inNetworkNamespace,
+  instrumentSlot,
   partitionDigest,
   partitions,
   readPartitionFile,
@@ -88,6 +89,7 @@ try {
   run('cp', ['--sparse=always', release.image, disk]);
   run('truncate', ['-s', '+4G', disk]);
   const parts = partitions(disk);
+  instrumentSlot(disk, parts.rootA, work);
   writeFileSync(join(work, 'questdb.env'), 'QDB_HTTP_BIND_TO=0.0.0.0:9000\n');
   editPartition(disk, parts.data, [`write ${join(work, 'questdb.env')} /lib/harbor-appliance/etc/harbor-gateway/questdb.env`]);
 

@@ -31,6 +31,7 @@ import {
   bootMachine,
   editPartition,
   inNetworkNamespace,
+  instrumentSlot,
   partitionDigest,
   partitions,
   readBootFile,
@@ -89,6 +90,7 @@ try {
   run('cp', ['--sparse=always', oldRelease.image, disk]);
   run('truncate', ['-s', '+4G', disk]);
   const parts = partitions(disk);
+  instrumentSlot(disk, parts.rootA, work);
   // QuestDB cannot start in the old slot: the gateway finds it unreachable and queues.
   editPartition(disk, parts.rootA, [
     'rm /etc/systemd/system/multi-user.target.wants/harbor-questdb.service',

@@ -6,7 +6,7 @@
 // network reaches the host at 10.0.2.2, which is the namespace's loopback, and nothing else, so
 // whatever the board tries to reach (time servers, the central tier) is only what the test serves.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { output, run } from './host.mjs';
@@ -92,6 +92,32 @@ export function readPartitionFile(/** @type {string} */ disk, /** @type {Partiti
  */
 export function editPartition(disk, part, requests) {
   for (const request of requests) spawnSync('debugfs', ['-w', '-R', request, `${disk}?offset=${part.start * 512}`], { stdio: 'ignore' });
+}
+
+/**
+ * What the tests change on a card's system slot for the emulated board, before it first boots:
+ * - the journal is copied to the serial console, so a test that fails shows why in its console log
+ *   (the card keeps its journal in RAM only);
+ * - the gateway's watchdog waits 5 minutes instead of 30 s: under full emulation on a shared
+ *   machine the board's CPUs go unscheduled for longer than 30 s, and systemd then kills a gateway
+ *   that is only slow (as the hardware watchdog is left out, see bootMachine).
+ * @param {string} disk
+ * @param {Partition} part
+ * @param {string} work
+ */
+export function instrumentSlot(disk, part, work) {
+  const journal = join(work, 'journal-console.conf');
+  writeFileSync(journal, '[Journal]\nForwardToConsole=yes\nTTYPath=/dev/ttyAMA0\nMaxLevelConsole=info\n');
+  const watchdog = join(work, 'gateway-watchdog.conf');
+  writeFileSync(watchdog, '[Service]\nWatchdogSec=5min\n');
+  editPartition(disk, part, [
+    `write ${journal} /etc/systemd/journald.conf.d/90-emulated-board.conf`,
+    'mkdir /etc/systemd/system/harbor-gateway.service.d',
+    `write ${watchdog} /etc/systemd/system/harbor-gateway.service.d/90-emulated-board.conf`,
+  ]);
+  const written = readPartitionFile(disk, part, '/etc/systemd/system/harbor-gateway.service.d/90-emulated-board.conf');
+  if (written === undefined || !written.includes('WatchdogSec'))
+    throw new Error('could not write the emulated board drop-ins onto the slot');
 }
 
 /** SHA-256 of a partition's bytes: whether anything wrote to it. */
