@@ -23,7 +23,7 @@ import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSy
 import { join, resolve } from 'node:path';
 import { BOOT_BUNDLE, RESULT_FILE, compareVersions } from './board/update.mjs';
 import { applianceCache, ensureHostPackages, requireRoot, run, stopwatch } from './lib/host.mjs';
-import { releaseFolder, rebundle, untrustedKeys } from './lib/test-bundles.mjs';
+import { rebundle, releaseFolder, untrustedSmallBundle } from './lib/test-bundles.mjs';
 import {
   HOST_FROM_GUEST,
   VM_HOST_PACKAGES,
@@ -74,7 +74,9 @@ const timings = [];
 let failed = true;
 try {
   // The bundles the board is offered besides the good one, made from it.
-  const untrusted = rebundle({ from: newRelease.bundle, to: join(work, 'untrusted.raucb'), work, signing: untrustedKeys(work) });
+  const untrusted = untrustedSmallBundle({ to: join(work, 'untrusted.raucb'), work, version: `${newRelease.version}.2` });
+  // The release's bundle with the emulated board's drop-ins on its slot (lib/vm.mjs).
+  const update = rebundle({ from: newRelease.bundle, to: join(work, 'update.raucb'), work, emulated: true });
   const broken = rebundle({
     from: newRelease.bundle,
     to: join(work, 'broken.raucb'),
@@ -83,6 +85,7 @@ try {
     description: 'a gateway that cannot start',
     // The gateway's bundle replaced by one that fails as a bad release would, at start.
     breakGateway: true,
+    emulated: true,
   });
   say(`bundles: ${newRelease.version} (${mib(newRelease.bundle)} MiB), one signed by an untrusted key, one whose gateway cannot start`);
 
@@ -182,7 +185,7 @@ try {
   say(`power cut under load: ${answered.size} readings answered in all`);
 
   // 2. The new bundle on the boot partition; power cuts 3 s and 60 s into the installation.
-  writeBootFile(disk, parts.boot, newRelease.bundle, BOOT_BUNDLE);
+  writeBootFile(disk, parts.boot, update, BOOT_BUNDLE);
   for (const [attempt, delay] of /** @type {const} */ ([
     [1, 3],
     [2, 20],
@@ -222,7 +225,7 @@ try {
   say('power cut during the trial boot: the old slot came back by itself and says the trial was never confirmed');
 
   // 4. The bundle again: installed, tried, confirmed; every reading delivered once.
-  writeBootFile(disk, parts.boot, newRelease.bundle, BOOT_BUNDLE);
+  writeBootFile(disk, parts.boot, update, BOOT_BUNDLE);
   const fourth = await bootInto('A', 'the bundle again');
   const updateStarted = Date.now();
   await fourth.machine.waitFor(/installed \S+ into slot B/, 60 * 60_000, 'the installation completing');

@@ -9,6 +9,7 @@ import { signBundle } from './bundle.mjs';
 import { repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
 import { makeKeyPair, signingMaterial } from './signing.mjs';
+import { emulatedBoardDropIns } from './vm.mjs';
 
 /**
  * A release folder written by `appliance:build --kernel debian --without-grafana --test-keys`: this
@@ -61,11 +62,12 @@ const BROKEN_GATEWAY = "throw new Error('this release cannot start: a bundle mad
 
 /**
  * The content of a bundle, signed again: by other keys, or with another version and, when asked,
- * a gateway that cannot start.
+ * a gateway that cannot start; with `emulated`, the slot carries the emulated board's drop-ins
+ * (lib/vm.mjs, emulatedBoardDropIns).
  * @param {{ from: string, to: string, work: string, signing?: import('./signing.mjs').Signing, version?: string,
- *   description?: string, breakGateway?: boolean }} options
+ *   description?: string, breakGateway?: boolean, emulated?: boolean }} options
  */
-export function rebundle({ from, to, work, signing, version, description, breakGateway = false }) {
+export function rebundle({ from, to, work, signing, version, description, breakGateway = false, emulated = false }) {
   const test = signingMaterial({ testKeys: true });
   const content = join(work, 'rebundle');
   rmSync(content, { recursive: true, force: true });
@@ -81,6 +83,9 @@ export function rebundle({ from, to, work, signing, version, description, breakG
     const image = join(content, 'rootfs.ext4');
     run('debugfs', ['-w', '-R', 'rm /opt/harbor-gateway/dist/gateway.mjs', image], { quiet: true });
     run('debugfs', ['-w', '-R', `write ${file} /opt/harbor-gateway/dist/gateway.mjs`, image], { quiet: true });
+  }
+  if (emulated) {
+    for (const request of emulatedBoardDropIns(work)) run('debugfs', ['-w', '-R', request, join(content, 'rootfs.ext4')], { quiet: true });
   }
   mkdirSync(join(to, '..'), { recursive: true });
   signBundle({ content, bundle: to, signing: signing ?? test });

@@ -95,26 +95,28 @@ export function editPartition(disk, part, requests) {
 }
 
 /**
- * What the tests change on a card's system slot for the emulated board, before it first boots:
+ * What the tests change on a system slot for the emulated board (debugfs requests, files in work):
  * - the journal is copied to the serial console, so a test that fails shows why in its console log
  *   (the card keeps its journal in RAM only);
  * - the gateway's watchdog waits 5 minutes instead of 30 s: under full emulation on a shared
  *   machine the board's CPUs go unscheduled for longer than 30 s, and systemd then kills a gateway
  *   that is only slow (as the hardware watchdog is left out, see bootMachine).
- * @param {string} disk
- * @param {Partition} part
- * @param {string} work
  */
-export function instrumentSlot(disk, part, work) {
+export function emulatedBoardDropIns(/** @type {string} */ work) {
   const journal = join(work, 'journal-console.conf');
   writeFileSync(journal, '[Journal]\nForwardToConsole=yes\nTTYPath=/dev/ttyAMA0\nMaxLevelConsole=info\n');
   const watchdog = join(work, 'gateway-watchdog.conf');
   writeFileSync(watchdog, '[Service]\nWatchdogSec=5min\n');
-  editPartition(disk, part, [
+  return [
     `write ${journal} /etc/systemd/journald.conf.d/90-emulated-board.conf`,
     'mkdir /etc/systemd/system/harbor-gateway.service.d',
     `write ${watchdog} /etc/systemd/system/harbor-gateway.service.d/90-emulated-board.conf`,
-  ]);
+  ];
+}
+
+/** Writes emulatedBoardDropIns onto a card's system slot before it boots. */
+export function instrumentSlot(/** @type {string} */ disk, /** @type {Partition} */ part, /** @type {string} */ work) {
+  editPartition(disk, part, emulatedBoardDropIns(work));
   const written = readPartitionFile(disk, part, '/etc/systemd/system/harbor-gateway.service.d/90-emulated-board.conf');
   if (written === undefined || !written.includes('WatchdogSec'))
     throw new Error('could not write the emulated board drop-ins onto the slot');
