@@ -145,6 +145,7 @@ const running = new Set();
 process.once('exit', () => {
   for (const machine of running) machine.kill('SIGKILL');
 });
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.once(signal, () => process.exit(1));
 
 /**
  * Boots the disk. Ports of the board are forwarded from the namespace's loopback.
