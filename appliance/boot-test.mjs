@@ -3,8 +3,11 @@
 // services; a Raspberry Pi is not emulated), with the features a site uses, checked from outside as
 // devices and technicians see them. One card, three boots:
 //   boot 1: first boot applies a harbor.conf with a site name, the API key, two device keys, an
-//           upstream (a gateway on the host, as the central tier) and READ_ONLY_ROOT=yes; the console
-//           shows the site and the HTTPS certificate's fingerprint; the ESP32 SDK's TLS client
+//           upstream (a gateway on the host, as the central tier) and READ_ONLY_ROOT=yes; the screen
+//           shows the site, the HTTPS certificate's fingerprint and the generated console password;
+//           the local console on 443 takes that password (a wrong one 401), shows the fingerprint
+//           and the unsynchronised clock, and refuses an update bundle signed by a key the board
+//           does not trust before anything is written; the ESP32 SDK's TLS client
 //           (mbedTLS, scripts/lib/esp32-tls-client) posts over HTTPS on 443, where the certificate
 //           is the one the console printed; the device keys are accepted, limited to their ships and
 //           refused when wrong; the readings reach the board's QuestDB and the upstream; the clock
@@ -13,7 +16,7 @@
 //   boot 2: every answered reading is in QuestDB exactly once; the root is read-only;
 //   boot 3: a new harbor.conf changes the device keys: the removed and replaced keys are refused, the
 //           new ones accepted; the key file is owned by the gateway's dynamic user.
-// The checks go through /status; the local web console, once it exists, gets the same checks here.
+// The local console is checked at boots 1 and 3 (consoleChecks), /status beside it.
 // Builds the image when missing (--without-grafana --test-keys). Runs as root, in a network
 // namespace of its own: the board reaches only what the test serves.
 import { spawnSync } from 'node:child_process';
@@ -25,14 +28,16 @@ import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
 import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { applianceCache, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
-import { releaseFolder } from './lib/test-bundles.mjs';
-import { gatewayStatus, postReadings, questdbCount } from './lib/vm-checks.mjs';
+import { releaseFolder, untrustedSmallBundle } from './lib/test-bundles.mjs';
+import { consoleSession, gatewayStatus, postReadings, questdbCount } from './lib/vm-checks.mjs';
 import {
   HOST_FROM_GUEST,
   VM_HOST_PACKAGES,
   bootMachine,
   editPartition,
   inNetworkNamespace,
+  instrumentSlot,
+  partitionDigest,
   partitions,
   readPartitionFile,
   waitForHttp,
@@ -48,7 +53,7 @@ const expect = (/** @type {boolean} */ condition, /** @type {string} */ message)
 requireRoot('run the emulated board');
 const dirArg = process.argv[2] ? resolve(process.argv[2]) : undefined;
 if (process.env['HARBOR_VM_NETNS'] !== '1') {
-  ensureHostPackages(VM_HOST_PACKAGES);
+  ensureHostPackages({ ...VM_HOST_PACKAGES, rauc: 'rauc', mksquashfs: 'squashfs-tools', openssl: 'openssl' });
   buildEsp32TlsClient();
   run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
   releaseFolder({ dir: dirArg });
@@ -84,6 +89,7 @@ try {
   run('cp', ['--sparse=always', release.image, disk]);
   run('truncate', ['-s', '+4G', disk]);
   const parts = partitions(disk);
+  instrumentSlot(disk, parts.rootA, work);
   writeFileSync(join(work, 'questdb.env'), 'QDB_HTTP_BIND_TO=0.0.0.0:9000\n');
   editPartition(disk, parts.data, [`write ${join(work, 'questdb.env')} /lib/harbor-appliance/etc/harbor-gateway/questdb.env`]);
 
@@ -122,7 +128,7 @@ try {
       work,
     });
     const chosen = await machine.waitFor(/booting slot ([AB])/, 300_000, 'the boot script choosing a slot');
-    const ready = await waitForHttp(`${url}/readyz`, 20 * 60_000, machine);
+    const ready = await waitForHttp(`${url}/readyz`, 40 * 60_000, machine);
     say(`boot ${boot} (${why}): slot ${chosen[1]}, gateway ready ${ready} s after U-Boot`);
     timings.push(`boot ${boot} (${why}): U-Boot to ready ${ready} s`);
     return machine;
@@ -138,7 +144,21 @@ try {
   );
   expect(/Harbor Gateway "Boot test site" on gw-boot-test/.test(first.console()), 'the console does not show the site and hostname');
   const consoleFingerprint = String(banner[1]);
-  const status1 = await consoleChecks(url, apiKey);
+  const consolePassword = String(
+    (await first.waitFor(/CONSOLE_PASSWORD=(\S+)/, 60_000, 'the generated console password on the screen'))[1],
+  );
+  expect(consolePassword.length >= 16 && consolePassword !== apiKey, 'the generated console password is short or the API key');
+  const untrusted = untrustedSmallBundle({ to: join(work, 'untrusted.raucb'), work, version: '99.0.0' });
+  const slotB = partitionDigest(disk, parts.rootB);
+  const status1 = await consoleChecks({
+    url,
+    apiKey,
+    consoleUrl: `https://127.0.0.1:${httpsPort}`,
+    password: consolePassword,
+    fingerprint: consoleFingerprint,
+    clock: 'not synchronised',
+    refusedBundle: untrusted,
+  });
   expect(status1.clockSynchronized === false, `before any time server answered, clockSynchronized is ${status1.clockSynchronized}`);
   expect(
     status1.tls?.fingerprintSha256 === consoleFingerprint,
@@ -186,7 +206,8 @@ try {
   const central = await waitFor(
     async () => {
       const status = await gatewayStatus(upstream.url, upstreamKey);
-      return status.totals.acceptedReadings >= 6 ? status : undefined;
+      // The four readings the board answered 200 above: two of the API key's batch, one of each device key.
+      return status.totals.acceptedReadings >= 4 ? status : undefined;
     },
     10 * 60_000,
     'the readings at the central tier',
@@ -228,7 +249,8 @@ try {
   second.cut();
   await second.exited;
   const fstab = readPartitionFile(disk, parts.rootA, '/etc/fstab') ?? '';
-  expect(/^\/dev\/root\s+\/\s+ext4\s+ro,/m.test(fstab), 'the root is not read-only in fstab');
+  // First boot names the slot's partition in place of /dev/root (settings.mjs, setRootDevice).
+  expect(/^\S+\s+\/\s+ext4\s+ro,/m.test(fstab), `the root is not read-only in fstab: ${fstab}`);
 
   // Boot 3: the device keys change.
   writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tankNew} cam-3:${keys.cam}`));
@@ -246,15 +268,25 @@ try {
     `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`,
   );
   expect(/ 200/.test(line(after.tankNew)) && / 200/.test(line(after.cam)), `new keys: ${line(after.tankNew)}, ${line(after.cam)}`);
-  const status3 = await consoleChecks(url, apiKey);
+  const status3 = await consoleChecks({
+    url,
+    apiKey,
+    consoleUrl: `https://127.0.0.1:${httpsPort}`,
+    password: consolePassword,
+    fingerprint: consoleFingerprint,
+  });
   third.cut();
   await third.exited;
+  expect(partitionDigest(disk, parts.rootB) === slotB, 'slot B was written although the only bundle offered was refused');
   const owner = keyFileOwner(disk, parts.data);
   expect(owner.file !== 0 && owner.file === owner.dir, `the key file is owned by uid ${owner.file}, its folder by ${owner.dir}`);
   say(
     `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned by the gateway's dynamic user (uid ${owner.file}); ${status3.keys.length} keys in /status`,
   );
   failed = false;
+} catch (error) {
+  // process.exit below would otherwise drop the reason.
+  process.stdout.write(`${/** @type {Error} */ (error).stack ?? error}\n`);
 } finally {
   for (const cleanup of cleanups) cleanup();
   process.stdout.write(`appliance:boot-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n${timings.join('\n')}\n`);
@@ -264,12 +296,39 @@ try {
 }
 
 /**
- * What a technician checks on the board: today /status. The local web console, when it exists,
- * is checked here too, for the same facts.
+ * What a technician checks on the board: the local console on 443, logged in with the console
+ * password (a wrong one refused), showing the certificate's fingerprint and the clock's state;
+ * with refusedBundle, an upload of it refused before anything is written. /status beside it.
+ * @param {{ url: string, apiKey: string, consoleUrl: string, password: string, fingerprint: string,
+ *   clock?: 'not synchronised', refusedBundle?: string }} options
  */
-async function consoleChecks(/** @type {string} */ url, /** @type {string} */ apiKey) {
+async function consoleChecks({ url, apiKey, consoleUrl, password, fingerprint, clock, refusedBundle }) {
   const status = await gatewayStatus(url, apiKey);
   expect(status.ready, '/status says not ready');
+  const wrong = await consoleSession(consoleUrl).login(`${password}-wrong`);
+  expect(wrong.status === 401, `a wrong console password got ${wrong.status}`);
+  const session = consoleSession(consoleUrl);
+  const login = await session.login(password);
+  expect(login.status === 303 && login.location === '/console/', `the console password got ${login.status} to ${login.location}`);
+  const overview = await session.request('/console/');
+  expect(
+    overview.status === 200 && overview.html.includes(fingerprint),
+    `the console overview (${overview.status}) does not show ${fingerprint}: ${overview.html.replace(/<[^>]+>/g, ' ').slice(0, 400)}`,
+  );
+  if (clock !== undefined)
+    expect(new RegExp(`<dt>Clock</dt>\\s*<dd>${clock}`).test(overview.html), `the console overview does not say the clock is ${clock}`);
+  const settings = await session.request('/console/settings');
+  expect(settings.status === 200 && /name="bundle"/.test(settings.html), 'the console has no update upload on the appliance');
+  say(`console on 443: the console password logs in, a wrong one 401; fingerprint${clock ? ` and clock (${clock})` : ''} shown`);
+  if (refusedBundle !== undefined) {
+    const upload = await session.uploadBundle(refusedBundle);
+    expect(
+      upload.status === 422 &&
+        /Refused, nothing was written: the bundle(&#39;|')s signature or format was refused: [^<]*verif/i.test(upload.html),
+      `the console upload of a bundle signed by an untrusted key answered ${upload.status}: ${upload.html.replace(/<[^>]+>/g, ' ').slice(0, 600)}`,
+    );
+    say('console upload of a bundle signed by a key the board does not trust: refused before anything was written');
+  }
   return status;
 }
 

@@ -35,8 +35,8 @@ import {
 } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { QUESTDB_VERSION, fetchQuestDb } from '../scripts/lib/questdb.mjs';
-import { credentialFile, credstoreFile } from './board/firstboot.mjs';
-import { FORWARD_SECRETS, SECRETS } from './board/settings.mjs';
+import { credstoreFile, secretFile } from './board/firstboot.mjs';
+import { SECRETS, STORED_SECRETS } from './board/settings.mjs';
 import { unitCredentials, unitValues } from './board/unit.mjs';
 import { GRAFANA_VERSION, baseRoot } from './lib/base-root.mjs';
 import { makeBundle } from './lib/bundle.mjs';
@@ -58,6 +58,7 @@ const SYSTEM_UNITS = [
   'harbor-update-confirm.service',
   'harbor-update-file.service',
   'harbor-update-url.timer',
+  'harbor-update-upload.path',
   'systemd-networkd.service',
   'systemd-resolved.service',
   'systemd-timesyncd.service',
@@ -390,8 +391,8 @@ function smokeTest(/** @type {string} */ rootfs) {
  */
 function checkUnitPaths(rootfs, enabled) {
   const written = new Set([
-    ...SECRETS.map(({ credential }) => `/${credentialFile(credential)}`),
-    ...FORWARD_SECRETS.map(({ credential }) => `/${credstoreFile(credential)}`),
+    ...SECRETS.map((secret) => `/${secretFile(secret)}`),
+    ...STORED_SECRETS.map(({ credential }) => `/${credstoreFile(credential)}`),
   ]);
   // Inside the image, where links such as /usr/bin/java -> /etc/alternatives/java point into the image.
   const existsInImage = (/** @type {string} */ path) => spawnSync('chroot', [rootfs, 'test', '-e', path]).status === 0;

@@ -15,14 +15,15 @@
 //   5. the central tier offers the old release: refused as a downgrade, nothing written;
 //   6. a bundle whose gateway cannot start: installed, tried, marked bad, and the board is back on
 //      the committed slot by itself, saying why, with its queue whole.
-// Builds what it needs when missing: the old release's image (--release) and this tree's, both
-// without Grafana and with the test signing keys. Runs as root, in a network namespace of its own.
+// Builds what it needs when missing: the previous release's image (--release, the newest release
+// CHANGELOG.md records) and this tree's, both without Grafana and with the test signing keys.
+// Runs as root, in a network namespace of its own.
 import { createServer } from 'node:http';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BOOT_BUNDLE, RESULT_FILE, compareVersions } from './board/update.mjs';
 import { applianceCache, ensureHostPackages, requireRoot, run, stopwatch } from './lib/host.mjs';
-import { releaseFolder, rebundle, untrustedKeys } from './lib/test-bundles.mjs';
+import { rebundle, releaseFolder, untrustedSmallBundle } from './lib/test-bundles.mjs';
 import {
   HOST_FROM_GUEST,
   VM_HOST_PACKAGES,
@@ -30,6 +31,7 @@ import {
   bootMachine,
   editPartition,
   inNetworkNamespace,
+  instrumentSlot,
   partitionDigest,
   partitions,
   readBootFile,
@@ -37,6 +39,7 @@ import {
   writeBootFile,
 } from './lib/vm.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
+import { previousRelease } from '../scripts/lib/releases.mjs';
 import { postReadings, questdbCount, gatewayStatus } from './lib/vm-checks.mjs';
 
 const elapsed = stopwatch();
@@ -51,7 +54,8 @@ const option = (/** @type {string} */ name) => {
 };
 
 requireRoot('run the emulated board');
-const OLD_RELEASE = '0.4.0';
+// The previous release: the newest CHANGELOG.md records with its commit (tags do not travel).
+const OLD_RELEASE = previousRelease().version;
 if (process.env['HARBOR_VM_NETNS'] !== '1') {
   ensureHostPackages({ ...VM_HOST_PACKAGES, rauc: 'rauc', mksquashfs: 'squashfs-tools', openssl: 'openssl' });
   // Built outside the namespace: the builds fetch packages.
@@ -70,7 +74,9 @@ const timings = [];
 let failed = true;
 try {
   // The bundles the board is offered besides the good one, made from it.
-  const untrusted = rebundle({ from: newRelease.bundle, to: join(work, 'untrusted.raucb'), work, signing: untrustedKeys(work) });
+  const untrusted = untrustedSmallBundle({ to: join(work, 'untrusted.raucb'), work, version: `${newRelease.version}.2` });
+  // The release's bundle with the emulated board's drop-ins on its slot (lib/vm.mjs).
+  const update = rebundle({ from: newRelease.bundle, to: join(work, 'update.raucb'), work, emulated: true });
   const broken = rebundle({
     from: newRelease.bundle,
     to: join(work, 'broken.raucb'),
@@ -79,6 +85,7 @@ try {
     description: 'a gateway that cannot start',
     // The gateway's bundle replaced by one that fails as a bad release would, at start.
     breakGateway: true,
+    emulated: true,
   });
   say(`bundles: ${newRelease.version} (${mib(newRelease.bundle)} MiB), one signed by an untrusted key, one whose gateway cannot start`);
 
@@ -86,6 +93,7 @@ try {
   run('cp', ['--sparse=always', oldRelease.image, disk]);
   run('truncate', ['-s', '+4G', disk]);
   const parts = partitions(disk);
+  instrumentSlot(disk, parts.rootA, work);
   // QuestDB cannot start in the old slot: the gateway finds it unreachable and queues.
   editPartition(disk, parts.rootA, [
     'rm /etc/systemd/system/multi-user.target.wants/harbor-questdb.service',
@@ -177,7 +185,7 @@ try {
   say(`power cut under load: ${answered.size} readings answered in all`);
 
   // 2. The new bundle on the boot partition; power cuts 3 s and 60 s into the installation.
-  writeBootFile(disk, parts.boot, newRelease.bundle, BOOT_BUNDLE);
+  writeBootFile(disk, parts.boot, update, BOOT_BUNDLE);
   for (const [attempt, delay] of /** @type {const} */ ([
     [1, 3],
     [2, 20],
@@ -217,7 +225,7 @@ try {
   say('power cut during the trial boot: the old slot came back by itself and says the trial was never confirmed');
 
   // 4. The bundle again: installed, tried, confirmed; every reading delivered once.
-  writeBootFile(disk, parts.boot, newRelease.bundle, BOOT_BUNDLE);
+  writeBootFile(disk, parts.boot, update, BOOT_BUNDLE);
   const fourth = await bootInto('A', 'the bundle again');
   const updateStarted = Date.now();
   await fourth.machine.waitFor(/installed \S+ into slot B/, 60 * 60_000, 'the installation completing');
@@ -267,6 +275,9 @@ try {
 
   timings.push(`bundle: ${mib(newRelease.bundle)} MiB; third installation attempt: ${installSeconds} s`);
   failed = false;
+} catch (error) {
+  // process.exit below would otherwise drop the reason.
+  process.stdout.write(`${/** @type {Error} */ (error).stack ?? error}\n`);
 } finally {
   process.stdout.write(`appliance:update-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n${timings.join('\n')}\n`);
   if (failed) process.stdout.write(`consoles kept in ${work}\n`);

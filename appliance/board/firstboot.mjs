@@ -31,8 +31,8 @@ import {
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  FORWARD_SECRETS,
   SECRETS,
+  STORED_SECRETS,
   defaultHostname,
   envValue,
   parseConfigText,
@@ -90,6 +90,9 @@ export const credentialFile = (/** @type {string} */ name) => join(CREDENTIALS_D
  */
 export const CREDSTORE_DIR = 'etc/credstore';
 export const credstoreFile = (/** @type {string} */ name) => join(CREDSTORE_DIR, name);
+/** Path (relative to the root) of the file one of the generated secrets is kept in. */
+export const secretFile = (/** @type {(typeof SECRETS)[number]} */ { credential, store }) =>
+  store === 'credstore' ? credstoreFile(credential) : credentialFile(credential);
 
 /**
  * What first boot needs from the running system; a fake stands in for it in tests and when the
@@ -167,22 +170,23 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   const generated = [];
   /** @type {string[]} */
   const shown = [];
-  for (const { key, field, credential } of SECRETS) {
-    const path = at(credentialFile(credential));
+  for (const secret of SECRETS) {
+    const { key, field, credential } = secret;
+    const path = at(secretFile(secret));
     currentSecrets[credential] = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
-    let secret = settings[field] ?? currentSecrets[credential];
-    if (secret === undefined) {
-      secret = newSecret();
+    let value = settings[field] ?? currentSecrets[credential];
+    if (value === undefined) {
+      value = newSecret();
       generated.push(key);
-      shown.push(`${key}=${secret}`);
+      shown.push(`${key}=${value}`);
     }
-    secrets[credential] = secret;
+    secrets[credential] = value;
   }
-  // The forwarding sinks' secrets: from harbor.conf, else kept; none while never given.
-  for (const { credential } of FORWARD_SECRETS) {
+  // The forwarding sinks' secrets and the /metrics token: from harbor.conf, else kept; none while never given.
+  for (const { credential } of STORED_SECRETS) {
     const path = at(credstoreFile(credential));
     currentSecrets[credential] = existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined;
-    const secret = settings.forwardSecrets[credential] ?? currentSecrets[credential];
+    const secret = settings.storedSecrets[credential] ?? currentSecrets[credential];
     if (secret !== undefined) secrets[credential] = secret;
   }
   const hostname = settings.hostname ?? defaultHostname(system.machineId());
@@ -229,23 +233,24 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     else writeAtomic(timesyncdPath, timesyncd);
     writeAtomic(at('etc/systemd/network/10-harbor.network'), renderNetwork(settings.network));
 
-    mkdirSync(at(CREDENTIALS_DIR), { recursive: true });
-    chmodSync(at(dirname(CREDENTIALS_DIR)), 0o755);
-    chmodSync(at(CREDENTIALS_DIR), 0o700);
-    for (const { key, credential } of SECRETS) {
+    for (const dir of [CREDENTIALS_DIR, CREDSTORE_DIR]) {
+      mkdirSync(at(dir), { recursive: true });
+      chmodSync(at(dirname(dir)), 0o755);
+      chmodSync(at(dir), 0o700);
+    }
+    for (const entry of SECRETS) {
+      const { key, credential } = entry;
       const secret = String(secrets[credential]);
       const current = currentSecrets[credential];
       if (secret === current) continue;
       // One value, no line end: QuestDB's unit reads it with the shell, Grafana and the gateway as a file.
-      writeAtomic(at(credentialFile(credential)), secret, 0o600);
+      writeAtomic(at(secretFile(entry)), secret, 0o600);
       if (key === 'GRAFANA_ADMIN_PASSWORD' && current !== undefined) writeAtomic(at(GRAFANA_PASSWORD_FLAG), '', 0o600);
       system.log(`${key} ${generated.includes(key) ? 'generated' : 'set from harbor.conf'}`);
     }
-    for (const { key, credential } of FORWARD_SECRETS) {
+    for (const { key, credential } of STORED_SECRETS) {
       const secret = secrets[credential];
       if (secret === undefined || secret === currentSecrets[credential]) continue;
-      mkdirSync(at(CREDSTORE_DIR), { recursive: true });
-      chmodSync(at(CREDSTORE_DIR), 0o700);
       writeAtomic(at(credstoreFile(credential)), secret, 0o600);
       system.log(`${key} set from harbor.conf`);
     }
@@ -272,7 +277,8 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
         join(boot, CREDENTIALS_FILE),
         [
           `Generated on ${now.toISOString()} by ${hostname}. This file is deleted at the next boot:`,
-          'note these values now. Sensors send API_KEY in the X-API-Key header; Grafana user is admin.',
+          'note these values now. Sensors send API_KEY in the X-API-Key header; the console at',
+          `https://${hostname}.local/console/ takes CONSOLE_PASSWORD; Grafana user is admin.`,
           ...shown,
           '',
         ].join('\r\n'),
@@ -302,6 +308,7 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
       `Ingest: http://${hostname}.local:8000/api/v2/ingest/   Dashboard: http://${hostname}.local:3000/`,
       `HTTPS:  https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/api/v2/ingest/ (TLS also on 8000)`,
       `HTTPS certificate SHA-256: ${fingerprint ?? 'see /status once the gateway runs'}`,
+      `Console: https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/console/ (password CONSOLE_PASSWORD)`,
       ...(shown.length > 0 ? ['Generated on this first boot, shown until the next reboot:', ...shown] : []),
       '',
       '',

@@ -12,6 +12,7 @@ import { isIP } from 'node:net';
  * @property {string | undefined} apiKey       undefined: keep the current one, or generate one (also when invalid)
  * @property {string | undefined} questdbPassword
  * @property {string | undefined} grafanaAdminPassword
+ * @property {string | undefined} consolePassword
  * @property {string | undefined} harborId
  * @property {string} timezone
  * @property {string[]} ntpServers             empty: Debian's default pool
@@ -20,7 +21,7 @@ import { isIP } from 'node:net';
  * @property {number | undefined} queueMaxBytes  undefined: keep the current bound, or derive it from free space
  * @property {Alerts} alerts
  * @property {Record<string, string>} forwarding      forwarding settings that are set, by key, for gateway.env
- * @property {Record<string, string>} forwardSecrets  forwarding secrets given in harbor.conf, by credential name
+ * @property {Record<string, string>} storedSecrets   optional secrets given in harbor.conf (forwarding, /metrics), by credential name
  * @property {DeviceKey[] | undefined} deviceKeys  undefined: keep the key file as it is; []: no device keys
  * @property {Update} update
  */
@@ -43,11 +44,18 @@ import { isIP } from 'node:net';
  * @property {string} smtpFrom
  */
 
-/** The secrets the appliance holds, by config key and by the name of their systemd credential. */
+/**
+ * The secrets the appliance holds, by config key and by the name of their systemd credential;
+ * generated at first boot when harbor.conf leaves them empty. The units load the first three from
+ * /etc/harbor-gateway/credentials/; the console password is in systemd's credential store
+ * (/etc/credstore), which the gateway's unit loads by name, so that a board installed without the
+ * appliance starts without one.
+ */
 export const SECRETS = /** @type {const} */ ([
-  { key: 'API_KEY', field: 'apiKey', credential: 'api_key' },
-  { key: 'QUESTDB_PASSWORD', field: 'questdbPassword', credential: 'questdb_password' },
-  { key: 'GRAFANA_ADMIN_PASSWORD', field: 'grafanaAdminPassword', credential: 'grafana_admin_password' },
+  { key: 'API_KEY', field: 'apiKey', credential: 'api_key', store: 'credentials' },
+  { key: 'QUESTDB_PASSWORD', field: 'questdbPassword', credential: 'questdb_password', store: 'credentials' },
+  { key: 'GRAFANA_ADMIN_PASSWORD', field: 'grafanaAdminPassword', credential: 'grafana_admin_password', store: 'credentials' },
+  { key: 'CONSOLE_PASSWORD', field: 'consolePassword', credential: 'console_password', store: 'credstore' },
 ]);
 
 /**
@@ -78,7 +86,13 @@ const FORWARDING = [
   { key: 'REMOTE_QUESTDB_BACKFILL' },
 ];
 /** The forwarding secrets, by config key and credential name. */
-export const FORWARD_SECRETS = FORWARDING.flatMap(({ key, credential }) => (credential === undefined ? [] : [{ key, credential }]));
+const FORWARD_SECRETS = FORWARDING.flatMap(({ key, credential }) => (credential === undefined ? [] : [{ key, credential }]));
+/**
+ * Secrets never generated: kept in systemd's credential store when given, kept as they are when
+ * empty; the gateway's unit loads each by name and skips one never given. The forwarding sinks'
+ * and the token of /metrics for clients other than the board itself.
+ */
+export const STORED_SECRETS = [...FORWARD_SECRETS, { key: 'METRICS_TOKEN', credential: 'metrics_token' }];
 /** The forwarding settings first boot writes into gateway.env. */
 export const FORWARD_ENV_KEYS = FORWARDING.filter(({ credential }) => credential === undefined).map(({ key }) => key);
 
@@ -89,6 +103,8 @@ const KEYS = new Set([
   'API_KEY',
   'QUESTDB_PASSWORD',
   'GRAFANA_ADMIN_PASSWORD',
+  'CONSOLE_PASSWORD',
+  'METRICS_TOKEN',
   'HARBOR_ID',
   'TIMEZONE',
   'NTP_SERVERS',
@@ -284,14 +300,14 @@ export function validateSettings(values, env) {
   }
 
   /** @type {Record<string, string>} */
-  const forwardSecrets = {};
-  for (const { key, credential } of FORWARD_SECRETS) {
+  const storedSecrets = {};
+  for (const { key, credential } of STORED_SECRETS) {
     const secret = get(key);
     if (secret === undefined) continue;
     if (secret.length > MAX_SECRET_LENGTH)
       problems.push(`${key} must be at most ${MAX_SECRET_LENGTH} characters, or empty to keep the current one`);
     else if (!/^[\x21-\x7e]+$/.test(secret)) problems.push(`${key} may hold printable ASCII characters only, no spaces`);
-    else forwardSecrets[credential] = secret;
+    else storedSecrets[credential] = secret;
   }
   /** @type {Record<string, string>} */
   const forwarding = {};
@@ -404,6 +420,7 @@ export function validateSettings(values, env) {
       apiKey: secrets['apiKey'],
       questdbPassword: secrets['questdbPassword'],
       grafanaAdminPassword: secrets['grafanaAdminPassword'],
+      consolePassword: secrets['consolePassword'],
       harborId,
       timezone,
       ntpServers,
@@ -411,7 +428,7 @@ export function validateSettings(values, env) {
       readOnlyRoot: yes.has(readOnlyText),
       queueMaxBytes,
       forwarding,
-      forwardSecrets,
+      storedSecrets,
     },
     problems,
   };
@@ -617,6 +634,7 @@ export function renderApplied({ settings, hostname, queueMaxBytes, appliedAt }) 
     'API_KEY=',
     'QUESTDB_PASSWORD=',
     'GRAFANA_ADMIN_PASSWORD=',
+    'CONSOLE_PASSWORD=',
     `HARBOR_ID=${settings.harborId ?? ''}`,
     `TIMEZONE=${settings.timezone}`,
     `NTP_SERVERS=${settings.ntpServers.join(' ')}`,
@@ -633,6 +651,8 @@ export function renderApplied({ settings, hostname, queueMaxBytes, appliedAt }) 
     `ALERT_SMTP_FROM=${settings.alerts.smtpFrom}`,
     '# Forwarding to the centre. Empty keys, passwords and tokens keep the current ones.',
     ...FORWARDING.map(({ key, credential }) => `${key}=${credential === undefined ? (settings.forwarding[key] ?? '') : ''}`),
+    '# Empty keeps the token of /metrics for other machines, as it is.',
+    'METRICS_TOKEN=',
     '# Device keys are kept as hashes only: empty keeps them, none removes them.',
     'DEVICE_KEYS=',
     `UPDATE_URL=${settings.update.url}`,

@@ -13,6 +13,8 @@
 //                              update, on the console, in harbor-update-result.txt on the boot
 //                              partition and in the journal (harbor-update-report.service)
 //   harbor-update check-url    installs the bundle at UPDATE_URL when it changed (harbor-update-url.timer)
+//   harbor-update install-upload  installs the bundle the local console received (harbor-update-upload.path),
+//                              telling the console what became of it
 //   harbor-update status       the slots, the running release and the last update's outcome, as JSON
 //   harbor-update rauc-config  writes RAUC's system.conf for the card it runs on (rauc.service)
 //
@@ -22,10 +24,13 @@
 import { spawnSync } from 'node:child_process';
 import {
   closeSync,
+  constants,
   copyFileSync,
   createWriteStream,
   existsSync,
+  fchownSync,
   fsyncSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -34,6 +39,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
@@ -54,6 +60,15 @@ export const BOOT_BUNDLE = 'harbor-update.raucb';
 export const RESULT_FILE = 'harbor-update-result.txt';
 export const ISSUE = '/run/issue.d/60-harbor-update.issue';
 const GATEWAY_STATE = '/var/lib/private/harbor-gateway';
+/**
+ * The local console's upload folder in the gateway's state directory, and the files the console
+ * and this program exchange there (src/console/update-bundle.ts): the gateway, which runs
+ * unprivileged, renames a complete upload to UPLOAD_BUNDLE; harbor-update-upload.path starts
+ * `install-upload`, which takes the file out of the gateway's reach and answers in UPLOAD_VERDICT.
+ */
+export const UPLOAD_DIR = `${GATEWAY_STATE}/update-upload`;
+export const UPLOAD_BUNDLE = 'bundle.raucb';
+export const UPLOAD_VERDICT = 'result.json';
 const QUEUE_SNAPSHOT = 'queue-before-trial';
 /** How long a trial may take to be ready: QuestDB's first start on a Raspberry Pi takes a minute or two. */
 const DEFAULT_TRIAL_SECONDS = 600;
@@ -294,7 +309,20 @@ function run(command, args, options = {}) {
   return { ok: result.status === 0, stdout: result.stdout ?? '', stderr: (result.stderr ?? '').trim(), status: result.status };
 }
 
-const rauc = (/** @type {string[]} */ args, quiet = false) => run('rauc', [`--conf=${RAUC_CONF}`, ...args], { quiet });
+/** RAUC with this card's configuration, written first when rauc.service has not run yet this boot. */
+const rauc = (/** @type {string[]} */ args, quiet = false) => {
+  if (!existsSync(RAUC_CONF)) writeRaucConfig();
+  return run('rauc', [`--conf=${RAUC_CONF}`, ...args], { quiet });
+};
+
+function writeRaucConfig() {
+  const umask = process.umask(0o022);
+  try {
+    writeAtomic(RAUC_CONF, raucConfig());
+  } finally {
+    process.umask(umask);
+  }
+}
 
 /**
  * The bundle's manifest after RAUC has checked its signature against the keyring, or why not.
@@ -379,21 +407,35 @@ export async function install({ source, force = false, reboot = true }) {
   }
 }
 
-/** @param {{ source: string, bundle: string, force: boolean, reboot: boolean }} options */
-async function installBundle({ source, bundle, force, reboot }) {
+/**
+ * What became of a bundle, for whoever handed it over and waits (the console): refused (nothing
+ * written), being installed, or failed while it was written.
+ * @typedef {{ state: 'refused' | 'installing' | 'failed', message: string }} Verdict
+ */
+
+/** @param {{ source: string, bundle: string, force: boolean, reboot: boolean, tell?: (verdict: Verdict) => void }} options */
+async function installBundle({ source, bundle, force, reboot, tell = () => {} }) {
+  const refused = (/** @type {string} */ reason) => {
+    tell({ state: 'refused', message: `Refused, nothing was written: ${reason}.` });
+    return refuse(source, reason);
+  };
   const from = releaseInfo()['APPLIANCE_VERSION'] ?? '0.0.0';
   const booted = bootedSlot();
-  if (booted.trial) return refuse(source, 'the board runs an update on trial; wait until it is confirmed or rolled back');
+  if (booted.trial) return refused('the board runs an update on trial; wait until it is confirmed or rolled back');
   const pending = readTrial();
-  if (pending !== undefined && pending.status === 'installed') return refuse(source, `an update to ${pending.to} waits for its reboot`);
-  if (!existsSync(bundle)) return refuse(source, 'no such file');
+  if (pending !== undefined && pending.status === 'installed') return refused(`an update to ${pending.to} waits for its reboot`);
+  if (!existsSync(bundle)) return refused('no such file');
   const manifest = verifiedManifest(bundle);
-  if ('problem' in manifest) return refuse(source, manifest.problem);
-  if (manifest.compatible !== COMPATIBLE) return refuse(source, `the bundle is for ${manifest.compatible}, this board is ${COMPATIBLE}`);
+  if ('problem' in manifest) return refused(manifest.problem);
+  if (manifest.compatible !== COMPATIBLE) return refused(`the bundle is for ${manifest.compatible}, this board is ${COMPATIBLE}`);
   const decision = versionDecision(from, manifest.version, force);
-  if (!decision.allowed) return refuse(source, decision.reason);
+  if (!decision.allowed) return refused(decision.reason);
   const target = booted.slot === 'B' ? 'A' : 'B';
   log(`installing ${manifest.version} into slot ${target} (${decision.reason}); signature verified`);
+  tell({
+    state: 'installing',
+    message: `Signature verified: installing ${manifest.version} into slot ${target} (${decision.reason}). The board then restarts into it on trial and keeps it only once the gateway is ready; the outcome is in harbor-update-result.txt on the boot partition.`,
+  });
   /** @type {Trial} */
   const trial = { from, to: manifest.version, slot: target, startedAt: new Date().toISOString(), source, status: 'installing' };
   writeTrialRecord(trial);
@@ -401,6 +443,7 @@ async function installBundle({ source, bundle, force, reboot }) {
   if (!installed.ok) {
     finishTrial({ ...trial, status: 'failed', reason: `rauc install failed: ${installed.stderr}`, finishedAt: new Date().toISOString() });
     log(`installation failed: ${installed.stderr}`);
+    tell({ state: 'failed', message: `The installation failed: ${installed.stderr}` });
     return 1;
   }
   writeTrialRecord({ ...trial, status: 'installed' });
@@ -418,6 +461,62 @@ function refuse(/** @type {string} */ source, /** @type {string} */ reason) {
   writeAtomic(join(UPDATE_DIR, 'refused.json'), `${JSON.stringify({ source, reason, at: now }, null, 2)}\n`, 0o600);
   log(`refused ${source}: ${reason}`);
   return 1;
+}
+
+/**
+ * The bundle the local console received: moved out of the gateway's folder onto the update folder
+ * (root's) before anything reads it, so the unprivileged gateway cannot change it while it is
+ * checked; installed as any other; the verdict written back for the console to show.
+ */
+export async function installUpload(dir = UPLOAD_DIR) {
+  const incoming = join(dir, UPLOAD_BUNDLE);
+  if (!lexists(incoming)) return 0;
+  const tell = (/** @type {Verdict} */ verdict) => writeVerdict(dir, verdict);
+  mkdirSync(UPDATE_DIR, { recursive: true, mode: 0o700 });
+  const bundle = join(UPDATE_DIR, 'upload.raucb');
+  rmSync(bundle, { force: true });
+  renameSync(incoming, bundle);
+  try {
+    if (!lstatSync(bundle).isFile()) {
+      tell({ state: 'refused', message: 'Refused, nothing was written: the upload is not a file.' });
+      return refuse('the console upload', 'not a file');
+    }
+    return await installBundle({ source: 'the console upload', bundle, force: false, reboot: true, tell });
+  } finally {
+    rmSync(bundle, { force: true });
+  }
+}
+
+const lexists = (/** @type {string} */ path) => {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The verdict in the gateway's folder, readable by the gateway's user. The folder is that user's:
+ * the file is created new (never through a link it left there), given to the folder's owner and
+ * renamed into place.
+ * @param {string} dir
+ * @param {Verdict} verdict
+ */
+export function writeVerdict(dir, verdict) {
+  const owner = lstatSync(dir);
+  if (!owner.isDirectory()) throw new Error(`${dir} is not a folder`);
+  const temporary = join(dir, `.${UPLOAD_VERDICT}.${process.pid}`);
+  rmSync(temporary, { force: true });
+  const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify({ ...verdict, at: new Date().toISOString() })}\n`);
+    fchownSync(fd, owner.uid, owner.gid);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, join(dir, UPLOAD_VERDICT));
 }
 
 /**
@@ -674,17 +773,20 @@ async function main() {
       return confirm();
     case 'check-url':
       return checkUrl();
+    case 'install-upload':
+      return installUpload();
     case 'report':
       return report();
     case 'status':
       process.stdout.write(`${JSON.stringify(status(), null, 2)}\n`);
       return 0;
     case 'rauc-config':
-      process.umask(0o022);
-      writeAtomic(RAUC_CONF, raucConfig());
+      writeRaucConfig();
       return 0;
     default:
-      process.stderr.write(`usage: harbor-update install FILE|URL [--force] [--no-reboot] | confirm | report | status | rauc-config\n`);
+      process.stderr.write(
+        `usage: harbor-update install FILE|URL [--force] [--no-reboot] | confirm | report | status | check-url | install-upload | rauc-config\n`,
+      );
       return 64;
   }
 }

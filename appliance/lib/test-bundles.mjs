@@ -1,12 +1,15 @@
 // What the update test offers the board besides a release's own bundle, made from that bundle on
 // the host: the same content signed by a key the board does not trust, and a release whose gateway
 // cannot start. Also finds (and, when missing, builds) the release folders of appliance:build.
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { COMPATIBLE } from '../board/update.mjs';
 import { signBundle } from './bundle.mjs';
 import { repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
 import { makeKeyPair, signingMaterial } from './signing.mjs';
+import { emulatedBoardDropIns } from './vm.mjs';
 
 /**
  * A release folder written by `appliance:build --kernel debian --without-grafana --test-keys`: this
@@ -59,11 +62,12 @@ const BROKEN_GATEWAY = "throw new Error('this release cannot start: a bundle mad
 
 /**
  * The content of a bundle, signed again: by other keys, or with another version and, when asked,
- * a gateway that cannot start.
+ * a gateway that cannot start; with `emulated`, the slot carries the emulated board's drop-ins
+ * (lib/vm.mjs, emulatedBoardDropIns).
  * @param {{ from: string, to: string, work: string, signing?: import('./signing.mjs').Signing, version?: string,
- *   description?: string, breakGateway?: boolean }} options
+ *   description?: string, breakGateway?: boolean, emulated?: boolean }} options
  */
-export function rebundle({ from, to, work, signing, version, description, breakGateway = false }) {
+export function rebundle({ from, to, work, signing, version, description, breakGateway = false, emulated = false }) {
   const test = signingMaterial({ testKeys: true });
   const content = join(work, 'rebundle');
   rmSync(content, { recursive: true, force: true });
@@ -80,8 +84,48 @@ export function rebundle({ from, to, work, signing, version, description, breakG
     run('debugfs', ['-w', '-R', 'rm /opt/harbor-gateway/dist/gateway.mjs', image], { quiet: true });
     run('debugfs', ['-w', '-R', `write ${file} /opt/harbor-gateway/dist/gateway.mjs`, image], { quiet: true });
   }
+  if (emulated) {
+    for (const request of emulatedBoardDropIns(work)) run('debugfs', ['-w', '-R', request, join(content, 'rootfs.ext4')], { quiet: true });
+  }
   mkdirSync(join(to, '..'), { recursive: true });
   signBundle({ content, bundle: to, signing: signing ?? test });
+  rmSync(content, { recursive: true, force: true });
+  return to;
+}
+
+/**
+ * A small bundle of this board's kind and a newer version, signed by a key the board does not
+ * trust: what a refusal of the signature is tested with, without moving a release's hundreds of
+ * megabytes. Its slot image is a small ext4 file system holding random bytes: an empty one squashes
+ * to less than the 4 KiB RAUC requires of a verity bundle.
+ * @param {{ to: string, work: string, version: string }} options
+ */
+export function untrustedSmallBundle({ to, work, version }) {
+  const content = join(work, 'small-bundle');
+  rmSync(content, { recursive: true, force: true });
+  const files = join(content, 'files');
+  mkdirSync(files, { recursive: true });
+  writeFileSync(join(files, 'random'), randomBytes(64 * 1024));
+  run('mkfs.ext4', ['-q', '-F', '-L', 'harbor-root', '-d', files, join(content, 'rootfs.ext4'), '8M']);
+  rmSync(files, { recursive: true });
+  writeFileSync(
+    join(content, 'manifest.raucm'),
+    [
+      '[update]',
+      `compatible=${COMPATIBLE}`,
+      `version=${version}`,
+      'description=signed by a key the board does not trust',
+      '',
+      '[bundle]',
+      'format=verity',
+      '',
+      '[image.rootfs]',
+      'filename=rootfs.ext4',
+      '',
+    ].join('\n'),
+  );
+  mkdirSync(join(to, '..'), { recursive: true });
+  signBundle({ content, bundle: to, signing: untrustedKeys(work) });
   rmSync(content, { recursive: true, force: true });
   return to;
 }

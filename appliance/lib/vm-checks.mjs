@@ -1,4 +1,6 @@
 // What the emulated-board tests ask of the gateway and QuestDB on the board, through forwarded ports.
+import { readFileSync } from 'node:fs';
+import { Agent, FormData, fetch as undiciFetch } from 'undici';
 
 /**
  * @typedef {{ version: string, ready: boolean, clockSynchronized: boolean | null,
@@ -15,9 +17,15 @@ export async function gatewayStatus(/** @type {string} */ url, /** @type {string
   return /** @type {Promise<Status>} */ (response.json());
 }
 
+/**
+ * Readings of a run are timed from an hour before it started, one millisecond apart: within the
+ * gateway's accepted range (docs/reading-times.md) whenever the test runs.
+ */
+const FIRST_READING_MS = Date.now() - 3_600_000;
+
 /** The reading with value n: its own time, so no two are merged by QuestDB's deduplication. */
 export const reading = (/** @type {number} */ n, ship = 'vm-test') => ({
-  time: new Date(Date.UTC(2026, 10, 1) + n).toISOString(),
+  time: new Date(FIRST_READING_MS + n).toISOString(),
   ship_id: ship,
   cargo_id: 'value',
   value: n,
@@ -64,8 +72,68 @@ export async function questdbCount({ port, password, values, ship = 'vm-test' })
     if (!response.ok) throw new Error(`QuestDB answered ${response.status}: ${await response.text()}`);
     return /** @type {{ dataset: unknown[][] }} */ (await response.json()).dataset;
   };
-  const [[rows, distinct] = []] = await query(`select count(), count_distinct(value) from cargo_data where ship_id = '${ship}'`);
-  const present = new Set((await query(`select value from cargo_data where ship_id = '${ship}'`)).map(([value]) => Number(value)));
-  const missing = [...values].filter((n) => !present.has(n));
-  return { rows: Number(rows), distinct: Number(distinct), missing };
+  // QuestDB's count_distinct takes no DOUBLE: the distinct values are counted here.
+  const present = (await query(`select value from cargo_data where ship_id = '${ship}'`)).map(([value]) => Number(value));
+  const distinct = new Set(present);
+  const missing = [...values].filter((n) => !distinct.has(n));
+  return { rows: present.length, distinct: distinct.size, missing };
+}
+
+/**
+ * The local console on the board's HTTPS port, as a technician's browser uses it: log in with the
+ * console password, read pages, send forms with the session's token and this origin.
+ * @param {string} base  https://127.0.0.1:<forwarded 443>
+ */
+export function consoleSession(base) {
+  const insecure = new Agent({ connect: { rejectUnauthorized: false } });
+  /** @type {Map<string, string>} */
+  const cookies = new Map();
+  let csrf = '';
+  /**
+   * @param {string} path
+   * @param {{ method?: string, body?: URLSearchParams | FormData, timeoutMs?: number }} [init]
+   */
+  const request = async (path, init = {}) => {
+    /** @type {Record<string, string>} */
+    const headers = { origin: base };
+    if (cookies.size > 0) headers['cookie'] = [...cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+    const response = await undiciFetch(`${base}${path}`, {
+      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      headers,
+      body: init.body,
+      redirect: 'manual',
+      dispatcher: insecure,
+      signal: AbortSignal.timeout(init.timeoutMs ?? 120_000),
+    });
+    for (const cookie of response.headers.getSetCookie()) {
+      const [name = '', value = ''] = (cookie.split(';')[0] ?? '').split('=');
+      if (value === '' || /Max-Age=0/i.test(cookie)) cookies.delete(name);
+      else cookies.set(name, value);
+    }
+    const html = await response.text();
+    csrf = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? csrf;
+    return { status: response.status, html, location: response.headers.get('location') };
+  };
+  return {
+    request,
+    /** Logs in; the answer to the login form (303 to the console when the password is right). */
+    async login(/** @type {string} */ password) {
+      const page = await request('/console/login');
+      const token = /name="_login" value="([^"]+)"/.exec(page.html)?.[1] ?? '';
+      return request('/console/login', {
+        body: new URLSearchParams([
+          ['_login', token],
+          ['password', password],
+          ['next', '/console/'],
+        ]),
+      });
+    },
+    /** Uploads a file as the Certificate and settings page's update form does. */
+    async uploadBundle(/** @type {string} */ file) {
+      const form = new FormData();
+      form.set('_csrf', csrf);
+      form.set('bundle', new Blob([readFileSync(file)]), 'harbor-update.raucb');
+      return request(`/console/update?_csrf=${encodeURIComponent(csrf)}`, { body: form, timeoutMs: 15 * 60_000 });
+    },
+  };
 }

@@ -6,7 +6,7 @@
 // network reaches the host at 10.0.2.2, which is the namespace's loopback, and nothing else, so
 // whatever the board tries to reach (time servers, the central tier) is only what the test serves.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { output, run } from './host.mjs';
@@ -94,6 +94,34 @@ export function editPartition(disk, part, requests) {
   for (const request of requests) spawnSync('debugfs', ['-w', '-R', request, `${disk}?offset=${part.start * 512}`], { stdio: 'ignore' });
 }
 
+/**
+ * What the tests change on a system slot for the emulated board (debugfs requests, files in work):
+ * - the journal is copied to the serial console, so a test that fails shows why in its console log
+ *   (the card keeps its journal in RAM only);
+ * - the gateway's watchdog waits 5 minutes instead of 30 s: under full emulation on a shared
+ *   machine the board's CPUs go unscheduled for longer than 30 s, and systemd then kills a gateway
+ *   that is only slow (as the hardware watchdog is left out, see bootMachine).
+ */
+export function emulatedBoardDropIns(/** @type {string} */ work) {
+  const journal = join(work, 'journal-console.conf');
+  writeFileSync(journal, '[Journal]\nForwardToConsole=yes\nTTYPath=/dev/ttyAMA0\nMaxLevelConsole=info\n');
+  const watchdog = join(work, 'gateway-watchdog.conf');
+  writeFileSync(watchdog, '[Service]\nWatchdogSec=5min\n');
+  return [
+    `write ${journal} /etc/systemd/journald.conf.d/90-emulated-board.conf`,
+    'mkdir /etc/systemd/system/harbor-gateway.service.d',
+    `write ${watchdog} /etc/systemd/system/harbor-gateway.service.d/90-emulated-board.conf`,
+  ];
+}
+
+/** Writes emulatedBoardDropIns onto a card's system slot before it boots. */
+export function instrumentSlot(/** @type {string} */ disk, /** @type {Partition} */ part, /** @type {string} */ work) {
+  editPartition(disk, part, emulatedBoardDropIns(work));
+  const written = readPartitionFile(disk, part, '/etc/systemd/system/harbor-gateway.service.d/90-emulated-board.conf');
+  if (written === undefined || !written.includes('WatchdogSec'))
+    throw new Error('could not write the emulated board drop-ins onto the slot');
+}
+
 /** SHA-256 of a partition's bytes: whether anything wrote to it. */
 export function partitionDigest(/** @type {string} */ disk, /** @type {Partition} */ part) {
   return output('sh', [
@@ -111,6 +139,13 @@ export function partitionDigest(/** @type {string} */ disk, /** @type {Partition
  * @property {(pattern: RegExp, timeoutMs: number, what: string) => Promise<RegExpMatchArray>} waitFor
  *   waits for the console to show pattern (searched from the position of the last match on)
  */
+
+/** Machines still running: a test that stops, passed or failed, leaves none behind. */
+const running = new Set();
+process.once('exit', () => {
+  for (const machine of running) machine.kill('SIGKILL');
+});
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.once(signal, () => process.exit(1));
 
 /**
  * Boots the disk. Ports of the board are forwarded from the namespace's loopback.
@@ -159,6 +194,8 @@ export function bootMachine({ disk, serial, forwards, work }) {
     { stdio: ['ignore', log, log] },
   );
   closeSync(log);
+  running.add(machine);
+  machine.once('exit', () => running.delete(machine));
   const exited = new Promise((resolveExit) => machine.once('exit', () => resolveExit(undefined)));
   const consoleText = () => (existsSync(serial) ? stripVTControlCharacters(readFileSync(serial, 'latin1')) : '');
   let from = 0;

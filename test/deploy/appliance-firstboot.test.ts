@@ -39,11 +39,12 @@ import {
   credentialFile,
   credstoreFile,
   firstBoot,
+  secretFile,
   type System,
 } from '../../appliance/board/firstboot.mjs';
 import {
-  FORWARD_SECRETS,
   SECRETS,
+  STORED_SECRETS,
   parseConfigText,
   parseEnvText,
   queueBound,
@@ -54,6 +55,7 @@ import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } 
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
 import { parseKeyFile } from '../../src/keys/key-file.js';
 import { keyMatches } from '../../src/keys/key-hash.js';
+import { ConsoleClient } from '../support/console-client.js';
 import { spawnGateway, type GatewayProcess } from '../support/process.js';
 
 const repo = join(import.meta.dirname, '..', '..');
@@ -106,6 +108,7 @@ describe('harbor.conf validation', () => {
       apiKey: undefined,
       questdbPassword: undefined,
       grafanaAdminPassword: undefined,
+      consolePassword: undefined,
       harborId: undefined,
       timezone: 'UTC',
       ntpServers: [],
@@ -114,7 +117,7 @@ describe('harbor.conf validation', () => {
       queueMaxBytes: undefined,
       alerts: { email: '', webhookUrl: '', smtpHost: '', smtpFrom: '' },
       forwarding: {},
-      forwardSecrets: {},
+      storedSecrets: {},
       deviceKeys: undefined,
       update: { url: '', trialSeconds: undefined },
     });
@@ -219,8 +222,8 @@ describe('the units of systemd/ on the appliance', () => {
 
   it('load every credential from the file first boot writes it to', () => {
     const written = [
-      ...SECRETS.map(({ credential }) => ({ name: credential, path: `/${credentialFile(credential)}` })),
-      ...FORWARD_SECRETS.map(({ credential }) => ({ name: credential, path: `/${credstoreFile(credential)}` })),
+      ...SECRETS.map((secret) => ({ name: secret.credential, path: `/${secretFile(secret)}` })),
+      ...STORED_SECRETS.map(({ credential }) => ({ name: credential, path: `/${credstoreFile(credential)}` })),
     ];
     const loaded = serviceUnits.flatMap((unit) => unitCredentials(repoFile(`systemd/${unit}`)));
     expect(loaded.length).toBeGreaterThanOrEqual(SECRETS.length);
@@ -358,7 +361,11 @@ describe('first boot on a root tree', () => {
         process.umask(umask);
       }
     })();
-    expect(result).toEqual({ status: 'applied', problems: [], generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'] });
+    expect(result).toEqual({
+      status: 'applied',
+      problems: [],
+      generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD', 'CONSOLE_PASSWORD'],
+    });
     expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c', 'createCertificate']);
     expect(board.read('etc/hostname')).toBe('harbor-3f9a0c\n');
     expect(board.read('etc/hosts')).toContain('127.0.1.1\tharbor-3f9a0c');
@@ -377,8 +384,9 @@ describe('first boot on a root tree', () => {
     expect(gatewayEnv[gatewayEnv.indexOf('GATEWAY_NAME="harbor-3f9a0c"') - 1]).toBe('#GATEWAY_NAME=');
     expect(statSync(join(board.root, 'etc/harbor-gateway')).mode & 0o777).toBe(0o755);
     expect(statSync(join(board.root, CREDENTIALS_DIR)).mode & 0o777).toBe(0o700);
-    SECRETS.forEach(({ credential }, index) => {
-      const path = join(board.root, credentialFile(credential));
+    expect(statSync(join(board.root, 'etc/credstore')).mode & 0o777).toBe(0o700);
+    SECRETS.forEach((secret, index) => {
+      const path = join(board.root, secretFile(secret));
       expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(readFileSync(path, 'utf8')).toBe(`generated-secret-${index + 1}-0123456789abcdef`);
     });
@@ -387,6 +395,11 @@ describe('first boot on a root tree', () => {
     expect(shown).toContain('API_KEY=generated-secret-1-0123456789abcdef');
     expect(shown).toContain('GRAFANA_ADMIN_PASSWORD=generated-secret-3-0123456789abcdef');
     expect(board.read(ISSUE)).toContain('QUESTDB_PASSWORD=generated-secret-2-0123456789abcdef');
+    // The console password is shown as the device key is, and the console's address beside it.
+    expect(board.read(credstoreFile('console_password'))).toBe('generated-secret-4-0123456789abcdef');
+    expect(shown).toContain('CONSOLE_PASSWORD=generated-secret-4-0123456789abcdef');
+    expect(board.read(ISSUE)).toContain('CONSOLE_PASSWORD=generated-secret-4-0123456789abcdef');
+    expect(board.read(ISSUE)).toContain('Console: https://harbor-3f9a0c.local/console/ (password CONSOLE_PASSWORD)');
     expect(board.read(ISSUE)).toContain('Dashboard: http://harbor-3f9a0c.local:3000/');
     // The certificate the gateway will serve, made by the gateway itself, its fingerprint on the console.
     expect(board.read(ISSUE)).toContain('HTTPS:  https://harbor-3f9a0c.local/api/v2/ingest/');
@@ -412,6 +425,8 @@ describe('first boot on a root tree', () => {
       'API_KEY=pier4-sensor-key-0123456789',
       'QUESTDB_PASSWORD=pier4-questdb-0123456789',
       'GRAFANA_ADMIN_PASSWORD=pier4-grafana-0123456789',
+      'CONSOLE_PASSWORD=pier4-console-0123456789',
+      'METRICS_TOKEN=pier4-metrics-0123456789',
       'HARBOR_ID=pier4',
       'TIMEZONE=Europe/Berlin',
       'NTP_SERVERS=192.168.10.1',
@@ -427,6 +442,9 @@ describe('first boot on a root tree', () => {
     expect(existsSync(join(board.boot, CONFIG_FILE))).toBe(false);
     expect(existsSync(join(board.boot, CREDENTIALS_FILE))).toBe(false);
     expect(board.read(credentialFile('api_key'))).toBe('pier4-sensor-key-0123456789');
+    expect(board.read(credstoreFile('console_password'))).toBe('pier4-console-0123456789');
+    expect(board.read(credstoreFile('metrics_token'))).toBe('pier4-metrics-0123456789');
+    expect(statSync(join(board.root, credstoreFile('console_password'))).mode & 0o777).toBe(0o600);
     expect(board.read('etc/systemd/network/10-harbor.network')).toBe(
       '# Written by harbor-firstboot from harbor.conf.\n[Match]\nType=ether\n\n[Network]\nAddress=192.168.10.20/24\nGateway=192.168.10.1\nDNS=192.168.10.1\nMulticastDNS=yes\n',
     );
@@ -443,13 +461,16 @@ describe('first boot on a root tree', () => {
     appendFileSync(join(board.root, GATEWAY_ENV), 'RETENTION_DAYS=90\n');
 
     const applied = readFileSync(join(board.boot, APPLIED_FILE), 'utf8');
-    for (const secret of ['pier4-sensor-key', 'pier4-questdb', 'pier4-grafana']) expect(applied).not.toContain(secret);
+    for (const secret of ['pier4-sensor-key', 'pier4-questdb', 'pier4-grafana', 'pier4-console', 'pier4-metrics'])
+      expect(applied).not.toContain(secret);
     // The copy is itself a valid harbor.conf that changes nothing when applied again.
     expect(validate(applied).problems).toEqual([]);
     writeFileSync(join(board.boot, CONFIG_FILE), applied.replace('TIMEZONE=Europe/Berlin', 'TIMEZONE=UTC'));
     expect(board.boot1()).toEqual({ status: 'applied', problems: [], generated: [] });
     expect(readlinkSync(join(board.root, 'etc/localtime'))).toBe('/usr/share/zoneinfo/UTC');
     expect(board.read(credentialFile('api_key'))).toBe('pier4-sensor-key-0123456789');
+    expect(board.read(credstoreFile('console_password'))).toBe('pier4-console-0123456789');
+    expect(board.read(credstoreFile('metrics_token'))).toBe('pier4-metrics-0123456789');
     expect(parseEnvText(board.read(GATEWAY_ENV))).toEqual({
       QUEUE_MAX_BYTES: String(3 * GiB),
       GATEWAY_NAME: 'Pier 4 "north"',
@@ -538,7 +559,7 @@ describe('first boot on a root tree', () => {
     expect(board.boot1()).toEqual({
       status: 'applied',
       problems: [],
-      generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'],
+      generated: ['API_KEY', 'QUESTDB_PASSWORD', 'GRAFANA_ADMIN_PASSWORD', 'CONSOLE_PASSWORD'],
     });
     expect(parseEnvText(board.read(GATEWAY_ENV))).toMatchObject({
       REMOTE_QUESTDB_URL: 'https://questdb.example.com:9000',
@@ -706,6 +727,10 @@ describe('first boot on a root tree', () => {
       expect(status.queue.maxBytes).toBe(7 * GiB);
       const started = gateway.logs.find((line) => line['event'] === 'started');
       expect(started?.['apiKeySource']).toBe('systemd credential');
+      // The console takes the password first boot generated, from the credential store.
+      const console = new ConsoleClient(gateway.url);
+      expect((await console.login(`${board.read(credstoreFile('console_password'))}-wrong`)).status).toBe(401);
+      expect((await console.login(board.read(credstoreFile('console_password')))).location).toBe('/console/');
       expect(lstatSync(join(board.root, 'var/lib/harbor-gateway/queue.db')).isFile()).toBe(true);
       // It serves the certificate whose fingerprint first boot put on the console.
       expect(env['HTTPS_PORT']).toBe('443');

@@ -72,9 +72,11 @@ describe('systemd units', () => {
       'api_key',
       'questdb_password',
       'grafana_admin_password',
+      'console_password',
       'upstream_api_key',
       'kafka_sasl_password',
       'remote_questdb_token',
+      'metrics_token',
     ]);
     // The forwarding secrets by name only: systemd searches its credential stores and skips a missing one.
     expect(
@@ -86,7 +88,8 @@ describe('systemd units', () => {
     for (const [key, value] of Object.entries({ NoNewPrivileges: 'yes', ProtectSystem: 'strict', ProtectHome: 'yes', PrivateTmp: 'yes' })) {
       expect(one(key), key).toBe(value);
     }
-    expect(one('RestrictAddressFamilies')).toBe('AF_UNIX AF_INET AF_INET6');
+    // AF_NETLINK: the console and the certificate list the board's own addresses.
+    expect(one('RestrictAddressFamilies')).toBe('AF_UNIX AF_INET AF_INET6 AF_NETLINK');
     // HTTPS on 443: binding a low port is the only capability the service has.
     expect(gateway.get('Environment')).toContain('HTTPS_PORT=443');
     expect(one('AmbientCapabilities')).toBe('CAP_NET_BIND_SERVICE');

@@ -2,7 +2,7 @@
 // boot script reads and RAUC's backend writes, which bundle may replace which release, what becomes
 // of a trial, the queue kept across a trial that upgrades its format, and the device key file that
 // first boot writes for the gateway. The emulated board runs them for real (appliance:update-test).
-import { readdirSync, writeFileSync } from 'node:fs';
+import { lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import {
   snapshotQueue,
   trialOutcome,
   versionDecision,
+  writeVerdict,
 } from '../../appliance/board/update.mjs';
 import { parseKeyFile } from '../../src/keys/key-file.js';
 import { keyMatches } from '../../src/keys/key-hash.js';
@@ -201,5 +202,22 @@ describe('device keys from harbor.conf', () => {
     expect(problems).toEqual([]);
     expect(settings.update).toEqual({ url: 'https://central.example/site.raucb', trialSeconds: 900 });
     expect(validateSettings(parseConfigText('UPDATE_URL=ftp://x\nUPDATE_TRIAL_SECONDS=5\n').values, zone).problems).toHaveLength(2);
+  });
+});
+
+describe("the verdict on a console upload, in the gateway's folder", () => {
+  it('replaces a link left where it goes instead of writing through it', () => {
+    const folder = temp();
+    const elsewhere = join(temp(), 'precious');
+    writeFileSync(elsewhere, 'untouched');
+    symlinkSync(elsewhere, join(folder, 'result.json'));
+    writeVerdict(folder, { state: 'refused', message: 'Refused, nothing was written: bad signature.' });
+    expect(readFileSync(elsewhere, 'utf8')).toBe('untouched');
+    expect(lstatSync(join(folder, 'result.json')).isFile()).toBe(true);
+    expect(JSON.parse(readFileSync(join(folder, 'result.json'), 'utf8'))).toMatchObject({
+      state: 'refused',
+      message: 'Refused, nothing was written: bad signature.',
+    });
+    expect(readdirSync(folder)).toEqual(['result.json']);
   });
 });

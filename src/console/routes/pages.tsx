@@ -84,7 +84,7 @@ export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
       certificate,
       settings,
       check: checkConfig(console.deps.env),
-      update: updateInstaller()?.description,
+      update: updateInstaller(console.deps.env)?.description,
       csrf: c.get('consoleSession').csrf,
     };
     return renderPage(c, frame(c, 'settings', 'Certificate and settings'), <Settings {...model} />);

@@ -8,7 +8,7 @@ import { requireFormToken } from './guard.js';
 /** `POST /console/update`: the appliance's update upload (see update-bundle.ts); 404 where there is no installer. */
 export function registerUpdateRoute(app: Hono, console: GatewayConsole): void {
   app.post(`${CONSOLE_PATH}/update`, requireFormToken('query'), async (c) => {
-    const installer = updateInstaller();
+    const installer = updateInstaller(console.deps.env);
     if (installer === undefined) return c.text('This system takes no update bundles here.', 404);
     const outcome = await installer.install(c.req.raw);
     return renderPage(
