@@ -20,7 +20,7 @@ import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
 
 /**
  * Starts the bundle (scripts/lib/gateway-process.mjs) pinned to `cpus` and resolves once it listens.
- * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string }} options
+ * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string, nodeArgs?: string[] }} options
  * @returns {Promise<BenchGateway>}
  */
 export async function startBenchGateway(options) {
@@ -28,6 +28,7 @@ export async function startBenchGateway(options) {
     bundle: options.bundle,
     env: { GATEWAY_NAME: 'bench', API_KEY: options.apiKey, ...options.env },
     wrap: options.cpus ? ['taskset', '-c', options.cpus] : [],
+    nodeArgs: options.nodeArgs,
     timeoutMs: 30_000,
   });
   /** The process's state and its last words, for errors. */
