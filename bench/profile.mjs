@@ -89,7 +89,10 @@ for (const file of files.sort()) {
   const thread = file.split('.').at(-3) === '0' ? 'ingest thread' : 'delivery thread';
   const summary = summarizeProfile(JSON.parse(readFileSync(join(outDir, file), 'utf8')), window);
   summaries[file] = { thread, ...summary };
-  lines.push(`#### ${thread}: ${Math.round(summary.busyMs).toLocaleString('en-US')} ms busy of ${Math.round(summary.wallMs).toLocaleString('en-US')} ms measured (${file})`, '');
+  lines.push(
+    `#### ${thread}: ${Math.round(summary.busyMs).toLocaleString('en-US')} ms busy of ${Math.round(summary.wallMs).toLocaleString('en-US')} ms measured (${file})`,
+    '',
+  );
   lines.push('| Area | Self time | Share of busy |', '|---|---:|---:|');
   for (const a of summary.areas.slice(0, 12)) lines.push(`| ${a.area} | ${Math.round(a.ms)} ms | ${pct(a.share)} |`);
   lines.push('');
