@@ -25,7 +25,7 @@ export function resolveRef(ref) {
   const done = spawnSync('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: projectRoot, encoding: 'utf8' });
   if (done.status !== 0) throw new Error(`--compare ${ref}: neither a release in CHANGELOG.md nor a commit git knows`);
   const commit = done.stdout.trim();
-  return { version: `commit-${commit.slice(0, 12)}`, commit, name: commit.slice(0, 12) };
+  return { version: 'commit', commit, name: commit.slice(0, 12) };
 }
 
 /**

@@ -39,7 +39,8 @@ export function sourceOf(frame) {
     const source = entry.originalSource.replace(/^.*?(\/node_modules\/|\/src\/)/, (_, dir) => (dir === '/src/' ? 'src/' : ''));
     return `${source}:${entry.originalLine + 1}`;
   }
-  return `${frame.url.replace(/^.*\//, '')}:${frame.lineNumber + 1}`;
+  // A dependency outside the bundle (a native module's JavaScript): named from its package on.
+  return `${frame.url.replace(/^.*\/node_modules\/|^.*\//, '')}:${frame.lineNumber + 1}`;
 }
 
 /**
