@@ -3,7 +3,8 @@
 // wrk from CPU 1, stops the gateway gracefully (so V8 writes a profile per thread) and prints the
 // self time of the ingest thread by area and by function (located through the bundle's source
 // map), and of the delivery thread by area. Keeps the .cpuprofile files (open them in Chrome's
-// DevTools or speedscope) under bench/results/profiles/<time>/.
+// DevTools or speedscope) and a flame graph of each thread (ingest.svg, delivery.svg) under
+// bench/results/profiles/<time>/.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,6 +13,7 @@ import { projectRoot } from '../scripts/lib/paths.mjs';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
 import { monotonicUs, summarizeProfile } from './lib/cpu-profile.mjs';
+import { flameGraph } from './lib/flame-graph.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 import { pin } from './lib/harness.mjs';
@@ -87,7 +89,10 @@ const summaries = {};
 // Node names each thread's profile CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: thread 0 is ingest.
 for (const file of files.sort()) {
   const thread = file.split('.').at(-3) === '0' ? 'ingest thread' : 'delivery thread';
-  const summary = summarizeProfile(JSON.parse(readFileSync(join(outDir, file), 'utf8')), window);
+  const profile = JSON.parse(readFileSync(join(outDir, file), 'utf8'));
+  const summary = summarizeProfile(profile, window);
+  const title = `${thread}, single push, ${args.mode}, ${connections} connections`;
+  writeFileSync(join(outDir, `${thread.split(' ')[0]}.svg`), flameGraph(profile, { title, window }));
   summaries[file] = { thread, ...summary };
   lines.push(
     `#### ${thread}: ${Math.round(summary.busyMs).toLocaleString('en-US')} ms busy of ${Math.round(summary.wallMs).toLocaleString('en-US')} ms measured (${file})`,
