@@ -142,7 +142,12 @@ try {
           const r = await attempt(`${label}idle ${mode} run ${run}`, () => idleRun(context, mode, run));
           if (!r) continue;
           runs.idle.push(r);
-          say(`${label}idle ${mode} run ${run}: RSS ${(r.rssKb / 1024).toFixed(1)} MB`);
+          const mb = (/** @type {number} */ kb) => (kb / 1024).toFixed(1);
+          const h = r.heapsKb;
+          say(
+            `${label}idle ${mode} run ${run}: RSS ${mb(r.rssKb)} MB, private ${mb(r.anonKb)}; V8 heaps used/committed: ` +
+              `ingest ${mb(h.ingestUsed)}/${mb(h.ingestTotal)}, delivery ${mb(h.deliveryUsed)}/${mb(h.deliveryTotal)} MB`,
+          );
         }
       }
       if (has('single')) {

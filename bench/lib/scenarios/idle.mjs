@@ -20,7 +20,15 @@ export async function idleRun(bench, mode, run) {
     const flushed = await waitFor(async () => (await gw.gateway.status()).totals.flushedReadings >= 1, 30_000);
     await sleep(bench.options.idleSettleS * 1000);
     const sample = sampleProcess(gw.gateway.pid);
-    return { mode, run, flushed, rssKb: sample.rssKb, anonKb: sample.anonKb, fileKb: sample.fileKb, hwmKb: sample.hwmKb };
+    // Each thread's V8 heap, used and committed: most of the private memory.
+    const { memory } = await gw.gateway.status();
+    const heapsKb = {
+      ingestUsed: memory.heapUsedBytes / 1024,
+      ingestTotal: (memory.heapTotalBytes ?? 0) / 1024,
+      deliveryUsed: (memory.deliveryHeapUsedBytes ?? 0) / 1024,
+      deliveryTotal: (memory.deliveryHeapTotalBytes ?? 0) / 1024,
+    };
+    return { mode, run, flushed, rssKb: sample.rssKb, anonKb: sample.anonKb, fileKb: sample.fileKb, hwmKb: sample.hwmKb, heapsKb };
   } finally {
     await gw.dispose();
   }
