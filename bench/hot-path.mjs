@@ -21,6 +21,7 @@ await build({
       export { IlpEncoder } from '../../src/sinks/questdb/ilp-encoder.ts';
       export { TimeWindow } from '../../src/reading/time-window.ts';
       export { withoutExpired } from '../../src/sinks/questdb/expired-readings.ts';
+      export { ShipTable } from '../../src/console/activity/ship-table.ts';
     `,
     resolveDir: work,
     sourcefile: entry,
@@ -63,6 +64,13 @@ const record = { segment: 1, id: 1, receivedMs: 0, readings: READINGS, bytes: pa
 const expiredBefore = `${Date.parse('2025-11-21T12:00:00Z') / 1000}000000000`;
 const rows = hot.decodeRecord(payload);
 const encoder = new hot.IlpEncoder('cargo_data', 'pier 7');
+/** The console's table of ships, fed as ingest feeds it: a request of one reading at a time, or one batch; `size` folds. */
+const ships = new hot.ShipTable();
+const singles = readings.map((/** @type {unknown} */ r) => [r]);
+const feedSingles = () => {
+  const now = Date.now();
+  for (const one of singles) ships.record('bench-key', one, now);
+};
 
 /** Runs `fn` until `ms` elapsed, returns microseconds per call. @param {() => unknown} fn */
 function measure(fn, ms = 400) {
@@ -116,6 +124,20 @@ const cases = [
   ["ILP, the gateway's IlpEncoder, from readings", () => encoder.encode(rows)],
   ["ILP, the gateway's IlpEncoder, from queue records (the flusher)", () => encoder.encodeRecords([{ payload }])],
   ["the local sink's check for readings older than its TTL, queue records", () => hot.withoutExpired([record], expiredBefore)],
+  [
+    "the console's ship table, noted and folded: 1,000 requests of one reading",
+    () => {
+      feedSingles();
+      return ships.size;
+    },
+  ],
+  [
+    "the console's ship table, noted and folded: one batch",
+    () => {
+      ships.record('bench-key', readings, Date.now());
+      return ships.size;
+    },
+  ],
 ];
 
 console.log(`per ${READINGS} readings (body ${body.length} bytes), median of 5 runs, Node ${process.version}`);
@@ -125,3 +147,23 @@ for (const [name, fn] of cases) {
   const us = median(Array.from({ length: 5 }, () => measure(fn)));
   console.log(`| ${name} | ${us.toFixed(0)} | ${Math.round((READINGS / us) * 1e6).toLocaleString('en-US')} |`);
 }
+
+// What the console's ship table costs a single push on its request and what folding costs later,
+// with ship and cargo ids fresh from JSON.parse as ingest has them (their hashes not yet computed).
+const requestNs = [];
+const foldNs = [];
+for (let round = 0; round < 300; round++) {
+  const requests = JSON.parse(body).map((/** @type {unknown} */ r) => [r]);
+  const now = Date.now();
+  const t0 = performance.now();
+  for (const one of requests) ships.record('bench-key', one, now);
+  const t1 = performance.now();
+  ships.size;
+  const t2 = performance.now();
+  if (round < 50) continue;
+  requestNs.push(((t1 - t0) * 1e6) / READINGS);
+  foldNs.push(((t2 - t1) * 1e6) / READINGS);
+}
+console.log(
+  `the console's ship table, per single push: ${median(requestNs).toFixed(0)} ns on the request, ${median(foldNs).toFixed(0)} ns folding it later (median of 250 rounds of 1,000)`,
+);

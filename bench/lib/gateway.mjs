@@ -7,6 +7,7 @@ import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
  * @property {{ records: number, readings: number, bytes: number, commits: number, oldestAgeSeconds: number | null }} queue
  * @property {{ acceptedRequests: number, acceptedReadings: number, refusedRequests: number, flushes: number, flushFailures: number, flushedReadings: number, deadLettered: number }} totals
  * @property {number} deadLetters
+ * @property {{ rssBytes: number, heapUsedBytes: number, heapTotalBytes?: number, deliveryHeapUsedBytes?: number, deliveryHeapTotalBytes?: number }} memory
  */
 
 /**
@@ -20,7 +21,7 @@ import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
 
 /**
  * Starts the bundle (scripts/lib/gateway-process.mjs) pinned to `cpus` and resolves once it listens.
- * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string }} options
+ * @param {{ bundle: string, env: Record<string, string>, apiKey: string, cpus?: string, nodeArgs?: string[] }} options
  * @returns {Promise<BenchGateway>}
  */
 export async function startBenchGateway(options) {
@@ -28,6 +29,7 @@ export async function startBenchGateway(options) {
     bundle: options.bundle,
     env: { GATEWAY_NAME: 'bench', API_KEY: options.apiKey, ...options.env },
     wrap: options.cpus ? ['taskset', '-c', options.cpus] : [],
+    nodeArgs: options.nodeArgs,
     timeoutMs: 30_000,
   });
   /** The process's state and its last words, for errors. */

@@ -16,7 +16,8 @@ import { GATEWAY_NODE_OPTIONS } from './node-options.mjs';
 /**
  * Starts the bundle and resolves once it logged that it listens. `wrap` runs it through another
  * command that ends by executing its arguments (taskset, unshare); the process dies with ours.
- * @param {{ bundle: string, env: Record<string, string>, wrap?: string[], timeoutMs?: number }} options
+ * `nodeArgs` go to node before the bundle (those NODE_OPTIONS does not take, such as --cpu-prof).
+ * @param {{ bundle: string, env: Record<string, string>, wrap?: string[], nodeArgs?: string[], timeoutMs?: number }} options
  * @returns {Promise<GatewayProcess>}
  */
 export async function startGatewayProcess(options) {
@@ -29,7 +30,7 @@ export async function startGatewayProcess(options) {
     LOG_LEVEL: 'info',
     ...options.env,
   };
-  const [command, ...args] = [...(options.wrap ?? []), process.execPath, options.bundle];
+  const [command, ...args] = [...(options.wrap ?? []), process.execPath, ...(options.nodeArgs ?? []), options.bundle];
   const child = spawn(/** @type {string} */ (command), args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   /** @type {Record<string, unknown>[]} */
   const logs = [];

@@ -81,7 +81,7 @@ export class GatewayConsole {
     mountConsole(app, this);
   }
 
-  /** Ingest accepted these readings with this key (called on the request, after its commit). */
+  /** Ingest accepted these readings with this key (called on the request, after its commit; the ship table only notes them). */
   accepted(principal: Principal, readings: readonly Reading[]): void {
     this.ships.record(principal.name, readings, Date.now());
   }

@@ -9,8 +9,11 @@ export interface KeyCounters {
   lastSeen: string | null;
 }
 
+/** The counters as kept: the last request's time as a number, written out only when listed. */
+type KeptCounters = Omit<KeyCounters, 'lastSeen'> & { lastSeenMs: number | null };
+
 export class KeyCounterTable {
-  readonly #counters = new Map<string, KeyCounters>();
+  readonly #counters = new Map<string, KeptCounters>();
 
   /** Keeps the counters of keys that still exist, adds new keys, forgets revoked ones. */
   sync(keys: readonly { name: string; shipPrefix?: string }[]): void {
@@ -25,7 +28,7 @@ export class KeyCounterTable {
           acceptedRequests: 0,
           acceptedReadings: 0,
           refusedRequests: 0,
-          lastSeen: null,
+          lastSeenMs: null,
         });
       } else {
         counters.shipPrefix = key.shipPrefix ?? null;
@@ -33,9 +36,10 @@ export class KeyCounterTable {
     }
   }
 
+  /** On every request with the key: a number stored, so the request formats no date. */
   seen(name: string, now = Date.now()): void {
     const counters = this.#counters.get(name);
-    if (counters !== undefined) counters.lastSeen = new Date(now).toISOString();
+    if (counters !== undefined) counters.lastSeenMs = now;
   }
 
   accepted(name: string, readings: number): void {
@@ -51,6 +55,9 @@ export class KeyCounterTable {
   }
 
   list(): KeyCounters[] {
-    return [...this.#counters.values()].map((c) => ({ ...c }));
+    return [...this.#counters.values()].map(({ lastSeenMs, ...c }) => ({
+      ...c,
+      lastSeen: lastSeenMs === null ? null : new Date(lastSeenMs).toISOString(),
+    }));
   }
 }

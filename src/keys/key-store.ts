@@ -27,7 +27,7 @@ export interface KeyStoreOptions {
  */
 export class KeyStore {
   readonly counters = new KeyCounterTable();
-  readonly #defaultDigest: Buffer;
+  readonly #defaultDigest: string;
   #entries: KeyEntry[] = [];
   /** Digests of presented keys that matched, so a device's key costs one HMAC per reload, not per request. */
   #matched = new Map<string, KeyEntry>();
@@ -46,14 +46,13 @@ export class KeyStore {
   /** The principal of a presented key, or undefined when no key matches. */
   authenticate(given: string): Principal | undefined {
     const digest = keyDigest(given);
-    if (digest.equals(this.#defaultDigest)) return { name: DEFAULT_KEY_NAME };
-    const cacheKey = digest.toString('base64');
-    const cached = this.#matched.get(cacheKey);
+    if (digest === this.#defaultDigest) return { name: DEFAULT_KEY_NAME };
+    const cached = this.#matched.get(digest);
     if (cached !== undefined) return principal(cached);
     const entry = this.#entries.find((e) => keyMatches(e.hash, given));
     if (entry === undefined) return undefined;
     // Bounded by the number of keys: only keys that matched an entry are remembered.
-    this.#matched.set(cacheKey, entry);
+    this.#matched.set(digest, entry);
     return principal(entry);
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { compareRuns, renderComparison, resolveRef } from '../../bench/lib/compare.mjs';
 import { CLOCK_TICKS, cpuSecondsFromStat } from '../../scripts/lib/proc.mjs';
 import { batchTemplate, fillBatchBody, jsonBytesPerReading, readingTail } from '../../scripts/lib/readings.mjs';
 import { median, percentile, queueBounded, slope, summarize } from '../../scripts/lib/stats.mjs';
@@ -108,5 +109,53 @@ describe('process accounting', () => {
   it('reads utime and stime after a command name with spaces and parentheses', () => {
     const fields = ['S', '1', '2', '3', '0', '-1', '4194304', '10', '0', '0', '0', String(3 * CLOCK_TICKS), String(CLOCK_TICKS), '0', '0'];
     expect(cpuSecondsFromStat(`4242 (node (main) x) ${fields.join(' ')}`)).toBe(4);
+  });
+});
+
+describe('comparing two builds', () => {
+  const single = (run: number, requestsPerSec: number, p99: number) => ({
+    kind: 'single',
+    mode: 'process-crash',
+    connections: 64,
+    run,
+    requestsPerSec,
+    latencyMs: { p99 },
+    footprint: { cpuSecondsPerMillion: 50 },
+  });
+
+  it('pairs runs by their number and gives the median of the pairwise ratios with their spread', () => {
+    const reference = { single: [single(1, 100, 10), single(2, 200, 10), single(3, 100, 10)] };
+    const current = { single: [single(1, 120, 5), single(2, 220, 8), single(3, 90, 20)] };
+    const rows = compareRuns(reference, current);
+    const rate = rows.find((r) => r.figure === 'single push, requests/s');
+    expect(rate?.key).toBe('process-crash, 64 conn.');
+    expect(rate?.reference).toMatchObject({ median: 100, n: 3 });
+    expect(rate?.current).toMatchObject({ median: 120, n: 3 });
+    // 120/100, 220/200, 90/100: not the ratio of the medians (1.2).
+    expect(rate?.ratio.median).toBeCloseTo(1.1);
+    expect(rate?.ratio.min).toBeCloseTo(0.9);
+    expect(rate?.ratio.max).toBeCloseTo(1.2);
+  });
+
+  it('marks a figure only when the whole spread of its ratios is better or worse', () => {
+    const reference = { single: [single(1, 100, 10), single(2, 100, 10)] };
+    const current = { single: [single(1, 120, 5), single(2, 130, 20)] };
+    const table = renderComparison(
+      compareRuns(reference, current),
+      { name: '0.4.0', commit: 'a'.repeat(40) },
+      {
+        name: 'this build',
+        commit: 'b'.repeat(40),
+      },
+    );
+    expect(table).toContain('| single push, requests/s | process-crash, 64 conn. | 100 (100–100) | 125 (120–130) | 1.25 (1.20–1.30) ↑ |');
+    expect(table).toMatch(/\| single push, p99 ms \| process-crash, 64 conn\. \| [^|]+ \| [^|]+ \| 1\.25 \(0\.50–2\.00\) \|$/m);
+  });
+
+  it('finds the previous release, or a release named by its version, from CHANGELOG.md', () => {
+    const previous = resolveRef('previous');
+    expect(previous.commit).toMatch(/^[0-9a-f]{40}$/);
+    expect(resolveRef(`v${previous.version}`)).toEqual(previous);
+    expect(resolveRef(previous.version)).toEqual(previous);
   });
 });

@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterMinutes, MinuteCounts } from './minute-counts.js';
 import { RefusalTable } from './refusal-table.js';
-import { MAX_CARGOS, MAX_SHIPS, ShipTable } from './ship-table.js';
+import { FOLD_AFTER_MS, FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS, MAX_CARGOS, MAX_SHIPS, ShipTable } from './ship-table.js';
 
 const T0 = Date.UTC(2026, 10, 26, 10, 0, 0);
 const MIN = 60_000;
@@ -72,6 +72,59 @@ describe('ship table', () => {
       T0,
     );
     expect(ships.list(T0).find((s) => s.shipId === 'many')!.lastValues).toHaveLength(MAX_CARGOS);
+  });
+
+  it('reads the same when requests wait to be folded as when each is folded at once', () => {
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    const waiting = new ShipTable();
+    const folded = new ShipTable();
+    let now = T0;
+    // Past both fold bounds, with more ships than are kept and more cargo ids than a ship keeps.
+    for (let request = 0; request < 3 * FOLD_AFTER_REQUESTS; request++) {
+      now += next(3) * 700;
+      const readings = Array.from({ length: 1 + (next(10) === 0 ? next(400) : 0) }, () =>
+        reading(`ship-${next(MAX_SHIPS + 200)}`, `c${next(MAX_CARGOS + 4)}`, next(1000)),
+      );
+      const key = `key-${next(3)}`;
+      waiting.record(key, readings, now);
+      folded.record(key, readings, now);
+      expect(folded.size).toBeGreaterThan(0);
+    }
+    expect(waiting.list(now + MIN)).toEqual(folded.list(now + MIN));
+  });
+
+  describe('off the request path', () => {
+    afterEach(() => vi.useRealTimers());
+
+    it('folds waiting requests on a timer that runs only while some wait', () => {
+      vi.useFakeTimers();
+      const ships = new ShipTable();
+      expect(vi.getTimerCount()).toBe(0);
+      ships.record('k', [reading('a', 'x', 1)], T0);
+      ships.record('k', [reading('a', 'x', 2)], T0);
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(FOLD_AFTER_MS);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(ships.list(T0)[0]).toMatchObject({ shipId: 'a', readingsLastHour: 2, lastValues: [{ cargoId: 'x', value: 2 }] });
+    });
+
+    it('folds at once, leaving no timer, when a bound of waiting readings or requests is reached', () => {
+      vi.useFakeTimers();
+      const ships = new ShipTable();
+      ships.record(
+        'k',
+        Array.from({ length: FOLD_AFTER_READINGS }, (_, i) => reading('a', 'x', i)),
+        T0,
+      );
+      expect(vi.getTimerCount()).toBe(0);
+      for (let i = 0; i < FOLD_AFTER_REQUESTS; i++) ships.record('k', [reading('b', 'x', i)], T0);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(ships.list(T0).map((s) => s.readingsLastHour)).toEqual([FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS]);
+    });
   });
 });
 

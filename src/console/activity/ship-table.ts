@@ -9,6 +9,16 @@ export const MAX_CARGOS = 16;
 const STALE_AFTER_MIN_MS = 5 * 60_000;
 /** Requests closer together than this are one burst (a GPS pair sent as two readings), not a gap. */
 const BURST_MS = 1000;
+/** Accepted requests wait at most this long before they are folded into the table, when nothing reads it sooner. */
+export const FOLD_AFTER_MS = 1000;
+/**
+ * Readings waiting past this are folded at once: the wait keeps them alive, and a young reading kept
+ * past the next minor garbage collection is copied, so the wait stays far below what one fills.
+ */
+export const FOLD_AFTER_READINGS = 4096;
+/** Requests waiting past this are folded at once (single pushes: a few dozen milliseconds' worth at full speed). */
+export const FOLD_AFTER_REQUESTS = 1024;
+const NONE: readonly Reading[] = [];
 
 interface ShipEntry {
   key: string;
@@ -33,13 +43,70 @@ export interface ShipView {
 /**
  * Every ship the gateway accepted readings from since it started: which key it used, when it was
  * last seen, how many readings it sent in the last hour and its latest values. Bounded in ships and
- * in cargo ids per ship, and fed with the readings ingest has already parsed (one map look-up per
- * run of readings of one ship, one per reading for its value).
+ * in cargo ids per ship, and fed with the readings ingest has already parsed.
+ *
+ * An accepted request only notes its readings (three appends); they are folded into the table in
+ * the order they came, with the time each request came at, before anything reads the table, after
+ * FOLD_AFTER_MS, or once FOLD_AFTER_READINGS wait. So the table reads as if each request had been
+ * recorded at once, and the request path pays for no map look-up.
  */
 export class ShipTable {
   readonly #ships = new Map<string, ShipEntry>();
+  // The requests waiting to be folded, in fixed arrays reused from fold to fold.
+  readonly #keys = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
+  readonly #batches = new Array<readonly Reading[]>(FOLD_AFTER_REQUESTS).fill(NONE);
+  readonly #times = new Float64Array(FOLD_AFTER_REQUESTS);
+  #requests = 0;
+  #readings = 0;
+  #timer: NodeJS.Timeout | undefined;
 
   record(key: string, readings: readonly Reading[], now: number): void {
+    const i = this.#requests++;
+    this.#keys[i] = key;
+    this.#batches[i] = readings;
+    this.#times[i] = now;
+    this.#readings += readings.length;
+    if (this.#requests === FOLD_AFTER_REQUESTS || this.#readings >= FOLD_AFTER_READINGS) this.#fold();
+    else this.#timer ??= setTimeout(() => this.#fold(), FOLD_AFTER_MS).unref();
+  }
+
+  get size(): number {
+    this.#fold();
+    return this.#ships.size;
+  }
+
+  /** The ships, most recently seen first. */
+  list(now: number): ShipView[] {
+    this.#fold();
+    return [...this.#ships]
+      .map(([shipId, e]) => ({
+        shipId,
+        key: e.key,
+        lastSeenMs: e.lastSeenMs,
+        stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
+        readingsLastHour: e.minutes.total(now),
+        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
+      }))
+      .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
+  }
+
+  /** Folds the waiting requests into the table, oldest first. */
+  #fold(): void {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    const batches = this.#batches;
+    for (let i = 0; i < this.#requests; i++) {
+      this.#add(this.#keys[i]!, batches[i]!, this.#times[i]!);
+      batches[i] = NONE;
+    }
+    this.#requests = 0;
+    this.#readings = 0;
+  }
+
+  /** One request's readings: one look-up per run of readings of one ship, one per reading for its value. */
+  #add(key: string, readings: readonly Reading[], now: number): void {
     let entry: ShipEntry | undefined;
     let ship = '';
     let run = 0;
@@ -56,24 +123,6 @@ export class ShipTable {
       values.set(reading.cargoId, reading.value);
     }
     if (entry !== undefined) touch(entry, key, run, now);
-  }
-
-  get size(): number {
-    return this.#ships.size;
-  }
-
-  /** The ships, most recently seen first. */
-  list(now: number): ShipView[] {
-    return [...this.#ships]
-      .map(([shipId, e]) => ({
-        shipId,
-        key: e.key,
-        lastSeenMs: e.lastSeenMs,
-        stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
-        readingsLastHour: e.minutes.total(now),
-        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
-      }))
-      .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
   }
 
   #entry(shipId: string, key: string, now: number): ShipEntry {
