@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { previousReleaseBundle } from '../../scripts/lib/previous-release.mjs';
 import { projectRoot } from '../../scripts/lib/paths.mjs';
 import { previousRelease, releases } from '../../scripts/lib/releases.mjs';
-import { summarize } from '../../scripts/lib/stats.mjs';
+import { pairedRatios, ratioMark, summarize } from '../../scripts/lib/stats.mjs';
 import { cell } from './report.mjs';
 
 /**
@@ -130,12 +130,6 @@ export function compareRuns(reference, current) {
       const these = (runs) => (runs ?? []).filter((r) => f.key(r) === key);
       const a = these(reference[f.scenario]);
       const b = these(current[f.scenario]);
-      const ratios = b.map((run) => {
-        const pair = a.find((r) => r.run === run.run);
-        const x = pair === undefined ? null : f.pick(pair);
-        const y = f.pick(run);
-        return typeof x === 'number' && typeof y === 'number' && x > 0 ? y / x : null;
-      });
       rows.push({
         figure: f.figure,
         key,
@@ -143,7 +137,7 @@ export function compareRuns(reference, current) {
         digits: f.digits,
         reference: summarize(a.map(f.pick)),
         current: summarize(b.map(f.pick)),
-        ratio: summarize(ratios),
+        ratio: pairedRatios(a, b, f.pick),
       });
     }
   }
@@ -166,15 +160,9 @@ export function renderComparison(rows, reference, current) {
     '|---|---|---:|---:|---:|',
   ];
   for (const row of rows) {
-    const r = row.ratio;
-    let mark = '';
-    if (r.min !== null && r.max !== null && r.n >= 2) {
-      const better = row.higherIsBetter ? r.min > 1 : r.max < 1;
-      const worse = row.higherIsBetter ? r.max < 1 : r.min > 1;
-      mark = better ? ' ↑' : worse ? ' ↓' : '';
-    }
+    const mark = ratioMark(row.ratio, row.higherIsBetter);
     lines.push(
-      `| ${row.figure} | ${row.key} | ${cell(row.reference, row.digits)} | ${cell(row.current, row.digits)} | ${cell(r, 2)}${mark} |`,
+      `| ${row.figure} | ${row.key} | ${cell(row.reference, row.digits)} | ${cell(row.current, row.digits)} | ${cell(row.ratio, 2)}${mark ? ` ${mark}` : ''} |`,
     );
   }
   if (rows.length === 0) lines.push(`| no figure | | | | |`);

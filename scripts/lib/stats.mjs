@@ -96,3 +96,36 @@ export function queueBounded(samples, rate, limits = {}) {
   const bounded = samples.length >= 2 && growthPerSecond <= allowedGrowthPerSecond && lastDepth <= maxDepthSeconds * rate;
   return { bounded, growthPerSecond, allowedGrowthPerSecond, lastDepth, maxDepth };
 }
+
+/**
+ * This build's figure against another's, over runs paired by their number (run n of each build,
+ * measured one after the other): the summary of the pairwise ratios current ÷ reference. Pairs
+ * with a figure missing on either side, or a reference of 0, are left out.
+ * @template {{ run: number }} T
+ * @param {readonly T[]} reference
+ * @param {readonly T[]} current
+ * @param {(run: T) => number | null | undefined} pick
+ */
+export function pairedRatios(reference, current, pick) {
+  return summarize(
+    current.map((run) => {
+      const pair = reference.find((r) => r.run === run.run);
+      const x = pair === undefined ? null : pick(pair);
+      const y = pick(run);
+      return typeof x === 'number' && typeof y === 'number' && x > 0 ? y / x : null;
+    }),
+  );
+}
+
+/**
+ * '↑' when the whole spread of the ratios is better, '↓' when it is all worse, '' otherwise (or
+ * with fewer than two pairs).
+ * @param {{ min: number | null, max: number | null, n: number }} ratio
+ * @param {boolean} higherIsBetter
+ */
+export function ratioMark(ratio, higherIsBetter) {
+  if (ratio.min === null || ratio.max === null || ratio.n < 2) return '';
+  if (higherIsBetter ? ratio.min > 1 : ratio.max < 1) return '↑';
+  if (higherIsBetter ? ratio.max < 1 : ratio.min > 1) return '↓';
+  return '';
+}

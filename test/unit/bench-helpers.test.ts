@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { compareRuns, renderComparison, resolveRef } from '../../bench/lib/compare.mjs';
 import { CLOCK_TICKS, cpuSecondsFromStat } from '../../scripts/lib/proc.mjs';
 import { batchTemplate, fillBatchBody, jsonBytesPerReading, readingTail } from '../../scripts/lib/readings.mjs';
-import { median, percentile, queueBounded, slope, summarize } from '../../scripts/lib/stats.mjs';
+import { median, pairedRatios, percentile, queueBounded, ratioMark, slope, summarize } from '../../scripts/lib/stats.mjs';
 
 // The benchmark's own arithmetic: wrong medians or a wrong growth test would print wrong figures.
 describe('benchmark statistics', () => {
@@ -113,49 +112,29 @@ describe('process accounting', () => {
 });
 
 describe('comparing two builds', () => {
-  const single = (run: number, requestsPerSec: number, p99: number) => ({
-    kind: 'single',
-    mode: 'process-crash',
-    connections: 64,
-    run,
-    requestsPerSec,
-    latencyMs: { p99 },
-    footprint: { cpuSecondsPerMillion: 50 },
+  const run = (n: number, rate: number | null) => ({ run: n, rate });
+  const rate = (r: { rate: number | null }) => r.rate;
+
+  it('pairs runs by their number and summarizes the pairwise ratios, not the ratio of the medians', () => {
+    const reference = [run(1, 100), run(2, 200), run(3, 100)];
+    const current = [run(3, 90), run(1, 120), run(2, 220)];
+    const ratio = pairedRatios(reference, current, rate);
+    expect(ratio.median).toBeCloseTo(1.1);
+    expect(ratio.min).toBeCloseTo(0.9);
+    expect(ratio.max).toBeCloseTo(1.2);
+    expect(ratio.n).toBe(3);
   });
 
-  it('pairs runs by their number and gives the median of the pairwise ratios with their spread', () => {
-    const reference = { single: [single(1, 100, 10), single(2, 200, 10), single(3, 100, 10)] };
-    const current = { single: [single(1, 120, 5), single(2, 220, 8), single(3, 90, 20)] };
-    const rows = compareRuns(reference, current);
-    const rate = rows.find((r) => r.figure === 'single push, requests/s');
-    expect(rate?.key).toBe('process-crash, 64 conn.');
-    expect(rate?.reference).toMatchObject({ median: 100, n: 3 });
-    expect(rate?.current).toMatchObject({ median: 120, n: 3 });
-    // 120/100, 220/200, 90/100: not the ratio of the medians (1.2).
-    expect(rate?.ratio.median).toBeCloseTo(1.1);
-    expect(rate?.ratio.min).toBeCloseTo(0.9);
-    expect(rate?.ratio.max).toBeCloseTo(1.2);
+  it('leaves out pairs with a figure missing or a reference of 0', () => {
+    const ratio = pairedRatios([run(1, 100), run(2, 0), run(3, null)], [run(1, 50), run(2, 10), run(3, 10), run(4, 10)], rate);
+    expect(ratio).toEqual({ median: 0.5, min: 0.5, max: 0.5, n: 1, missing: 3 });
   });
 
   it('marks a figure only when the whole spread of its ratios is better or worse', () => {
-    const reference = { single: [single(1, 100, 10), single(2, 100, 10)] };
-    const current = { single: [single(1, 120, 5), single(2, 130, 20)] };
-    const table = renderComparison(
-      compareRuns(reference, current),
-      { name: '0.4.0', commit: 'a'.repeat(40) },
-      {
-        name: 'this build',
-        commit: 'b'.repeat(40),
-      },
-    );
-    expect(table).toContain('| single push, requests/s | process-crash, 64 conn. | 100 (100–100) | 125 (120–130) | 1.25 (1.20–1.30) ↑ |');
-    expect(table).toMatch(/\| single push, p99 ms \| process-crash, 64 conn\. \| [^|]+ \| [^|]+ \| 1\.25 \(0\.50–2\.00\) \|$/m);
-  });
-
-  it('finds the previous release, or a release named by its version, from CHANGELOG.md', () => {
-    const previous = resolveRef('previous');
-    expect(previous.commit).toMatch(/^[0-9a-f]{40}$/);
-    expect(resolveRef(`v${previous.version}`)).toEqual(previous);
-    expect(resolveRef(previous.version)).toEqual(previous);
+    expect(ratioMark({ min: 1.2, max: 1.3, n: 2 }, true)).toBe('↑');
+    expect(ratioMark({ min: 1.2, max: 1.3, n: 2 }, false)).toBe('↓');
+    expect(ratioMark({ min: 0.5, max: 0.9, n: 3 }, false)).toBe('↑');
+    expect(ratioMark({ min: 0.9, max: 1.3, n: 5 }, true)).toBe('');
+    expect(ratioMark({ min: 1.2, max: 1.2, n: 1 }, true)).toBe('');
   });
 });
