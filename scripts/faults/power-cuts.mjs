@@ -3,13 +3,8 @@
 // durability mode, the `tear` model, entries durable per directory fsync, both modes). The models
 // are scripts/faults/power-cut.mjs's DISK_MODELS: tear, subset, fsync-eio, enospc, lying-flush.
 // Builds the bundle, starts its own QuestDB, exits non-zero when a model or mode breaks its promise.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { projectRoot } from '../lib/paths.mjs';
-import { startQuestDb } from '../lib/questdb.mjs';
 import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
+import { runWithQuestDb } from './long-run.mjs';
 
 const argument = (/** @type {string} */ name) => {
   const index = process.argv.indexOf(name);
@@ -26,24 +21,5 @@ const modes = /** @type {('power-loss' | 'process-crash')[]} */ ((argument('--mo
 for (const mode of modes) {
   if (mode !== 'power-loss' && mode !== 'process-crash') throw new Error(`--modes takes power-loss and process-crash, not ${mode}`);
 }
-const log = (/** @type {string} */ line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
 
-execFileSync(process.execPath, [join(projectRoot, 'build.mjs')], { stdio: 'inherit' });
-const dataDir = mkdtempSync(join(tmpdir(), 'harbor-powercut-qdb-'));
-const questdb = await startQuestDb({ dataDir });
-let passed = false;
-try {
-  passed = await runPowerCuts({
-    cuts,
-    models,
-    entries,
-    modes,
-    questdbUrl: questdb.httpUrl,
-    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
-    log,
-  });
-} finally {
-  await questdb.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-}
-process.exit(passed ? 0 : 1);
+await runWithQuestDb('powercut', (run) => runPowerCuts({ cuts, models, entries, modes, ...run }));
