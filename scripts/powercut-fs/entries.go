@@ -251,7 +251,7 @@ func (j *journal) fsyncDir(path string) error {
 	}
 	now := j.now()
 	if j.fsyncCommitsEntries {
-		if j.pendingEntries(now) && j.faults.draw(j.faults.fsyncEIO) {
+		if j.pendingEntries(now) && j.faults.dirFsyncFails() {
 			j.faults.fsyncEIOs++
 			return syscall.EIO
 		}
@@ -262,7 +262,7 @@ func (j *journal) fsyncDir(path string) error {
 	for _, e := range j.entries {
 		has = has || (!e.isDurable(now) && e.durableAt.IsZero() && e.names(ino))
 	}
-	if has && j.faults.draw(j.faults.fsyncEIO) {
+	if has && j.faults.dirFsyncFails() {
 		// The journal could not be written: the changes stay in memory, pending.
 		j.faults.fsyncEIOs++
 		return syscall.EIO

@@ -77,12 +77,24 @@ type faults struct {
 	fsyncEIO float64       // chance that an fsync with something to write fails with EIO
 	enospc   float64       // chance that a write or allocation that grows a file fails with ENOSPC
 	lie      time.Duration // a lying flush: fsync succeeds at once, durable only this much later
+	// failDirs: how many of the next directory fsyncs with entries to commit fail with EIO
+	// (the control command fail-dir-fsync), whatever the draws say.
+	failDirs int
 	// How often each fault was produced since the mount.
 	fsyncEIOs, enospcs int
 }
 
 func (f *faults) draw(chance float64) bool {
 	return chance > 0 && f.random.Float64() < chance
+}
+
+// dirFsyncFails draws whether a directory fsync with entries to commit fails with EIO.
+func (f *faults) dirFsyncFails() bool {
+	if f.failDirs > 0 {
+		f.failDirs--
+		return true
+	}
+	return f.draw(f.fsyncEIO)
 }
 
 type journal struct {
@@ -353,6 +365,15 @@ func (j *journal) status() pendingStatus {
 // writeBack makes every pending change durable, as the kernel's periodic writeback and a file
 // system's journal commit do with data older than half a minute or so. Writes whose fsync failed
 // stay as they are: the kernel no longer counts them as dirty.
+// failNextDirFsyncs makes the next n directory fsyncs that have entries to commit fail with EIO,
+// leaving the entries pending: a failure a test can place where it wants one.
+func (j *journal) failNextDirFsyncs(n int) map[string]int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.faults.failDirs = n
+	return map[string]int{"failDirFsyncs": n}
+}
+
 func (j *journal) writeBack() pendingStatus {
 	return j.writeBackOlder(0)
 }

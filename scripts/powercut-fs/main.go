@@ -28,6 +28,7 @@
 //	status     how many changes are pending
 //	writeback  make every pending change durable (what the kernel does with old dirty data)
 //	writeback-older MS  make durable what has been pending for at least MS milliseconds
+//	fail-dir-fsync [N]  the next N (1) directory fsyncs with entries to commit fail with EIO
 //	unmount    answer, unmount and exit
 //
 // It prints "ready" once the mount and the socket are up.
@@ -164,6 +165,19 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 						continue
 					}
 					encoder.Encode(j.writeBackOlder(time.Duration(age) * time.Millisecond))
+					continue
+				}
+				if words := strings.Fields(command); len(words) > 0 && words[0] == "fail-dir-fsync" {
+					n := uint64(1)
+					if len(words) > 1 {
+						parsed, err := strconv.ParseUint(words[1], 10, 16)
+						if err != nil || len(words) > 2 {
+							encoder.Encode(map[string]string{"error": "fail-dir-fsync takes a count, not " + strings.Join(words[1:], " ")})
+							continue
+						}
+						n = parsed
+					}
+					encoder.Encode(j.failNextDirFsyncs(int(n)))
 					continue
 				}
 				if words := strings.Fields(command); len(words) > 0 && words[0] == "cut" {

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VERSION } from '../version.js';
@@ -122,17 +122,21 @@ export function makeDataDir(dataDir: string): void {
   if (first === undefined) return;
   try {
     for (let made = resolve(dataDir); ; made = dirname(made)) {
-      const fd = openSync(dirname(made), 'r');
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
+      fsyncDirectory(dirname(made));
       if (made === resolve(first) || made === dirname(made)) return;
     }
   } catch (error) {
     rmSync(first, { recursive: true, force: true });
     throw error;
+  }
+}
+
+function fsyncDirectory(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -142,13 +146,16 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.
   assertReadableFormat(path);
+  const isNew = (statSync(path, { throwIfNoEntry: false })?.size ?? 0) === 0;
   const db = new Database(path, { fileMustExist: !options.create });
+  // Both only on a new file, before its first write (the journal mode below is one): on an existing
+  // file either pragma is a write, made before the names below are durable.
   // 1 KiB pages: a commit of a few dozen single readings rewrites a few small pages instead of a
-  // few large ones, about a third fewer bytes written per reading. Takes effect on new files.
-  if (options.create) db.pragma('page_size = 1024');
-  // Lets free pages go back to the file system after a long outage or a full disk. Only before the
-  // first write of a new file (the journal mode below is one); older files are converted below.
-  if (options.create) db.pragma('auto_vacuum = INCREMENTAL');
+  // few large ones, about a third fewer bytes written per reading.
+  if (isNew) db.pragma('page_size = 1024');
+  // Lets free pages go back to the file system after a long outage or a full disk; older files are
+  // converted below.
+  if (isNew) db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
   db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
@@ -157,10 +164,19 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   db.pragma('journal_size_limit = 67108864');
   // 2 MiB of page cache per connection; the build's default is 16 MiB.
   db.pragma('cache_size = -2048');
+  // The names of the queue file and its WAL are made durable here, and a failed fsync fails the
+  // open (the next start tries again): SQLite fsyncs the directory once after creating a WAL but
+  // ignores that fsync's error, and never for the database file. After such a failure a power cut
+  // takes the WAL with every commit in it, fsynced or not, or brings back the WAL a clean close
+  // deleted, whose old pages would be replayed over newer ones.
   try {
+    // An existing file's WAL was opened by the pragma above, before any write.
+    fsyncDirectory(dataDir);
     migrateQueueFile(db, path, VERSION);
     if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
     if (options.create) enableIncrementalVacuum(db);
+    // A new file's WAL appears with its first write, above.
+    if (options.create) fsyncDirectory(dataDir);
   } catch (error) {
     db.close();
     throw error;
