@@ -54,7 +54,8 @@ export function buildPowercutFs() {
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} status
  * @property {() => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBack  makes everything pending durable
  * @property {(ageMs: number) => Promise<{ files: number, changes: number, entries: number, cut: boolean }>} writeBackOlder  makes durable what has been pending for at least ageMs
- * @property {(count?: number) => Promise<unknown>} failDirFsyncs  makes the next `count` (1) directory fsyncs that have entries to commit fail with EIO
+ * @property {(kind: 'dir' | 'file', count?: number) => Promise<unknown>} failFsyncs  makes the next `count` (1) directory fsyncs that have
+ *   entries to commit, or file fsyncs that have writes to make durable, fail with EIO
  * @property {() => Promise<void>} unmount
  */
 
@@ -180,7 +181,7 @@ async function mountPowercutFs(binary, paths) {
     status: () => command('status'),
     writeBack: () => command('writeback'),
     writeBackOlder: (ageMs) => command(`writeback-older ${Math.round(ageMs)}`),
-    failDirFsyncs: (count = 1) => command(`fail-dir-fsync ${count}`),
+    failFsyncs: (kind, count = 1) => command(`fail-fsync ${kind} ${count}`),
     async unmount() {
       if (unmounted) return;
       unmounted = true;

@@ -251,7 +251,7 @@ func (j *journal) fsyncDir(path string) error {
 	}
 	now := j.now()
 	if j.fsyncCommitsEntries {
-		if j.pendingEntries(now) && j.faults.dirFsyncFails() {
+		if j.pendingEntries(now) && j.faults.fsyncFails(&j.faults.failDirs) {
 			j.faults.fsyncEIOs++
 			return syscall.EIO
 		}
@@ -262,7 +262,7 @@ func (j *journal) fsyncDir(path string) error {
 	for _, e := range j.entries {
 		has = has || (!e.isDurable(now) && e.durableAt.IsZero() && e.names(ino))
 	}
-	if has && j.faults.dirFsyncFails() {
+	if has && j.faults.fsyncFails(&j.faults.failDirs) {
 		// The journal could not be written: the changes stay in memory, pending.
 		j.faults.fsyncEIOs++
 		return syscall.EIO

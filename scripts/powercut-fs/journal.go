@@ -77,9 +77,10 @@ type faults struct {
 	fsyncEIO float64       // chance that an fsync with something to write fails with EIO
 	enospc   float64       // chance that a write or allocation that grows a file fails with ENOSPC
 	lie      time.Duration // a lying flush: fsync succeeds at once, durable only this much later
-	// failDirs: how many of the next directory fsyncs with entries to commit fail with EIO
-	// (the control command fail-dir-fsync), whatever the draws say.
-	failDirs int
+	// failDirs, failFiles: how many of the next directory fsyncs with entries to commit, and file
+	// fsyncs with writes to make durable, fail with EIO (the control command fail-fsync), whatever
+	// the draws say.
+	failDirs, failFiles int
 	// How often each fault was produced since the mount.
 	fsyncEIOs, enospcs int
 }
@@ -88,10 +89,11 @@ func (f *faults) draw(chance float64) bool {
 	return chance > 0 && f.random.Float64() < chance
 }
 
-// dirFsyncFails draws whether a directory fsync with entries to commit fails with EIO.
-func (f *faults) dirFsyncFails() bool {
-	if f.failDirs > 0 {
-		f.failDirs--
+// fsyncFails draws whether an fsync with something to make durable fails with EIO; failNext is
+// the count of the next such fsyncs set to fail.
+func (f *faults) fsyncFails(failNext *int) bool {
+	if *failNext > 0 {
+		*failNext--
 		return true
 	}
 	return f.draw(f.fsyncEIO)
@@ -253,7 +255,7 @@ func (j *journal) fsyncFile(fd int) error {
 	}
 	now := j.now()
 	if pf := j.files[st.Ino]; pf != nil && hasPending(pf, now) {
-		if j.faults.draw(j.faults.fsyncEIO) {
+		if j.faults.fsyncFails(&j.faults.failFiles) {
 			j.faults.fsyncEIOs++
 			// The kernel's writeback failed: the pages stay readable but count as written.
 			for i := range pf.changes {
@@ -365,13 +367,17 @@ func (j *journal) status() pendingStatus {
 // writeBack makes every pending change durable, as the kernel's periodic writeback and a file
 // system's journal commit do with data older than half a minute or so. Writes whose fsync failed
 // stay as they are: the kernel no longer counts them as dirty.
-// failNextDirFsyncs makes the next n directory fsyncs that have entries to commit fail with EIO,
-// leaving the entries pending: a failure a test can place where it wants one.
-func (j *journal) failNextDirFsyncs(n int) map[string]int {
+// failNextFsyncs makes the next n directory fsyncs that have entries to commit (dirs) or file
+// fsyncs that have writes to make durable fail with EIO: a failure a test places where it wants it.
+func (j *journal) failNextFsyncs(dirs bool, n int) map[string]int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.faults.failDirs = n
-	return map[string]int{"failDirFsyncs": n}
+	if dirs {
+		j.faults.failDirs = n
+		return map[string]int{"failDirFsyncs": n}
+	}
+	j.faults.failFiles = n
+	return map[string]int{"failFileFsyncs": n}
 }
 
 func (j *journal) writeBack() pendingStatus {

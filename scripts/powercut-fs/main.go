@@ -28,7 +28,8 @@
 //	status     how many changes are pending
 //	writeback  make every pending change durable (what the kernel does with old dirty data)
 //	writeback-older MS  make durable what has been pending for at least MS milliseconds
-//	fail-dir-fsync [N]  the next N (1) directory fsyncs with entries to commit fail with EIO
+//	fail-fsync dir|file [N]  the next N (1) directory fsyncs with entries to commit, or file
+//	                         fsyncs with writes to make durable, fail with EIO
 //	unmount    answer, unmount and exit
 //
 // It prints "ready" once the mount and the socket are up.
@@ -167,17 +168,13 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 					encoder.Encode(j.writeBackOlder(time.Duration(age) * time.Millisecond))
 					continue
 				}
-				if words := strings.Fields(command); len(words) > 0 && words[0] == "fail-dir-fsync" {
-					n := uint64(1)
-					if len(words) > 1 {
-						parsed, err := strconv.ParseUint(words[1], 10, 16)
-						if err != nil || len(words) > 2 {
-							encoder.Encode(map[string]string{"error": "fail-dir-fsync takes a count, not " + strings.Join(words[1:], " ")})
-							continue
-						}
-						n = parsed
+				if words := strings.Fields(command); len(words) > 0 && words[0] == "fail-fsync" {
+					dirs, n, err := failFsyncCommand(words[1:])
+					if err != nil {
+						encoder.Encode(map[string]string{"error": err.Error()})
+						continue
 					}
-					encoder.Encode(j.failNextDirFsyncs(int(n)))
+					encoder.Encode(j.failNextFsyncs(dirs, n))
 					continue
 				}
 				if words := strings.Fields(command); len(words) > 0 && words[0] == "cut" {
@@ -226,4 +223,20 @@ func cutCommand(args []string) (string, uint64, error) {
 		return "", 0, fmt.Errorf("cut takes a model and a seed, not %s", strings.Join(args, " "))
 	}
 	return model, seed, nil
+}
+
+// failFsyncCommand reads "fail-fsync dir|file [N]"'s arguments.
+func failFsyncCommand(args []string) (bool, int, error) {
+	if len(args) == 0 || len(args) > 2 || (args[0] != "dir" && args[0] != "file") {
+		return false, 0, fmt.Errorf("fail-fsync takes dir or file and a count, not %s", strings.Join(args, " "))
+	}
+	n := uint64(1)
+	if len(args) == 2 {
+		parsed, err := strconv.ParseUint(args[1], 10, 16)
+		if err != nil {
+			return false, 0, fmt.Errorf("fail-fsync takes a decimal count, not %s", args[1])
+		}
+		n = parsed
+	}
+	return args[0] == "dir", int(n), nil
 }

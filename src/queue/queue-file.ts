@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { VERSION } from '../version.js';
@@ -140,12 +140,45 @@ function fsyncDirectory(path: string): void {
   }
 }
 
+/**
+ * Puts on the disk what an earlier process left in the WAL, before SQLite reads it. After an fsync
+ * that failed, the kernel keeps the unwritten pages readable but no longer writes them
+ * ("fsyncgate"): SQLite's recovery takes a commit whose fsync failed as committed, and a power cut
+ * then takes it and every commit after it, the new run's answered ones included, as the log's
+ * checksums break there. Rewriting the log's own bytes and fsyncing them makes them durable. Only
+ * after an unclean stop: a clean close leaves no log.
+ */
+function settleLeftLog(walPath: string): void {
+  let fd: number;
+  try {
+    fd = openSync(walPath, 'r+');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const chunk = Buffer.allocUnsafe(Math.min(size, 1024 * 1024));
+    for (let offset = 0; offset < size; ) {
+      const read = readSync(fd, chunk, 0, Math.min(chunk.length, size - offset), offset);
+      if (read === 0) break;
+      writeSync(fd, chunk, 0, read, offset);
+      offset += read;
+    }
+    if (size > 0) fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
 export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
   if (options.create) makeDataDir(dataDir);
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.
   assertReadableFormat(path);
+  // The writer opens first and alone (the gateway owns the directory); readers open a live log.
+  if (options.create) settleLeftLog(`${path}-wal`);
   const isNew = (statSync(path, { throwIfNoEntry: false })?.size ?? 0) === 0;
   const db = new Database(path, { fileMustExist: !options.create });
   // Both only on a new file, before its first write (the journal mode below is one): on an existing
