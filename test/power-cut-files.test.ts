@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
@@ -59,6 +59,13 @@ describe('the gateway’s files through a power cut', () => {
     });
     expect(await readingsAfterACut(disk, fs)).toBe(1);
     expect(existsSync(join(disk.backing, DATA_DIR, 'tls', 'cert.pem'))).toBe(true);
+  });
+
+  it('keeps a reading answered into a data directory made before without an fsync, as a failed start or a command leaves it', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    mkdirSync(join(fs.mountPoint, DATA_DIR), { recursive: true });
+    expect(await readingsAfterACut(disk, fs)).toBe(1);
   });
 
   it('removes the data directory it made when the fsync naming it fails, so the next start makes it anew', async () => {

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import Database from 'better-sqlite3';
 import { VERSION } from '../version.js';
 import { assertReadableFormat, migrateQueueFile } from './queue-format.js';
@@ -112,29 +112,47 @@ export interface Progress {
 }
 
 /**
- * Makes the data directory and the missing directories above it, each one's name made durable by
- * an fsync of its parent: without it a power cut can take the new directory, and every reading
- * committed inside it, however well the queue file was fsynced. When an fsync fails, what was made
- * is removed again, so the next start makes it (and fsyncs it) anew.
+ * Makes the data directory and the missing directories above it, and makes the name of every
+ * directory on its path durable by an fsync of its parent: without it a power cut can take the
+ * directory, and every reading committed inside it, however well the queue file was fsynced. A
+ * directory that is already there gets the same fsyncs, as its name may not be durable yet: a start
+ * that failed after making it, a command that made it without an fsync, an operator's `mkdir`. When
+ * an fsync fails, what this call made is removed again, so the next start makes it anew.
  */
 export function makeDataDir(dataDir: string): void {
   const first = mkdirSync(dataDir, { recursive: true, mode: 0o750 });
-  if (first === undefined) return;
+  const made = first === undefined ? undefined : resolve(first);
   try {
-    for (let made = resolve(dataDir); ; made = dirname(made)) {
-      fsyncDirectory(dirname(made));
-      if (made === resolve(first) || made === dirname(made)) return;
+    for (let dir = resolve(dataDir); dir !== dirname(dir); dir = dirname(dir)) {
+      // A parent this process cannot read existed before; whoever made it named it.
+      const parent = dirname(dir);
+      const madeHere = made !== undefined && (parent === made || parent.startsWith(`${made}${sep}`));
+      fsyncDirectory(parent, { skipUnreadable: !madeHere });
     }
   } catch (error) {
-    rmSync(first, { recursive: true, force: true });
+    if (first !== undefined) rmSync(first, { recursive: true, force: true });
     throw error;
   }
 }
 
-function fsyncDirectory(path: string): void {
-  const fd = openSync(path, 'r');
+/**
+ * Some file systems cannot fsync a directory (EINVAL): there a name is as durable as it gets. A
+ * failed fsync (EIO) throws.
+ */
+function fsyncDirectory(path: string, options: { skipUnreadable?: boolean } = {}): void {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (options.skipUnreadable === true && (code === 'EACCES' || code === 'EPERM')) return;
+    throw error;
+  }
   try {
     fsyncSync(fd);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'ENOTSUP') throw error;
   } finally {
     closeSync(fd);
   }
