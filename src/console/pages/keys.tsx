@@ -1,8 +1,8 @@
 import type { FC } from 'hono/jsx';
 import { raw } from 'hono/html';
 import type { KeyCounters } from '../../keys/key-counters.js';
-import { formatAgo, formatCount } from './format.js';
-import { CsrfField, Scroll } from './layout.js';
+import { formatAgo } from './format.js';
+import { CountCell, CsrfField, Table, figures } from './layout.js';
 
 export interface KeyRow {
   name: string;
@@ -56,56 +56,40 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
     </section>
     <section aria-labelledby="h-keys">
       <h2 id="h-keys">Keys</h2>
-      <Scroll label="Keys">
-        <table id="keys">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Ships</th>
-              <th scope="col" class="num">
-                Readings
-              </th>
-              <th scope="col" class="num">
-                Refused
-              </th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="muted">Revoke</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((key) => (
-              <tr>
-                <th scope="row">{key.name}</th>
-                <td>{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
-                <td class="num">{formatCount(key.counters?.acceptedReadings ?? 0)}</td>
-                <td class="num">{formatCount(key.counters?.refusedRequests ?? 0)}</td>
-                <td>
-                  {key.counters?.lastSeen == null ? (
-                    <span class="muted">not since start</span>
-                  ) : (
-                    formatAgo(Date.parse(key.counters.lastSeen), now)
-                  )}
-                </td>
-                <td>
-                  {key.inFile ? (
-                    <form method="post" action="/console/keys/revoke">
-                      <CsrfField csrf={csrf} />
-                      <input type="hidden" name="name" value={key.name} />
-                      <button type="submit" class="plain" aria-label={`Revoke ${key.name}`}>
-                        Revoke…
-                      </button>
-                    </form>
-                  ) : (
-                    <span class="hint">API_KEY setting</span>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        label="Keys"
+        id="keys"
+        columns={['Name', 'Ships', figures('Readings'), figures('Refused'), 'Last used', <span class="muted">Revoke</span>]}
+      >
+        {keys.map((key) => (
+          <tr>
+            <th scope="row">{key.name}</th>
+            <td>{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
+            <CountCell count={key.counters?.acceptedReadings ?? 0} />
+            <CountCell count={key.counters?.refusedRequests ?? 0} />
+            <td>
+              {key.counters?.lastSeen == null ? (
+                <span class="muted">not since start</span>
+              ) : (
+                formatAgo(Date.parse(key.counters.lastSeen), now)
+              )}
+            </td>
+            <td>
+              {key.inFile ? (
+                <form method="post" action="/console/keys/revoke">
+                  <CsrfField csrf={csrf} />
+                  <input type="hidden" name="name" value={key.name} />
+                  <button type="submit" class="plain" aria-label={`Revoke ${key.name}`}>
+                    Revoke…
+                  </button>
+                </form>
+              ) : (
+                <span class="hint">API_KEY setting</span>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
       <p class="hint">
         Keys are kept as salted hashes in <span class="mono">{path}</span>, the file <span class="mono">harbor-gateway keys</span> edits; a
         key is shown once, when it is made. Changes apply within seconds, without a restart.

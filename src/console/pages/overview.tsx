@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { GatewayState } from '../../health/gateway-state.js';
 import type { GatewaySnapshot, SinkSnapshot } from '../../health/snapshot.js';
 import { formatBytes, formatCount, formatDuration } from './format.js';
-import { Scroll } from './layout.js';
+import { CountCell, Table, figures } from './layout.js';
 import { MinuteChart } from './minute-chart.js';
 
 export interface OverviewModel {
@@ -70,34 +70,22 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
     </div>
     <section aria-labelledby="h-sinks">
       <h2 id="h-sinks">Destinations</h2>
-      <Scroll label="Destinations">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Sink</th>
-              <th scope="col" class="num">
-                Backlog
-              </th>
-              <th scope="col">Oldest undelivered</th>
-              <th scope="col" class="num">
-                Delivered
-              </th>
-              <th scope="col" class="num">
-                Failures
-              </th>
-              <th scope="col" class="num">
-                Dead letters
-              </th>
-              <th scope="col">Last error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {s.sinks.map((sink) => (
-              <SinkRow sink={sink} />
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        label="Destinations"
+        columns={[
+          'Sink',
+          figures('Backlog'),
+          'Oldest undelivered',
+          figures('Delivered'),
+          figures('Failures'),
+          figures('Dead letters'),
+          'Last error',
+        ]}
+      >
+        {s.sinks.map((sink) => (
+          <SinkRow sink={sink} />
+        ))}
+      </Table>
     </section>
     <section aria-labelledby="h-https">
       <h2 id="h-https">HTTPS</h2>
@@ -128,11 +116,11 @@ const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
       {sink.name}
       <span class="hint">{sink.destination}</span>
     </th>
-    <td class="num">{formatCount(sink.backlog)}</td>
+    <CountCell count={sink.backlog} />
     <td>{age(sink.oldestAgeSeconds)}</td>
-    <td class="num">{formatCount(sink.delivered)}</td>
-    <td class="num">{formatCount(sink.failures)}</td>
-    <td class="num">{formatCount(sink.deadLettered)}</td>
+    <CountCell count={sink.delivered} />
+    <CountCell count={sink.failures} />
+    <CountCell count={sink.deadLettered} />
     <td>
       {sink.lastError === null ? (
         <span class="muted">none</span>

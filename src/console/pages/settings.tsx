@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { ConfigCheck } from '../../config/check-config.js';
-import { CsrfField, Scroll } from './layout.js';
+import { CsrfField, Table } from './layout.js';
 
 export interface SettingRow {
   env: string;
@@ -87,28 +87,17 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
     )}
     <section aria-labelledby="h-settings">
       <h2 id="h-settings">Effective settings</h2>
-      <Scroll label="Effective settings">
-        <table id="settings">
-          <thead>
-            <tr>
-              <th scope="col">Variable</th>
-              <th scope="col">Value</th>
-              <th scope="col">From</th>
-            </tr>
-          </thead>
-          <tbody>
-            {settings.map((s) => (
-              <tr>
-                <th scope="row" class="mono">
-                  {s.env}
-                </th>
-                <td class={s.secret ? 'muted' : 'mono'}>{s.shown}</td>
-                <td>{s.origin}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table label="Effective settings" id="settings" columns={['Variable', 'Value', 'From']}>
+        {settings.map((s) => (
+          <tr>
+            <th scope="row" class="mono">
+              {s.env}
+            </th>
+            <td class={s.secret ? 'muted' : 'mono'}>{s.shown}</td>
+            <td>{s.origin}</td>
+          </tr>
+        ))}
+      </Table>
       <p class="hint">
         As read at start. Secrets are never shown; they may also come from the <span class="mono">*_FILE</span> settings and systemd
         credentials.
