@@ -12,6 +12,7 @@ import { HealthReporter } from '../src/health/health-reporter.js';
 import { startEvents } from '../src/health/run-record.js';
 import { createLogger } from '../src/log/logger.js';
 import { QuestDbHttp } from '../src/questdb/questdb-http.js';
+import { SAMPLE_CATALOGUE } from './support/catalogue-sample.js';
 import { evaluateRule, loadAlertRules, type AlertInstance } from './support/grafana-alerting.js';
 import { createDashboardTables, dashboardTableNames, renameTables, waitForTables, type DashboardTables } from './support/grafana-tables.js';
 import { healthSnapshot } from './support/health-snapshot.js';
@@ -28,20 +29,6 @@ const site = loadDashboard(DASHBOARD_PATH);
 const gatewayBoard = loadDashboard(GATEWAY_DASHBOARD_PATH);
 const rules = loadAlertRules().groups.flatMap((g) => g.rules);
 const log = createLogger('silent');
-
-const CATALOGUE = `ships:
-  ship-a: MV Alpha
-cargo:
-  - match: reefer4_temp
-    name: Reefer 4 temperature
-    unit: °C
-    min: 2
-    max: 8
-    decimals: 1
-  - match: temp*
-    name: Temperature
-    unit: °C
-`;
 
 /** Every SQL query of a dashboard with its key: panel title and refId, or variable. */
 const queriesOf = (dashboard: ReturnType<typeof loadDashboard>) =>
@@ -267,7 +254,7 @@ describe('readings flowing, with the site catalogue', () => {
   beforeAll(async () => {
     const now = Date.now();
     const file = `${tempDir('catalogue')}/catalogue.yaml`;
-    writeFileSync(file, CATALOGUE);
+    writeFileSync(file, SAMPLE_CATALOGUE);
     const reporter = await startedGateway(tables, now - 70 * MINUTE, file);
     await writeReports(reporter, now - 10 * MINUTE, now);
     await writeReadings(tables, now - 50 * MINUTE, now - 20_000);
