@@ -1,7 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { DeadLetter } from '../../queue/dead-letters.js';
 import { formatCount, formatTime } from './format.js';
-import { CountCell, CsrfField, Table, figures } from './layout.js';
+import { CountCell, CsrfField, figures, Section, Table } from './layout.js';
 
 export interface DeadLettersModel {
   total: number;
@@ -15,8 +15,7 @@ export interface DeadLettersModel {
 
 export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summarised, csrf }) => (
   <>
-    <section aria-labelledby="h-by-sink">
-      <h2 id="h-by-sink">By sink and reason{summarised === undefined ? '' : ` (the oldest ${formatCount(summarised)})`}</h2>
+    <Section name="by-sink" heading={<>By sink and reason{summarised === undefined ? '' : ` (the oldest ${formatCount(summarised)})`}</>}>
       {total === 0 ? (
         <p class="muted" id="no-dead-letters">
           No dead letters: every destination took every reading it was sent.
@@ -36,12 +35,12 @@ export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summ
         A dead letter is a reading a destination refused for its content. Re-queue puts it at the end of the queue for every destination
         again (after fixing the cause); purge deletes it for good.
       </p>
-    </section>
+    </Section>
     {total === 0 ? null : (
-      <section aria-labelledby="h-letters">
-        <h2 id="h-letters">
-          {letters.length < total ? `Oldest ${formatCount(letters.length)} of ${formatCount(total)}` : `All ${formatCount(total)}`}
-        </h2>
+      <Section
+        name="letters"
+        heading={letters.length < total ? `Oldest ${formatCount(letters.length)} of ${formatCount(total)}` : `All ${formatCount(total)}`}
+      >
         <form method="post" action="/console/dead-letters">
           <CsrfField csrf={csrf} />
           <Table
@@ -92,7 +91,7 @@ export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summ
             </button>
           </div>
         </form>
-      </section>
+      </Section>
     )}
   </>
 );

@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { KeyRefusals, WrongKeyAddress } from '../activity/refusal-table.js';
 import type { ShipView } from '../activity/ship-table.js';
 import { formatAgo, formatTime, formatValue } from './format.js';
-import { CountCell, Table, figures } from './layout.js';
+import { CountCell, figures, Section, Table } from './layout.js';
 
 export interface DevicesModel {
   ships: ShipView[];
@@ -17,8 +17,7 @@ const Seen: FC<{ ms: number; now: number }> = ({ ms, now }) => <time datetime={n
 
 export const Devices: FC<DevicesModel> = ({ ships, refusals, wrongKeys, shipsFull, now }) => (
   <>
-    <section aria-labelledby="h-ships">
-      <h2 id="h-ships">Ships seen since the gateway started</h2>
+    <Section name="ships" heading="Ships seen since the gateway started">
       {ships.length === 0 ? (
         <p class="muted">No readings accepted yet.</p>
       ) : (
@@ -43,9 +42,8 @@ export const Devices: FC<DevicesModel> = ({ ships, refusals, wrongKeys, shipsFul
         A ship is stale when it has been silent for three of its usual gaps between readings, and at least 5 minutes.
         {shipsFull ? ' The table holds the 1,000 ships seen most recently.' : ''}
       </p>
-    </section>
-    <section aria-labelledby="h-refusals" id="refusals">
-      <h2 id="h-refusals">Refusals by key</h2>
+    </Section>
+    <Section name="refusals" heading="Refusals by key" id="refusals">
       {refusals.length === 0 ? (
         <p class="muted">No request with a valid key was refused.</p>
       ) : (
@@ -91,6 +89,6 @@ export const Devices: FC<DevicesModel> = ({ ships, refusals, wrongKeys, shipsFul
         </Table>
       )}
       <p class="hint">Answers to wrong keys are slowed down per address; requests with a valid key never are.</p>
-    </section>
+    </Section>
   </>
 );

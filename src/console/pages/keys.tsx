@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import { raw } from 'hono/html';
 import type { KeyCounters } from '../../keys/key-counters.js';
 import { formatAgo } from './format.js';
-import { CountCell, CsrfField, Table, figures } from './layout.js';
+import { CountCell, CsrfField, figures, Section, Table } from './layout.js';
 
 export interface KeyRow {
   name: string;
@@ -26,8 +26,7 @@ export interface KeysModel {
 
 export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, now }) => (
   <>
-    <section aria-labelledby="h-add">
-      <h2 id="h-add">Add a key</h2>
+    <Section name="add" heading="Add a key">
       {error === undefined ? null : (
         <p class="error" role="alert" id="key-error">
           {error}
@@ -53,9 +52,8 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
           </button>
         </div>
       </form>
-    </section>
-    <section aria-labelledby="h-keys">
-      <h2 id="h-keys">Keys</h2>
+    </Section>
+    <Section name="keys" heading="Keys">
       <Table
         label="Keys"
         id="keys"
@@ -104,7 +102,7 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
           </ul>
         </div>
       )}
-    </section>
+    </Section>
   </>
 );
 
@@ -121,8 +119,7 @@ export interface KeyCreatedModel {
 
 export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snippet, qrSvg }) => (
   <>
-    <section aria-labelledby="h-new-key">
-      <h2 id="h-new-key">Key {name}</h2>
+    <Section name="new-key" heading={<>Key {name}</>}>
       <p>
         <strong>Copy it now: this is the only time the gateway shows it.</strong> Only its hash is kept.
         {shipPrefix === undefined ? '' : ` It may only send ships whose ship_id starts with "${shipPrefix}".`}
@@ -134,9 +131,8 @@ export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snip
           Copy
         </button>
       </div>
-    </section>
-    <section aria-labelledby="h-snippet">
-      <h2 id="h-snippet">For the device</h2>
+    </Section>
+    <Section name="snippet" heading="For the device">
       <div class="grid2">
         <div>
           <pre id="snippet">{snippet}</pre>
@@ -153,7 +149,7 @@ export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snip
           <figcaption class="hint">The same snippet as a QR code.</figcaption>
         </figure>
       </div>
-    </section>
+    </Section>
     <p>
       <a href="/console/keys">Back to the keys</a>
     </p>

@@ -86,6 +86,14 @@ export const Layout: FC<LayoutProps> = ({ title, page, csrf, notice, refreshS, v
 /** A form's hidden field that proves it came from this session's page. */
 export const CsrfField: FC<{ csrf: string }> = ({ csrf }) => <input type="hidden" name="_csrf" value={csrf} />;
 
+/** A section of a page under its heading, which names it for assistive technology (`h-` and its name). */
+export const Section: FC<{ name: string; heading: Child; id?: string; class?: string; children?: Child }> = (props) => (
+  <section aria-labelledby={`h-${props.name}`} id={props.id} class={props.class}>
+    <h2 id={`h-${props.name}`}>{props.heading}</h2>
+    {props.children}
+  </section>
+);
+
 /** A column of figures: its heading and its cells are aligned right. */
 export const figures = (heading: string) => ({ figures: heading });
 

@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { GatewayState } from '../../health/gateway-state.js';
 import type { GatewaySnapshot, SinkSnapshot } from '../../health/snapshot.js';
 import { formatBytes, formatCount, formatDuration } from './format.js';
-import { CountCell, Table, figures } from './layout.js';
+import { CountCell, figures, Section, Table } from './layout.js';
 import { MinuteChart } from './minute-chart.js';
 
 export interface OverviewModel {
@@ -23,13 +23,11 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
     <p class={`state state-${state.code}`} id="state">
       {state.text}
     </p>
-    <section aria-labelledby="h-rate">
-      <h2 id="h-rate">Readings per minute</h2>
+    <Section name="rate" heading="Readings per minute">
       <MinuteChart counts={minutes} />
-    </section>
+    </Section>
     <div class="grid2">
-      <section aria-labelledby="h-queue">
-        <h2 id="h-queue">Queue</h2>
+      <Section name="queue" heading="Queue">
         <dl class="facts">
           <dt>Readings waiting</dt>
           <dd id="queue-readings">{formatCount(s.queue.readings)}</dd>
@@ -46,9 +44,8 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
           <dt>Durability</dt>
           <dd>{s.durability}</dd>
         </dl>
-      </section>
-      <section aria-labelledby="h-gateway">
-        <h2 id="h-gateway">Gateway</h2>
+      </Section>
+      <Section name="gateway" heading="Gateway">
         <dl class="facts">
           <dt>Version</dt>
           <dd>{s.version}</dd>
@@ -66,10 +63,9 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
             <a href="/console/devices#refusals">{formatCount(s.totals.refusedRequests)} requests</a>
           </dd>
         </dl>
-      </section>
+      </Section>
     </div>
-    <section aria-labelledby="h-sinks">
-      <h2 id="h-sinks">Destinations</h2>
+    <Section name="sinks" heading="Destinations">
       <Table
         label="Destinations"
         columns={[
@@ -86,9 +82,8 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
           <SinkRow sink={sink} />
         ))}
       </Table>
-    </section>
-    <section aria-labelledby="h-https">
-      <h2 id="h-https">HTTPS</h2>
+    </Section>
+    <Section name="https" heading="HTTPS">
       <dl class="facts">
         <dt>Addresses</dt>
         <dd>
@@ -106,7 +101,7 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
         <dt>Valid until</dt>
         <dd>{s.tls?.notAfter ?? 'unknown'}</dd>
       </dl>
-    </section>
+    </Section>
   </>
 );
 
