@@ -53,22 +53,24 @@ function onDisk(name: string): string | undefined {
 
 /** Writes at an offset through one descriptor, fsynced or not. */
 function writeAt(path: string, data: Buffer | string, position: number, fsync: boolean) {
-  const fd = openSync(path, existsSync(path) ? 'r+' : 'w+');
-  try {
+  withFd(path, existsSync(path) ? 'r+' : 'w+', (fd) => {
     writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data, 0, undefined, position);
     if (fsync) fsyncSync(fd);
+  });
+}
+
+/** Runs fn on a descriptor of path, closed afterwards. */
+function withFd(path: string, flags: string | number, fn: (fd: number) => void) {
+  const fd = openSync(path, flags);
+  try {
+    fn(fd);
   } finally {
     closeSync(fd);
   }
 }
 
 function fsyncDir(path: string) {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  withFd(path, 'r', fsyncSync);
 }
 
 /** A file created, fsynced and made durable in its directory. */
@@ -154,13 +156,10 @@ describe('powercut-fs', () => {
     const fs = await mountedDisk();
     const path = join(fs.mountPoint, 'data');
     durableFile(fs.mountPoint, 'data', '0123456789');
-    const fd = openSync(path, constants.O_WRONLY);
-    try {
+    withFd(path, constants.O_WRONLY, (fd) => {
       writeSync(fd, Buffer.from('ab'), 0, 2, 2);
       ftruncateSync(fd, 4);
-    } finally {
-      closeSync(fd);
-    }
+    });
     expect(readFileSync(path, 'utf8')).toBe('01ab');
 
     await cutAndUnmount(fs);
@@ -198,13 +197,10 @@ describe('powercut-fs', () => {
     const fs = await mountedDisk({ entries: 'ext4', fsyncEio: 1, seed: 7 });
     const path = join(fs.mountPoint, 'data');
     writeAt(path, 'lost', 0, false);
-    const fd = openSync(path, 'r+');
-    try {
+    withFd(path, 'r+', (fd) => {
       expect(() => fsyncSync(fd)).toThrow(/EIO/);
       fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    });
     expect(readFileSync(path, 'utf8')).toBe('lost');
 
     await cutAndUnmount(fs);
