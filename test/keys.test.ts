@@ -1,23 +1,14 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, waitForCount, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 const run = promisify(execFile);
-const dirs: string[] = [];
-const tempDir = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'harbor-keys-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 /** The keys command of the built bundle, as an operator runs it. */
 const keys = (file: string, ...args: string[]) =>
@@ -42,7 +33,7 @@ async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, wh
 
 describe('keys command', () => {
   it('adds a key printed once, keeps only its hash, lists and revokes by name', async () => {
-    const file = join(tempDir(), 'api-keys');
+    const file = join(tempDir('keys'), 'api-keys');
     const key = await addKey(file, 'buoy-1');
     // 24 random bytes in base64url: 192 bits.
     expect(key).toMatch(/^[A-Za-z0-9_-]{32}$/);
@@ -72,7 +63,7 @@ describe('keys in a running gateway', () => {
   afterAll(() => gw?.stop());
 
   it('accepts a key added after start and refuses it once revoked, without a restart; API_KEY keeps working', async () => {
-    file = join(tempDir(), 'api-keys');
+    file = join(tempDir('keys'), 'api-keys');
     gw = await startTestGateway({ API_KEYS_FILE: file, API_KEYS_POLL_MS: '100', AUTH_FAILURE_DELAY_MAX_MS: '200' });
     const key = await addKey(file, 'buoy-1');
     const send = () => gw.post('/api/v2/ingest', reading('buoy-1', 1), { 'x-api-key': key }).then((r) => r.status);
@@ -133,7 +124,7 @@ describe('keys in a running gateway', () => {
 
 describe('per-key health rows', () => {
   it("writes every key's counters to gateway_key_health beside gateway_health", async () => {
-    const file = join(tempDir(), 'api-keys');
+    const file = join(tempDir('keys'), 'api-keys');
     const key = await addKey(file, 'mast-7');
     const name = `gw-keys-${process.pid}-${Date.now()}`;
     const gw = await startTestGateway({ API_KEYS_FILE: file, HEALTH_REPORT: 'true', HOUSEKEEPING_CRON: '* * * * * *', GATEWAY_NAME: name });
@@ -184,7 +175,7 @@ describe('a wrong-key neighbour', () => {
   });
 
   it('re-reads the key file on SIGHUP', async () => {
-    const dir = tempDir();
+    const dir = tempDir('keys');
     const file = join(dir, 'api-keys');
     const gateway = await spawnGateway({
       API_KEY: TEST_KEY,
