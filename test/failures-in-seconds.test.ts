@@ -4,7 +4,7 @@ import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { createTopic } from './support/kafka.js';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 import { waitUntil } from './support/wait.js';
@@ -23,10 +23,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  for (const p of processes) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
+  await killAll(processes);
   await proxy?.close();
   await broker?.close();
 }, 60_000);

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startDevices } from '../scripts/lib/device-load.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { sql, storedCounts, uniqueTable, waitForCount } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 import { waitUntil } from './support/wait.js';
@@ -16,10 +16,7 @@ const CENTRAL_KEY = 'central-key-0123456789';
 
 const processes: GatewayProcess[] = [];
 afterAll(async () => {
-  for (const p of processes) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
+  await killAll(processes);
 });
 
 async function spawn(env: Record<string, string>): Promise<GatewayProcess> {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { createTopic, readTopic } from './support/kafka.js';
 import { startTestGateway, TEST_KEY, type TestGateway } from './support/gateway.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
 import { skewedClockEnv } from './support/skewed-clock.js';
 import { tempDir } from './support/temp-dir.js';
@@ -27,10 +27,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  for (const site of sites) {
-    site.child.kill('SIGKILL');
-    await site.exited;
-  }
+  await killAll(sites);
   await central?.stop();
   await broker?.close();
 }, 60_000);

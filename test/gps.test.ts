@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 
 let gw: TestGateway;
@@ -7,8 +7,6 @@ beforeAll(async () => {
   gw = await startTestGateway({ MAX_BATCH_READINGS: '5' });
 });
 afterAll(() => gw.stop());
-
-const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
 
 /** The stored rows of one ship, by cargo id, once flushed and applied. */
 async function rowsOf(ship: string): Promise<[string, number, string][]> {
@@ -31,7 +29,7 @@ describe('GPS fixes as the monitoring agent posts them', () => {
       source: 'gpsd',
       fix: { mode: 3 },
     };
-    expect(await json(await gw.post('/api/v2/ingest/gps', fix))).toEqual({
+    expect(await jsonAnswer(await gw.post('/api/v2/ingest/gps', fix))).toEqual({
       status: 200,
       body: { status: 'GPS data received and queued', count: 4 },
     });
@@ -48,7 +46,7 @@ describe('GPS fixes as the monitoring agent posts them', () => {
       { ship_id: 'gps-2', latitude: 1, longitude: 2 },
       { ship_id: 'gps-2', latitude: 3, longitude: 4, speed: 5 },
     ];
-    expect(await json(await gw.post('/api/v2/ingest/gps/', fixes))).toEqual({
+    expect(await jsonAnswer(await gw.post('/api/v2/ingest/gps/', fixes))).toEqual({
       status: 200,
       body: { status: 'GPS data received and queued', count: 5 },
     });
@@ -72,7 +70,7 @@ describe('GPS fixes as the monitoring agent posts them', () => {
     '/api/v1/ingest/ingest/harbor-1/gps',
     '/api/v2/ingest/harbor-1/gps/',
   ])('serves the hosted form %s', async (path) => {
-    const answer = await json(await gw.post(path, { ship_id: 'gps-3', time: '2026-02-04T10:00:00Z', latitude: -90, longitude: 180 }));
+    const answer = await jsonAnswer(await gw.post(path, { ship_id: 'gps-3', time: '2026-02-04T10:00:00Z', latitude: -90, longitude: 180 }));
     expect(answer).toEqual({ status: 200, body: { status: 'GPS data received and queued', count: 2 } });
   });
 
@@ -81,13 +79,13 @@ describe('GPS fixes as the monitoring agent posts them', () => {
       { ship_id: 'gps-4', latitude: 10, longitude: 10 },
       { ship_id: 'gps-4', latitude: 90.5, longitude: -180.01 },
     ];
-    const answer = await json(await gw.post('/api/v2/ingest/gps', fixes));
+    const answer = await jsonAnswer(await gw.post('/api/v2/ingest/gps', fixes));
     expect(answer.status).toBe(422);
     expect(answer.body['details']).toEqual([
       { loc: ['body', 1, 'latitude'], msg: 'Latitude must be between -90 and 90', type: 'value_error' },
       { loc: ['body', 1, 'longitude'], msg: 'Longitude must be between -180 and 180', type: 'value_error' },
     ]);
-    const single = await json(await gw.post('/api/v2/ingest/gps', { ship_id: 'gps-4', latitude: 'north', time: 'yesterday' }));
+    const single = await jsonAnswer(await gw.post('/api/v2/ingest/gps', { ship_id: 'gps-4', latitude: 'north', time: 'yesterday' }));
     expect(single.status).toBe(422);
     expect(single.body['details']).toEqual(
       expect.arrayContaining([
@@ -99,7 +97,7 @@ describe('GPS fixes as the monitoring agent posts them', () => {
   });
 
   it('names a bad ship id, time or field name where it is', async () => {
-    const answer = await json(
+    const answer = await jsonAnswer(
       await gw.post('/api/v2/ingest/gps', [{ latitude: 1, longitude: 2, time: '2026-13-01T00:00:00Z', ['x'.repeat(101)]: 3 }]),
     );
     expect(answer.status).toBe(422);
@@ -111,11 +109,11 @@ describe('GPS fixes as the monitoring agent posts them', () => {
   });
 
   it('refuses bodies that are not fixes', async () => {
-    expect((await json(await gw.post('/api/v2/ingest/gps', []))).status).toBe(400);
-    expect((await json(await gw.post('/api/v2/ingest/gps', new Array(6).fill({ ship_id: 's', latitude: 0, longitude: 0 })))).status).toBe(
-      400,
-    );
-    const notObjects = await json(await gw.post('/api/v2/ingest/gps', [1, null]));
+    expect((await jsonAnswer(await gw.post('/api/v2/ingest/gps', []))).status).toBe(400);
+    expect(
+      (await jsonAnswer(await gw.post('/api/v2/ingest/gps', new Array(6).fill({ ship_id: 's', latitude: 0, longitude: 0 })))).status,
+    ).toBe(400);
+    const notObjects = await jsonAnswer(await gw.post('/api/v2/ingest/gps', [1, null]));
     expect(notObjects).toMatchObject({
       status: 422,
       body: {
@@ -125,6 +123,6 @@ describe('GPS fixes as the monitoring agent posts them', () => {
         ],
       },
     });
-    expect((await json(await gw.post('/api/v2/ingest/gps', '"north"'))).status).toBe(422);
+    expect((await jsonAnswer(await gw.post('/api/v2/ingest/gps', '"north"'))).status).toBe(422);
   });
 });

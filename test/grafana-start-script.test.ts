@@ -2,20 +2,17 @@
 // for the alerts only when the settings name one, SHIPS_SEEN_DAYS written into the dashboards and
 // rules, and the refusal of values that would break it.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { tempDir } from './support/temp-dir.js';
 
 const shipped = join(import.meta.dirname, '..', 'grafana', 'provisioning');
 const script = join(shipped, 'start-grafana.sh');
-const dirs: string[] = [];
 
 function start(env: Record<string, string>) {
-  const dir = mkdtempSync(join(tmpdir(), 'harbor-grafana-provisioning-'));
-  dirs.push(dir);
-  const target = join(dir, 'provisioning');
+  const target = join(tempDir('grafana-provisioning'), 'provisioning');
   // The command Grafana would be: here it prints what it was started with.
   const result = spawnSync('/bin/sh', [script, '/bin/echo', 'grafana', 'server'], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HARBOR_PROVISIONING: shipped, GF_PATHS_PROVISIONING: target, ...env },
@@ -23,10 +20,6 @@ function start(env: Record<string, string>) {
   });
   return { ...result, target, contactPoints: join(target, 'alerting', 'contact-points.yaml') };
 }
-
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
 
 describe('start-grafana.sh', () => {
   it('provides the shipped data source, dashboards and alert rules as shipped, and no contact point by default', () => {

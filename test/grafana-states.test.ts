@@ -12,6 +12,7 @@ import { HealthReporter } from '../src/health/health-reporter.js';
 import { startEvents } from '../src/health/run-record.js';
 import { createLogger } from '../src/log/logger.js';
 import { QuestDbHttp } from '../src/questdb/questdb-http.js';
+import { SAMPLE_CATALOGUE } from './support/catalogue-sample.js';
 import { evaluateRule, loadAlertRules, type AlertInstance } from './support/grafana-alerting.js';
 import { createDashboardTables, dashboardTableNames, renameTables, waitForTables, type DashboardTables } from './support/grafana-tables.js';
 import { healthSnapshot } from './support/health-snapshot.js';
@@ -28,20 +29,6 @@ const site = loadDashboard(DASHBOARD_PATH);
 const gatewayBoard = loadDashboard(GATEWAY_DASHBOARD_PATH);
 const rules = loadAlertRules().groups.flatMap((g) => g.rules);
 const log = createLogger('silent');
-
-const CATALOGUE = `ships:
-  ship-a: MV Alpha
-cargo:
-  - match: reefer4_temp
-    name: Reefer 4 temperature
-    unit: °C
-    min: 2
-    max: 8
-    decimals: 1
-  - match: temp*
-    name: Temperature
-    unit: °C
-`;
 
 /** Every SQL query of a dashboard with its key: panel title and refId, or variable. */
 const queriesOf = (dashboard: ReturnType<typeof loadDashboard>) =>
@@ -178,6 +165,31 @@ async function writeReports(reporter: HealthReporter, from: number, to: number):
   for (let t = from; t <= to; t += 10_000) expect(await reporter.report(healthSnapshot(), t)).toBe(true);
 }
 
+interface State {
+  tables: DashboardTables;
+  outcomes: Record<string, Outcome>;
+  alerts: Record<string, AlertInstance[] | string>;
+}
+
+/**
+ * The dashboards' answers and the rules' alerts once `setUp` has written a state into tables of
+ * its own (read in the tests, after the describe's beforeAll).
+ */
+function inState(setUp: (tables: DashboardTables) => Promise<void>): State {
+  const state: State = { tables: dashboardTableNames(), outcomes: {}, alerts: {} };
+  beforeAll(async () => {
+    await setUp(state.tables);
+    await waitForTables(state.tables);
+    [state.outcomes, state.alerts] = [await runDashboards(state.tables), await evaluateRules(state.tables)];
+  });
+  return state;
+}
+
+const alertsForNothing = (state: State) =>
+  it('alerts for nothing', () => {
+    for (const rule of rules) expect(firing(state.alerts[rule.uid]), rule.uid).toEqual([]);
+  });
+
 describe('QuestDB before any gateway started', () => {
   const tables = dashboardTableNames();
 
@@ -194,99 +206,77 @@ describe('QuestDB before any gateway started', () => {
 });
 
 describe('a gateway starting: its tables and its start, no health row yet, no readings', () => {
-  const tables = dashboardTableNames();
-  let outcomes: Record<string, Outcome>;
-  let alerts: Record<string, AlertInstance[] | string>;
-
-  beforeAll(async () => {
+  const state = inState(async (tables) => {
     await startedGateway(tables, Date.now());
-    await waitForTables(tables);
-    [outcomes, alerts] = [await runDashboards(tables), await evaluateRules(tables)];
   });
 
   it('answers every panel, variable, annotation and rule without an error', () => {
-    expect(errors(outcomes)).toEqual([]);
-    expect(Object.values(alerts).filter((a) => typeof a === 'string')).toEqual([]);
+    expect(errors(state.outcomes)).toEqual([]);
+    expect(Object.values(state.alerts).filter((a) => typeof a === 'string')).toEqual([]);
   });
 
   it('shows the gateway as starting, with what came before, and counts no readings', () => {
-    expect(rows(outcomes, 'Gateway state A')).toEqual([
+    expect(rows(state.outcomes, 'Gateway state A')).toEqual([
       { gateway: 'gw-site', state: 'starting: started 0.5.0 (no earlier run on this data directory)', last_report: expect.any(Date) },
     ]);
-    expect(rows(outcomes, 'Ships reporting now A')).toEqual([{ reporting: '0', seen: '0' }]);
-    expect(rows(outcomes, 'Cargo outside the normal range A')).toEqual([{ outside: '0' }]);
-    expect(rows(outcomes, 'Readings A')).toEqual([{ readings: '0' }]);
-    expect(rows(outcomes, 'Ships at a glance A')).toEqual([]);
-    expect(rows(outcomes, 'Gateway events annotation').map((r) => r.text)).toEqual([
+    expect(rows(state.outcomes, 'Ships reporting now A')).toEqual([{ reporting: '0', seen: '0' }]);
+    expect(rows(state.outcomes, 'Cargo outside the normal range A')).toEqual([{ outside: '0' }]);
+    expect(rows(state.outcomes, 'Readings A')).toEqual([{ readings: '0' }]);
+    expect(rows(state.outcomes, 'Ships at a glance A')).toEqual([]);
+    expect(rows(state.outcomes, 'Gateway events annotation').map((r) => r.text)).toEqual([
       'gw-site: started 0.5.0 (no earlier run on this data directory)',
     ]);
   });
 
-  it('alerts for nothing', () => {
-    for (const rule of rules) expect(firing(alerts[rule.uid]), rule.uid).toEqual([]);
-  });
+  alertsForNothing(state);
 });
 
 describe('a site without readings: the gateway reports, no ship has sent anything', () => {
-  const tables = dashboardTableNames();
-  let outcomes: Record<string, Outcome>;
-  let alerts: Record<string, AlertInstance[] | string>;
-
-  beforeAll(async () => {
+  const state = inState(async (tables) => {
     const now = Date.now();
     const reporter = await startedGateway(tables, now - 2 * MINUTE);
     await writeReports(reporter, now - 110_000, now);
-    await waitForTables(tables);
-    [outcomes, alerts] = [await runDashboards(tables), await evaluateRules(tables)];
   });
 
   it('answers every query with no rows or zero counts, never an error', () => {
-    expect(errors(outcomes)).toEqual([]);
+    expect(errors(state.outcomes)).toEqual([]);
     // What the gateway wrote about itself; everything about ships and cargo is empty.
     const ofTheGateway = ['Gateway A', 'Gateway state A', 'Gateway events A', 'Gateway events annotation', 'Gateways A'];
     const series = ['Queue depth A', 'Oldest queued reading A', 'Flush errors A'];
     const counts = ['Ships reporting now A', 'Cargo outside the normal range A', 'Readings A'];
-    for (const [key, outcome] of Object.entries(outcomes)) {
+    for (const [key, outcome] of Object.entries(state.outcomes)) {
       if (![...ofTheGateway, ...series, ...counts].includes(key)) expect(outcome.rows, key).toEqual([]);
     }
-    expect(counts.map((key) => Object.values(rows(outcomes, key)[0]!))).toEqual([['0', '0'], ['0'], ['0']]);
-    expect(rows(outcomes, 'Gateway state A').map((r) => r.state)).toEqual(['delivering']);
-    expect(rows(outcomes, 'Gateway A').map((r) => r.state)).toEqual(['delivering']);
+    expect(counts.map((key) => Object.values(rows(state.outcomes, key)[0]!))).toEqual([['0', '0'], ['0'], ['0']]);
+    expect(rows(state.outcomes, 'Gateway state A').map((r) => r.state)).toEqual(['delivering']);
+    expect(rows(state.outcomes, 'Gateway A').map((r) => r.state)).toEqual(['delivering']);
   });
 
-  it('alerts for nothing', () => {
-    for (const rule of rules) expect(firing(alerts[rule.uid]), rule.uid).toEqual([]);
-  });
+  alertsForNothing(state);
 });
 
 describe('readings flowing, with the site catalogue', () => {
-  const tables = dashboardTableNames();
-  let outcomes: Record<string, Outcome>;
-  let alerts: Record<string, AlertInstance[] | string>;
-
-  beforeAll(async () => {
+  const state = inState(async (tables) => {
     const now = Date.now();
     const file = `${tempDir('catalogue')}/catalogue.yaml`;
-    writeFileSync(file, CATALOGUE);
+    writeFileSync(file, SAMPLE_CATALOGUE);
     const reporter = await startedGateway(tables, now - 70 * MINUTE, file);
     await writeReports(reporter, now - 10 * MINUTE, now);
     await writeReadings(tables, now - 50 * MINUTE, now - 20_000);
-    await waitForTables(tables);
-    [outcomes, alerts] = [await runDashboards(tables), await evaluateRules(tables)];
   });
 
   it('answers every panel, variable, annotation and rule without an error', () => {
-    expect(errors(outcomes)).toEqual([]);
-    expect(Object.values(alerts).filter((a) => typeof a === 'string')).toEqual([]);
+    expect(errors(state.outcomes)).toEqual([]);
+    expect(Object.values(state.alerts).filter((a) => typeof a === 'string')).toEqual([]);
   });
 
   it('names ships and cargo from the catalogue and leaves the ids it does not know as they are', () => {
-    expect(rows(outcomes, 'ship variable')).toEqual([
+    expect(rows(state.outcomes, 'ship variable')).toEqual([
       { __value: 'ship-a', __text: 'MV Alpha' },
       { __value: 'ship-b', __text: 'ship-b' },
     ]);
     // Positions and radio fields are not cargo.
-    expect(rows(outcomes, 'cargo variable')).toEqual([
+    expect(rows(state.outcomes, 'cargo variable')).toEqual([
       { __value: 'reefer4_temp', __text: 'Reefer 4 temperature' },
       { __value: 'temp_hold', __text: 'Temperature (temp_hold)' },
       { __value: 'draught', __text: 'draught' },
@@ -294,56 +284,54 @@ describe('readings flowing, with the site catalogue', () => {
   });
 
   it('shows each ship at a glance: last seen, readings in the last hour, position, worst cargo state', () => {
-    const glance = rows(outcomes, 'Ships at a glance A');
+    const glance = rows(state.outcomes, 'Ships at a glance A');
     expect(glance.map((r) => [r.ship, r.readings_last_hour, r.latitude, r.longitude, r.cargo, r.ship_id])).toEqual([
       ['MV Alpha', '102', 53.5461, 9.9661, '1 of 2 outside the normal range', 'ship-a'],
       ['ship-b', '53', null, null, 'no normal range set', 'ship-b'],
     ]);
     for (const r of glance) expect(Number(r.last_seen)).toBeLessThan(120);
-    expect(rows(outcomes, 'Ships reporting now A')).toEqual([{ reporting: '2', seen: '2' }]);
-    expect(rows(outcomes, 'Cargo outside the normal range A')).toEqual([{ outside: '1' }]);
+    expect(rows(state.outcomes, 'Ships reporting now A')).toEqual([{ reporting: '2', seen: '2' }]);
+    expect(rows(state.outcomes, 'Cargo outside the normal range A')).toEqual([{ outside: '1' }]);
   });
 
   it('shows the latest cargo with unit, normal range and state, and configures the panels of each cargo id from the catalogue', () => {
-    expect(rows(outcomes, 'Cargo now A').map((r) => [r.ship, r.cargo, r.value, r.unit, r.normal_range, r.state])).toEqual([
+    expect(rows(state.outcomes, 'Cargo now A').map((r) => [r.ship, r.cargo, r.value, r.unit, r.normal_range, r.state])).toEqual([
       ['MV Alpha', 'Reefer 4 temperature', 9.3, '°C', '2 to 8 °C', 'above'],
       ['MV Alpha', 'Temperature (temp_hold)', 4.25, '°C', '', 'no range'],
       ['ship-b', 'Temperature (temp_hold)', 5.5, '°C', '', 'no range'],
       ['ship-b', 'draught', 7.2, '', '', 'no range'],
     ]);
-    expect(rows(outcomes, `${OVER_TIME} B [reefer4_temp]`)).toEqual([{ unit: 'suffix:°C', decimals: 1, low: 2, high: 8 }]);
-    expect(rows(outcomes, `${OVER_TIME} B [temp_hold]`)).toEqual([{ unit: 'suffix:°C', decimals: null, low: null, high: null }]);
-    expect(rows(outcomes, `${OVER_TIME} B [draught]`)).toEqual([]);
-    expect(new Set(rows(outcomes, `${OVER_TIME} A [temp_hold]`).map((r) => r.metric))).toEqual(new Set(['MV Alpha', 'ship-b']));
+    expect(rows(state.outcomes, `${OVER_TIME} B [reefer4_temp]`)).toEqual([{ unit: 'suffix:°C', decimals: 1, low: 2, high: 8 }]);
+    expect(rows(state.outcomes, `${OVER_TIME} B [temp_hold]`)).toEqual([{ unit: 'suffix:°C', decimals: null, low: null, high: null }]);
+    expect(rows(state.outcomes, `${OVER_TIME} B [draught]`)).toEqual([]);
+    expect(new Set(rows(state.outcomes, `${OVER_TIME} A [temp_hold]`).map((r) => r.metric))).toEqual(new Set(['MV Alpha', 'ship-b']));
   });
 
   it('shows positions and radio link quality apart from the cargo', () => {
-    expect(rows(outcomes, 'Position details A').map((r) => [r.ship, r.latitude, r.longitude])).toEqual([['MV Alpha', 53.5461, 9.9661]]);
-    expect(rows(outcomes, 'Radio link now A').map((r) => [r.ship, r.rssi, r.snr])).toEqual([['ship-b', -97, 7.5]]);
+    expect(rows(state.outcomes, 'Position details A').map((r) => [r.ship, r.latitude, r.longitude])).toEqual([
+      ['MV Alpha', 53.5461, 9.9661],
+    ]);
+    expect(rows(state.outcomes, 'Radio link now A').map((r) => [r.ship, r.rssi, r.snr])).toEqual([['ship-b', -97, 7.5]]);
     expect(
-      rows(outcomes, 'Radio link quality A')
+      rows(state.outcomes, 'Radio link quality A')
         .map((r) => r.metric)
         .sort(),
     ).toEqual(['ship-b rssi', 'ship-b snr']);
-    expect(rows(outcomes, 'Cargo summary A').map((r) => r.cargo)).not.toContain('latitude');
+    expect(rows(state.outcomes, 'Cargo summary A').map((r) => r.cargo)).not.toContain('latitude');
   });
 
-  it('alerts for the reefer above its range, and for no gateway and no ship', () => {
-    expect(firing(alerts['harbor-cargo-outside']).map((i) => [i.labels.ship, i.labels.cargo, i.labels.crossed, i.value])).toEqual([
+  it('state.alerts for the reefer above its range, and for no gateway and no ship', () => {
+    expect(firing(state.alerts['harbor-cargo-outside']).map((i) => [i.labels.ship, i.labels.cargo, i.labels.crossed, i.value])).toEqual([
       ['MV Alpha', 'Reefer 4 temperature', 'above 8 °C', expect.closeTo(1.34, 5)],
     ]);
-    expect(firing(alerts['harbor-gateway-stopped'])).toEqual([]);
-    expect(firing(alerts['harbor-ship-silent'])).toEqual([]);
+    expect(firing(state.alerts['harbor-gateway-stopped'])).toEqual([]);
+    expect(firing(state.alerts['harbor-ship-silent'])).toEqual([]);
     expect(rules.find((r) => r.uid === 'harbor-cargo-outside')?.for).toBe('10m');
   });
 });
 
 describe('the gateway stopped for an upgrade 11 minutes ago', () => {
-  const tables = dashboardTableNames();
-  let outcomes: Record<string, Outcome>;
-  let alerts: Record<string, AlertInstance[] | string>;
-
-  beforeAll(async () => {
+  const state = inState(async (tables) => {
     const stopped = Date.now() - 11 * MINUTE;
     const reporter = await startedGateway(tables, stopped - 2 * HOUR);
     await writeReports(reporter, stopped - 5 * MINUTE, stopped - 1000);
@@ -351,77 +339,69 @@ describe('the gateway stopped for an upgrade 11 minutes ago', () => {
     expect(
       await reporter.reportStopped(healthSnapshot({ ready: false, queued: 12 }), { code: 'upgrade', text: 'for an upgrade' }, stopped),
     ).toBe(true);
-    await waitForTables(tables);
-    [outcomes, alerts] = [await runDashboards(tables), await evaluateRules(tables)];
   });
 
   it('answers every panel, variable, annotation and rule without an error', () => {
-    expect(errors(outcomes)).toEqual([]);
-    expect(Object.values(alerts).filter((a) => typeof a === 'string')).toEqual([]);
+    expect(errors(state.outcomes)).toEqual([]);
+    expect(Object.values(state.alerts).filter((a) => typeof a === 'string')).toEqual([]);
   });
 
   it('shows the gateway stopped and why, never delivering, and no ship reporting', () => {
-    expect(rows(outcomes, 'Gateway state A').map((r) => r.state)).toEqual([
+    expect(rows(state.outcomes, 'Gateway state A').map((r) => r.state)).toEqual([
       'stopped — for an upgrade, 12 readings queued for the next start (11 min ago)',
     ]);
-    expect(rows(outcomes, 'Ships reporting now A')).toEqual([{ reporting: '0', seen: '2' }]);
-    for (const r of rows(outcomes, 'Ships at a glance A')) expect(Number(r.last_seen)).toBeGreaterThanOrEqual(11 * 60);
-    expect(rows(outcomes, 'Gateway events annotation').map((r) => r.text)).toContain(
+    expect(rows(state.outcomes, 'Ships reporting now A')).toEqual([{ reporting: '0', seen: '2' }]);
+    for (const r of rows(state.outcomes, 'Ships at a glance A')) expect(Number(r.last_seen)).toBeGreaterThanOrEqual(11 * 60);
+    expect(rows(state.outcomes, 'Gateway events annotation').map((r) => r.text)).toContain(
       'gw-site: stopped — for an upgrade, 12 readings queued for the next start',
     );
   });
 
-  it('alerts for the stopped gateway with its reason, and for each silent ship', () => {
-    expect(firing(alerts['harbor-gateway-stopped']).map((i) => [i.labels.gateway, i.labels.last_word, Math.floor(i.value!)])).toEqual([
-      ['gw-site', 'stopped — for an upgrade, 12 readings queued for the next start', 11],
-    ]);
+  it('state.alerts for the stopped gateway with its reason, and for each silent ship', () => {
+    expect(firing(state.alerts['harbor-gateway-stopped']).map((i) => [i.labels.gateway, i.labels.last_word, Math.floor(i.value!)])).toEqual(
+      [['gw-site', 'stopped — for an upgrade, 12 readings queued for the next start', 11]],
+    );
     expect(
-      firing(alerts['harbor-ship-silent'])
+      firing(state.alerts['harbor-ship-silent'])
         .map((i) => i.labels.ship)
         .sort(),
     ).toEqual(['ship-a', 'ship-b']);
     // The rules of a reporting gateway have no row of it now: the stopped-gateway rule speaks for it.
     for (const uid of ['harbor-oldest-queued', 'harbor-flush-failures', 'harbor-clock-unsynchronised'])
-      expect(alerts[uid], uid).toEqual([]);
+      expect(state.alerts[uid], uid).toEqual([]);
   });
 });
 
 describe('the gateway gone for 25 hours without a word (a crash)', () => {
-  const tables = dashboardTableNames();
-  let outcomes: Record<string, Outcome>;
-  let alerts: Record<string, AlertInstance[] | string>;
-
-  beforeAll(async () => {
+  const state = inState(async (tables) => {
     const gone = Date.now() - 25 * HOUR;
     const reporter = await startedGateway(tables, gone - HOUR);
     await writeReports(reporter, gone - 3 * MINUTE, gone);
     await writeReadings(tables, gone - HOUR, gone);
-    await waitForTables(tables);
-    [outcomes, alerts] = [await runDashboards(tables), await evaluateRules(tables)];
   });
 
   it('answers every panel, variable, annotation and rule without an error', () => {
-    expect(errors(outcomes)).toEqual([]);
-    expect(Object.values(alerts).filter((a) => typeof a === 'string')).toEqual([]);
+    expect(errors(state.outcomes)).toEqual([]);
+    expect(Object.values(state.alerts).filter((a) => typeof a === 'string')).toEqual([]);
   });
 
   it('shows how long the gateway has been silent and the ships it last saw', () => {
-    expect(rows(outcomes, 'Gateway state A').map((r) => r.state)).toEqual([
+    expect(rows(state.outcomes, 'Gateway state A').map((r) => r.state)).toEqual([
       'no report for 25 h — stopped without a word (crash or power cut), or cut off from QuestDB',
     ]);
-    expect(rows(outcomes, 'Ships at a glance A').map((r) => [r.ship, r.readings_last_hour])).toEqual([
+    expect(rows(state.outcomes, 'Ships at a glance A').map((r) => [r.ship, r.readings_last_hour])).toEqual([
       ['ship-a', '0'],
       ['ship-b', '0'],
     ]);
-    expect(rows(outcomes, 'Ships reporting now A')).toEqual([{ reporting: '0', seen: '2' }]);
+    expect(rows(state.outcomes, 'Ships reporting now A')).toEqual([{ reporting: '0', seen: '2' }]);
   });
 
-  it('still alerts for the stopped gateway and for each silent ship', () => {
-    expect(firing(alerts['harbor-gateway-stopped']).map((i) => [i.labels.gateway, i.labels.last_word, Math.round(i.value! / 60)])).toEqual([
-      ['gw-site', 'no stop reported: it crashed, lost power, or lost its way to QuestDB', 25],
-    ]);
+  it('still state.alerts for the stopped gateway and for each silent ship', () => {
     expect(
-      firing(alerts['harbor-ship-silent'])
+      firing(state.alerts['harbor-gateway-stopped']).map((i) => [i.labels.gateway, i.labels.last_word, Math.round(i.value! / 60)]),
+    ).toEqual([['gw-site', 'no stop reported: it crashed, lost power, or lost its way to QuestDB', 25]]);
+    expect(
+      firing(state.alerts['harbor-ship-silent'])
         .map((i) => [i.labels.ship, Math.round(i.value! / 60)])
         .sort(),
     ).toEqual([

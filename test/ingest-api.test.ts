@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { TEST_KEY, jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
 import { inject } from 'vitest';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
@@ -15,8 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => gw.stop());
 
-const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
-
 describe('ingest paths', () => {
   it.each([
     '/api/v2/ingest',
@@ -26,7 +24,7 @@ describe('ingest paths', () => {
     '/api/v2/ingest/harbor-1/',
     '/api/v1/ingest/ingest/harbor-1',
   ])('single push to %s answers 200 with the ids', async (path) => {
-    expect(await json(await gw.post(path, reading))).toEqual({
+    expect(await jsonAnswer(await gw.post(path, reading))).toEqual({
       status: 200,
       body: { status: 'Data received and queued', ship_id: 'ship-1', cargo_id: 'temperature' },
     });
@@ -40,7 +38,7 @@ describe('ingest paths', () => {
     '/api/v1/ingest/ingest/harbor-1/batch',
     '/api/v1/ingest/ingest/harbor-1/batch/',
   ])('batch push to %s answers 200 with the count', async (path) => {
-    expect(await json(await gw.post(path, [reading, { ...reading, cargo_id: 'humidity' }]))).toEqual({
+    expect(await jsonAnswer(await gw.post(path, [reading, { ...reading, cargo_id: 'humidity' }]))).toEqual({
       status: 200,
       body: { status: 'Batch data received and queued', count: 2 },
     });
@@ -63,13 +61,13 @@ describe('ingest paths', () => {
         settings: { data_rate: { lora: { bandwidth: 125000, spreading_factor: 7 } }, frequency: '868100000' },
       },
     };
-    expect(await json(await gw.post('/api/v2/ingest/ttn', uplink))).toEqual({
+    expect(await jsonAnswer(await gw.post('/api/v2/ingest/ttn', uplink))).toEqual({
       status: 200,
       body: { status: 'Uplink received and queued', count: 8 },
     });
-    const empty = await json(await gw.post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'd' }, uplink_message: {} }));
+    const empty = await jsonAnswer(await gw.post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'd' }, uplink_message: {} }));
     expect(empty).toEqual({ status: 200, body: { status: 'No numeric data extracted', count: 0 } });
-    expect((await json(await gw.post('/api/v2/ingest/ttn', { hello: 1 }))).status).toBe(422);
+    expect((await jsonAnswer(await gw.post('/api/v2/ingest/ttn', { hello: 1 }))).status).toBe(422);
   });
 });
 
@@ -78,7 +76,7 @@ describe('harbor id', () => {
     const only = await startTestGateway({ HARBOR_ID: 'harbor-1' });
     try {
       expect((await only.post('/api/v2/ingest/ingest/harbor-1', reading)).status).toBe(200);
-      const other = await json(await only.post('/api/v2/ingest/ingest/harbor-2/batch', [reading]));
+      const other = await jsonAnswer(await only.post('/api/v2/ingest/ingest/harbor-2/batch', [reading]));
       expect(other.status).toBe(404);
       expect(other.body).toMatchObject({ message: 'Unknown harbor', details: [{ loc: ['path', 'harbor_id'] }] });
       expect((await only.post('/api/v2/ingest/batch', [reading])).status).toBe(200);
@@ -90,12 +88,12 @@ describe('harbor id', () => {
 
 describe('authentication', () => {
   it('answers 401 saying whether the key is missing or wrong', async () => {
-    const missing = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': '' }));
+    const missing = await jsonAnswer(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': '' }));
     expect(missing).toMatchObject({
       status: 401,
       body: { message: 'Missing X-API-Key header', details: [{ loc: ['header', 'x-api-key'], type: 'missing' }] },
     });
-    const wrong = await json(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': 'nope' }));
+    const wrong = await jsonAnswer(await gw.post('/api/v2/ingest/', reading, { 'x-api-key': 'nope' }));
     expect(wrong).toMatchObject({ status: 401, body: { message: 'Invalid API key' } });
     expect(JSON.stringify(wrong.body)).not.toContain(TEST_KEY);
   });
@@ -107,7 +105,7 @@ describe('refusals', () => {
     ['', 'json_invalid'],
     ['\ufeff{}', 'json_invalid'],
   ])('answers 400 for the unparseable body %j', async (body, type) => {
-    const response = await json(await gw.post('/api/v2/ingest', body));
+    const response = await jsonAnswer(await gw.post('/api/v2/ingest', body));
     expect(response).toMatchObject({ status: 400, body: { message: 'Body is not valid JSON', details: [{ loc: ['body'], type }] } });
   });
 
@@ -117,19 +115,19 @@ describe('refusals', () => {
       headers: { 'x-api-key': TEST_KEY },
       body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
     });
-    expect(await json(response)).toMatchObject({ status: 400, body: { details: [{ type: 'utf8_invalid' }] } });
+    expect(await jsonAnswer(response)).toMatchObject({ status: 400, body: { details: [{ type: 'utf8_invalid' }] } });
   });
 
   it('answers 400 for the wrong top-level shape, an empty batch and too many readings', async () => {
-    expect((await json(await gw.post('/api/v2/ingest', [reading]))).status).toBe(400);
-    expect((await json(await gw.post('/api/v2/ingest/batch', reading))).status).toBe(400);
-    expect(await json(await gw.post('/api/v2/ingest/batch', []))).toMatchObject({ status: 400, body: { message: 'Batch is empty' } });
-    const many = await json(await gw.post('/api/v2/ingest/batch', new Array(11).fill(reading)));
+    expect((await jsonAnswer(await gw.post('/api/v2/ingest', [reading]))).status).toBe(400);
+    expect((await jsonAnswer(await gw.post('/api/v2/ingest/batch', reading))).status).toBe(400);
+    expect(await jsonAnswer(await gw.post('/api/v2/ingest/batch', []))).toMatchObject({ status: 400, body: { message: 'Batch is empty' } });
+    const many = await jsonAnswer(await gw.post('/api/v2/ingest/batch', new Array(11).fill(reading)));
     expect(many).toMatchObject({ status: 400, body: { details: [{ type: 'too_long' }] } });
   });
 
   it('answers 422 with one detail per problem, naming batch index and field', async () => {
-    const response = await json(
+    const response = await jsonAnswer(
       await gw.post('/api/v2/ingest/batch', [reading, { ...reading, value: 'hot' }, { ...reading, ship_id: '', time: 'noon' }]),
     );
     expect(response.status).toBe(422);
@@ -143,7 +141,7 @@ describe('refusals', () => {
   it('answers 413 for a body over the limit, declared or chunked, before reading it whole', async () => {
     const large = JSON.stringify(new Array(100).fill(reading));
     expect(large.length).toBeGreaterThan(4096);
-    expect(await json(await gw.post('/api/v2/ingest/batch', large))).toMatchObject({
+    expect(await jsonAnswer(await gw.post('/api/v2/ingest/batch', large))).toMatchObject({
       status: 413,
       body: { details: [{ type: 'too_large' }] },
     });
@@ -179,7 +177,10 @@ describe('refusals', () => {
   });
 
   it('answers 404 for unknown paths and 405 with Allow for wrong methods', async () => {
-    expect(await json(await gw.post('/api/v3/ingest', reading))).toMatchObject({ status: 404, body: { details: [{ type: 'not_found' }] } });
+    expect(await jsonAnswer(await gw.post('/api/v3/ingest', reading))).toMatchObject({
+      status: 404,
+      body: { details: [{ type: 'not_found' }] },
+    });
     const get = await fetch(`${gw.url}/api/v2/ingest/batch`);
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
@@ -253,10 +254,10 @@ describe('in-flight budget', () => {
 
 describe('health and status', () => {
   it('reports alive and ready, and status only with the key', async () => {
-    expect(await json(await fetch(`${gw.url}/healthz`))).toEqual({ status: 200, body: { status: 'ok' } });
-    expect(await json(await fetch(`${gw.url}/readyz`))).toEqual({ status: 200, body: { status: 'ready' } });
+    expect(await jsonAnswer(await fetch(`${gw.url}/healthz`))).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await jsonAnswer(await fetch(`${gw.url}/readyz`))).toEqual({ status: 200, body: { status: 'ready' } });
     expect((await fetch(`${gw.url}/status`)).status).toBe(401);
-    const status = await json(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+    const status = await jsonAnswer(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
     expect(status.status).toBe(200);
     expect(status.body).toMatchObject({
       durability: 'process-crash',
@@ -270,7 +271,7 @@ describe('health and status', () => {
 
   it("reports the delivery thread's heap beside the HTTP thread's", async () => {
     await waitUntil('the delivery thread reports its heap', () => gw.gateway.stats.deliveryHeap !== undefined);
-    const { body } = await json(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+    const { body } = await jsonAnswer(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
     const memory = (body as { memory: Record<string, number> }).memory;
     expect(memory['heapUsedBytes']).toBeLessThanOrEqual(memory['heapTotalBytes']!);
     expect(memory['deliveryHeapUsedBytes']).toBeGreaterThan(0);
@@ -285,7 +286,7 @@ describe('health and status', () => {
       expect((await buffering.post('/api/v2/ingest', reading)).status).toBe(200);
       await waitUntil('a failed flush', () => buffering.gateway.stats.flush.lastError !== undefined);
       expect((await fetch(`${buffering.url}/readyz`)).status).toBe(200);
-      const status = await json(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
+      const status = await jsonAnswer(await fetch(`${buffering.url}/status`, { headers: { 'x-api-key': TEST_KEY } }));
       expect(status.body).toMatchObject({ queue: { readings: 1 }, flush: { consecutiveFailures: expect.any(Number) } });
       expect((status.body['flush'] as { lastError: unknown }).lastError).not.toBeNull();
       expect((status.body['queue'] as { oldestAgeSeconds: number }).oldestAgeSeconds).toBeGreaterThanOrEqual(0);

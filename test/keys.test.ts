@@ -1,23 +1,14 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
+import { TEST_KEY, jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
 import { spawnGateway } from './support/process.js';
 import { sql, waitForCount, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
+import { tempDir } from './support/temp-dir.js';
 
 const run = promisify(execFile);
-const dirs: string[] = [];
-const tempDir = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'harbor-keys-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 /** The keys command of the built bundle, as an operator runs it. */
 const keys = (file: string, ...args: string[]) =>
@@ -25,8 +16,6 @@ const keys = (file: string, ...args: string[]) =>
 
 const addKey = async (file: string, name: string, ...options: string[]): Promise<string> =>
   (await keys(file, 'add', name, ...options)).stdout.trim();
-
-const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
 
 const reading = (ship: string, value: number) => ({ time: '2026-02-04T10:00:00Z', ship_id: ship, cargo_id: 'level', value });
 
@@ -42,7 +31,7 @@ async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, wh
 
 describe('keys command', () => {
   it('adds a key printed once, keeps only its hash, lists and revokes by name', async () => {
-    const file = join(tempDir(), 'api-keys');
+    const file = join(tempDir('keys'), 'api-keys');
     const key = await addKey(file, 'buoy-1');
     // 24 random bytes in base64url: 192 bits.
     expect(key).toMatch(/^[A-Za-z0-9_-]{32}$/);
@@ -72,7 +61,7 @@ describe('keys in a running gateway', () => {
   afterAll(() => gw?.stop());
 
   it('accepts a key added after start and refuses it once revoked, without a restart; API_KEY keeps working', async () => {
-    file = join(tempDir(), 'api-keys');
+    file = join(tempDir('keys'), 'api-keys');
     gw = await startTestGateway({ API_KEYS_FILE: file, API_KEYS_POLL_MS: '100', AUTH_FAILURE_DELAY_MAX_MS: '200' });
     const key = await addKey(file, 'buoy-1');
     const send = () => gw.post('/api/v2/ingest', reading('buoy-1', 1), { 'x-api-key': key }).then((r) => r.status);
@@ -91,17 +80,19 @@ describe('keys in a running gateway', () => {
       'the crane key',
     );
 
-    const batch = await json(await post('/api/v2/ingest/batch', [reading('crane-1', 11), reading('ship-9', 12), reading('ship-9', 13)]));
+    const batch = await jsonAnswer(
+      await post('/api/v2/ingest/batch', [reading('crane-1', 11), reading('ship-9', 12), reading('ship-9', 13)]),
+    );
     expect(batch).toMatchObject({
       status: 403,
       body: { details: [{ loc: ['body', 1, 'ship_id'], type: 'ship_not_allowed' }, { loc: ['body', 2, 'ship_id'] }] },
     });
     expect(batch.body['message']).toMatch(/crane may only send readings of ships starting with "crane-"/);
-    expect(await json(await post('/api/v2/ingest', reading('ship-9', 14)))).toMatchObject({
+    expect(await jsonAnswer(await post('/api/v2/ingest', reading('ship-9', 14)))).toMatchObject({
       status: 403,
       body: { details: [{ loc: ['body', 'ship_id'] }] },
     });
-    const gps = await json(
+    const gps = await jsonAnswer(
       await post('/api/v2/ingest/gps', [
         { ship_id: 'crane-1', latitude: 1, longitude: 2 },
         { ship_id: 'tug', latitude: 1, longitude: 2 },
@@ -109,7 +100,7 @@ describe('keys in a running gateway', () => {
     );
     expect(gps).toMatchObject({ status: 403, body: { details: [{ loc: ['body', 1, 'ship_id'] }] } });
     expect((gps.body['details'] as unknown[]).length).toBe(1);
-    const ttn = await json(
+    const ttn = await jsonAnswer(
       await post('/api/v2/ingest/ttn', { end_device_ids: { device_id: 'lora-1' }, uplink_message: { decoded_payload: { level: 15 } } }),
     );
     expect(ttn).toMatchObject({ status: 403, body: { details: [{ loc: ['body', 'end_device_ids', 'device_id'] }] } });
@@ -120,7 +111,7 @@ describe('keys in a running gateway', () => {
     const stored = (await sql<[number]>(`SELECT value FROM "${gw.table}" WHERE value >= 10 ORDER BY value`)).dataset.map(([v]) => v);
     expect(stored).toEqual([10, 16]);
 
-    const status = await json(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': key } }));
+    const status = await jsonAnswer(await fetch(`${gw.url}/status`, { headers: { 'x-api-key': key } }));
     expect(status.body['keys']).toEqual(
       expect.arrayContaining([
         { name: 'crane', shipPrefix: 'crane-', acceptedRequests: 2, acceptedReadings: 2, refusedRequests: 4, lastSeen: expect.any(String) },
@@ -133,7 +124,7 @@ describe('keys in a running gateway', () => {
 
 describe('per-key health rows', () => {
   it("writes every key's counters to gateway_key_health beside gateway_health", async () => {
-    const file = join(tempDir(), 'api-keys');
+    const file = join(tempDir('keys'), 'api-keys');
     const key = await addKey(file, 'mast-7');
     const name = `gw-keys-${process.pid}-${Date.now()}`;
     const gw = await startTestGateway({ API_KEYS_FILE: file, HEALTH_REPORT: 'true', HOUSEKEEPING_CRON: '* * * * * *', GATEWAY_NAME: name });
@@ -184,7 +175,7 @@ describe('a wrong-key neighbour', () => {
   });
 
   it('re-reads the key file on SIGHUP', async () => {
-    const dir = tempDir();
+    const dir = tempDir('keys');
     const file = join(dir, 'api-keys');
     const gateway = await spawnGateway({
       API_KEY: TEST_KEY,

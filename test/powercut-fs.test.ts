@@ -25,24 +25,52 @@ afterEach(async () => {
   disk = undefined;
 });
 
+type Mount = Awaited<ReturnType<Disk['mount']>>;
+
+/** A new disk, mounted; removed after the test. */
+async function mountedDisk(options?: Parameters<typeof createPowercutDisk>[0]): Promise<Mount> {
+  disk = await createPowercutDisk(options);
+  return disk.mount();
+}
+
+function theDisk(): Disk {
+  if (disk === undefined) throw new Error('no disk made yet');
+  return disk;
+}
+
+/** Cuts the power and unmounts; answers what the cut did. */
+async function cutAndUnmount(fs: Mount, options?: Parameters<Mount['cut']>[0]) {
+  const report = await fs.cut(options);
+  await fs.unmount();
+  return report;
+}
+
+/** What a file of the backing directory holds, as a cut left it; undefined when there is none. */
+function onDisk(name: string): string | undefined {
+  const path = join(theDisk().backing, name);
+  return existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+}
+
 /** Writes at an offset through one descriptor, fsynced or not. */
 function writeAt(path: string, data: Buffer | string, position: number, fsync: boolean) {
-  const fd = openSync(path, existsSync(path) ? 'r+' : 'w+');
-  try {
+  withFd(path, existsSync(path) ? 'r+' : 'w+', (fd) => {
     writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data, 0, undefined, position);
     if (fsync) fsyncSync(fd);
+  });
+}
+
+/** Runs fn on a descriptor of path, closed afterwards. */
+function withFd(path: string, flags: string | number, fn: (fd: number) => void) {
+  const fd = openSync(path, flags);
+  try {
+    fn(fd);
   } finally {
     closeSync(fd);
   }
 }
 
 function fsyncDir(path: string) {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  withFd(path, 'r', fsyncSync);
 }
 
 /** A file created, fsynced and made durable in its directory. */
@@ -53,80 +81,71 @@ function durableFile(dir: string, name: string, content: string) {
 
 describe('powercut-fs', () => {
   it('drops writes not fsynced on a cut and keeps fsynced ones, through a new mount', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     const path = join(fs.mountPoint, 'data');
     durableFile(fs.mountPoint, 'data', 'synced;');
     writeAt(path, 'lost', 7, false);
     expect(readFileSync(path, 'utf8')).toBe('synced;lost');
 
-    const report = await fs.cut();
-    await fs.unmount();
-    const again = await disk.mount();
+    const report = await cutAndUnmount(fs);
+    const again = await theDisk().mount();
 
     expect(report).toMatchObject({ writes: 1, entries: 0 });
     expect(readFileSync(join(again.mountPoint, 'data'), 'utf8')).toBe('synced;');
   });
 
   it('fails every change after the cut, as a dead disk does', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     durableFile(fs.mountPoint, 'data', 'synced');
     await fs.cut();
     expect(() => writeAt(join(fs.mountPoint, 'data'), 'late', 0, false)).toThrow(/EIO/);
   });
 
   it('undoes a rename whose directory was not fsynced and keeps one whose directory was', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     durableFile(fs.mountPoint, 'a', 'A');
     durableFile(fs.mountPoint, 'b', 'B');
     renameSync(join(fs.mountPoint, 'a'), join(fs.mountPoint, 'a2'));
     fsyncDir(fs.mountPoint);
     renameSync(join(fs.mountPoint, 'b'), join(fs.mountPoint, 'a2'));
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'a2'), 'utf8')).toBe('A');
-    expect(readFileSync(join(disk.backing, 'b'), 'utf8')).toBe('B');
-    expect(existsSync(join(disk.backing, 'a'))).toBe(false);
+    expect(onDisk('a2')).toBe('A');
+    expect(onDisk('b')).toBe('B');
+    expect(onDisk('a')).toBeUndefined();
   });
 
   it('loses a file created without a directory fsync even when the file was fsynced, and brings back an unlinked one', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     durableFile(fs.mountPoint, 'old', 'kept');
     writeAt(join(fs.mountPoint, 'new'), 'content', 0, true);
     unlinkSync(join(fs.mountPoint, 'old'));
 
-    const report = await fs.cut();
-    await fs.unmount();
+    const report = await cutAndUnmount(fs);
 
     expect(report.entries).toBe(2);
-    expect(existsSync(join(disk.backing, 'new'))).toBe(false);
-    expect(readFileSync(join(disk.backing, 'old'), 'utf8')).toBe('kept');
+    expect(onDisk('new')).toBeUndefined();
+    expect(onDisk('old')).toBe('kept');
   });
 
   it('tears any unsynced write, not only the newest: whole sectors of it land, the rest keeps what was there', async () => {
     const torn = new Set<string>();
     for (const seed of [1, 2, 3, 4, 5, 6]) {
-      disk = await createPowercutDisk();
-      const fs = await disk.mount();
+      const fs = await mountedDisk();
       const path = join(fs.mountPoint, 'page');
       durableFile(fs.mountPoint, 'page', 'o'.repeat(4096));
       writeAt(path, 'x'.repeat(4096), 0, false);
       writeAt(path, 'n'.repeat(4096), 0, false);
 
-      const report = await fs.cut({ model: 'tear', seed });
-      await fs.unmount();
+      const report = await cutAndUnmount(fs, { model: 'tear', seed });
 
       expect(report.torn).toMatch(/^page: [1-7] of 8 sectors of a write of 4096 bytes at offset 0$/);
-      const sectors = readFileSync(join(disk.backing, 'page'), 'utf8').match(/.{512}/g) ?? [];
+      const sectors = onDisk('page')?.match(/.{512}/g) ?? [];
       expect(sectors.every((sector) => /^(o+|x+|n+)$/.test(sector))).toBe(true);
       expect(sectors.filter((sector) => sector[0] !== 'o').length).toBeGreaterThan(0);
       for (const sector of sectors) torn.add(sector[0]!);
-      await disk.remove();
+      await theDisk().remove();
       disk = undefined;
     }
     // Over six seeds both writes were torn, the older one too.
@@ -134,173 +153,144 @@ describe('powercut-fs', () => {
   });
 
   it('overwrites and shrinks a file through a write-only descriptor, and a cut undoes both', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     const path = join(fs.mountPoint, 'data');
     durableFile(fs.mountPoint, 'data', '0123456789');
-    const fd = openSync(path, constants.O_WRONLY);
-    try {
+    withFd(path, constants.O_WRONLY, (fd) => {
       writeSync(fd, Buffer.from('ab'), 0, 2, 2);
       ftruncateSync(fd, 4);
-    } finally {
-      closeSync(fd);
-    }
+    });
     expect(readFileSync(path, 'utf8')).toBe('01ab');
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('0123456789');
+    expect(onDisk('data')).toBe('0123456789');
   });
 
   it('makes nothing durable by sync or syncfs, which FUSE does not pass on', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     durableFile(fs.mountPoint, 'data', 'synced');
     writeAt(join(fs.mountPoint, 'data'), 'SYNCED', 0, false);
     writeAt(join(fs.mountPoint, 'new'), 'never fsynced', 0, false);
     execFileSync('sync');
     execFileSync('sync', ['-f', join(fs.mountPoint, 'data')]);
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('synced');
-    expect(existsSync(join(disk.backing, 'new'))).toBe(false);
+    expect(onDisk('data')).toBe('synced');
+    expect(onDisk('new')).toBeUndefined();
   });
 
   it('loses a new directory whose parent was not fsynced, though everything inside it was', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     mkdirSync(join(fs.mountPoint, 'site', 'data'), { recursive: true });
     durableFile(join(fs.mountPoint, 'site', 'data'), 'queue.db', 'committed');
     fsyncDir(join(fs.mountPoint, 'site'));
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(existsSync(join(disk.backing, 'site'))).toBe(false);
+    expect(onDisk('site')).toBeUndefined();
   });
 
   it('fails an fsync with EIO when set to, drops its writes, and lets a later fsync succeed without them', async () => {
     // ext4's entries, so the fsync that succeeds makes the file's name durable.
-    disk = await createPowercutDisk({ entries: 'ext4', fsyncEio: 1, seed: 7 });
-    const fs = await disk.mount();
+    const fs = await mountedDisk({ entries: 'ext4', fsyncEio: 1, seed: 7 });
     const path = join(fs.mountPoint, 'data');
     writeAt(path, 'lost', 0, false);
-    const fd = openSync(path, 'r+');
-    try {
+    withFd(path, 'r+', (fd) => {
       expect(() => fsyncSync(fd)).toThrow(/EIO/);
       fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    });
     expect(readFileSync(path, 'utf8')).toBe('lost');
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('');
+    expect(onDisk('data')).toBe('');
   });
 
   it('fails a write that grows a file with ENOSPC when set to', async () => {
-    disk = await createPowercutDisk({ enospc: 1 });
-    const fs = await disk.mount();
+    const fs = await mountedDisk({ enospc: 1 });
     expect(() => writeAt(join(fs.mountPoint, 'data'), 'more', 0, false)).toThrow(/ENOSPC/);
   });
 
   it('loses what a lying flush acknowledged when the cut comes before its delay', async () => {
-    disk = await createPowercutDisk({ lyingFlushMs: 60_000 });
-    const fs = await disk.mount();
+    const fs = await mountedDisk({ lyingFlushMs: 60_000 });
     durableFile(fs.mountPoint, 'data', 'acknowledged');
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(existsSync(join(disk.backing, 'data'))).toBe(false);
+    expect(onDisk('data')).toBeUndefined();
   });
 
   it('keeps an arbitrary seeded subset on a subset cut, and says how much it kept', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     durableFile(fs.mountPoint, 'data', '');
     for (let i = 0; i < 16; i++) writeAt(join(fs.mountPoint, 'data'), String(i % 10).repeat(512), i * 512, false);
 
-    const report = await fs.cut({ model: 'subset', seed: 3 });
-    await fs.unmount();
+    const report = await cutAndUnmount(fs, { model: 'subset', seed: 3 });
 
     expect(report).toMatchObject({ model: 'subset', seed: '3', writes: 16 });
     expect(report.keep).toBeGreaterThan(0);
-    const size = readFileSync(join(disk.backing, 'data')).length;
+    const size = readFileSync(join(theDisk().backing, 'data')).length;
     expect(size % 512).toBe(0);
     expect(report.kept).toBeLessThanOrEqual(16);
   });
 
   it('keeps a file written whole, fsynced and renamed into place with a directory fsync', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     writeAt(join(fs.mountPoint, 'config.tmp'), 'v2', 0, true);
     renameSync(join(fs.mountPoint, 'config.tmp'), join(fs.mountPoint, 'config'));
     fsyncDir(fs.mountPoint);
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'config'), 'utf8')).toBe('v2');
+    expect(onDisk('config')).toBe('v2');
   });
 
   it('keeps everything after a writeback, as the kernel does with old dirty data', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     writeAt(join(fs.mountPoint, 'startup'), 'written long ago', 0, false);
     await fs.writeBack();
     writeAt(join(fs.mountPoint, 'startup'), 'WRITTEN', 0, false);
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'startup'), 'utf8')).toBe('written long ago');
+    expect(onDisk('startup')).toBe('written long ago');
   });
 
   it('commits every earlier entry change with any fsync when it models ext4', async () => {
-    disk = await createPowercutDisk({ entries: 'ext4' });
-    const fs = await disk.mount();
+    const fs = await mountedDisk({ entries: 'ext4' });
     durableFile(fs.mountPoint, 'a', 'A');
     renameSync(join(fs.mountPoint, 'a'), join(fs.mountPoint, 'renamed'));
     writeAt(join(fs.mountPoint, 'other'), 'fsynced', 0, true);
     renameSync(join(fs.mountPoint, 'renamed'), join(fs.mountPoint, 'later'));
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'renamed'), 'utf8')).toBe('A');
-    expect(readFileSync(join(disk.backing, 'other'), 'utf8')).toBe('fsynced');
-    expect(existsSync(join(disk.backing, 'later'))).toBe(false);
+    expect(onDisk('renamed')).toBe('A');
+    expect(onDisk('other')).toBe('fsynced');
+    expect(onDisk('later')).toBeUndefined();
   });
 
   it('makes changes durable once they are older than its writeback age, as the kernel does', async () => {
-    disk = await createPowercutDisk({ writebackAfterMs: 200, writebackEveryMs: 50 });
-    const fs = await disk.mount();
+    const fs = await mountedDisk({ writebackAfterMs: 200, writebackEveryMs: 50 });
     writeAt(join(fs.mountPoint, 'dirty'), 'written back by age', 0, false);
     while ((await fs.status()).changes > 0 || (await fs.status()).entries > 0) await new Promise((r) => setTimeout(r, 50));
 
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'dirty'), 'utf8')).toBe('written back by age');
+    expect(onDisk('dirty')).toBe('written back by age');
   });
 
   it('keeps young changes volatile through writeback-older', async () => {
-    disk = await createPowercutDisk();
-    const fs = await disk.mount();
+    const fs = await mountedDisk();
     durableFile(fs.mountPoint, 'data', 'synced');
     writeAt(join(fs.mountPoint, 'data'), 'SYNCED', 0, false);
 
     expect(await fs.writeBackOlder(3_600_000)).toMatchObject({ files: 0, changes: 0, entries: 0 });
-    await fs.cut();
-    await fs.unmount();
+    await cutAndUnmount(fs);
 
-    expect(readFileSync(join(disk.backing, 'data'), 'utf8')).toBe('synced');
+    expect(onDisk('data')).toBe('synced');
   });
 
   it('passes its Go tests (each model: entries per directory, tears, subsets, fsync errors, ENOSPC, lying flushes, writeback by age)', () => {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../scripts/lib/ports.mjs';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
+import { killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { sql, storedCounts, uniqueTable } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 
@@ -11,10 +11,7 @@ import { tempDir } from './support/temp-dir.js';
 const KEY = 'policy-key-0123456789';
 const processes: GatewayProcess[] = [];
 afterAll(async () => {
-  for (const p of processes) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
+  await killAll(processes);
 });
 
 interface SinkStatus {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 
 let gw: TestGateway;
@@ -7,8 +7,6 @@ beforeAll(async () => {
   gw = await startTestGateway();
 });
 afterAll(() => gw.stop());
-
-const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Record<string, unknown> });
 
 async function rowsOf(device: string): Promise<[string, number, string][]> {
   await waitForDrained(gw);
@@ -32,7 +30,7 @@ const uplink = (device: string, payload: Record<string, unknown>) => ({
 
 describe('The Things Network webhook as the existing stack answers it', () => {
   it('stores numbers and numeric strings of the payload and the radio metadata, at the message received_at', async () => {
-    const answer = await json(
+    const answer = await jsonAnswer(
       await gw.post(
         '/api/v2/ingest/ttn',
         uplink('lora-1', { temperature: 21.5, battery: '3.3', label: 'dock', on: true, nested: { a: 1 } }),
@@ -53,7 +51,9 @@ describe('The Things Network webhook as the existing stack answers it', () => {
   });
 
   it('uses decoded_payload.time as the reading time when present', async () => {
-    const answer = await json(await gw.post('/api/v2/ingest/ttn', uplink('lora-2', { time: '2026-02-04T09:59:00.000000001Z', level: 4 })));
+    const answer = await jsonAnswer(
+      await gw.post('/api/v2/ingest/ttn', uplink('lora-2', { time: '2026-02-04T09:59:00.000000001Z', level: 4 })),
+    );
     expect(answer).toMatchObject({ status: 200, body: { count: 7 } });
     const rows = await rowsOf('lora-2');
     expect(rows.find(([cargo]) => cargo === 'level')).toEqual(['level', 4, '2026-02-04T09:59:00.000000001Z']);
@@ -61,7 +61,7 @@ describe('The Things Network webhook as the existing stack answers it', () => {
   });
 
   it('ignores a decoded_payload.time more than 24 h ahead and stores the readings at received_at, as the existing stack does', async () => {
-    const answer = await json(await gw.post('/api/v2/ingest/ttn', uplink('lora-4', { time: '2031-01-01T00:00:00.000Z', level: 5 })));
+    const answer = await jsonAnswer(await gw.post('/api/v2/ingest/ttn', uplink('lora-4', { time: '2031-01-01T00:00:00.000Z', level: 5 })));
     expect(answer).toMatchObject({ status: 200, body: { count: 7 } });
     const rows = await rowsOf('lora-4');
     expect(new Set(rows.map(([, , time]) => time))).toEqual(new Set(['2026-02-04T10:00:01.500000000Z']));
@@ -84,7 +84,7 @@ describe('The Things Network webhook as the existing stack answers it', () => {
       uplink_message: { decoded_payload: 'x', rx_metadata: 'none', settings: 5 },
     };
     for (const message of [noNumbers, joinAccept, downlinkAck, badMetadata]) {
-      expect(await json(await gw.post('/api/v2/ingest/ttn', message))).toEqual({
+      expect(await jsonAnswer(await gw.post('/api/v2/ingest/ttn', message))).toEqual({
         status: 200,
         body: { status: 'No numeric data extracted', count: 0 },
       });
@@ -98,12 +98,12 @@ describe('The Things Network webhook as the existing stack answers it', () => {
     '/api/v1/ingest/ingest/harbor-1/ttn',
     '/api/v2/ingest/ttn/',
   ])('serves %s', async (path) => {
-    expect((await json(await gw.post(path, uplink('lora-4', { level: 1 })))).status).toBe(200);
+    expect((await jsonAnswer(await gw.post(path, uplink('lora-4', { level: 1 })))).status).toBe(200);
   });
 
   it('answers 422 only to bodies that are not TTN messages', async () => {
     for (const body of [{ hello: 1 }, [uplink('lora-5', { a: 1 })], { end_device_ids: { dev_eui: 'x' } }, '"uplink"']) {
-      const answer = await json(await gw.post('/api/v2/ingest/ttn', body));
+      const answer = await jsonAnswer(await gw.post('/api/v2/ingest/ttn', body));
       expect(answer.status).toBe(422);
       expect(answer.body['message']).toBe('Body is not a The Things Network webhook message');
     }

@@ -103,6 +103,23 @@ WHERE (m.normal_min IS NOT NULL OR m.normal_max IS NOT NULL) AND ${CARGO_ONLY}`,
   }),
 ];
 
+/**
+ * A gateway rule on each gateway's latest health row of the last 10 minutes: `value` is the
+ * column (an expression and its name) compared with the threshold.
+ * @param {{ value: string } & Omit<Parameters<typeof rule>[0], 'sql' | 'seconds' | 'evaluator' | 'labels'>} settings
+ */
+const healthRule = ({ value, ...settings }) =>
+  rule({
+    seconds: 600,
+    sql: `SELECT gateway, ${value}
+FROM gateway_health
+WHERE time > dateadd('m', -10, now())
+LATEST ON time PARTITION BY gateway`,
+    evaluator: 'gt',
+    labels: { harbor: 'gateway' },
+    ...settings,
+  });
+
 const gateways = [
   rule({
     uid: 'harbor-gateway-stopped',
@@ -124,37 +141,25 @@ WHERE kind != 'retired'`,
     description: `A gateway writes a health row every 10 s; this one has written none for more than ${GATEWAY_SILENT_MINUTES} minutes. Its last word says whether it stopped on purpose (an upgrade, a restart, a shutdown) or went quiet. It alerts until the gateway reports again, however long; a gateway renamed by GATEWAY_NAME is retired by its next start under the new name.`,
     labels: { harbor: 'gateway' },
   }),
-  rule({
+  healthRule({
     uid: 'harbor-oldest-queued',
     title: 'Readings waiting in the gateway',
-    seconds: 600,
-    sql: `SELECT gateway, coalesce(oldest_age_s, 0) / 60.0 AS oldest_queued_minutes
-FROM gateway_health
-WHERE time > dateadd('m', -10, now())
-LATEST ON time PARTITION BY gateway`,
-    evaluator: 'gt',
+    value: 'coalesce(oldest_age_s, 0) / 60.0 AS oldest_queued_minutes',
     params: [10],
     summary: 'Gateway {{ $labels.gateway }}: the oldest queued reading is {{ humanize $values.A.Value }} min old',
     description:
       "Readings are safe in the gateway's queue but have not reached QuestDB for more than 10 minutes. QuestDB or the uplink to it is down, or too slow for the traffic.",
-    labels: { harbor: 'gateway' },
   }),
-  rule({
+  healthRule({
     uid: 'harbor-flush-failures',
     title: 'Gateway cannot deliver to QuestDB',
-    seconds: 600,
     // A single failure is retried within seconds; five minutes of failures in a row is an outage.
     pending: '5m',
-    sql: `SELECT gateway, consecutive_flush_failures AS failures_in_a_row
-FROM gateway_health
-WHERE time > dateadd('m', -10, now())
-LATEST ON time PARTITION BY gateway`,
-    evaluator: 'gt',
+    value: 'consecutive_flush_failures AS failures_in_a_row',
     params: [0],
     summary: 'Gateway {{ $labels.gateway }}: {{ $values.A.Value }} flushes to QuestDB failed in a row',
     description:
       'The gateway keeps readings in its queue and retries. Its state on the dashboard says for how long and how full the queue is.',
-    labels: { harbor: 'gateway' },
   }),
   rule({
     uid: 'harbor-dead-letters',
@@ -171,22 +176,16 @@ GROUP BY gateway`,
       "QuestDB refused readings the gateway had accepted; they wait in the gateway's dead letters (harbor-gateway dead-letters list) to be corrected and re-queued.",
     labels: { harbor: 'gateway' },
   }),
-  rule({
+  healthRule({
     uid: 'harbor-clock-unsynchronised',
     title: 'Gateway clock not synchronised',
-    seconds: 600,
     // Boards without a battery-backed clock start with a wrong time until NTP answers.
     pending: '10m',
-    sql: `SELECT gateway, CASE WHEN clock = 'unsynchronised' THEN 1 ELSE 0 END AS clock_unsynchronised
-FROM gateway_health
-WHERE time > dateadd('m', -10, now())
-LATEST ON time PARTITION BY gateway`,
-    evaluator: 'gt',
+    value: "CASE WHEN clock = 'unsynchronised' THEN 1 ELSE 0 END AS clock_unsynchronised",
     params: [0],
     summary: 'Gateway {{ $labels.gateway }}: system clock not synchronised',
     description:
       "Readings sent without a time get the gateway's receive time, which is wrong until the clock is synchronised (NTP reachable from the site LAN?).",
-    labels: { harbor: 'gateway' },
   }),
   rule({
     uid: 'harbor-tables-missing',

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -115,62 +116,79 @@ func (j *journal) record(label string, dirs []*dirRef, aside string, undo func()
 	j.entries = append(j.entries, &entryChange{seq: j.next(), at: j.now(), label: label, dirs: dirs, undo: undo, aside: aside})
 }
 
-// The entry changes, one helper each: made (where the journal makes them) and recorded with their
-// undo. Called with mu held; dir is the directory the change is in, at its current path.
+// The entry changes, one helper each, all kept by changeEntries: it opens the directories the change
+// names, lets the helper apply the change, and records it with its undo, or releases them when the
+// change failed. Called with mu held; dir is the directory the change is in, at its current path.
 
-// added records a name the caller just made in dir: a file, link, node or directory.
-func (j *journal) added(kind, dir, name string) error {
-	d, err := j.dir(dir)
+// made is what a change answers: the undo, and what it displaced into the trash, if anything.
+type made struct {
+	undo  func() error
+	aside string
+}
+
+// changeEntries makes one change of the entries of the directories at paths (the same directory
+// named twice is held once) and records it.
+func (j *journal) changeEntries(label string, paths []string, apply func(dirs []*dirRef) (made, error)) error {
+	var dirs []*dirRef
+	for _, path := range paths {
+		d, err := j.dir(path)
+		if err != nil {
+			j.release(dirs...)
+			return err
+		}
+		if slices.Contains(dirs, d) {
+			j.release(d)
+			continue
+		}
+		dirs = append(dirs, d)
+	}
+	m, err := apply(dirs)
 	if err != nil {
+		j.release(dirs...)
 		return err
 	}
-	j.record(kind+" "+j.label(dir, name), []*dirRef{d}, "", func() error {
-		if kind == "mkdir" {
-			return os.RemoveAll(d.at(name))
-		}
-		return os.Remove(d.at(name))
-	})
+	j.record(label, dirs, m.aside, m.undo)
 	return nil
 }
 
-// unlink removes a name by moving it into the trash, so a cut can put it back.
-func (j *journal) unlink(dir, name string) error {
-	d, err := j.dir(dir)
-	if err != nil {
-		return err
-	}
+// moveAside removes name from d by moving it into the trash, so a cut can put it back.
+func (j *journal) moveAside(d *dirRef, name string) (made, error) {
 	aside := j.asideName()
 	if err := os.Rename(d.at(name), aside); err != nil {
-		j.release(d)
-		return err
+		return made{}, err
 	}
-	j.record("unlink "+j.label(dir, name), []*dirRef{d}, aside, func() error { return os.Rename(aside, d.at(name)) })
-	return nil
+	return made{aside: aside, undo: func() error { return os.Rename(aside, d.at(name)) }}, nil
+}
+
+// added records a name the caller just made in dir: a file, link, node or directory.
+func (j *journal) added(kind, dir, name string) error {
+	return j.changeEntries(kind+" "+j.label(dir, name), []string{dir}, func(dirs []*dirRef) (made, error) {
+		d := dirs[0]
+		return made{undo: func() error {
+			if kind == "mkdir" {
+				return os.RemoveAll(d.at(name))
+			}
+			return os.Remove(d.at(name))
+		}}, nil
+	})
+}
+
+// unlink removes a name by moving it into the trash.
+func (j *journal) unlink(dir, name string) error {
+	return j.changeEntries("unlink "+j.label(dir, name), []string{dir}, func(dirs []*dirRef) (made, error) {
+		return j.moveAside(dirs[0], name)
+	})
 }
 
 // rmdir removes an empty directory by moving it into the trash: the same directory comes back on
 // a cut, so the changes recorded inside it still undo. It is a change of that directory too.
 func (j *journal) rmdir(dir, name string) error {
-	d, err := j.dir(dir)
-	if err != nil {
-		return err
-	}
-	gone, err := j.dir(d.at(name))
-	if err != nil {
-		j.release(d)
-		return err
-	}
-	if err := emptyDir(d.at(name)); err != nil {
-		j.release(d, gone)
-		return err
-	}
-	aside := j.asideName()
-	if err := os.Rename(d.at(name), aside); err != nil {
-		j.release(d, gone)
-		return err
-	}
-	j.record("rmdir "+j.label(dir, name), []*dirRef{d, gone}, aside, func() error { return os.Rename(aside, d.at(name)) })
-	return nil
+	return j.changeEntries("rmdir "+j.label(dir, name), []string{dir, filepath.Join(dir, name)}, func(dirs []*dirRef) (made, error) {
+		if err := emptyDir(dirs[0].at(name)); err != nil {
+			return made{}, err
+		}
+		return j.moveAside(dirs[0], name)
+	})
 }
 
 func emptyDir(path string) error {
@@ -188,59 +206,43 @@ func emptyDir(path string) error {
 // rename renames from/name to to/newName. A name it replaces is kept aside (as a second hard link
 // first, so the replacement stays atomic for anyone looking), so a cut can put both back.
 func (j *journal) rename(from, name, to, newName string, noReplace bool) error {
-	src, err := j.dir(from)
-	if err != nil {
-		return err
-	}
-	dst, err := j.dir(to)
-	if err != nil {
-		j.release(src)
-		return err
-	}
-	dirs := []*dirRef{src}
-	if dst != src {
-		dirs = append(dirs, dst)
-	} else {
-		j.release(dst)
-	}
-	source, target := src.at(name), dst.at(newName)
-	aside := ""
-	if info, err := os.Lstat(target); err == nil {
-		if noReplace {
-			j.release(dirs...)
-			return syscall.EEXIST
-		}
-		aside = j.asideName()
-		keep := os.Link
-		if info.IsDir() {
-			keep = os.Rename
-		}
-		if err := keep(target, aside); err != nil {
-			j.release(dirs...)
-			return err
-		}
-	}
-	if err := os.Rename(source, target); err != nil {
-		if aside != "" {
-			if _, statErr := os.Lstat(target); statErr != nil {
-				os.Rename(aside, target)
-			} else {
-				os.RemoveAll(aside)
+	label := "rename " + j.label(from, name) + " to " + j.label(to, newName)
+	return j.changeEntries(label, []string{from, to}, func(dirs []*dirRef) (made, error) {
+		source, target := dirs[0].at(name), dirs[len(dirs)-1].at(newName)
+		aside := ""
+		if info, err := os.Lstat(target); err == nil {
+			if noReplace {
+				return made{}, syscall.EEXIST
+			}
+			aside = j.asideName()
+			keep := os.Link
+			if info.IsDir() {
+				keep = os.Rename
+			}
+			if err := keep(target, aside); err != nil {
+				return made{}, err
 			}
 		}
-		j.release(dirs...)
-		return err
-	}
-	j.record("rename "+j.label(from, name)+" to "+j.label(to, newName), dirs, aside, func() error {
-		if err := os.Rename(target, source); err != nil {
-			return err
+		if err := os.Rename(source, target); err != nil {
+			if aside != "" {
+				if _, statErr := os.Lstat(target); statErr != nil {
+					os.Rename(aside, target)
+				} else {
+					os.RemoveAll(aside)
+				}
+			}
+			return made{}, err
 		}
-		if aside != "" {
-			return os.Rename(aside, target)
-		}
-		return nil
+		return made{aside: aside, undo: func() error {
+			if err := os.Rename(target, source); err != nil {
+				return err
+			}
+			if aside != "" {
+				return os.Rename(aside, target)
+			}
+			return nil
+		}}, nil
 	})
-	return nil
 }
 
 // fsyncDir is an fsync of the directory at path. Called with mu held.

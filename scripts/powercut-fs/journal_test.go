@@ -144,6 +144,15 @@ func (d *disk) durable(name, content string) {
 	d.mustFsyncDir(filepath.Dir(name))
 }
 
+// durableDirs makes directories in the backing directory whose names are durable.
+func (d *disk) durableDirs(names ...string) {
+	d.t.Helper()
+	for _, name := range names {
+		d.mkdir(".", name)
+	}
+	d.mustFsyncDir(".")
+}
+
 func (d *disk) cut(model string, seed uint64) cutReport {
 	d.t.Helper()
 	report := d.j.powerCut(model, seed)
@@ -153,8 +162,12 @@ func (d *disk) cut(model string, seed uint64) cutReport {
 	return report
 }
 
+// content is what the file holds, "<missing>" when there is none, "<directory>" for a directory.
 func (d *disk) content(name string) string {
 	d.t.Helper()
+	if info, err := os.Stat(d.path(name)); err == nil && info.IsDir() {
+		return "<directory>"
+	}
 	data, err := os.ReadFile(d.path(name))
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -163,6 +176,16 @@ func (d *disk) content(name string) string {
 		d.t.Fatal(err)
 	}
 	return string(data)
+}
+
+// wantContents checks the content of each file named.
+func (d *disk) wantContents(want map[string]string) {
+	d.t.Helper()
+	for name, content := range want {
+		if got := d.content(name); got != content {
+			d.t.Errorf("%s: %q after the cut, want %q", name, got, content)
+		}
+	}
 }
 
 // everySeed runs a fresh disk through history and a cut for seeds 0..n-1, and calls outcome
@@ -177,61 +200,208 @@ func everySeed(t *testing.T, n uint64, ext4 bool, model string, history func(d *
 	}
 }
 
-func TestWriteBackOlderKeepsOldChangesAndCutLosesYoungOnes(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.durable("old", "0000")
-	d.durable("young", "0000")
-	d.mustWrite("old", "1111", 0)
-	d.clock.advance(25 * time.Second)
-	d.mustWrite("young", "2222", 0)
-	d.clock.advance(10 * time.Second)
-
-	done := d.j.writeBackOlder(30 * time.Second)
-	if done.Files != 1 || done.Changes != 1 {
-		t.Fatalf("writeback of changes 30 s old took %+v, want 1 file with 1 change", done)
-	}
-	d.cut("drop", 0)
-
-	if got := d.content("old"); got != "1111" {
-		t.Errorf("the change 35 s old: %q after the cut, want it kept", got)
-	}
-	if got := d.content("young"); got != "0000" {
-		t.Errorf("the change 10 s old: %q after the cut, want it undone", got)
-	}
+// dropCase is a history of changes and what each file holds after a cut that keeps nothing
+// pending ("drop"): "<missing>" for no such file, "<directory>" for a directory.
+type dropCase struct {
+	name    string
+	ext4    bool
+	faults  faults
+	history func(d *disk)
+	want    map[string]string
 }
 
-func TestWriteBackOlderTakesAFileWholeByItsFirstPendingChange(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.durable("wal", "")
-	d.mustWrite("wal", "a", 0)
-	d.clock.advance(29 * time.Second)
-	d.mustWrite("wal", "b", 1)
-	d.clock.advance(2 * time.Second)
-
-	d.j.writeBackOlder(30 * time.Second)
-	d.cut("drop", 0)
-
-	if got := d.content("wal"); got != "ab" {
-		t.Errorf("a file first dirtied 31 s ago: %q after the cut, want all of it kept, as the kernel writes an expired inode whole", got)
-	}
+// dropCases are the model's behaviours, one a case.
+var dropCases = []dropCase{
+	{
+		name: "writeback keeps changes older than its age and the cut loses younger ones",
+		history: func(d *disk) {
+			d.durable("old", "0000")
+			d.durable("young", "0000")
+			d.mustWrite("old", "1111", 0)
+			d.clock.advance(25 * time.Second)
+			d.mustWrite("young", "2222", 0)
+			d.clock.advance(10 * time.Second)
+			if done := d.j.writeBackOlder(30 * time.Second); done.Files != 1 || done.Changes != 1 {
+				d.t.Fatalf("writeback of changes 30 s old took %+v, want 1 file with 1 change", done)
+			}
+		},
+		want: map[string]string{"old": "1111", "young": "0000"},
+	},
+	{
+		// The kernel writes an expired inode whole.
+		name: "writeback takes a file whole by its first pending change",
+		history: func(d *disk) {
+			d.durable("wal", "")
+			d.mustWrite("wal", "a", 0)
+			d.clock.advance(29 * time.Second)
+			d.mustWrite("wal", "b", 1)
+			d.clock.advance(2 * time.Second)
+			d.j.writeBackOlder(30 * time.Second)
+		},
+		want: map[string]string{"wal": "ab"},
+	},
+	{
+		name: "an fsync starts the age anew",
+		history: func(d *disk) {
+			d.durable("data", "0")
+			d.mustWrite("data", "1", 0)
+			d.mustFsync("data")
+			d.clock.advance(40 * time.Second)
+			d.mustWrite("data", "2", 0)
+			d.clock.advance(5 * time.Second)
+			if done := d.j.writeBackOlder(30 * time.Second); done.Files != 0 {
+				d.t.Fatalf("writeback took %+v, want nothing: the pending change is 5 s old", done)
+			}
+		},
+		want: map[string]string{"data": "1"},
+	},
+	{
+		name: "overwrites and shrinks through a write-only descriptor are undone",
+		history: func(d *disk) {
+			d.durable("data", "0123456789")
+			fd := d.open("data", syscall.O_WRONLY)
+			d.j.mu.Lock()
+			_, err := d.j.write(fd, []byte("ab"), 2)
+			d.j.mu.Unlock()
+			if err != nil {
+				d.t.Fatalf("an overwrite through a write-only descriptor failed: %v", err)
+			}
+			d.truncate("data", 4)
+			if got := d.content("data"); got != "01ab" {
+				d.t.Fatalf("%q before the cut, want the overwrite and the shrink", got)
+			}
+		},
+		want: map[string]string{"data": "0123456789"},
+	},
+	{
+		name: "a directory's fsync commits that directory alone, not earlier changes elsewhere",
+		history: func(d *disk) {
+			d.durableDirs("a", "b")
+			d.create("b", "earlier")
+			d.create("a", "later")
+			d.mustFsyncDir("a")
+		},
+		want: map[string]string{"a/later": "", "b/earlier": "<missing>"},
+	},
+	{
+		name:    "a new directory is lost without an fsync of its parent, whatever was synced inside",
+		history: func(d *disk) { syncedInNewDirectory(d) },
+		want:    map[string]string{"data/queue.db": "<missing>"},
+	},
+	{
+		name: "a new directory whose parent was fsynced keeps what was synced inside",
+		history: func(d *disk) {
+			syncedInNewDirectory(d)
+			d.mustFsyncDir(".")
+		},
+		want: map[string]string{"data/queue.db": "committed"},
+	},
+	{
+		name: "the ext4 model commits every entry with any fsync, a file's too",
+		ext4: true,
+		history: func(d *disk) {
+			d.mkdir(".", "data")
+			d.create("data", "queue.db")
+			d.mustWrite("data/queue.db", "committed", 0)
+			d.mustFsync("data/queue.db")
+		},
+		want: map[string]string{"data/queue.db": "committed"},
+	},
+	{
+		name: "a rename between directories is durable with either and takes their earlier changes",
+		history: func(d *disk) {
+			d.durableDirs("from", "to")
+			d.durable("from/file", "content")
+			d.create("from", "earlier")
+			d.entry(func() error { return d.j.rename(d.path("from"), "file", d.path("to"), "file", false) })
+			d.create("from", "later")
+			d.mustFsyncDir("to")
+		},
+		want: map[string]string{"to/file": "content", "from/file": "<missing>", "from/earlier": "", "from/later": "<missing>"},
+	},
+	{
+		// The rmdir takes the unlink inside along; the change inside the renamed directory undoes.
+		name: "an fsynced rmdir takes the unlink inside along and a renamed directory keeps its undo",
+		history: func(d *disk) {
+			unlinkedInRemovedDirectory(d)
+			d.mkdir(".", "moved")
+			d.mustFsyncDir(".")
+			d.create("moved", "new")
+			d.entry(func() error { return d.j.rename(d.path("."), "moved", d.path("."), "renamed", false) })
+			d.mustFsyncDir(".")
+		},
+		want: map[string]string{"gone/file": "<missing>", "renamed": "<directory>", "renamed/new": "<missing>"},
+	},
+	{
+		name:    "an unlinked file comes back with its removed directory",
+		history: unlinkedInRemovedDirectory,
+		want:    map[string]string{"gone/file": "kept"},
+	},
+	{
+		name: "a failed directory fsync leaves its entries pending",
+		history: func(d *disk) {
+			d.create(".", "new")
+			d.j.faults.fsyncEIO = 1
+			if err := d.fsyncDir("."); err != syscall.EIO {
+				d.t.Fatalf("the directory fsync answered %v, want EIO", err)
+			}
+		},
+		want: map[string]string{"new": "<missing>"},
+	},
+	{
+		name:    "a lying flush is not durable at once",
+		faults:  faults{lie: 500 * time.Millisecond},
+		history: func(d *disk) { lyingFlush(d, 0) },
+		want:    map[string]string{"data": "<missing>"},
+	},
+	{
+		name:    "a lying flush is not durable just before its delay has passed",
+		faults:  faults{lie: 500 * time.Millisecond},
+		history: func(d *disk) { lyingFlush(d, 499*time.Millisecond) },
+		want:    map[string]string{"data": "<missing>"},
+	},
+	{
+		name:    "a lying flush is durable once its delay has passed",
+		faults:  faults{lie: 500 * time.Millisecond},
+		history: func(d *disk) { lyingFlush(d, 500*time.Millisecond) },
+		want:    map[string]string{"data": "acknowledged"},
+	},
 }
 
-func TestFsyncStartsTheAgeAnew(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.durable("data", "0")
-	d.mustWrite("data", "1", 0)
+// syncedInNewDirectory makes a directory and a file in it, with the file's data and name fsynced.
+func syncedInNewDirectory(d *disk) {
+	d.mkdir(".", "data")
+	d.create("data", "queue.db")
+	d.mustWrite("data/queue.db", "committed", 0)
+	d.mustFsync("data/queue.db")
+	d.mustFsyncDir("data")
+}
+
+// unlinkedInRemovedDirectory unlinks a durable file and removes its directory, neither fsynced.
+func unlinkedInRemovedDirectory(d *disk) {
+	d.durableDirs("gone")
+	d.durable("gone/file", "kept")
+	d.entry(func() error { return d.j.unlink(d.path("gone"), "file") })
+	d.entry(func() error { return d.j.rmdir(d.path("."), "gone") })
+}
+
+// lyingFlush makes a file durable behind a lying flush and lets wait pass.
+func lyingFlush(d *disk, wait time.Duration) {
+	d.create(".", "data")
+	d.mustWrite("data", "acknowledged", 0)
 	d.mustFsync("data")
-	d.clock.advance(40 * time.Second)
-	d.mustWrite("data", "2", 0)
-	d.clock.advance(5 * time.Second)
+	d.mustFsyncDir(".")
+	d.clock.advance(wait)
+}
 
-	if done := d.j.writeBackOlder(30 * time.Second); done.Files != 0 {
-		t.Fatalf("writeback took %+v, want nothing: the pending change is 5 s old", done)
-	}
-	d.cut("drop", 0)
-
-	if got := d.content("data"); got != "1" {
-		t.Errorf("%q after the cut, want the fsynced state", got)
+func TestWhatACutThatKeepsNothingPendingLeaves(t *testing.T) {
+	for _, c := range dropCases {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDisk(t, c.ext4, c.faults)
+			c.history(d)
+			d.cut("drop", 0)
+			d.wantContents(c.want)
+		})
 	}
 }
 
@@ -248,16 +418,10 @@ func TestWriteBackOlderCommitsOldEntryChangesInOrder(t *testing.T) {
 	if done.Entries != 2 {
 		t.Fatalf("writeback of entries 20 s old took %+v, want 2 entries", done)
 	}
-	report := d.cut("drop", 0)
-
-	if report.Entries != 1 {
+	if report := d.cut("drop", 0); report.Entries != 1 {
 		t.Errorf("the cut undid %d entries, want 1", report.Entries)
 	}
-	for name, want := range map[string]string{"first": "", "second": "", "third": "<missing>"} {
-		if got := d.content(name); got != want {
-			t.Errorf("%s: %q after the cut, want %q", name, got, want)
-		}
-	}
+	d.wantContents(map[string]string{"first": "", "second": "", "third": "<missing>"})
 }
 
 func TestWriteBackOlderDoesNothingAfterTheCut(t *testing.T) {
@@ -265,141 +429,6 @@ func TestWriteBackOlderDoesNothingAfterTheCut(t *testing.T) {
 	d.cut("drop", 0)
 	if done := d.j.writeBackOlder(0); !done.Cut {
 		t.Errorf("writeback after the cut answered %+v, want it to say the disk is cut", done)
-	}
-}
-
-func TestOverwritesAndShrinksThroughAWriteOnlyDescriptorAndUndoesThem(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.durable("data", "0123456789")
-	fd := d.open("data", syscall.O_WRONLY)
-	d.j.mu.Lock()
-	_, err := d.j.write(fd, []byte("ab"), 2)
-	d.j.mu.Unlock()
-	if err != nil {
-		t.Fatalf("an overwrite through a write-only descriptor failed: %v", err)
-	}
-	d.truncate("data", 4)
-	if got := d.content("data"); got != "01ab" {
-		t.Fatalf("%q before the cut, want the overwrite and the shrink", got)
-	}
-
-	d.cut("drop", 0)
-
-	if got := d.content("data"); got != "0123456789" {
-		t.Errorf("%q after the cut, want the fsynced bytes back", got)
-	}
-}
-
-func TestADirectoryFsyncCommitsThatDirectoryAloneNotEarlierChangesElsewhere(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.mkdir(".", "a")
-	d.mkdir(".", "b")
-	d.mustFsyncDir(".")
-	d.create("b", "earlier")
-	d.create("a", "later")
-	d.mustFsyncDir("a")
-
-	d.cut("drop", 0)
-
-	if got := d.content("a/later"); got != "" {
-		t.Errorf("a/later: %q, want it kept: its directory was fsynced", got)
-	}
-	if got := d.content("b/earlier"); got != "<missing>" {
-		t.Errorf("b/earlier: %q, want it undone: its directory was never fsynced, however early it was made", got)
-	}
-}
-
-func TestANewDirectoryIsLostWithoutAnFsyncOfItsParentWhateverWasSyncedInside(t *testing.T) {
-	for _, parentSynced := range []bool{false, true} {
-		d := newDisk(t, false, faults{})
-		d.mkdir(".", "data")
-		d.create("data", "queue.db")
-		d.mustWrite("data/queue.db", "committed", 0)
-		d.mustFsync("data/queue.db")
-		d.mustFsyncDir("data")
-		if parentSynced {
-			d.mustFsyncDir(".")
-		}
-
-		d.cut("drop", 0)
-
-		want := "<missing>"
-		if parentSynced {
-			want = "committed"
-		}
-		if got := d.content("data/queue.db"); got != want {
-			t.Errorf("parent fsynced %v: data/queue.db %q after the cut, want %q", parentSynced, got, want)
-		}
-	}
-}
-
-func TestTheExt4ModelCommitsEveryEntryWithAnyFsync(t *testing.T) {
-	d := newDisk(t, true, faults{})
-	d.mkdir(".", "data")
-	d.create("data", "queue.db")
-	d.mustWrite("data/queue.db", "committed", 0)
-	d.mustFsync("data/queue.db")
-
-	d.cut("drop", 0)
-
-	if got := d.content("data/queue.db"); got != "committed" {
-		t.Errorf("data/queue.db %q after the cut, want it kept: ext4's fsync commits the whole journal", got)
-	}
-}
-
-func TestARenameBetweenDirectoriesIsDurableWithEitherAndTakesTheirEarlierChanges(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.mkdir(".", "from")
-	d.mkdir(".", "to")
-	d.mustFsyncDir(".")
-	d.durable("from/file", "content")
-	d.create("from", "earlier")
-	d.entry(func() error { return d.j.rename(d.path("from"), "file", d.path("to"), "file", false) })
-	d.create("from", "later")
-	d.mustFsyncDir("to")
-
-	d.cut("drop", 0)
-
-	for name, want := range map[string]string{"to/file": "content", "from/file": "<missing>", "from/earlier": "", "from/later": "<missing>"} {
-		if got := d.content(name); got != want {
-			t.Errorf("%s: %q after the cut, want %q", name, got, want)
-		}
-	}
-}
-
-func TestUnlinkAndRmdirComeBackAndARenamedDirectoryKeepsItsUndo(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.mkdir(".", "gone")
-	d.mkdir(".", "moved")
-	d.mustFsyncDir(".")
-	d.durable("gone/file", "kept")
-	d.entry(func() error { return d.j.unlink(d.path("gone"), "file") })
-	d.entry(func() error { return d.j.rmdir(d.path("."), "gone") })
-	d.create("moved", "new")
-	d.entry(func() error { return d.j.rename(d.path("."), "moved", d.path("."), "renamed", false) })
-	d.mustFsyncDir(".")
-
-	d.cut("drop", 0)
-
-	if got := d.content("gone/file"); got != "<missing>" {
-		t.Errorf("gone/file: %q, want it gone: the rmdir was fsynced, and it takes the unlink inside along", got)
-	}
-	if got := d.content("renamed/new"); got != "<missing>" {
-		t.Errorf("renamed/new: %q, want it undone inside the renamed directory", got)
-	}
-	if _, err := os.Stat(d.path("renamed")); err != nil {
-		t.Errorf("the fsynced rename of the directory was undone: %v", err)
-	}
-
-	d = newDisk(t, false, faults{})
-	d.mkdir(".", "gone")
-	d.mustFsyncDir(".")
-	d.durable("gone/file", "kept")
-	d.entry(func() error { return d.j.unlink(d.path("gone"), "file") })
-	d.entry(func() error { return d.j.rmdir(d.path("."), "gone") })
-	d.cut("drop", 0)
-	if got := d.content("gone/file"); got != "kept" {
-		t.Errorf("gone/file: %q, want it back with its directory", got)
 	}
 }
 
@@ -533,9 +562,7 @@ func TestSubsetGrowsAFileWithTheDataThatLandsAndKeepsChangesOfSizeInOrder(t *tes
 func TestSubsetLandsAPrefixOfEachDirectorysEntriesIndependently(t *testing.T) {
 	otherFirst := false
 	everySeed(t, 80, false, "subset", func(d *disk) {
-		d.mkdir(".", "a")
-		d.mkdir(".", "b")
-		d.mustFsyncDir(".")
+		d.durableDirs("a", "b")
 		d.create("a", "1")
 		d.create("a", "2")
 		d.create("b", "3")
@@ -553,9 +580,7 @@ func TestSubsetLandsAPrefixOfEachDirectorysEntriesIndependently(t *testing.T) {
 
 func TestSubsetLandsOnePrefixOfAllEntriesInTheExt4Model(t *testing.T) {
 	everySeed(t, 60, true, "subset", func(d *disk) {
-		d.mkdir(".", "a")
-		d.mkdir(".", "b")
-		d.mustFsyncDir(".")
+		d.durableDirs("a", "b")
 		d.create("a", "1")
 		d.create("b", "2")
 	}, func(seed uint64, d *disk) {
@@ -602,19 +627,6 @@ func TestAWriteAfterAFailedFsyncInTheSameSectorTakesTheDroppedBytesAlong(t *test
 	}
 }
 
-func TestAFailedDirectoryFsyncLeavesItsEntriesPending(t *testing.T) {
-	d := newDisk(t, false, faults{})
-	d.create(".", "new")
-	d.j.faults.fsyncEIO = 1
-	if err := d.fsyncDir("."); err != syscall.EIO {
-		t.Fatalf("the directory fsync answered %v, want EIO", err)
-	}
-	d.cut("drop", 0)
-	if got := d.content("new"); got != "<missing>" {
-		t.Errorf("new: %q after the cut, want it undone", got)
-	}
-}
-
 func TestEnospcFailsWritesThatGrowAFileOnly(t *testing.T) {
 	d := newDisk(t, false, faults{})
 	d.durable("data", "0123")
@@ -641,26 +653,5 @@ func TestAWriteRefusedOnACleanFileLeavesNoRecordForTheCut(t *testing.T) {
 	}
 	if report := d.cut("subset", 1); report.Writes != 1 {
 		t.Errorf("the cut found %+v, want the one write to the other file pending", report)
-	}
-}
-
-func TestALyingFlushIsDurableOnlyOnceItsDelayHasPassed(t *testing.T) {
-	for _, wait := range []time.Duration{0, 499 * time.Millisecond, 500 * time.Millisecond} {
-		d := newDisk(t, false, faults{lie: 500 * time.Millisecond})
-		d.create(".", "data")
-		d.mustWrite("data", "acknowledged", 0)
-		d.mustFsync("data")
-		d.mustFsyncDir(".")
-		d.clock.advance(wait)
-
-		d.cut("drop", 0)
-
-		want := "<missing>"
-		if wait >= 500*time.Millisecond {
-			want = "acknowledged"
-		}
-		if got := d.content("data"); got != want {
-			t.Errorf("cut %v after the flush: %q, want %q", wait, got, want)
-		}
 	}
 }

@@ -56,6 +56,31 @@ func (n *node) change(fn func() error) syscall.Errno {
 	return fs.ToErrno(fn())
 }
 
+// changeFile runs fn on the backing descriptor of the open file f with the journal taken.
+func (n *node) changeFile(f fs.FileHandle, fn func(fd int) error) syscall.Errno {
+	return n.change(func() error {
+		fd, err := fdOf(f)
+		if err != nil {
+			return err
+		}
+		return fn(fd)
+	})
+}
+
+// resize records the node's file cut or grown to size, then lets the loopback apply the change
+// under the same lock (f may be nil: the file is opened by its path).
+func (n *node) resize(f fs.FileHandle, size int64, apply func() syscall.Errno) syscall.Errno {
+	return n.change(func() error {
+		if err := n.withPathFd(f, func(fd int) error { return n.j.recordResize(fd, size) }); err != nil {
+			return err
+		}
+		if errno := apply(); errno != 0 {
+			return errno
+		}
+		return nil
+	})
+}
+
 // file is a loopback file the kernel may not bypass: with FUSE passthrough, writes would go to
 // the backing file without the journal seeing them.
 type file struct {
@@ -100,11 +125,7 @@ var _ = (fs.NodeWriter)((*node)(nil))
 
 func (n *node) Write(ctx context.Context, f fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	var written int
-	errno := n.change(func() error {
-		fd, err := fdOf(f)
-		if err != nil {
-			return err
-		}
+	errno := n.changeFile(f, func(fd int) (err error) {
 		written, err = n.j.write(fd, data, off)
 		return err
 	})
@@ -124,13 +145,7 @@ func (n *node) Writev(ctx context.Context, f fs.FileHandle, data [][]byte, off i
 var _ = (fs.NodeFsyncer)((*node)(nil))
 
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
-	return n.change(func() error {
-		fd, err := fdOf(f)
-		if err != nil {
-			return err
-		}
-		return n.j.fsyncFile(fd)
-	})
+	return n.changeFile(f, n.j.fsyncFile)
 }
 
 var _ = (fs.NodeSetattrer)((*node)(nil))
@@ -140,26 +155,13 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if !resizes {
 		return n.LoopbackNode.Setattr(ctx, f, in, out)
 	}
-	if errno := n.lock(); errno != 0 {
-		return errno
-	}
-	defer n.j.mu.Unlock()
-	if err := n.withPathFd(f, func(fd int) error { return n.j.recordResize(fd, int64(size)) }); err != nil {
-		return fs.ToErrno(err)
-	}
-	return n.LoopbackNode.Setattr(ctx, f, in, out)
+	return n.resize(f, int64(size), func() syscall.Errno { return n.LoopbackNode.Setattr(ctx, f, in, out) })
 }
 
 var _ = (fs.NodeAllocater)((*node)(nil))
 
 func (n *node) Allocate(ctx context.Context, f fs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
-	return n.change(func() error {
-		fd, err := fdOf(f)
-		if err != nil {
-			return err
-		}
-		return n.j.allocate(fd, mode, int64(off), int64(size))
-	})
+	return n.changeFile(f, func(fd int) error { return n.j.allocate(fd, mode, int64(off), int64(size)) })
 }
 
 var _ = (fs.NodeCopyFileRanger)((*node)(nil))
@@ -184,14 +186,12 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		fh, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
 		return wrap(fh), fuseFlags, errno
 	}
-	if errno := n.lock(); errno != 0 {
-		return nil, 0, errno
-	}
-	defer n.j.mu.Unlock()
-	if err := n.withPathFd(nil, func(fd int) error { return n.j.recordResize(fd, 0) }); err != nil {
-		return nil, 0, fs.ToErrno(err)
-	}
-	fh, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
+	var fh fs.FileHandle
+	var fuseFlags uint32
+	errno := n.resize(nil, 0, func() (errno syscall.Errno) {
+		fh, fuseFlags, errno = n.LoopbackNode.Open(ctx, flags)
+		return errno
+	})
 	return wrap(fh), fuseFlags, errno
 }
 

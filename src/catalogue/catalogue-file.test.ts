@@ -2,27 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { SAMPLE_CATALOGUE as SAMPLE } from '../../test/support/catalogue-sample.js';
 import { CatalogueError, cargoEntryFor, cargoPattern, matchesCargo, parseCatalogue } from './catalogue-file.js';
-
-const SAMPLE = `# the site's ships and cargo
-ships:
-  ship-007: MV Nordlicht
-  "buoy 3": Harbour entrance buoy
-cargo:
-  - match: reefer4_temp
-    name: Reefer 4 temperature
-    unit: °C
-    min: 2
-    max: 8
-    decimals: 1
-  - match: temp*
-    name: Temperature
-    unit: °C
-  - match: "*_humidity"
-    name: Humidity
-    unit: '%'
-    max: 80
-`;
 
 const problems = (text: string): string[] => {
   try {
@@ -38,7 +19,7 @@ describe('the catalogue file', () => {
   it('reads ship names and cargo entries in the order written', () => {
     const catalogue = parseCatalogue(SAMPLE);
     expect([...catalogue.ships]).toEqual([
-      ['ship-007', 'MV Nordlicht'],
+      ['ship-a', 'MV Alpha'],
       ['buoy 3', 'Harbour entrance buoy'],
     ]);
     expect(catalogue.cargo.map((e) => e.match)).toEqual(['reefer4_temp', 'temp*', '*_humidity']);

@@ -1,25 +1,17 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DataDirInUseError, DataDirLock, FileLock, describeOwner, ownDataDir, readLockOwner } from './data-dir-lock.js';
+import { tempDir } from '../../test/support/temp-dir.js';
 
 // One process here: SQLite keeps POSIX locks apart between the connections of a process too.
 // Other processes, file systems and kill -9 are test/data-dir-owner.test.ts.
-const dirs: string[] = [];
-const dir = (): string => {
-  const made = mkdtempSync(join(tmpdir(), 'harbor-lock-'));
-  dirs.push(made);
-  return made;
-};
-afterEach(() => {
-  for (const made of dirs.splice(0)) rmSync(made, { recursive: true, force: true });
-});
 
 describe('DataDirLock', () => {
   it('lets one owner in, says who it is, and lets the next in once it let go', async () => {
-    const dataDir = dir();
+    const dataDir = tempDir('lock');
     const first = await ownDataDir(dataDir);
     expect(readLockOwner(dataDir)).toEqual({ command: 'serve', pid: process.pid, hostname: hostname(), since: first.owner.since });
     const refused = await ownDataDir(dataDir).catch((error: unknown) => error);
@@ -33,7 +25,7 @@ describe('DataDirLock', () => {
   });
 
   it('is held against a worker thread of the same process', async () => {
-    const dataDir = dir();
+    const dataDir = tempDir('lock');
     const lock = await ownDataDir(dataDir);
     const script = `
       const { workerData, parentPort } = require('node:worker_threads');
@@ -55,7 +47,7 @@ describe('DataDirLock', () => {
   });
 
   it('makes a starting gateway wait for a CLI command that holds the directory for a moment', async () => {
-    const dataDir = dir();
+    const dataDir = tempDir('lock');
     const command = await DataDirLock.take(dataDir, 'dead-letters purge');
     if (!(command instanceof DataDirLock)) throw new Error('not taken');
     const startedAt = Date.now();
@@ -69,7 +61,7 @@ describe('DataDirLock', () => {
   });
 
   it('gives up on a command that keeps the directory beyond the wait', async () => {
-    const dataDir = dir();
+    const dataDir = tempDir('lock');
     const command = await DataDirLock.take(dataDir, 'keys add');
     const other = await DataDirLock.take(dataDir, 'dead-letters purge', 200);
     expect(other).toEqual({ heldBy: expect.objectContaining({ command: 'keys add', pid: process.pid }) });
@@ -84,7 +76,7 @@ describe('DataDirLock', () => {
   });
 
   it('decides by the lock, never by the owner record: a stale record does not keep anyone out', async () => {
-    const dataDir = dir();
+    const dataDir = tempDir('lock');
     writeFileSync(join(dataDir, 'owner.json'), JSON.stringify({ command: 'serve', pid: 999_999, hostname: hostname(), since: 'then' }));
     const lock = await ownDataDir(dataDir);
     expect(JSON.parse(readFileSync(join(dataDir, 'owner.json'), 'utf8'))).toMatchObject({ pid: process.pid });
@@ -94,7 +86,7 @@ describe('DataDirLock', () => {
 
 describe('FileLock', () => {
   it('waits for the holder to let go, or gives up after the wait', async () => {
-    const path = join(dir(), 'api-keys.lock');
+    const path = join(tempDir('lock'), 'api-keys.lock');
     const holder = FileLock.tryTake(path)!;
     expect(FileLock.tryTake(path)).toBeUndefined();
     expect(await FileLock.take(path, 100)).toBeUndefined();

@@ -1,24 +1,14 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DeadLetterStore } from './dead-letters.js';
 import { queuePath } from './queue-file.js';
 import { QUEUE_FORMAT, QueueFormatError, readQueueFormat } from './queue-format.js';
 import { QueueReader } from './queue-reader.js';
 import { QueueWriter } from './queue-writer.js';
-
-const dirs: string[] = [];
-const tempDir = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'harbor-format-'));
-  dirs.push(dir);
-  return dir;
-};
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+import { tempDir } from '../../test/support/temp-dir.js';
 
 const openQueue = (dataDir: string): QueueWriter => QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1 << 20 });
 
@@ -66,7 +56,7 @@ const snapshot = (dataDir: string): Record<string, string> =>
 
 describe('queue file format', () => {
   it('creates a new file at the current format and records the release that made it', () => {
-    const dataDir = tempDir();
+    const dataDir = tempDir('format');
     openQueue(dataDir).close();
     expect(readQueueFormat(queuePath(dataDir)).version).toBe(QUEUE_FORMAT);
     const db = new Database(queuePath(dataDir), { readonly: true });
@@ -80,7 +70,7 @@ describe('queue file format', () => {
   });
 
   it('upgrades a format 1 file in place with its backlog intact', async () => {
-    const dataDir = tempDir();
+    const dataDir = tempDir('format');
     writeFormat1File(dataDir);
     const queue = openQueue(dataDir);
     expect(queue.stats()).toMatchObject({ records: 1, readings: 2, bytes: 11 });
@@ -91,7 +81,7 @@ describe('queue file format', () => {
   });
 
   it("upgrades 0.4.0's queue (format 4) in place: its records and dead letters are the gateway's own site's, for every sink; kept readings are let go", () => {
-    const dataDir = tempDir();
+    const dataDir = tempDir('format');
     copyFileSync(join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'queue-v0.4.0.db'), queuePath(dataDir));
     const old = new Database(queuePath(dataDir));
     expect(old.pragma('user_version', { simple: true })).toBe(4);
@@ -118,7 +108,7 @@ describe('queue file format', () => {
   });
 
   it('upgrades again a file that release 0.1.0 set back to format 1 after an upgrade', () => {
-    const dataDir = tempDir();
+    const dataDir = tempDir('format');
     openQueue(dataDir).close();
     const db = new Database(queuePath(dataDir));
     db.pragma('user_version = 1');
@@ -128,7 +118,7 @@ describe('queue file format', () => {
   });
 
   it('refuses a file from a newer format, naming both versions and its release, and changes no byte', () => {
-    const dataDir = tempDir();
+    const dataDir = tempDir('format');
     writeNewerFile(dataDir).close();
     const before = snapshot(dataDir);
     expect(Object.keys(before)).toEqual(['queue.db']);
@@ -151,8 +141,8 @@ describe('queue file format', () => {
   });
 
   it('refuses a newer file its release left with a WAL (a crash) and changes neither file', () => {
-    const dataDir = tempDir();
-    const crashed = tempDir();
+    const dataDir = tempDir('format');
+    const crashed = tempDir('format');
     const db = writeNewerFile(crashed);
     db.prepare('INSERT INTO queued_in_some_new_way VALUES (?)').run('not yet checkpointed');
     // Copies taken while the writer is open: the files a crash leaves.

@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { DeadLetterInput, QueueRecord } from '../queue/queue-reader.js';
+import { queueRecord as record } from '../../test/support/queue-record.js';
+import type { DeadLetterInput } from '../queue/queue-reader.js';
 import { outgoingReadings, readingJson } from './outgoing-readings.js';
-
-const record = (id: number, payload: string): QueueRecord => ({
-  segment: 1,
-  id,
-  receivedMs: 1_000 + id,
-  readings: payload.split('\n').length,
-  bytes: payload.length,
-  payload,
-});
 
 describe('readingJson', () => {
   it("writes the API's Reading with the stored time to the nanosecond", () => {

@@ -1,24 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../test/support/temp-dir.js';
 import { CertificateError, loadServerCertificate, type CertificateLocation } from './certificate-store.js';
 import { createSelfSignedCertificate } from './self-signed.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-const tempDir = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'harbor-certs-'));
-  dirs.push(dir);
-  return dir;
-};
 const location = (overrides: Partial<CertificateLocation>): CertificateLocation => ({
   certFile: undefined,
   keyFile: undefined,
   credentialsDirectory: undefined,
-  dataDir: tempDir(),
+  dataDir: tempDir('certs'),
   ...overrides,
 });
 const writePair = (dir: string, prefix: string): { cert: string; key: string } => {
@@ -38,7 +29,7 @@ describe('loadServerCertificate', () => {
     expect(second.fingerprintSha256).not.toBe(first.fingerprintSha256);
     expect(loadServerCertificate(where).replacedDamaged).toBeUndefined();
 
-    const dir = tempDir();
+    const dir = tempDir('certs');
     const files = writePair(dir, 'operator');
     writeFileSync(files.cert, '');
     expect(() => loadServerCertificate(location({ certFile: files.cert, keyFile: files.key }))).toThrow(CertificateError);
@@ -54,9 +45,9 @@ describe('loadServerCertificate', () => {
   });
 
   it('prefers the operator files, then systemd credentials, then the generated one', () => {
-    const dir = tempDir();
+    const dir = tempDir('certs');
     const files = writePair(dir, 'operator');
-    const credentials = tempDir();
+    const credentials = tempDir('certs');
     const credential = writePair(credentials, 'credential');
     writeFileSync(join(credentials, 'tls_cert'), readFileSync(credential.cert));
     writeFileSync(join(credentials, 'tls_key'), readFileSync(credential.key));
@@ -67,11 +58,11 @@ describe('loadServerCertificate', () => {
     expect(fromCredentials.source).toBe('systemd credential');
     expect(fromCredentials.subjectAltName).toBe('DNS:credential');
     // A credentials directory without TLS credentials falls through to the generated certificate.
-    expect(loadServerCertificate(location({ credentialsDirectory: tempDir() })).source).toBe('self-signed');
+    expect(loadServerCertificate(location({ credentialsDirectory: tempDir('certs') })).source).toBe('self-signed');
   });
 
   it('names the file that is missing, not a certificate, or not the key of the certificate', () => {
-    const dir = tempDir();
+    const dir = tempDir('certs');
     const a = writePair(dir, 'a');
     const b = writePair(dir, 'b');
     writeFileSync(join(dir, 'junk'), 'not pem');

@@ -9,6 +9,12 @@ export const TEST_KEY = 'test-key-0123456789';
 /** A lead over the clock that reaches every time QuestDB stores. */
 export const FAR_AHEAD_S = '9999999999';
 
+/** An answer's status and its JSON body. */
+export const jsonAnswer = async (response: Response) => ({
+  status: response.status,
+  body: (await response.json()) as Record<string, unknown>,
+});
+
 export interface TestGateway {
   gateway: Gateway;
   url: string;

@@ -9,6 +9,14 @@ export function spawnGateway(env: Record<string, string>): Promise<GatewayProces
   return startGatewayProcess({ bundle: inject('bundlePath'), env: { RETENTION_DAYS: '0', ...env } });
 }
 
+/** Kills (-9) each gateway process and waits until it has ended. */
+export async function killAll(processes: GatewayProcess[]): Promise<void> {
+  for (const p of processes) {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+}
+
 /** Resident memory of a process now and at its peak (VmHWM), in MB. */
 export function memoryOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -1,5 +1,5 @@
 import type { FC } from 'hono/jsx';
-import { CsrfField } from './layout.js';
+import { CsrfField, Section } from './layout.js';
 
 export interface ConfirmModel {
   question: string;
@@ -14,8 +14,7 @@ export interface ConfirmModel {
 
 /** The step between a destructive button and its effect: a second, explicit request. No script needed. */
 export const Confirm: FC<ConfirmModel> = ({ question, detail, action, fields, confirmLabel, cancelHref, csrf }) => (
-  <section aria-labelledby="h-confirm">
-    <h2 id="h-confirm">{question}</h2>
+  <Section name="confirm" heading={question}>
     <p>{detail}</p>
     <form method="post" action={action}>
       <CsrfField csrf={csrf} />
@@ -30,5 +29,5 @@ export const Confirm: FC<ConfirmModel> = ({ question, detail, action, fields, co
         <a href={cancelHref}>Cancel</a>
       </div>
     </form>
-  </section>
+  </Section>
 );

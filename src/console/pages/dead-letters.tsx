@@ -1,7 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { DeadLetter } from '../../queue/dead-letters.js';
 import { formatCount, formatTime } from './format.js';
-import { CsrfField, Scroll } from './layout.js';
+import { CountCell, CsrfField, figures, Section, Table } from './layout.js';
 
 export interface DeadLettersModel {
   total: number;
@@ -15,93 +15,67 @@ export interface DeadLettersModel {
 
 export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summarised, csrf }) => (
   <>
-    <section aria-labelledby="h-by-sink">
-      <h2 id="h-by-sink">By sink and reason{summarised === undefined ? '' : ` (the oldest ${formatCount(summarised)})`}</h2>
+    <Section name="by-sink" heading={<>By sink and reason{summarised === undefined ? '' : ` (the oldest ${formatCount(summarised)})`}</>}>
       {total === 0 ? (
         <p class="muted" id="no-dead-letters">
           No dead letters: every destination took every reading it was sent.
         </p>
       ) : (
-        <Scroll label="Dead letters by sink">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Sink</th>
-                <th scope="col">Reason</th>
-                <th scope="col" class="num">
-                  Count
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {bySink.map((row) => (
-                <tr>
-                  <th scope="row">{row.sink}</th>
-                  <td>{row.reason}</td>
-                  <td class="num">{formatCount(row.count)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
+        <Table label="Dead letters by sink" columns={['Sink', 'Reason', figures('Count')]}>
+          {bySink.map((row) => (
+            <tr>
+              <th scope="row">{row.sink}</th>
+              <td>{row.reason}</td>
+              <CountCell count={row.count} />
+            </tr>
+          ))}
+        </Table>
       )}
       <p class="hint">
         A dead letter is a reading a destination refused for its content. Re-queue puts it at the end of the queue for every destination
         again (after fixing the cause); purge deletes it for good.
       </p>
-    </section>
+    </Section>
     {total === 0 ? null : (
-      <section aria-labelledby="h-letters">
-        <h2 id="h-letters">
-          {letters.length < total ? `Oldest ${formatCount(letters.length)} of ${formatCount(total)}` : `All ${formatCount(total)}`}
-        </h2>
+      <Section
+        name="letters"
+        heading={letters.length < total ? `Oldest ${formatCount(letters.length)} of ${formatCount(total)}` : `All ${formatCount(total)}`}
+      >
         <form method="post" action="/console/dead-letters">
           <CsrfField csrf={csrf} />
-          <Scroll label="Dead letters">
-            <table id="dead-letters">
-              <thead>
-                <tr>
-                  <th scope="col">
-                    <span class="muted">Select</span>
-                  </th>
-                  <th scope="col">Id</th>
-                  <th scope="col">Sink</th>
-                  <th scope="col">Failed at</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Readings (time, ship, cargo, value)</th>
-                </tr>
-              </thead>
-              <tbody>
-                {letters.map((letter) => (
-                  <tr>
-                    <td>
-                      <input
-                        type="checkbox"
-                        name="id"
-                        value={String(letter.id)}
-                        id={`dl-${letter.id}`}
-                        aria-label={`Dead letter ${letter.id}`}
-                      />
-                    </td>
-                    <td>
-                      <label for={`dl-${letter.id}`}>#{letter.id}</label>
-                    </td>
-                    <td>{letter.sink}</td>
-                    <td>{formatTime(letter.failedMs)}</td>
-                    <td>{letter.reason}</td>
-                    <td class="mono">
-                      {letter.line.split('\n').map((line, i) => (
-                        <>
-                          {i > 0 ? <br /> : null}
-                          {line.replaceAll('\t', ' | ')}
-                        </>
-                      ))}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroll>
+          <Table
+            label="Dead letters"
+            id="dead-letters"
+            columns={[<span class="muted">Select</span>, 'Id', 'Sink', 'Failed at', 'Reason', 'Readings (time, ship, cargo, value)']}
+          >
+            {letters.map((letter) => (
+              <tr>
+                <td>
+                  <input
+                    type="checkbox"
+                    name="id"
+                    value={String(letter.id)}
+                    id={`dl-${letter.id}`}
+                    aria-label={`Dead letter ${letter.id}`}
+                  />
+                </td>
+                <td>
+                  <label for={`dl-${letter.id}`}>#{letter.id}</label>
+                </td>
+                <td>{letter.sink}</td>
+                <td>{formatTime(letter.failedMs)}</td>
+                <td>{letter.reason}</td>
+                <td class="mono">
+                  {letter.line.split('\n').map((line, i) => (
+                    <>
+                      {i > 0 ? <br /> : null}
+                      {line.replaceAll('\t', ' | ')}
+                    </>
+                  ))}
+                </td>
+              </tr>
+            ))}
+          </Table>
           <div class="actions">
             <button type="submit" name="action" value="requeue" class="primary">
               Re-queue selected
@@ -117,7 +91,7 @@ export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summ
             </button>
           </div>
         </form>
-      </section>
+      </Section>
     )}
   </>
 );

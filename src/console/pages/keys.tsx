@@ -1,8 +1,8 @@
 import type { FC } from 'hono/jsx';
 import { raw } from 'hono/html';
 import type { KeyCounters } from '../../keys/key-counters.js';
-import { formatAgo, formatCount } from './format.js';
-import { CsrfField, Scroll } from './layout.js';
+import { formatAgo } from './format.js';
+import { CountCell, CsrfField, figures, Section, Table } from './layout.js';
 
 export interface KeyRow {
   name: string;
@@ -26,8 +26,7 @@ export interface KeysModel {
 
 export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, now }) => (
   <>
-    <section aria-labelledby="h-add">
-      <h2 id="h-add">Add a key</h2>
+    <Section name="add" heading="Add a key">
       {error === undefined ? null : (
         <p class="error" role="alert" id="key-error">
           {error}
@@ -53,59 +52,42 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
           </button>
         </div>
       </form>
-    </section>
-    <section aria-labelledby="h-keys">
-      <h2 id="h-keys">Keys</h2>
-      <Scroll label="Keys">
-        <table id="keys">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Ships</th>
-              <th scope="col" class="num">
-                Readings
-              </th>
-              <th scope="col" class="num">
-                Refused
-              </th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="muted">Revoke</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((key) => (
-              <tr>
-                <th scope="row">{key.name}</th>
-                <td>{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
-                <td class="num">{formatCount(key.counters?.acceptedReadings ?? 0)}</td>
-                <td class="num">{formatCount(key.counters?.refusedRequests ?? 0)}</td>
-                <td>
-                  {key.counters?.lastSeen == null ? (
-                    <span class="muted">not since start</span>
-                  ) : (
-                    formatAgo(Date.parse(key.counters.lastSeen), now)
-                  )}
-                </td>
-                <td>
-                  {key.inFile ? (
-                    <form method="post" action="/console/keys/revoke">
-                      <CsrfField csrf={csrf} />
-                      <input type="hidden" name="name" value={key.name} />
-                      <button type="submit" class="plain" aria-label={`Revoke ${key.name}`}>
-                        Revoke…
-                      </button>
-                    </form>
-                  ) : (
-                    <span class="hint">API_KEY setting</span>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+    </Section>
+    <Section name="keys" heading="Keys">
+      <Table
+        label="Keys"
+        id="keys"
+        columns={['Name', 'Ships', figures('Readings'), figures('Refused'), 'Last used', <span class="muted">Revoke</span>]}
+      >
+        {keys.map((key) => (
+          <tr>
+            <th scope="row">{key.name}</th>
+            <td>{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
+            <CountCell count={key.counters?.acceptedReadings ?? 0} />
+            <CountCell count={key.counters?.refusedRequests ?? 0} />
+            <td>
+              {key.counters?.lastSeen == null ? (
+                <span class="muted">not since start</span>
+              ) : (
+                formatAgo(Date.parse(key.counters.lastSeen), now)
+              )}
+            </td>
+            <td>
+              {key.inFile ? (
+                <form method="post" action="/console/keys/revoke">
+                  <CsrfField csrf={csrf} />
+                  <input type="hidden" name="name" value={key.name} />
+                  <button type="submit" class="plain" aria-label={`Revoke ${key.name}`}>
+                    Revoke…
+                  </button>
+                </form>
+              ) : (
+                <span class="hint">API_KEY setting</span>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
       <p class="hint">
         Keys are kept as salted hashes in <span class="mono">{path}</span>, the file <span class="mono">harbor-gateway keys</span> edits; a
         key is shown once, when it is made. Changes apply within seconds, without a restart.
@@ -120,7 +102,7 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
           </ul>
         </div>
       )}
-    </section>
+    </Section>
   </>
 );
 
@@ -137,8 +119,7 @@ export interface KeyCreatedModel {
 
 export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snippet, qrSvg }) => (
   <>
-    <section aria-labelledby="h-new-key">
-      <h2 id="h-new-key">Key {name}</h2>
+    <Section name="new-key" heading={<>Key {name}</>}>
       <p>
         <strong>Copy it now: this is the only time the gateway shows it.</strong> Only its hash is kept.
         {shipPrefix === undefined ? '' : ` It may only send ships whose ship_id starts with "${shipPrefix}".`}
@@ -150,9 +131,8 @@ export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snip
           Copy
         </button>
       </div>
-    </section>
-    <section aria-labelledby="h-snippet">
-      <h2 id="h-snippet">For the device</h2>
+    </Section>
+    <Section name="snippet" heading="For the device">
       <div class="grid2">
         <div>
           <pre id="snippet">{snippet}</pre>
@@ -169,7 +149,7 @@ export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snip
           <figcaption class="hint">The same snippet as a QR code.</figcaption>
         </figure>
       </div>
-    </section>
+    </Section>
     <p>
       <a href="/console/keys">Back to the keys</a>
     </p>

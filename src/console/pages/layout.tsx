@@ -1,5 +1,6 @@
 import type { Child, FC } from 'hono/jsx';
 import { ASSET_VERSION } from '../assets/assets.js';
+import { formatCount } from './format.js';
 
 export const CONSOLE_PATH = '/console';
 
@@ -85,9 +86,47 @@ export const Layout: FC<LayoutProps> = ({ title, page, csrf, notice, refreshS, v
 /** A form's hidden field that proves it came from this session's page. */
 export const CsrfField: FC<{ csrf: string }> = ({ csrf }) => <input type="hidden" name="_csrf" value={csrf} />;
 
-/** A table that scrolls sideways on a narrow screen instead of widening the page. */
-export const Scroll: FC<{ label: string; children?: Child }> = ({ label, children }) => (
-  <section class="scroll" aria-label={label} tabindex={0}>
-    {children}
+/** A section of a page under its heading, which names it for assistive technology (`h-` and its name). */
+export const Section: FC<{ name: string; heading: Child; id?: string; class?: string; children?: Child }> = (props) => (
+  <section aria-labelledby={`h-${props.name}`} id={props.id} class={props.class}>
+    <h2 id={`h-${props.name}`}>{props.heading}</h2>
+    {props.children}
   </section>
 );
+
+/** A column of figures: its heading and its cells are aligned right. */
+export const figures = (heading: string) => ({ figures: heading });
+
+/** A column's heading: text or markup, or a column of `figures`. */
+export type Column = Child | ReturnType<typeof figures>;
+
+const isFigures = (column: Column): column is ReturnType<typeof figures> =>
+  typeof column === 'object' && column !== null && 'figures' in column;
+
+/**
+ * A table under its columns' headings, its rows the children, that scrolls sideways on a narrow
+ * screen instead of widening the page.
+ */
+export const Table: FC<{ label: string; id?: string; columns: Column[]; children?: Child }> = ({ label, id, columns, children }) => (
+  <section class="scroll" aria-label={label} tabindex={0}>
+    <table id={id}>
+      <thead>
+        <tr>
+          {columns.map((column) =>
+            isFigures(column) ? (
+              <th scope="col" class="num">
+                {column.figures}
+              </th>
+            ) : (
+              <th scope="col">{column}</th>
+            ),
+          )}
+        </tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  </section>
+);
+
+/** A cell of a `figures` column: a count, its thousands grouped. */
+export const CountCell: FC<{ count: number }> = ({ count }) => <td class="num">{formatCount(count)}</td>;

@@ -1,4 +1,5 @@
 import type { FC } from 'hono/jsx';
+import { Section } from './layout.js';
 
 export interface LoginModel {
   /** The login form's token, also in a cookie (double submit): a login cannot be forged from another site. */
@@ -12,8 +13,7 @@ export interface LoginModel {
 
 export const Login: FC<LoginModel> = ({ loginToken, next, failed, configured }) =>
   configured ? (
-    <section aria-labelledby="h-login" class="card">
-      <h2 id="h-login">Log in</h2>
+    <Section name="login" heading="Log in" class="card">
       {failed ? (
         <p class="error" role="alert" id="login-error">
           That is not the console password. (A device key is not the console password.)
@@ -32,13 +32,12 @@ export const Login: FC<LoginModel> = ({ loginToken, next, failed, configured }) 
           </button>
         </div>
       </form>
-    </section>
+    </Section>
   ) : (
-    <section aria-labelledby="h-closed" class="card">
-      <h2 id="h-closed">The console has no password yet</h2>
+    <Section name="closed" heading="The console has no password yet" class="card">
       <p>
         Set <code>CONSOLE_PASSWORD_FILE</code> (or the systemd credential <code>console_password</code>, or <code>CONSOLE_PASSWORD</code>)
         and restart the gateway. On the appliance it is in <code>harbor.conf</code>. Device keys never open the console.
       </p>
-    </section>
+    </Section>
   );

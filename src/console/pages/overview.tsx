@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { GatewayState } from '../../health/gateway-state.js';
 import type { GatewaySnapshot, SinkSnapshot } from '../../health/snapshot.js';
 import { formatBytes, formatCount, formatDuration } from './format.js';
-import { Scroll } from './layout.js';
+import { CountCell, figures, Section, Table } from './layout.js';
 import { MinuteChart } from './minute-chart.js';
 
 export interface OverviewModel {
@@ -23,13 +23,11 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
     <p class={`state state-${state.code}`} id="state">
       {state.text}
     </p>
-    <section aria-labelledby="h-rate">
-      <h2 id="h-rate">Readings per minute</h2>
+    <Section name="rate" heading="Readings per minute">
       <MinuteChart counts={minutes} />
-    </section>
+    </Section>
     <div class="grid2">
-      <section aria-labelledby="h-queue">
-        <h2 id="h-queue">Queue</h2>
+      <Section name="queue" heading="Queue">
         <dl class="facts">
           <dt>Readings waiting</dt>
           <dd id="queue-readings">{formatCount(s.queue.readings)}</dd>
@@ -46,9 +44,8 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
           <dt>Durability</dt>
           <dd>{s.durability}</dd>
         </dl>
-      </section>
-      <section aria-labelledby="h-gateway">
-        <h2 id="h-gateway">Gateway</h2>
+      </Section>
+      <Section name="gateway" heading="Gateway">
         <dl class="facts">
           <dt>Version</dt>
           <dd>{s.version}</dd>
@@ -66,41 +63,27 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
             <a href="/console/devices#refusals">{formatCount(s.totals.refusedRequests)} requests</a>
           </dd>
         </dl>
-      </section>
+      </Section>
     </div>
-    <section aria-labelledby="h-sinks">
-      <h2 id="h-sinks">Destinations</h2>
-      <Scroll label="Destinations">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Sink</th>
-              <th scope="col" class="num">
-                Backlog
-              </th>
-              <th scope="col">Oldest undelivered</th>
-              <th scope="col" class="num">
-                Delivered
-              </th>
-              <th scope="col" class="num">
-                Failures
-              </th>
-              <th scope="col" class="num">
-                Dead letters
-              </th>
-              <th scope="col">Last error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {s.sinks.map((sink) => (
-              <SinkRow sink={sink} />
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
-    </section>
-    <section aria-labelledby="h-https">
-      <h2 id="h-https">HTTPS</h2>
+    <Section name="sinks" heading="Destinations">
+      <Table
+        label="Destinations"
+        columns={[
+          'Sink',
+          figures('Backlog'),
+          'Oldest undelivered',
+          figures('Delivered'),
+          figures('Failures'),
+          figures('Dead letters'),
+          'Last error',
+        ]}
+      >
+        {s.sinks.map((sink) => (
+          <SinkRow sink={sink} />
+        ))}
+      </Table>
+    </Section>
+    <Section name="https" heading="HTTPS">
       <dl class="facts">
         <dt>Addresses</dt>
         <dd>
@@ -118,7 +101,7 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
         <dt>Valid until</dt>
         <dd>{s.tls?.notAfter ?? 'unknown'}</dd>
       </dl>
-    </section>
+    </Section>
   </>
 );
 
@@ -128,11 +111,11 @@ const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
       {sink.name}
       <span class="hint">{sink.destination}</span>
     </th>
-    <td class="num">{formatCount(sink.backlog)}</td>
+    <CountCell count={sink.backlog} />
     <td>{age(sink.oldestAgeSeconds)}</td>
-    <td class="num">{formatCount(sink.delivered)}</td>
-    <td class="num">{formatCount(sink.failures)}</td>
-    <td class="num">{formatCount(sink.deadLettered)}</td>
+    <CountCell count={sink.delivered} />
+    <CountCell count={sink.failures} />
+    <CountCell count={sink.deadLettered} />
     <td>
       {sink.lastError === null ? (
         <span class="muted">none</span>

@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { ConfigCheck } from '../../config/check-config.js';
-import { CsrfField, Scroll } from './layout.js';
+import { CsrfField, Section, Table } from './layout.js';
 
 export interface SettingRow {
   env: string;
@@ -28,8 +28,7 @@ export interface SettingsModel {
 
 export const Settings: FC<SettingsModel> = ({ certificate, settings, check, update, csrf }) => (
   <>
-    <section aria-labelledby="h-cert">
-      <h2 id="h-cert">HTTPS certificate</h2>
+    <Section name="cert" heading="HTTPS certificate">
       <dl class="facts">
         <dt>Fingerprint (SHA-256)</dt>
         <dd class="mono" id="cert-fingerprint">
@@ -48,9 +47,8 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
         </a>
       </p>
       <p class="hint">Compare the fingerprint with the one your browser or device shows before trusting the connection.</p>
-    </section>
-    <section aria-labelledby="h-check">
-      <h2 id="h-check">What check-config says now</h2>
+    </Section>
+    <Section name="check" heading="What check-config says now">
       {check.valid ? (
         <p class="notice" id="check-config">
           {check.summary}
@@ -66,10 +64,9 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
         </div>
       )}
       <p class="hint">The settings and files as they are now; the running gateway keeps what it read at its start.</p>
-    </section>
+    </Section>
     {update === undefined ? null : (
-      <section aria-labelledby="h-update">
-        <h2 id="h-update">Update</h2>
+      <Section name="update" heading="Update">
         <p>{update}</p>
         <form method="post" action={`/console/update?_csrf=${encodeURIComponent(csrf)}`} enctype="multipart/form-data" class="stack">
           <CsrfField csrf={csrf} />
@@ -83,36 +80,24 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
             </button>
           </div>
         </form>
-      </section>
+      </Section>
     )}
-    <section aria-labelledby="h-settings">
-      <h2 id="h-settings">Effective settings</h2>
-      <Scroll label="Effective settings">
-        <table id="settings">
-          <thead>
-            <tr>
-              <th scope="col">Variable</th>
-              <th scope="col">Value</th>
-              <th scope="col">From</th>
-            </tr>
-          </thead>
-          <tbody>
-            {settings.map((s) => (
-              <tr>
-                <th scope="row" class="mono">
-                  {s.env}
-                </th>
-                <td class={s.secret ? 'muted' : 'mono'}>{s.shown}</td>
-                <td>{s.origin}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+    <Section name="settings" heading="Effective settings">
+      <Table label="Effective settings" id="settings" columns={['Variable', 'Value', 'From']}>
+        {settings.map((s) => (
+          <tr>
+            <th scope="row" class="mono">
+              {s.env}
+            </th>
+            <td class={s.secret ? 'muted' : 'mono'}>{s.shown}</td>
+            <td>{s.origin}</td>
+          </tr>
+        ))}
+      </Table>
       <p class="hint">
         As read at start. Secrets are never shown; they may also come from the <span class="mono">*_FILE</span> settings and systemd
         credentials.
       </p>
-    </section>
+    </Section>
   </>
 );

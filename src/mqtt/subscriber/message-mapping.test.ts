@@ -5,62 +5,75 @@ import { mapMessage } from './message-mapping.js';
 const map = (preset: keyof typeof MQTT_PRESETS, topic: string, payload: string) =>
   mapMessage(MQTT_PRESETS[preset], topic, Buffer.from(payload));
 
+/** The readings of one ship, their cargo ids and values in order. */
+const readingsOf = (ship_id: string, values: Record<string, number>, time?: string) =>
+  Object.entries(values).map(([cargo_id, value]) => ({ time, ship_id, cargo_id, value }));
+
 // The payloads docs/mqtt.md shows, as each firmware publishes them.
+const presetCases: {
+  name: string;
+  preset: keyof typeof MQTT_PRESETS;
+  topic: string;
+  payload: string;
+  ship: string;
+  values: Record<string, number>;
+}[] = [
+  {
+    name: 'zigbee2mqtt: every number and boolean of the device state, the friendly name as ship',
+    preset: 'zigbee2mqtt',
+    topic: 'zigbee2mqtt/greenhouse',
+    payload:
+      '{"battery":97,"humidity":41.5,"linkquality":120,"temperature":21.37,"voltage":2995,"contact":false,"state":"ON","update":{"state":"idle","installed_version":1}}',
+    ship: 'greenhouse',
+    values: { battery: 97, humidity: 41.5, linkquality: 120, temperature: 21.37, voltage: 2995, contact: 0 },
+  },
+  {
+    name: 'tasmota: nested sensor fields joined with a dot, its local Time left out',
+    preset: 'tasmota',
+    topic: 'tele/plug-3/SENSOR',
+    payload:
+      '{"Time":"2026-02-04T11:00:00","ENERGY":{"TotalStartTime":"2025-01-01T00:00:00","Total":12.345,"Power":57,"Voltage":"231"},"AM2301":{"Temperature":21.3,"Humidity":40.1},"TempUnit":"C"}',
+    ship: 'plug-3',
+    values: { 'ENERGY.Total': 12.345, 'ENERGY.Power': 57, 'ENERGY.Voltage': 231, 'AM2301.Temperature': 21.3, 'AM2301.Humidity': 40.1 },
+  },
+  {
+    name: 'esphome: the node and the sensor from the topic, the value alone as text',
+    preset: 'esphome',
+    topic: 'boiler/sensor/flow_temperature/state',
+    payload: '58.25',
+    ship: 'boiler',
+    values: { flow_temperature: 58.25 },
+  },
+  {
+    name: 'esphome: "nan" gives nothing',
+    preset: 'esphome',
+    topic: 'boiler/sensor/flow_temperature/state',
+    payload: 'nan',
+    ship: 'boiler',
+    values: {},
+  },
+  {
+    name: 'shelly: the component before each field of a Gen2 status',
+    preset: 'shelly',
+    topic: 'shellyplus1pm-a8032ab1c2d3/status/switch:0',
+    payload:
+      '{"id":0,"source":"timer","output":true,"apower":57.3,"voltage":231.4,"current":0.252,"aenergy":{"total":1234.567,"by_minute":[1,2,3],"minute_ts":1770202800},"temperature":{"tC":41.2,"tF":106.2}}',
+    ship: 'shellyplus1pm-a8032ab1c2d3',
+    values: {
+      'switch:0.output': 1,
+      'switch:0.apower': 57.3,
+      'switch:0.voltage': 231.4,
+      'switch:0.current': 0.252,
+      'switch:0.aenergy.total': 1234.567,
+      'switch:0.temperature.tC': 41.2,
+      'switch:0.temperature.tF': 106.2,
+    },
+  },
+];
+
 describe('presets', () => {
-  it('zigbee2mqtt: every number and boolean of the device state, the friendly name as ship', () => {
-    const payload =
-      '{"battery":97,"humidity":41.5,"linkquality":120,"temperature":21.37,"voltage":2995,"contact":false,"state":"ON","update":{"state":"idle","installed_version":1}}';
-    expect(map('zigbee2mqtt', 'zigbee2mqtt/greenhouse', payload)).toEqual({
-      ok: true,
-      readings: [
-        { time: undefined, ship_id: 'greenhouse', cargo_id: 'battery', value: 97 },
-        { time: undefined, ship_id: 'greenhouse', cargo_id: 'humidity', value: 41.5 },
-        { time: undefined, ship_id: 'greenhouse', cargo_id: 'linkquality', value: 120 },
-        { time: undefined, ship_id: 'greenhouse', cargo_id: 'temperature', value: 21.37 },
-        { time: undefined, ship_id: 'greenhouse', cargo_id: 'voltage', value: 2995 },
-        { time: undefined, ship_id: 'greenhouse', cargo_id: 'contact', value: 0 },
-      ],
-    });
-  });
-
-  it('tasmota: nested sensor fields joined with a dot, its local Time left out', () => {
-    const payload =
-      '{"Time":"2026-02-04T11:00:00","ENERGY":{"TotalStartTime":"2025-01-01T00:00:00","Total":12.345,"Power":57,"Voltage":"231"},"AM2301":{"Temperature":21.3,"Humidity":40.1},"TempUnit":"C"}';
-    expect(map('tasmota', 'tele/plug-3/SENSOR', payload)).toEqual({
-      ok: true,
-      readings: [
-        { time: undefined, ship_id: 'plug-3', cargo_id: 'ENERGY.Total', value: 12.345 },
-        { time: undefined, ship_id: 'plug-3', cargo_id: 'ENERGY.Power', value: 57 },
-        { time: undefined, ship_id: 'plug-3', cargo_id: 'ENERGY.Voltage', value: 231 },
-        { time: undefined, ship_id: 'plug-3', cargo_id: 'AM2301.Temperature', value: 21.3 },
-        { time: undefined, ship_id: 'plug-3', cargo_id: 'AM2301.Humidity', value: 40.1 },
-      ],
-    });
-  });
-
-  it('esphome: the node and the sensor from the topic, the value alone as text; "nan" gives nothing', () => {
-    expect(map('esphome', 'boiler/sensor/flow_temperature/state', '58.25')).toEqual({
-      ok: true,
-      readings: [{ time: undefined, ship_id: 'boiler', cargo_id: 'flow_temperature', value: 58.25 }],
-    });
-    expect(map('esphome', 'boiler/sensor/flow_temperature/state', 'nan')).toEqual({ ok: true, readings: [] });
-  });
-
-  it('shelly: the component before each field of a Gen2 status', () => {
-    const payload =
-      '{"id":0,"source":"timer","output":true,"apower":57.3,"voltage":231.4,"current":0.252,"aenergy":{"total":1234.567,"by_minute":[1,2,3],"minute_ts":1770202800},"temperature":{"tC":41.2,"tF":106.2}}';
-    expect(map('shelly', 'shellyplus1pm-a8032ab1c2d3/status/switch:0', payload)).toEqual({
-      ok: true,
-      readings: [
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.output', value: 1 },
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.apower', value: 57.3 },
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.voltage', value: 231.4 },
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.current', value: 0.252 },
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.aenergy.total', value: 1234.567 },
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.temperature.tC', value: 41.2 },
-        { time: undefined, ship_id: 'shellyplus1pm-a8032ab1c2d3', cargo_id: 'switch:0.temperature.tF', value: 106.2 },
-      ],
-    });
+  it.each(presetCases)('$name', ({ preset, topic, payload, ship, values }) => {
+    expect(map(preset, topic, payload)).toEqual({ ok: true, readings: readingsOf(ship, values) });
   });
 });
 
@@ -85,10 +98,7 @@ describe('custom mappings', () => {
     const payload = '{"meta":{"device":"pump-1","rev":2},"ts":"2026-02-04T10:00:00Z","flow":3.5,"on":true}';
     expect(mapMessage(mapping, 'site/x', Buffer.from(payload))).toEqual({
       ok: true,
-      readings: [
-        { time: '2026-02-04T10:00:00Z', ship_id: 'pump-1', cargo_id: 'meta.rev', value: 2 },
-        { time: '2026-02-04T10:00:00Z', ship_id: 'pump-1', cargo_id: 'flow', value: 3.5 },
-      ],
+      readings: readingsOf('pump-1', { 'meta.rev': 2, flow: 3.5 }, '2026-02-04T10:00:00Z'),
     });
   });
 
@@ -105,7 +115,7 @@ describe('custom mappings', () => {
     const mapping = custom({ topics: 'plant/+/+', ship: 'topic:1', cargo: 'topic:2' });
     expect(mapMessage(mapping, 'plant/line-2/speed', Buffer.from('{"value":"12.5"}'))).toEqual({
       ok: true,
-      readings: [{ time: undefined, ship_id: 'line-2', cargo_id: 'speed', value: 12.5 }],
+      readings: readingsOf('line-2', { speed: 12.5 }),
     });
   });
 

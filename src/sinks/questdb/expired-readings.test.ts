@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueRecord } from '../../queue/queue-reader.js';
+import { queueRecord } from '../../../test/support/queue-record.js';
 import { withoutExpired } from './expired-readings.js';
 
-const record = (id: number, times: string[]): QueueRecord => {
-  const payload = times.map((t, i) => `${t}\ts\tc${i}\t${i}`).join('\n');
-  return { segment: 1, id, receivedMs: 0, readings: times.length, bytes: payload.length, payload };
-};
+const record = (id: number, times: string[]) => queueRecord(id, times.map((t, i) => `${t}\ts\tc${i}\t${i}`).join('\n'), 0);
 
 describe('withoutExpired', () => {
   it('leaves out exactly the readings before the threshold, keeping the rest of each record in order', () => {

@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueRecord } from '../../queue/queue-reader.js';
+import { queueRecord as record } from '../../../test/support/queue-record.js';
 import { outgoingReadings } from '../outgoing-readings.js';
 import { batchBody, chunkReadings } from './batch-json.js';
-
-const record = (id: number, payload: string): QueueRecord => ({
-  segment: 1,
-  id,
-  receivedMs: 1_000 + id,
-  readings: payload.split('\n').length,
-  bytes: payload.length,
-  payload,
-});
 
 describe('chunkReadings', () => {
   const readings = outgoingReadings([record(1, Array.from({ length: 10 }, (_, i) => `${i}\tship\tcargo\t${i}`).join('\n'))], []);
