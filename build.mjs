@@ -5,9 +5,8 @@ import { build } from 'esbuild';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
-await build({
-  entryPoints: ['src/main.ts'],
-  outfile: 'dist/gateway.mjs',
+/** @type {import('esbuild').BuildOptions} */
+const options = {
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -24,4 +23,10 @@ await build({
     js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
   },
   logLevel: 'warning',
-});
+};
+// The gateway, and the delivery thread's own smaller bundle beside it (src/sinks/delivery-thread.ts
+// falls back to the gateway's when an install lacks it).
+await Promise.all([
+  build({ ...options, entryPoints: ['src/main.ts'], outfile: 'dist/gateway.mjs' }),
+  build({ ...options, entryPoints: ['src/delivery-main.ts'], outfile: 'dist/delivery.mjs' }),
+]);
