@@ -17,10 +17,10 @@ import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { projectRoot } from '../scripts/lib/paths.mjs';
 import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
-import { msPrefix, readingTail } from '../scripts/lib/readings.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { list } from './lib/options.mjs';
 import { sleep } from './lib/harness.mjs';
+import { pacedLoad } from './lib/paced.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -53,43 +53,6 @@ const load = () =>
 const loadAtStart = load();
 const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });
 
-/**
- * Single pushes at `rate` per second for `seconds`; resolves with the readings answered 2xx and their JSON bytes.
- * @param {string} url
- * @param {number} rate
- * @param {number} seconds
- */
-async function pace(url, rate, seconds) {
-  const start = performance.now();
-  const total = Math.round(rate * seconds);
-  let ok = 0;
-  let bytes = 0;
-  /** @type {Promise<void>[]} */
-  const inFlight = [];
-  for (let k = 0; k < total; k++) {
-    const due = start + (k * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    // Nanosecond digits from the request number keep every reading unique.
-    const body = `{"time":"${msPrefix(Date.now())}${String(k % 1_000_000).padStart(6, '0')}Z",${readingTail(k)}`;
-    inFlight.push(
-      fetch(`${url}/api/v2/ingest/`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-API-Key': apiKey },
-        body,
-      }).then(async (response) => {
-        await response.arrayBuffer();
-        if (!response.ok) throw new Error(`answered ${response.status}`);
-        ok += 1;
-        bytes += Buffer.byteLength(body);
-      }),
-    );
-    if (inFlight.length >= 256) await Promise.all(inFlight.splice(0));
-  }
-  await Promise.all(inFlight);
-  return { readings: ok, jsonBytes: bytes };
-}
-
 /** @param {{ name: string, bundle: string }} build @param {string} mode @param {number} rate */
 async function writesRun(build, mode, rate) {
   const dataDir = mkdtempSync(join(workDir, 'gateway-'));
@@ -105,9 +68,10 @@ async function writesRun(build, mode, rate) {
     },
   });
   try {
-    await pace(gateway.url, rate, warmupS);
+    await pacedLoad({ url: gateway.url, apiKey, rate, seconds: warmupS });
     const before = sampleProcess(gateway.pid);
-    const sent = await pace(gateway.url, rate, durationS);
+    const sent = await pacedLoad({ url: gateway.url, apiKey, rate, seconds: durationS });
+    if (sent.failed > 0) throw new Error(`${sent.failed} requests failed at ${rate}/s`);
     // The last readings' delivery and marks belong to the window too.
     await sleep(2000);
     const after = sampleProcess(gateway.pid);
