@@ -6,17 +6,16 @@
 // the ingest thread's and the delivery thread's apart. `--bundle` runs another build alternately
 // (its round first in odd rounds).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
-import { projectRoot } from '../scripts/lib/paths.mjs';
 import { CLOCK_TICKS } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { batchTemplate, fillBatchBody } from '../scripts/lib/readings.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { pin, waitFor } from './lib/harness.mjs';
+import { benchWorkDir, buildsToRun, loadAverage } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -29,16 +28,9 @@ const { values: args } = parseArgs({
 const rounds = Number(args.rounds);
 const batches = Number(args.batches);
 const BATCH = 1000;
-const builds = [{ name: 'this build', bundle: join(projectRoot, 'dist', 'gateway.mjs') }];
-if (args.bundle) builds.unshift({ name: args.bundle, bundle: args.bundle });
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-
-const work = join(projectRoot, 'bench', '.work');
-mkdirSync(work, { recursive: true });
-const workDir = mkdtempSync(join(work, 'batch-cpu-'));
+const builds = buildsToRun(args.bundle);
+const load = loadAverage;
+const workDir = benchWorkDir('batch-cpu-');
 const apiKey = randomBytes(24).toString('base64url');
 pin(process.pid, '1');
 const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });

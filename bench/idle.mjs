@@ -7,16 +7,15 @@
 // mappings grouped. `--bundle` adds another build, run alternately with this one (its runs first in
 // odd runs). Prints a Markdown table of medians (min–max) with the load average at start and end.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
-import { projectRoot } from '../scripts/lib/paths.mjs';
 import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { sleep, waitFor } from './lib/harness.mjs';
+import { benchWorkDir, buildsToRun, envPairs, loadAverage } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -30,18 +29,11 @@ const { values: args } = parseArgs({
 const runs = Number(args.runs);
 const settleS = Number(args.settle);
 const windowS = Number(args.window);
-const extraEnv = Object.fromEntries(args.env.map((pair) => /** @type {[string, string]} */ (pair.split(/=(.*)/s, 2))));
-const builds = [{ name: 'this build', bundle: join(projectRoot, 'dist', 'gateway.mjs') }];
-if (args.bundle) builds.unshift({ name: args.bundle, bundle: args.bundle });
-
-const work = join(projectRoot, 'bench', '.work');
-mkdirSync(work, { recursive: true });
-const workDir = mkdtempSync(join(work, 'idle-'));
+const extraEnv = envPairs(args.env);
+const builds = buildsToRun(args.bundle);
+const workDir = benchWorkDir('idle-');
 const apiKey = randomBytes(24).toString('base64url');
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
+const load = loadAverage;
 const loadAtStart = load();
 const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });
 
@@ -53,7 +45,8 @@ function wakeUps(pid) {
   const ticks = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const name = tid === String(pid) ? 'main' : `${readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()}:${tid}`;
+      // Worker, libuv and V8 threads are all called "node": the main thread apart, the rest together.
+      const name = tid === String(pid) ? 'main thread' : 'other threads';
       const switches = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1]);
       byName[name] = (byName[name] ?? 0) + switches;
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');

@@ -12,7 +12,6 @@
 // since on a machine shared with other work the latency is the neighbours' as much as the gateway's.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
@@ -22,6 +21,7 @@ import { percentile } from '../scripts/lib/stats.mjs';
 import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { pin, waitFor } from './lib/harness.mjs';
 import { pacedLoad } from './lib/paced.mjs';
+import { benchWorkDir, loadAverage } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,10 +37,7 @@ const share = Number(args['cpu-share']);
 const stepS = Number(args.step);
 const p99LimitMs = Number(args.p99);
 const PERIOD_US = 100_000;
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
+const load = loadAverage;
 
 /** A control group for the gateway: v2 where its cpu controller is on, else v1's cpu hierarchy. */
 function makeCgroup() {
@@ -68,9 +65,7 @@ function makeCgroup() {
 }
 
 const cgroup = makeCgroup();
-const work = join(projectRoot, 'bench', '.work');
-mkdirSync(work, { recursive: true });
-const workDir = mkdtempSync(join(work, 'pi-'));
+const workDir = benchWorkDir('pi-');
 const apiKey = randomBytes(24).toString('base64url');
 pin(process.pid, '1');
 const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });

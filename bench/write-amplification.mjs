@@ -9,18 +9,17 @@
 // with fsync after every commit that is every commit) over the measured window, after a warm-up.
 // `--bundle` adds another build, run alternately with this one.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
-import { projectRoot } from '../scripts/lib/paths.mjs';
 import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { list } from './lib/options.mjs';
 import { sleep } from './lib/harness.mjs';
 import { pacedLoad } from './lib/paced.mjs';
+import { benchWorkDir, buildsToRun, envPairs, loadAverage } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -38,18 +37,11 @@ const modes = list(args.modes);
 const durationS = Number(args.duration);
 const warmupS = Number(args.warmup);
 const runs = Number(args.runs);
-const extraEnv = Object.fromEntries(args.env.map((pair) => /** @type {[string, string]} */ (pair.split(/=(.*)/s, 2))));
-const builds = [{ name: 'this build', bundle: join(projectRoot, 'dist', 'gateway.mjs') }];
-if (args.bundle) builds.unshift({ name: args.bundle, bundle: args.bundle });
-
-const work = join(projectRoot, 'bench', '.work');
-mkdirSync(work, { recursive: true });
-const workDir = mkdtempSync(join(work, 'writes-'));
+const extraEnv = envPairs(args.env);
+const builds = buildsToRun(args.bundle);
+const workDir = benchWorkDir('writes-');
 const apiKey = randomBytes(24).toString('base64url');
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
+const load = loadAverage;
 const loadAtStart = load();
 const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });
 

@@ -68,6 +68,19 @@ function start(target: ScriptedTarget, queue: SinkQueue, failures: string[], eve
   loop.start();
 }
 
+/** A loop that sleeps while the queue is empty, woken by `appended`. */
+function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: AppendSignal): void {
+  loop = new SinkLoop({
+    reader: queue,
+    target,
+    logger: pino({ level: 'silent' }),
+    options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
+    events: { delivered: () => undefined, failed: () => undefined },
+    appended,
+  });
+  loop.start();
+}
+
 const requeued = (id: number, sink?: string): QueueRecord => ({ ...record, id, ...(sink === undefined ? {} : { sink }) });
 
 describe('SinkLoop', () => {
@@ -175,15 +188,7 @@ describe('SinkLoop', () => {
     };
     const target = new ScriptedTarget([() => ({ ok: true, requests: 1, deadLetters: [] })]);
     const appended = new AppendSignal();
-    loop = new SinkLoop({
-      reader: queue,
-      target,
-      logger: pino({ level: 'silent' }),
-      options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
-      events: { delivered: () => undefined, failed: () => undefined },
-      appended,
-    });
-    loop.start();
+    startSignalled(target, queue, appended);
     await new Promise((r) => setTimeout(r, 400));
     expect(reads).toBe(1);
     queue.records.push(requeued(1));
@@ -211,15 +216,7 @@ describe('SinkLoop', () => {
       return records;
     };
     const target = new ScriptedTarget([() => ({ ok: true, requests: 1, deadLetters: [] })]);
-    loop = new SinkLoop({
-      reader: queue,
-      target,
-      logger: pino({ level: 'silent' }),
-      options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
-      events: { delivered: () => undefined, failed: () => undefined },
-      appended,
-    });
-    loop.start();
+    startSignalled(target, queue, appended);
     await vi.waitFor(() => expect(target.sent).toHaveLength(1), { timeout: 1000, interval: 10 });
   });
 });
