@@ -48,9 +48,10 @@ const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
 const KEEP_CHECK_MS = 5_000;
 /**
  * How long a sink with nothing to deliver and nothing kept sleeps when no commit wakes it: records
- * re-queued by the command line, another process, are found this late at most.
+ * re-queued by the command line, another process, are found this late at most. Such a wake-up is one
+ * read of the queue file, about 8 µs.
  */
-export const IDLE_POLL_MS = 30_000;
+export const IDLE_POLL_MS = 5_000;
 /**
  * An attempt without an outcome this long is reported as waiting, so a destination that went
  * silent (a dead broker the client keeps retrying, an address that drops packets) shows in
