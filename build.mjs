@@ -5,8 +5,9 @@ import { build } from 'esbuild';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
-/** @type {import('esbuild').BuildOptions} */
-const options = {
+await build({
+  entryPoints: ['src/main.ts'],
+  outfile: 'dist/gateway.mjs',
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -23,10 +24,4 @@ const options = {
     js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
   },
   logLevel: 'warning',
-};
-// The gateway, and the delivery thread's own smaller bundle beside it (src/sinks/delivery-thread.ts
-// falls back to the gateway's when an install lacks it).
-await Promise.all([
-  build({ ...options, entryPoints: ['src/main.ts'], outfile: 'dist/gateway.mjs' }),
-  build({ ...options, entryPoints: ['src/delivery-main.ts'], outfile: 'dist/delivery.mjs' }),
-]);
+});

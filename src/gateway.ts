@@ -3,7 +3,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
-import { DeliveryThread, deliveryScript } from './sinks/delivery-thread.js';
+import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
 import type { SinkSpec } from './sinks/registry.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
@@ -379,7 +379,7 @@ function deliveryThread(
   options: GatewayOptions,
 ): DeliveryThread {
   return new DeliveryThread(
-    options.deliveryScript ?? deliveryScript(import.meta.url),
+    options.deliveryScript ?? new URL(import.meta.url),
     {
       dataDir: config.dataDir,
       durability: config.durability,

@@ -39,7 +39,6 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   ],
   cli: ['config', 'log', 'keys', 'tls', 'queue', 'catalogue', 'gateway', 'version'],
   main: ['cli', 'sinks'],
-  'delivery-main': ['sinks'],
 };
 
 const SRC = import.meta.dirname;

@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { QueueWriter } from '../queue/queue-writer.js';
@@ -8,16 +6,6 @@ import type { DeliveryWorkerData, FromDelivery, ToDelivery } from './delivery-wo
 import { AppendSignal } from './append-signal.js';
 
 const RESTART_DELAY_MS = 1000;
-
-/**
- * The script the delivery thread runs: `delivery.mjs` beside the gateway's bundle, built with it
- * (only the delivery thread's modules: a smaller isolate), or the gateway's bundle itself, which
- * runs the delivery thread too, where an install carries only that file.
- */
-export function deliveryScript(bundle: string): URL {
-  const own = new URL('./delivery.mjs', bundle);
-  return own.protocol === 'file:' && existsSync(fileURLToPath(own)) ? own : new URL(bundle);
-}
 /** A full queue past this share of QUEUE_MAX_BYTES asks the dropping sinks to make room down to the next. */
 const PRESSURE_HIGH = 0.9;
 const PRESSURE_LOW = 0.8;
