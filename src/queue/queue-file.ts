@@ -45,7 +45,16 @@ export function dropSegment(db: Database.Database, segment: number): void {
 
 /** The segments in the file, oldest first. */
 export function listSegments(db: Database.Database): number[] {
-  const names = db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'").pluck().all();
+  return segmentNumbers(segmentNames(db).all());
+}
+
+/** The statement listing the segment tables' names, for a connection that lists them often. */
+export function segmentNames(db: Database.Database): Database.Statement<[], string> {
+  return db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name GLOB 'segment_[0-9]*'").pluck();
+}
+
+/** Segment numbers of the names `segmentNames` lists, oldest first. */
+export function segmentNumbers(names: readonly string[]): number[] {
   return names.map((name) => Number(name.slice('segment_'.length))).sort((a, b) => a - b);
 }
 

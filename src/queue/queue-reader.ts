@@ -1,9 +1,10 @@
 import type Database from 'better-sqlite3';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import {
-  listSegments,
   openQueueFile,
   readProgress,
+  segmentNames,
+  segmentNumbers,
   segmentRecordsAfter,
   type Durability,
   type Progress,
@@ -80,6 +81,9 @@ export class QueueReader {
   #cursor: Progress;
   /** Undefined for a sink without a replay window. */
   #kept: Progress | undefined;
+  /** Prepared once: a delivery reads the queue every interval, and preparing cost more than the read. */
+  readonly #listSegments: Database.Statement<[], string>;
+  readonly #segmentReads = new Map<number, Database.Statement<[number], SegmentRow>>();
 
   constructor(
     dataDir: string,
@@ -93,6 +97,7 @@ export class QueueReader {
     this.#onReserveReleased = options.onReserveReleased ?? (() => undefined);
     this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
+    this.#listSegments = segmentNames(db);
     const mark = readSinkMarks(db).get(sink);
     if (mark === undefined) {
       db.close();
@@ -139,10 +144,10 @@ export class QueueReader {
     const records: QueueRecord[] = [];
     let readings = 0;
     let bytes = 0;
-    for (const segment of listSegments(this.#db)) {
+    for (const segment of this.#segments()) {
       if (segment < from.segment) continue;
       const after = segment === from.segment ? from.lastId : 0;
-      for (const row of segmentRecordsAfter(this.#db, segment).iterate(after)) {
+      for (const row of this.#recordsAfter(segment).iterate(after)) {
         const record = queueRecord(segment, row);
         records.push(record);
         readings += record.readings;
@@ -233,15 +238,32 @@ export class QueueReader {
     }
   }
 
+  /** The segments in the file, oldest first; forgets the statements of dropped ones. */
+  #segments(): number[] {
+    const segments = segmentNumbers(this.#listSegments.all());
+    if (this.#segmentReads.size > segments.length)
+      for (const segment of this.#segmentReads.keys()) if (!segments.includes(segment)) this.#segmentReads.delete(segment);
+    return segments;
+  }
+
+  #recordsAfter(segment: number): Database.Statement<[number], SegmentRow> {
+    let statement = this.#segmentReads.get(segment);
+    if (statement === undefined) {
+      statement = segmentRecordsAfter(this.#db, segment);
+      this.#segmentReads.set(segment, statement);
+    }
+    return statement;
+  }
+
   /** Reads the kept records again from the next read on; returns the readings to send again. */
   replay(): number {
     if (this.#kept === undefined) return 0;
     this.#cursor = this.#kept;
     let readings = 0;
-    for (const segment of listSegments(this.#db)) {
+    for (const segment of this.#segments()) {
       if (segment < this.#kept.segment || segment > this.#progress.segment) continue;
       const after = segment === this.#kept.segment ? this.#kept.lastId : 0;
-      for (const [id, , count] of segmentRecordsAfter(this.#db, segment).iterate(after)) {
+      for (const [id, , count] of this.#recordsAfter(segment).iterate(after)) {
         if (compareMarks({ segment, lastId: id }, this.#progress) > 0) break;
         readings += count;
       }
@@ -256,10 +278,10 @@ export class QueueReader {
   skipOldest(maxBytes: number, limit: Progress): Completion {
     const skipped: QueueRecord[] = [];
     let bytes = 0;
-    for (const segment of listSegments(this.#db)) {
+    for (const segment of this.#segments()) {
       if (segment < this.#progress.segment || segment > limit.segment) continue;
       const after = segment === this.#progress.segment ? this.#progress.lastId : 0;
-      for (const [id, receivedMs, readings, size] of segmentRecordsAfter(this.#db, segment).iterate(after)) {
+      for (const [id, receivedMs, readings, size] of this.#recordsAfter(segment).iterate(after)) {
         if (compareMarks({ segment, lastId: id }, limit) > 0 || bytes >= maxBytes) break;
         skipped.push({ segment, id, receivedMs, readings, bytes: size, payload: '' });
         bytes += size;

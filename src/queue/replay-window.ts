@@ -27,6 +27,11 @@ export class ReplayWindow<Position> {
     this.#acknowledged.push({ position, at: this.#now() });
   }
 
+  /** Some acknowledged readings are still kept. */
+  get holds(): boolean {
+    return this.#acknowledged.length > 0;
+  }
+
   /** The newest position acknowledged at least `windowMs` ago, if any: what may be let go. */
   expired(): Position | undefined {
     const limit = this.#now() - this.#windowMs;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
 import type { DeliveryWorkerData, FromDelivery, ToDelivery } from './delivery-worker.js';
+import { AppendSignal } from './append-signal.js';
 
 const RESTART_DELAY_MS = 1000;
 /** A full queue past this share of QUEUE_MAX_BYTES asks the dropping sinks to make room down to the next. */
@@ -24,14 +25,18 @@ export class DeliveryThread {
   /** Some sink has the drop_oldest policy, so a nearly full queue can be made room in. */
   readonly #drops: boolean;
   #stopped: (() => void) | undefined;
+  /** Wakes the sinks that found nothing to deliver (they sleep instead of polling the queue). */
+  readonly #appended = new AppendSignal();
+  private readonly data: DeliveryWorkerData;
 
   constructor(
     private readonly script: URL | string,
-    private readonly data: DeliveryWorkerData,
+    data: DeliveryWorkerData,
     private readonly queue: QueueWriter,
     private readonly stats: GatewayStats,
     private readonly log: Logger,
   ) {
+    this.data = { ...data, appended: this.#appended.buffer };
     for (const spec of data.sinks) stats.sink(spec.name);
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
     this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');
@@ -63,6 +68,7 @@ export class DeliveryThread {
    */
   notifyAppended(): void {
     const queue = this.queue;
+    this.#appended.appended();
     // Runs after every request: read the counters in place, allocate nothing.
     if (this.#drops && !this.#pressing && queue.bytes >= queue.maxBytes * PRESSURE_HIGH) {
       this.#pressing = true;

@@ -7,6 +7,7 @@ import { QueueReader } from '../queue/queue-reader.js';
 import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
 import { SinkLoop } from './sink-loop.js';
+import { AppendSignal } from './append-signal.js';
 
 export interface DeliveryWorkerData {
   dataDir: string;
@@ -16,6 +17,8 @@ export interface DeliveryWorkerData {
   batchBytes: number;
   backoffMaxMs: number;
   sinks: SinkSpec[];
+  /** Ingest's commit count (AppendSignal), set by DeliveryThread: idle sinks sleep until it changes. */
+  appended?: SharedArrayBuffer;
 }
 
 export type ToDelivery = { type: 'wake' } | { type: 'pressure'; bytes: number } | { type: 'stop'; deadline: number };
@@ -53,6 +56,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
   const post = (message: FromDelivery): void => port.postMessage(message);
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
   const logger = createLogger(data.logLevel).child({ thread: 'delivery' });
+  const appended = data.appended === undefined ? undefined : new AppendSignal(data.appended);
   const sinks: Sink[] = data.sinks.map((spec) => {
     const replayWindowMs = spec.replayWindowMs ?? 0;
     const reader = new QueueReader(data.dataDir, data.durability, spec.name, {
@@ -75,6 +79,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
         backoffMaxMs: data.backoffMaxMs,
       },
       replay: { windowMs: replayWindowMs, queue: reader },
+      ...(appended === undefined ? {} : { appended }),
       events: {
         delivered: ({ delivered, expired, readings, deadLettered, durationMs }) =>
           post({ type: 'delivered', sink: spec.name, delivered, expired, taken: readings, deadLettered, durationMs }),

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { QueueRecord } from '../queue/queue-reader.js';
 import type { Delivery, SinkTarget } from './sink.js';
 import { STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
+import { AppendSignal } from './append-signal.js';
 
 // The loop around any destination, on fake timers: how long it waits when a destination asks for
 // time, and that a target that throws is a failed attempt, not a dead loop.
@@ -51,7 +52,7 @@ let loop: SinkLoop | undefined;
 beforeEach(() => vi.useFakeTimers());
 afterEach(async () => {
   const stopped = loop?.stop(Date.now() + 100);
-  await vi.advanceTimersByTimeAsync(200);
+  if (vi.isFakeTimers()) await vi.advanceTimersByTimeAsync(200);
   await stopped;
   vi.useRealTimers();
 });
@@ -63,6 +64,19 @@ function start(target: ScriptedTarget, queue: SinkQueue, failures: string[], eve
     logger: pino({ level: 'silent' }),
     options: { intervalMs: 100, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
     events: { delivered: () => undefined, failed: (f) => failures.push(f.message), ...events },
+  });
+  loop.start();
+}
+
+/** A loop that sleeps while the queue is empty, woken by `appended`. */
+function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: AppendSignal): void {
+  loop = new SinkLoop({
+    reader: queue,
+    target,
+    logger: pino({ level: 'silent' }),
+    options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
+    events: { delivered: () => undefined, failed: () => undefined },
+    appended,
   });
   loop.start();
 }
@@ -160,5 +174,49 @@ describe('SinkLoop', () => {
     answer({ ok: true, requests: 1, deadLetters: [] });
     await vi.advanceTimersByTimeAsync(10_000);
     expect(waiting).toHaveLength(1);
+  });
+
+  it('reads an empty queue once, then sleeps until ingest commits, and delivers an interval after the commit', async () => {
+    // Atomics.waitAsync wakes through the event loop, which fake timers do not drive.
+    vi.useRealTimers();
+    const queue = new ListQueue([]);
+    let reads = 0;
+    const read = queue.readOldest.bind(queue);
+    queue.readOldest = () => {
+      reads += 1;
+      return read();
+    };
+    const target = new ScriptedTarget([() => ({ ok: true, requests: 1, deadLetters: [] })]);
+    const appended = new AppendSignal();
+    startSignalled(target, queue, appended);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(reads).toBe(1);
+    queue.records.push(requeued(1));
+    const committed = Date.now();
+    appended.appended();
+    await vi.waitFor(() => expect(target.sent).toHaveLength(1), { timeout: 2000, interval: 10 });
+    expect(target.attempts[0]! - committed).toBeGreaterThanOrEqual(45);
+    expect(reads).toBe(2);
+  });
+
+  it('sees a commit made between its read of the queue and its sleep', async () => {
+    vi.useRealTimers();
+    const appended = new AppendSignal();
+    const queue = new ListQueue([]);
+    const read = queue.readOldest.bind(queue);
+    let first = true;
+    queue.readOldest = () => {
+      const records = read();
+      // Ingest commits right after the read found nothing, before the loop goes to sleep.
+      if (first) {
+        first = false;
+        queue.records.push(requeued(1));
+        appended.appended();
+      }
+      return records;
+    };
+    const target = new ScriptedTarget([() => ({ ok: true, requests: 1, deadLetters: [] })]);
+    startSignalled(target, queue, appended);
+    await vi.waitFor(() => expect(target.sent).toHaveLength(1), { timeout: 1000, interval: 10 });
   });
 });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Progress } from '../queue/queue-file.js';
 import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader.js';
 import { ReplayWindow } from '../queue/replay-window.js';
+import type { AppendSignal } from './append-signal.js';
 import { Backoff } from './backoff.js';
 import type { Recovery, SinkTarget } from './sink.js';
 
@@ -46,6 +47,12 @@ const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
 /** How often the destination of a sink with a replay window is checked (and kept readings let go). */
 const KEEP_CHECK_MS = 5_000;
 /**
+ * How long a sink with nothing to deliver and nothing kept sleeps when no commit wakes it: records
+ * re-queued by the command line, another process, are found this late at most. Such a wake-up is one
+ * read of the queue file, about 8 µs.
+ */
+export const IDLE_POLL_MS = 5_000;
+/**
  * An attempt without an outcome this long is reported as waiting, so a destination that went
  * silent (a dead broker the client keeps retrying, an address that drops packets) shows in
  * /status within seconds, not after the sink's timeout.
@@ -78,6 +85,11 @@ export class SinkLoop {
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
   /** The clock offset last reported, so a change is reported once. */
   #clockAhead: number | undefined;
+  readonly #appended: AppendSignal | undefined;
+  /** The commit count before the last read of the queue: an idle sink sleeps until it changes. */
+  #seenAppended = 0;
+  /** Times everything kept was sent again: a read made before a replay is not delivered. */
+  #replays = 0;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -86,8 +98,11 @@ export class SinkLoop {
     logger: Logger;
     options: SinkLoopOptions;
     replay?: ReplaySettings;
+    /** Ingest's commits: without it the sink reads the queue every interval even when it is empty. */
+    appended?: AppendSignal;
   }) {
     this.#reader = deps.reader;
+    this.#appended = deps.appended;
     this.#replay =
       deps.replay === undefined || deps.replay.windowMs <= 0
         ? undefined
@@ -140,6 +155,8 @@ export class SinkLoop {
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
       else delay = this.#options.intervalMs;
+      // Nothing to deliver and nothing kept: sleep until ingest commits, then gather readings for an interval.
+      if (outcome === 'empty' && this.#appended !== undefined && !this.#keepsAny()) await this.#idle(this.#appended);
     }
     // Last delivery: drain while the destination answers, until the queue is empty or stop() gives up.
     for (
@@ -163,7 +180,27 @@ export class SinkLoop {
     });
   }
 
+  /** Until ingest commits after the last read, `wake()` or `stop()`, or IDLE_POLL_MS. */
+  #idle(appended: AppendSignal): Promise<void> {
+    if (this.#stopping) return Promise.resolve();
+    const interrupt = new Promise<void>((resolve) => {
+      this.#wake = () => {
+        this.#wake = undefined;
+        resolve();
+      };
+    });
+    return appended.changed(this.#seenAppended, IDLE_POLL_MS, interrupt).finally(() => {
+      this.#wake = undefined;
+    });
+  }
+
+  /** Readings delivered and kept for the replay window, or a check owed: the sink keeps its timer. */
+  #keepsAny(): boolean {
+    return this.#replay !== undefined && (this.#mustRecover || this.#replay.window.holds);
+  }
+
   #read(from?: Progress): QueueRecord[] {
+    if (from === undefined && this.#appended !== undefined) this.#seenAppended = this.#appended.count;
     return this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
   }
 
@@ -200,6 +237,7 @@ export class SinkLoop {
     if (this.#mustRecover || recovery.resumed) {
       this.#mustRecover = false;
       this.#readAhead = undefined;
+      this.#replays += 1;
       replay.window.replaying();
       const readings = replay.queue.replay();
       if (readings > 0) {
@@ -245,10 +283,19 @@ export class SinkLoop {
     const ready = (await this.#target.ready?.()) ?? { ok: true };
     if (!ready.ok) return this.#failed(ready, 0, started);
     if (this.#abandoned) return { outcome: 'failed' };
+    // With nothing kept and no check owed, the destination is checked only when there is something
+    // for it: a quiet gateway sends it no queries.
+    let records = this.#readAhead;
+    if (records === undefined && this.#replay !== undefined && !this.#keepsAny()) {
+      records = this.#read();
+      if (records.length === 0) return { outcome: 'empty' };
+    }
+    const replays = this.#replays;
     const unrecovered = await this.#recoverAndRelease();
     if (unrecovered !== undefined) return this.#failed(unrecovered, 0, started);
     if (this.#abandoned) return { outcome: 'failed' };
-    const records = this.#readAhead ?? this.#read();
+    if (this.#replays !== replays) records = undefined;
+    records = this.#readAhead ?? records ?? this.#read();
     this.#readAhead = undefined;
     if (records.length === 0) return { outcome: 'empty' };
     const full = this.#isFull(records);
