@@ -121,15 +121,11 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
   const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
+  // What the console and the health snapshot both read.
+  const facts = { queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions };
   const gatewayConsole = new GatewayConsole({
-    queue,
-    stats,
-    keys,
-    failureDelay,
-    isStopping: stopping.isStopping,
-    version: VERSION,
+    ...facts,
     certificate: () => ({ ...tlsSummary(certificate), subjectAltName: certificate.subjectAltName, pem: certificate.cert }),
-    sinks: sinkDescriptions,
     delivery,
     password: config.consolePassword,
     metricsToken: config.metricsToken,
@@ -194,17 +190,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   keys.watch();
   catalogue.watch();
   const fleet = fleetDestinations(config, questdb);
-  const snapshot = () =>
-    takeSnapshot({
-      queue,
-      stats,
-      keys,
-      failureDelay,
-      isStopping: stopping.isStopping,
-      version: VERSION,
-      sinks: sinkDescriptions,
-      idempotency,
-    });
+  const snapshot = () => takeSnapshot({ ...facts, idempotency });
   const housekeeping = scheduleHousekeeping(config, logger, queue, { health, fleet, catalogue, snapshot });
   const systemd = await notifySystemdReady(config, http, queue, logger);
   logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });

@@ -1,9 +1,13 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { projectRoot } from '../scripts/lib/paths.mjs';
 import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
 import { hashKey } from '../src/keys/key-hash.js';
 import { readKeyFile, writeKeyFile } from '../src/keys/key-file.js';
+import { queuePath } from '../src/queue/queue-file.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
 import { loadServerCertificate } from '../src/tls/certificate-store.js';
 
@@ -89,5 +93,94 @@ describe('the gateway’s files through a power cut', () => {
     await fs.unmount();
 
     expect(readKeyFile(join(disk.backing, 'api-keys')).entries.map((entry) => entry.name)).toEqual(['pump-7']);
+  });
+});
+
+const open = (dataDir: string) => QueueWriter.open({ dataDir, durability: 'power-loss', maxBytes: 1024 * 1024 });
+
+/** A queue in `data` on a new disk with one reading on the disk, closed cleanly (no WAL left). */
+async function queueWithOneReading(): Promise<{ fs: PowercutMount; dataDir: string }> {
+  disk = await createPowercutDisk();
+  const fs = await disk.mount();
+  const dataDir = join(fs.mountPoint, DATA_DIR);
+  const queue = open(dataDir);
+  await queue.append('1\tship\tcargo\t1', 1, 1000);
+  queue.close();
+  await fs.writeBack();
+  return { fs, dataDir };
+}
+
+/** The payloads in the queue after a power cut under the open queue: the disk mounted again and the queue opened. */
+async function payloadsAfterCut(fs: PowercutMount, queue: QueueWriter): Promise<string[]> {
+  await fs.cut();
+  queue.close();
+  await fs.unmount();
+  const again = await (disk as Disk).mount();
+  const dataDir = join(again.mountPoint, DATA_DIR);
+  open(dataDir).close();
+  const db = new Database(queuePath(dataDir), { readonly: true });
+  try {
+    return (db.prepare('SELECT payload FROM segment_1 ORDER BY id').all() as { payload: string }[]).map((row) => row.payload);
+  } finally {
+    db.close();
+    await again.unmount();
+  }
+}
+
+// A failed fsync leaves data readable that the disk does not hold. SQLite trusts what it reads: a
+// directory fsync whose error it ignores, a WAL commit an earlier process could not fsync. The
+// queue puts on the disk what it will rely on, or does not start.
+describe('the queue file on a disk whose fsyncs fail', () => {
+  it('refuses to open when its WAL cannot be named durably, and keeps what it commits after the next open through a power cut', async () => {
+    const { fs, dataDir } = await queueWithOneReading();
+
+    await fs.failFsyncs('dir');
+    expect(() => open(dataDir)).toThrow(expect.objectContaining({ code: 'EIO' }));
+
+    const queue = open(dataDir);
+    await queue.append('2\tship\tcargo\t2', 1, 2000);
+    expect(await payloadsAfterCut(fs, queue)).toEqual(['1\tship\tcargo\t1', '2\tship\tcargo\t2']);
+  });
+
+  it('keeps what it commits after a process that died on a failed WAL fsync, through a power cut', async () => {
+    const { fs, dataDir } = await queueWithOneReading();
+
+    // Another process commits a record, then one whose fsync fails, and dies without closing the file.
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const db = new (require('better-sqlite3'))(process.argv[1]);
+         db.pragma('journal_mode = WAL');
+         db.pragma('synchronous = FULL');
+         const insert = db.prepare("INSERT INTO segment_1 (received_ms, readings, bytes, payload, site, sink) VALUES (?, 1, 20, ?, NULL, NULL)");
+         insert.run(1500, 'committed before');
+         process.stdout.write('committed\\n');
+         process.stdin.once('data', () => {
+           try { insert.run(1600, 'refused'); } catch (error) { require('node:fs').writeSync(1, error.code); }
+           process.kill(process.pid, 'SIGKILL');
+         });`,
+        queuePath(dataDir),
+      ],
+      { cwd: projectRoot, stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const died = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    while (!output.includes('committed')) await new Promise((resolve) => setTimeout(resolve, 10));
+    await fs.failFsyncs('file');
+    child.stdin.write('go\n');
+    expect({ signal: await died, output }).toEqual({ signal: 'SIGKILL', output: 'committed\nSQLITE_IOERR_FSYNC' });
+
+    const queue = open(dataDir);
+    await queue.append('2\tship\tcargo\t2', 1, 2000);
+    // The refused record may stay (its answer was an error, see docs/guarantees.md); the answered ones must.
+    expect((await payloadsAfterCut(fs, queue)).filter((payload) => payload !== 'refused')).toEqual([
+      '1\tship\tcargo\t1',
+      'committed before',
+      '2\tship\tcargo\t2',
+    ]);
   });
 });
