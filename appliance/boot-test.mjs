@@ -44,15 +44,9 @@ import {
 } from './lib/vm.mjs';
 
 const dirArg = process.argv[2] ? resolve(process.argv[2]) : undefined;
-const {
-  say,
-  expect,
-  work,
-  timings,
-  run: runTest,
-} = startVmTest({
+const { say, expect, work, timings, runTest } = startVmTest({
   name: 'boot-test',
-  // Built outside the namespace: the builds fetch packages.
+  // The TLS client, the gateway for the central tier and the image: builds fetch, so before the namespace.
   prepare: () => {
     buildEsp32TlsClient();
     run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });

@@ -71,13 +71,7 @@ const updates = proves('update') || proves('downgrade') || proves('broken');
 
 // The previous release: the newest CHANGELOG.md records with its commit (tags do not travel).
 const OLD_RELEASE = previousRelease().version;
-const {
-  say,
-  expect,
-  work,
-  timings,
-  run: runTest,
-} = startVmTest({
+const { say, expect, work, timings, runTest } = startVmTest({
   name: 'update-test',
   // Built outside the namespace: the builds fetch packages.
   prepare: () => {

@@ -32,7 +32,7 @@ export function startVmTest({ name, prepare }) {
    * @param {() => Promise<void>} body
    * @param {() => void} [cleanup]
    */
-  const run = async (body, cleanup = () => {}) => {
+  const runTest = async (body, cleanup = () => {}) => {
     let failed = true;
     try {
       await body();
@@ -48,5 +48,5 @@ export function startVmTest({ name, prepare }) {
       process.exit(failed ? 1 : 0);
     }
   };
-  return { say, expect, work, timings, run, elapsed };
+  return { say, expect, work, timings, runTest, elapsed };
 }
