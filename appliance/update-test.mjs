@@ -19,7 +19,8 @@
 //   downgrade     at the next boot of the updated board (the address is not checked on a trial
 //                 boot) the central tier offers the old release: refused as a downgrade, nothing written;
 //   broken        a bundle whose gateway cannot start: installed, tried, marked bad, and the board
-//                 is back on the committed slot by itself, saying why, with its queue whole.
+//                 is back on the committed slot by itself, saying why, with its queue whole (from
+//                 the updated board when the chain updates; chosen alone, from the old release).
 // Builds what it needs when missing: the previous release's image (--release, the newest release
 // CHANGELOG.md records) and this tree's, both without Grafana and with the test signing keys.
 // Runs as root, in a network namespace of its own.
@@ -66,8 +67,9 @@ if (unknown.length > 0 || chosen.length === 0) {
 }
 const proves = (/** @type {(typeof PROOFS)[number]} */ name) => chosen.includes(name);
 // What the chain needs: an installation after the first card, and the updated board.
-const installs = chosen.some((name) => name !== 'signature');
-const updates = proves('update') || proves('downgrade') || proves('broken');
+const installs = chosen.some((name) => name !== 'signature' && name !== 'broken');
+// The broken release is tried from the updated board when the chain updates, else from the old one.
+const updates = proves('update') || proves('downgrade') || (proves('broken') && installs);
 
 // The previous release: the newest CHANGELOG.md records with its commit (tags do not travel).
 const OLD_RELEASE = previousRelease().version;
@@ -209,6 +211,48 @@ await runTest(async () => {
     say(`proof ${name} passed: ${what}`);
   };
 
+  /**
+   * A bundle whose gateway cannot start, installed from the committed slot `home`: tried in the
+   * other slot, marked bad, and the board is back on `home` by itself, saying why, nothing lost.
+   * On the updated board (slot B) QuestDB then holds every reading once; on the old release's
+   * (slot A, QuestDB kept from starting) the queue still holds every one.
+   * @param {string} bundle
+   * @param {'A' | 'B'} home
+   */
+  const proveBroken = async (bundle, home) => {
+    const other = home === 'A' ? 'B' : 'A';
+    writeBootFile(disk, parts.boot, bundle, BOOT_BUNDLE);
+    const installing = await bootInto(home, 'a bundle whose gateway cannot start');
+    await installing.machine.waitFor(new RegExp(`installed \\S+ into slot ${other}`), 60 * 60_000, 'the broken bundle installed');
+    await follow(installing.machine, other, 'the trial of the broken release', { trial: true, ready: false });
+    const failedTrial = await installing.machine.waitFor(/the trial of \S+ failed: ([^\n]+)/, 60 * 60_000, 'the trial failing');
+    const back = await follow(installing.machine, home, 'back from the failed trial', { trial: false });
+    await back.machine.waitFor(/failed and was rolled back/, 5 * 60_000, 'the rollback report');
+    const finalStatus = await gatewayStatus(url, apiKey);
+    const after = home === 'B' ? await questdbCount({ port: questdbPort, password: questdbPassword, values: answered }) : undefined;
+    await cutAndWait(back.machine);
+    const result = readBootFile(disk, parts.boot, RESULT_FILE) ?? '';
+    expect(/failed and was rolled back.*harbor-gateway\.service/.test(result), `${RESULT_FILE} says: ${result}`);
+    if (after === undefined)
+      expect(
+        finalStatus.queue.readings >= answered.size,
+        `after the rollback the queue holds ${finalStatus.queue.readings} readings, ${answered.size} were answered`,
+      );
+    else
+      expect(
+        finalStatus.queue.readings === 0 && after.missing.length === 0 && after.rows === answered.size,
+        `after the rollback: ${finalStatus.queue.readings} queued, ${after.rows} rows in QuestDB for ${answered.size} answered readings`,
+      );
+    const left = bootFiles(disk, parts.boot).filter((name) => name.startsWith('harbor-update.raucb'));
+    expect(left.length === 0, `the boot partition still holds ${left.join(', ')}`);
+    say(`the board's reason: ${String(failedTrial[1]).slice(0, 200)}`);
+    say(`${RESULT_FILE}: ${result.trim().slice(0, 300)}`);
+    proved(
+      'broken',
+      `the release whose gateway cannot start was tried in slot ${other}, marked bad and rolled back to slot ${home} by the board itself; nothing lost`,
+    );
+  };
+
   // The old release, QuestDB unreachable, readings queued; an untrusted bundle from the central tier.
   const first = await bootInto('A', 'first boot of the old release');
   if (untrusted !== undefined) offer.serve(untrusted);
@@ -231,7 +275,11 @@ await runTest(async () => {
     expect(slotB() === emptySlotB && bootState().includes('HARBOR_SLOT=A'), 'the untrusted bundle wrote to slot B or the boot state');
     proved('signature', 'a bundle signed by a key the board does not trust was refused; slot B and the slot files unchanged');
   }
-  if (update === undefined) return;
+  if (update === undefined) {
+    // The broken release alone is tried from the old one.
+    if (broken !== undefined) await proveBroken(broken, 'A');
+    return;
+  }
 
   // The new bundle on the boot partition.
   writeBootFile(disk, parts.boot, update, BOOT_BUNDLE);
@@ -321,30 +369,7 @@ await runTest(async () => {
     proved('downgrade', `${oldRelease.version} offered at UPDATE_URL was refused as a downgrade; nothing written`);
   }
 
-  if (broken !== undefined) {
-    // A bundle whose gateway cannot start: tried, marked bad, back on slot B by itself.
-    writeBootFile(disk, parts.boot, broken, BOOT_BUNDLE);
-    const sixth = await bootInto('B', 'a bundle whose gateway cannot start');
-    await sixth.machine.waitFor(/installed \S+ into slot A/, 60 * 60_000, 'the broken bundle installed');
-    await follow(sixth.machine, 'A', 'the trial of the broken release', { trial: true, ready: false });
-    const failedTrial = await sixth.machine.waitFor(/the trial of \S+ failed: ([^\n]+)/, 60 * 60_000, 'the trial failing');
-    const home = await follow(sixth.machine, 'B', 'back from the failed trial', { trial: false });
-    await home.machine.waitFor(/failed and was rolled back/, 5 * 60_000, 'the rollback report');
-    const finalStatus = await gatewayStatus(url, apiKey);
-    const after = await questdbCount({ port: questdbPort, password: questdbPassword, values: answered });
-    await cutAndWait(home.machine);
-    const result = readBootFile(disk, parts.boot, RESULT_FILE) ?? '';
-    expect(/failed and was rolled back.*harbor-gateway\.service/.test(result), `${RESULT_FILE} says: ${result}`);
-    expect(
-      finalStatus.queue.readings === 0 && after.missing.length === 0 && after.rows === answered.size,
-      `after the rollback: ${finalStatus.queue.readings} queued, ${after.rows} rows in QuestDB for ${answered.size} answered readings`,
-    );
-    const left = bootFiles(disk, parts.boot).filter((name) => name.startsWith('harbor-update.raucb'));
-    expect(left.length === 0, `the boot partition still holds ${left.join(', ')}`);
-    say(`the board's reason: ${String(failedTrial[1]).slice(0, 200)}`);
-    say(`${RESULT_FILE}: ${result.trim().slice(0, 300)}`);
-    proved('broken', 'the release whose gateway cannot start was tried, marked bad and rolled back by the board itself; nothing lost');
-  }
+  if (broken !== undefined) await proveBroken(broken, 'B');
   timings.push(`bundle: ${mib(newRelease.bundle)} MiB`);
 });
 
