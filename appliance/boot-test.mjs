@@ -21,21 +21,20 @@
 // namespace of its own: the board reaches only what the test serves.
 import { spawnSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connect } from 'node:tls';
 import { buildEsp32TlsClient } from '../scripts/lib/esp32-tls-client/build.mjs';
 import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
-import { applianceCache, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
+import { repoRoot, run } from './lib/host.mjs';
 import { releaseFolder, untrustedSmallBundle } from './lib/test-bundles.mjs';
 import { consoleSession, gatewayStatus, postReadings, questdbCount } from './lib/vm-checks.mjs';
+import { startVmTest } from './lib/vm-test.mjs';
 import {
   HOST_FROM_GUEST,
-  VM_HOST_PACKAGES,
   bootMachine,
   editPartition,
-  inNetworkNamespace,
   instrumentSlot,
   partitionDigest,
   partitions,
@@ -44,256 +43,250 @@ import {
   writeBootFile,
 } from './lib/vm.mjs';
 
-const elapsed = stopwatch();
-const say = (/** @type {string} */ message) => process.stdout.write(`[appliance:boot-test ${elapsed().toFixed(0)} s] ${message}\n`);
-const expect = (/** @type {boolean} */ condition, /** @type {string} */ message) => {
-  if (!condition) throw new Error(message);
-};
-
-requireRoot('run the emulated board');
 const dirArg = process.argv[2] ? resolve(process.argv[2]) : undefined;
-if (process.env['HARBOR_VM_NETNS'] !== '1') {
-  ensureHostPackages({ ...VM_HOST_PACKAGES, rauc: 'rauc', mksquashfs: 'squashfs-tools', openssl: 'openssl' });
-  buildEsp32TlsClient();
-  run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
-  releaseFolder({ dir: dirArg });
-}
-inNetworkNamespace();
+const { say, expect, work, timings, runTest } = startVmTest({
+  name: 'boot-test',
+  // The TLS client, the gateway for the central tier and the image: builds fetch, so before the namespace.
+  prepare: () => {
+    buildEsp32TlsClient();
+    run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
+    releaseFolder({ dir: dirArg });
+  },
+});
 const release = releaseFolder({ dir: dirArg, build: false });
 const esp32 = buildEsp32TlsClient();
-
-mkdirSync(applianceCache(), { recursive: true });
-const work = mkdtempSync(join(applianceCache(), 'boot-test-'));
-/** @type {string[]} */
-const timings = [];
-let failed = true;
 /** @type {(() => void)[]} */
 const cleanups = [];
-try {
-  // The central tier: a gateway of this tree on the host side, taking what the board forwards.
-  const upstreamKey = `central-${Date.now().toString(16)}-key-0123`;
-  const upstream = await startGatewayProcess({
-    bundle: join(repoRoot, 'dist/gateway.mjs'),
-    env: {
-      HOST: '0.0.0.0',
-      API_KEY: upstreamKey,
-      DATA_DIR: join(work, 'central'),
-      QUESTDB_URL: `http://127.0.0.1:${await freePort()}`,
-      HEALTH_REPORT: 'false',
-    },
-  });
-  cleanups.push(() => upstream.child.kill('SIGKILL'));
-  const upstreamPort = new URL(upstream.url).port;
-
-  const disk = join(work, 'disk.img');
-  run('cp', ['--sparse=always', release.image, disk]);
-  run('truncate', ['-s', '+4G', disk]);
-  const parts = partitions(disk);
-  instrumentSlot(disk, parts.rootA, work);
-  writeFileSync(join(work, 'questdb.env'), 'QDB_HTTP_BIND_TO=0.0.0.0:9000\n');
-  editPartition(disk, parts.data, [`write ${join(work, 'questdb.env')} /lib/harbor-appliance/etc/harbor-gateway/questdb.env`]);
-
-  const stamp = Date.now().toString(16);
-  const apiKey = `boot-test-${stamp}-api-key`;
-  const questdbPassword = `boot-test-${stamp}-questdb`;
-  const keys = { tank: `tank1-${stamp}-key`, gps: `gps2-${stamp}-key`, tankNew: `tank1-${stamp}-new-key`, cam: `cam3-${stamp}-key` };
-  const conf = (/** @type {string} */ deviceKeys) =>
-    [
-      'SITE_NAME=Boot test site',
-      'HOSTNAME=gw-boot-test',
-      `API_KEY=${apiKey}`,
-      `QUESTDB_PASSWORD=${questdbPassword}`,
-      `DEVICE_KEYS=${deviceKeys}`,
-      `UPSTREAM_URL=http://${HOST_FROM_GUEST}:${upstreamPort}/api/v2/ingest/batch`,
-      `UPSTREAM_API_KEY=${upstreamKey}`,
-      `NTP_SERVERS=${HOST_FROM_GUEST}`,
-      'READ_ONLY_ROOT=yes',
-      '',
-    ].join('\r\n');
-  writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tank} gps-2:${keys.gps}:gps-`));
-  writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
-  say(`card prepared from ${release.name}; central tier at ${HOST_FROM_GUEST}:${upstreamPort}`);
-
-  const port = await freePort();
-  const httpsPort = await freePort();
-  const questdbPort = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  let boot = 0;
-  const start = async (/** @type {string} */ why) => {
-    boot += 1;
-    const machine = bootMachine({
-      disk,
-      serial: join(work, `serial-${boot}.log`),
-      forwards: { [port]: 8000, [httpsPort]: 443, [questdbPort]: 9000 },
-      work,
+await runTest(
+  async () => {
+    // The central tier: a gateway of this tree on the host side, taking what the board forwards.
+    const upstreamKey = `central-${Date.now().toString(16)}-key-0123`;
+    const upstream = await startGatewayProcess({
+      bundle: join(repoRoot, 'dist/gateway.mjs'),
+      env: {
+        HOST: '0.0.0.0',
+        API_KEY: upstreamKey,
+        DATA_DIR: join(work, 'central'),
+        QUESTDB_URL: `http://127.0.0.1:${await freePort()}`,
+        HEALTH_REPORT: 'false',
+      },
     });
-    const chosen = await machine.waitFor(/booting slot ([AB])/, 300_000, 'the boot script choosing a slot');
-    const ready = await waitForHttp(`${url}/readyz`, 40 * 60_000, machine);
-    say(`boot ${boot} (${why}): slot ${chosen[1]}, gateway ready ${ready} s after U-Boot`);
-    timings.push(`boot ${boot} (${why}): U-Boot to ready ${ready} s`);
-    return machine;
-  };
-  const answered = new Set();
+    cleanups.push(() => upstream.child.kill('SIGKILL'));
+    const upstreamPort = new URL(upstream.url).port;
 
-  // Boot 1.
-  const first = await start('first boot');
-  const banner = await first.waitFor(
-    /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})/,
-    60_000,
-    'the certificate fingerprint on the console',
-  );
-  expect(/Harbor Gateway "Boot test site" on gw-boot-test/.test(first.console()), 'the console does not show the site and hostname');
-  const consoleFingerprint = String(banner[1]);
-  const consolePassword = String(
-    (await first.waitFor(/CONSOLE_PASSWORD=(\S+)/, 60_000, 'the generated console password on the screen'))[1],
-  );
-  expect(consolePassword.length >= 16 && consolePassword !== apiKey, 'the generated console password is short or the API key');
-  const untrusted = untrustedSmallBundle({ to: join(work, 'untrusted.raucb'), work, version: '99.0.0' });
-  const slotB = partitionDigest(disk, parts.rootB);
-  const status1 = await consoleChecks({
-    url,
-    apiKey,
-    consoleUrl: `https://127.0.0.1:${httpsPort}`,
-    password: consolePassword,
-    fingerprint: consoleFingerprint,
-    clock: 'not synchronised',
-    refusedBundle: untrusted,
-  });
-  expect(status1.clockSynchronized === false, `before any time server answered, clockSynchronized is ${status1.clockSynchronized}`);
-  expect(
-    status1.tls?.fingerprintSha256 === consoleFingerprint,
-    `/status shows certificate ${status1.tls?.fingerprintSha256}, the console ${consoleFingerprint}`,
-  );
-  const served = await servedFingerprint(httpsPort);
-  expect(served === consoleFingerprint, `port 443 serves certificate ${served}, the console printed ${consoleFingerprint}`);
-  say(`HTTPS on 443 serves the certificate the console printed (${consoleFingerprint.slice(0, 23)}…); clock unsynchronised`);
+    const disk = join(work, 'disk.img');
+    run('cp', ['--sparse=always', release.image, disk]);
+    run('truncate', ['-s', '+4G', disk]);
+    const parts = partitions(disk);
+    instrumentSlot(disk, parts.rootA, work);
+    writeFileSync(join(work, 'questdb.env'), 'QDB_HTTP_BIND_TO=0.0.0.0:9000\n');
+    editPartition(disk, parts.data, [`write ${join(work, 'questdb.env')} /lib/harbor-appliance/etc/harbor-gateway/questdb.env`]);
 
-  const tlsPost = (/** @type {string} */ key, /** @type {string} */ ship, /** @type {string[]} */ readings) =>
-    spawnSync(esp32, ['127.0.0.1', String(httpsPort), '/api/v2/ingest', key, ship, 'batch', ...readings], {
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
-  const tls = tlsPost(apiKey, 'esp32-boot-test', ['temperature', '21.5', 'humidity', '40.25']);
-  expect(tls.status === 0 && /HTTP\/1\.1 200/.test(tls.stdout), `the ESP32 TLS client got: ${tls.stdout}${tls.stderr}`);
-  say(`ESP32 TLS client over 443: ${tls.stdout.split('\n')[0]}, 200`);
+    const stamp = Date.now().toString(16);
+    const apiKey = `boot-test-${stamp}-api-key`;
+    const questdbPassword = `boot-test-${stamp}-questdb`;
+    const keys = { tank: `tank1-${stamp}-key`, gps: `gps2-${stamp}-key`, tankNew: `tank1-${stamp}-new-key`, cam: `cam3-${stamp}-key` };
+    const conf = (/** @type {string} */ deviceKeys) =>
+      [
+        'SITE_NAME=Boot test site',
+        'HOSTNAME=gw-boot-test',
+        `API_KEY=${apiKey}`,
+        `QUESTDB_PASSWORD=${questdbPassword}`,
+        `DEVICE_KEYS=${deviceKeys}`,
+        `UPSTREAM_URL=http://${HOST_FROM_GUEST}:${upstreamPort}/api/v2/ingest/batch`,
+        `UPSTREAM_API_KEY=${upstreamKey}`,
+        `NTP_SERVERS=${HOST_FROM_GUEST}`,
+        'READ_ONLY_ROOT=yes',
+        '',
+      ].join('\r\n');
+    writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tank} gps-2:${keys.gps}:gps-`));
+    writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
+    say(`card prepared from ${release.name}; central tier at ${HOST_FROM_GUEST}:${upstreamPort}`);
 
-  const tank = tlsPost(keys.tank, 'tank-ship', ['level', '3.5']);
-  const gpsOwn = tlsPost(keys.gps, 'gps-ship-7', ['speed', '11.5']);
-  const gpsOther = tlsPost(keys.gps, 'tank-ship', ['speed', '12.5']);
-  const wrong = tlsPost(`wrong-${stamp}-key-xx`, 'tank-ship', ['level', '1']);
-  expect(
-    /HTTP\/1\.1 200/.test(tank.stdout) && /HTTP\/1\.1 200/.test(gpsOwn.stdout),
-    `device keys: tank ${tank.stdout.split('\n')[1]}, gps ${gpsOwn.stdout.split('\n')[1]}`,
-  );
-  expect(/HTTP\/1\.1 403/.test(gpsOther.stdout), `gps-2 sending another ship: ${gpsOther.stdout.split('\n')[1]}`);
-  expect(/HTTP\/1\.1 401/.test(wrong.stdout), `a wrong key: ${wrong.stdout.split('\n')[1]}`);
-  say('device keys from harbor.conf: tank-1 and gps-2 accepted, gps-2 refused (403) for a ship outside its prefix, a wrong key 401');
-
-  const tlsRows = await waitFor(
-    async () => {
-      const counts = await questdbCount({
-        port: questdbPort,
-        password: questdbPassword,
-        values: new Set([21.5, 40.25].map((v) => v)),
-        ship: 'esp32-boot-test',
+    const port = await freePort();
+    const httpsPort = await freePort();
+    const questdbPort = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    let boot = 0;
+    const start = async (/** @type {string} */ why) => {
+      boot += 1;
+      const machine = bootMachine({
+        disk,
+        serial: join(work, `serial-${boot}.log`),
+        forwards: { [port]: 8000, [httpsPort]: 443, [questdbPort]: 9000 },
+        work,
       });
-      return counts.rows >= 2 ? counts : undefined;
-    },
-    30 * 60_000,
-    "the TLS readings in the board's QuestDB",
-  );
-  say(`the readings sent over TLS are in the board's QuestDB (${tlsRows.rows} rows)`);
-  const central = await waitFor(
-    async () => {
-      const status = await gatewayStatus(upstream.url, upstreamKey);
-      // The four readings the board answered 200 above: two of the API key's batch, one of each device key.
-      return status.totals.acceptedReadings >= 4 ? status : undefined;
-    },
-    10 * 60_000,
-    'the readings at the central tier',
-  );
-  say(`the upstream (central tier) accepted ${central.totals.acceptedReadings} readings from the board`);
+      const chosen = await machine.waitFor(/booting slot ([AB])/, 300_000, 'the boot script choosing a slot');
+      const ready = await waitForHttp(`${url}/readyz`, 40 * 60_000, machine);
+      say(`boot ${boot} (${why}): slot ${chosen[1]}, gateway ready ${ready} s after U-Boot`);
+      timings.push(`boot ${boot} (${why}): U-Boot to ready ${ready} s`);
+      return machine;
+    };
+    const answered = new Set();
 
-  const ntp = timeServer();
-  cleanups.push(() => ntp.close());
-  const syncStarted = Date.now();
-  await waitFor(
-    async () => ((await gatewayStatus(url, apiKey)).clockSynchronized === true ? true : undefined),
-    10 * 60_000,
-    'clockSynchronized true',
-  );
-  say(
-    `clock synchronised ${Math.round((Date.now() - syncStarted) / 1000)} s after the time server started answering (${ntp.answered()} answers)`,
-  );
+    // Boot 1.
+    const first = await start('first boot');
+    const banner = await first.waitFor(
+      /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})/,
+      60_000,
+      'the certificate fingerprint on the console',
+    );
+    expect(/Harbor Gateway "Boot test site" on gw-boot-test/.test(first.console()), 'the console does not show the site and hostname');
+    const consoleFingerprint = String(banner[1]);
+    const consolePassword = String(
+      (await first.waitFor(/CONSOLE_PASSWORD=(\S+)/, 60_000, 'the generated console password on the screen'))[1],
+    );
+    expect(consolePassword.length >= 16 && consolePassword !== apiKey, 'the generated console password is short or the API key');
+    const untrusted = untrustedSmallBundle({ to: join(work, 'untrusted.raucb'), work, version: '99.0.0' });
+    const slotB = partitionDigest(disk, parts.rootB);
+    const status1 = await consoleChecks({
+      url,
+      apiKey,
+      consoleUrl: `https://127.0.0.1:${httpsPort}`,
+      password: consolePassword,
+      fingerprint: consoleFingerprint,
+      clock: 'not synchronised',
+      refusedBundle: untrusted,
+    });
+    expect(status1.clockSynchronized === false, `before any time server answered, clockSynchronized is ${status1.clockSynchronized}`);
+    expect(
+      status1.tls?.fingerprintSha256 === consoleFingerprint,
+      `/status shows certificate ${status1.tls?.fingerprintSha256}, the console ${consoleFingerprint}`,
+    );
+    const served = await servedFingerprint(httpsPort);
+    expect(served === consoleFingerprint, `port 443 serves certificate ${served}, the console printed ${consoleFingerprint}`);
+    say(`HTTPS on 443 serves the certificate the console printed (${consoleFingerprint.slice(0, 23)}…); clock unsynchronised`);
 
-  const load = postReadings({ url, apiKey, from: 0, count: 1_000_000, answered, stopOnError: true });
-  await new Promise((r) => setTimeout(r, 8000));
-  first.cut();
-  await first.exited;
-  await load;
-  say(`power cut under load: ${answered.size} readings answered`);
+    const tlsPost = (/** @type {string} */ key, /** @type {string} */ ship, /** @type {string[]} */ readings) =>
+      spawnSync(esp32, ['127.0.0.1', String(httpsPort), '/api/v2/ingest', key, ship, 'batch', ...readings], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+    const tls = tlsPost(apiKey, 'esp32-boot-test', ['temperature', '21.5', 'humidity', '40.25']);
+    expect(tls.status === 0 && /HTTP\/1\.1 200/.test(tls.stdout), `the ESP32 TLS client got: ${tls.stdout}${tls.stderr}`);
+    say(`ESP32 TLS client over 443: ${tls.stdout.split('\n')[0]}, 200`);
 
-  // Boot 2.
-  const second = await start('after the power cut');
-  await waitFor(async () => ((await gatewayStatus(url, apiKey)).queue.readings === 0 ? true : undefined), 30 * 60_000, 'the queue drained');
-  const counts = await questdbCount({ port: questdbPort, password: questdbPassword, values: answered });
-  expect(
-    counts.missing.length === 0,
-    `${counts.missing.length} answered readings missing from QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`,
-  );
-  expect(
-    counts.rows === counts.distinct && counts.rows >= answered.size,
-    `QuestDB holds ${counts.rows} rows, ${counts.distinct} distinct, ${answered.size} answered`,
-  );
-  say(`after the power cut every answered reading is in QuestDB exactly once (${counts.rows} rows)`);
-  second.cut();
-  await second.exited;
-  const fstab = readPartitionFile(disk, parts.rootA, '/etc/fstab') ?? '';
-  // First boot names the slot's partition in place of /dev/root (settings.mjs, setRootDevice).
-  expect(/^\S+\s+\/\s+ext4\s+ro,/m.test(fstab), `the root is not read-only in fstab: ${fstab}`);
+    const tank = tlsPost(keys.tank, 'tank-ship', ['level', '3.5']);
+    const gpsOwn = tlsPost(keys.gps, 'gps-ship-7', ['speed', '11.5']);
+    const gpsOther = tlsPost(keys.gps, 'tank-ship', ['speed', '12.5']);
+    const wrong = tlsPost(`wrong-${stamp}-key-xx`, 'tank-ship', ['level', '1']);
+    expect(
+      /HTTP\/1\.1 200/.test(tank.stdout) && /HTTP\/1\.1 200/.test(gpsOwn.stdout),
+      `device keys: tank ${tank.stdout.split('\n')[1]}, gps ${gpsOwn.stdout.split('\n')[1]}`,
+    );
+    expect(/HTTP\/1\.1 403/.test(gpsOther.stdout), `gps-2 sending another ship: ${gpsOther.stdout.split('\n')[1]}`);
+    expect(/HTTP\/1\.1 401/.test(wrong.stdout), `a wrong key: ${wrong.stdout.split('\n')[1]}`);
+    say('device keys from harbor.conf: tank-1 and gps-2 accepted, gps-2 refused (403) for a ship outside its prefix, a wrong key 401');
 
-  // Boot 3: the device keys change.
-  writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tankNew} cam-3:${keys.cam}`));
-  writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
-  const third = await start('harbor.conf with new device keys');
-  const after = {
-    tankOld: tlsPost(keys.tank, 'tank-ship', ['level', '4']),
-    tankNew: tlsPost(keys.tankNew, 'tank-ship', ['level', '4.5']),
-    gps: tlsPost(keys.gps, 'gps-ship-7', ['speed', '13']),
-    cam: tlsPost(keys.cam, 'cam-ship', ['frames', '25']),
-  };
-  const line = (/** @type {{ stdout: string }} */ r) => r.stdout.split('\n')[1] ?? r.stdout;
-  expect(
-    / 401/.test(line(after.tankOld)) && / 401/.test(line(after.gps)),
-    `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`,
-  );
-  expect(/ 200/.test(line(after.tankNew)) && / 200/.test(line(after.cam)), `new keys: ${line(after.tankNew)}, ${line(after.cam)}`);
-  const status3 = await consoleChecks({
-    url,
-    apiKey,
-    consoleUrl: `https://127.0.0.1:${httpsPort}`,
-    password: consolePassword,
-    fingerprint: consoleFingerprint,
-  });
-  third.cut();
-  await third.exited;
-  expect(partitionDigest(disk, parts.rootB) === slotB, 'slot B was written although the only bundle offered was refused');
-  const owner = keyFileOwner(disk, parts.data);
-  expect(owner.file !== 0 && owner.file === owner.dir, `the key file is owned by uid ${owner.file}, its folder by ${owner.dir}`);
-  say(
-    `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned by the gateway's dynamic user (uid ${owner.file}); ${status3.keys.length} keys in /status`,
-  );
-  failed = false;
-} catch (error) {
-  // process.exit below would otherwise drop the reason.
-  process.stdout.write(`${/** @type {Error} */ (error).stack ?? error}\n`);
-} finally {
-  for (const cleanup of cleanups) cleanup();
-  process.stdout.write(`appliance:boot-test ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(0)} s\n${timings.join('\n')}\n`);
-  if (failed) process.stdout.write(`consoles kept in ${work}\n`);
-  else rmSync(work, { recursive: true, force: true });
-  process.exit(failed ? 1 : 0);
-}
+    const tlsRows = await waitFor(
+      async () => {
+        const counts = await questdbCount({
+          port: questdbPort,
+          password: questdbPassword,
+          values: new Set([21.5, 40.25].map((v) => v)),
+          ship: 'esp32-boot-test',
+        });
+        return counts.rows >= 2 ? counts : undefined;
+      },
+      30 * 60_000,
+      "the TLS readings in the board's QuestDB",
+    );
+    say(`the readings sent over TLS are in the board's QuestDB (${tlsRows.rows} rows)`);
+    const central = await waitFor(
+      async () => {
+        const status = await gatewayStatus(upstream.url, upstreamKey);
+        // The four readings the board answered 200 above: two of the API key's batch, one of each device key.
+        return status.totals.acceptedReadings >= 4 ? status : undefined;
+      },
+      10 * 60_000,
+      'the readings at the central tier',
+    );
+    say(`the upstream (central tier) accepted ${central.totals.acceptedReadings} readings from the board`);
+
+    const ntp = timeServer();
+    cleanups.push(() => ntp.close());
+    const syncStarted = Date.now();
+    await waitFor(
+      async () => ((await gatewayStatus(url, apiKey)).clockSynchronized === true ? true : undefined),
+      10 * 60_000,
+      'clockSynchronized true',
+    );
+    say(
+      `clock synchronised ${Math.round((Date.now() - syncStarted) / 1000)} s after the time server started answering (${ntp.answered()} answers)`,
+    );
+
+    const load = postReadings({ url, apiKey, from: 0, count: 1_000_000, answered, stopOnError: true });
+    await new Promise((r) => setTimeout(r, 8000));
+    first.cut();
+    await first.exited;
+    await load;
+    say(`power cut under load: ${answered.size} readings answered`);
+
+    // Boot 2.
+    const second = await start('after the power cut');
+    await waitFor(
+      async () => ((await gatewayStatus(url, apiKey)).queue.readings === 0 ? true : undefined),
+      30 * 60_000,
+      'the queue drained',
+    );
+    const counts = await questdbCount({ port: questdbPort, password: questdbPassword, values: answered });
+    expect(
+      counts.missing.length === 0,
+      `${counts.missing.length} answered readings missing from QuestDB, e.g. ${counts.missing.slice(0, 5).join(', ')}`,
+    );
+    expect(
+      counts.rows === counts.distinct && counts.rows >= answered.size,
+      `QuestDB holds ${counts.rows} rows, ${counts.distinct} distinct, ${answered.size} answered`,
+    );
+    say(`after the power cut every answered reading is in QuestDB exactly once (${counts.rows} rows)`);
+    second.cut();
+    await second.exited;
+    const fstab = readPartitionFile(disk, parts.rootA, '/etc/fstab') ?? '';
+    // First boot names the slot's partition in place of /dev/root (settings.mjs, setRootDevice).
+    expect(/^\S+\s+\/\s+ext4\s+ro,/m.test(fstab), `the root is not read-only in fstab: ${fstab}`);
+
+    // Boot 3: the device keys change.
+    writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tankNew} cam-3:${keys.cam}`));
+    writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
+    const third = await start('harbor.conf with new device keys');
+    const after = {
+      tankOld: tlsPost(keys.tank, 'tank-ship', ['level', '4']),
+      tankNew: tlsPost(keys.tankNew, 'tank-ship', ['level', '4.5']),
+      gps: tlsPost(keys.gps, 'gps-ship-7', ['speed', '13']),
+      cam: tlsPost(keys.cam, 'cam-ship', ['frames', '25']),
+    };
+    const line = (/** @type {{ stdout: string }} */ r) => r.stdout.split('\n')[1] ?? r.stdout;
+    expect(
+      / 401/.test(line(after.tankOld)) && / 401/.test(line(after.gps)),
+      `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`,
+    );
+    expect(/ 200/.test(line(after.tankNew)) && / 200/.test(line(after.cam)), `new keys: ${line(after.tankNew)}, ${line(after.cam)}`);
+    const status3 = await consoleChecks({
+      url,
+      apiKey,
+      consoleUrl: `https://127.0.0.1:${httpsPort}`,
+      password: consolePassword,
+      fingerprint: consoleFingerprint,
+    });
+    third.cut();
+    await third.exited;
+    expect(partitionDigest(disk, parts.rootB) === slotB, 'slot B was written although the only bundle offered was refused');
+    const owner = keyFileOwner(disk, parts.data);
+    // Owned as the state directory is: systemd 257 keeps a DynamicUser= service's StateDirectory=
+    // owned by "nobody" (65534) on disk and id-maps it to the service's user when it runs (older
+    // systemd: the dynamic uid itself, 61184-65519). The keys answering 200 above show the gateway reads it.
+    expect(
+      owner.file === owner.dir && (owner.file === 65534 || (owner.file >= 61184 && owner.file <= 65519)),
+      `the key file is owned by uid ${owner.file}, its folder by ${owner.dir}`,
+    );
+    say(
+      `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned as the gateway's state directory (uid ${owner.file} on disk); ${status3.keys.length} keys in /status`,
+    );
+  },
+  () => {
+    for (const cleanup of cleanups) cleanup();
+  },
+);
 
 /**
  * What a technician checks on the board: the local console on 443, logged in with the console

@@ -384,12 +384,14 @@ function smokeTest(/** @type {string} */ rootfs) {
 /**
  * The units in systemd/ and the image's layout are written apart. Every absolute path under /opt,
  * /usr, /etc, /bin or /lib that an enabled unit (with its drop-ins) runs, reads or points to must be
- * in the image, an optional EnvironmentFile=- excepted; every credential it loads must be a file
+ * in the image, an optional EnvironmentFile=- and the site's optional files excepted; every credential it loads must be a file
  * first boot writes.
  * @param {string} rootfs
  * @param {string[]} enabled
  */
 function checkUnitPaths(rootfs, enabled) {
+  // Files a site may add and the gateway runs without (the unit says so beside each).
+  const optional = new Set(['/etc/harbor-gateway/catalogue.yaml']);
   const written = new Set([
     ...SECRETS.map((secret) => `/${secretFile(secret)}`),
     ...STORED_SECRETS.map(({ credential }) => `/${credstoreFile(credential)}`),
@@ -413,7 +415,7 @@ function checkUnitPaths(rootfs, enabled) {
           if (key === 'EnvironmentFile' && value.startsWith('-')) continue;
           for (const token of value.split(/[\s'"=:;<>|]+/)) {
             const path = token.replace(/^[-@+!]+/, '');
-            if (/^\/(opt|usr|etc|bin|sbin|lib)\//.test(path) && !existsInImage(path))
+            if (/^\/(opt|usr|etc|bin|sbin|lib)\//.test(path) && !optional.has(path) && !existsInImage(path))
               missing.push(`${path} (${key}= of ${basename(file)})`);
           }
         }

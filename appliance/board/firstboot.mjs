@@ -65,6 +65,8 @@ export const GATEWAY_ENV = 'etc/harbor-gateway/gateway.env';
 export const GRAFANA_ENV = 'etc/harbor-gateway/grafana.env';
 /** The gateway's unit as installed: its environment and command are what the settings are checked with. */
 export const GATEWAY_UNIT = 'etc/systemd/system/harbor-gateway.service';
+/** Installed only in an image with Grafana. */
+export const GRAFANA_UNIT = 'etc/systemd/system/harbor-grafana.service';
 export const MARKER = 'var/lib/harbor-appliance/configured';
 /**
  * On the root slot: this slot has had the site's settings applied. A slot an update wrote lacks it,
@@ -170,6 +172,9 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   const generated = [];
   /** @type {string[]} */
   const shown = [];
+  // An image built without Grafana still writes its password (the gateway's unit loads it), but the
+  // screen and the boot partition name neither Grafana's address nor a password nothing asks for.
+  const withGrafana = existsSync(at(GRAFANA_UNIT));
   for (const secret of SECRETS) {
     const { key, field, credential } = secret;
     const path = at(secretFile(secret));
@@ -178,7 +183,7 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     if (value === undefined) {
       value = newSecret();
       generated.push(key);
-      shown.push(`${key}=${value}`);
+      if (withGrafana || key !== 'GRAFANA_ADMIN_PASSWORD') shown.push(`${key}=${value}`);
     }
     secrets[credential] = value;
   }
@@ -278,7 +283,7 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
         [
           `Generated on ${now.toISOString()} by ${hostname}. This file is deleted at the next boot:`,
           'note these values now. Sensors send API_KEY in the X-API-Key header; the console at',
-          `https://${hostname}.local/console/ takes CONSOLE_PASSWORD; Grafana user is admin.`,
+          `https://${hostname}.local/console/ takes CONSOLE_PASSWORD${withGrafana ? '; Grafana user is admin' : ''}.`,
           ...shown,
           '',
         ].join('\r\n'),
@@ -305,7 +310,7 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     const httpsPort = unitEnv['HTTPS_PORT'] ?? '8443';
     const issue = [
       `Harbor Gateway ${site ? `"${site}" ` : ''}on ${hostname} (\\4)`,
-      `Ingest: http://${hostname}.local:8000/api/v2/ingest/   Dashboard: http://${hostname}.local:3000/`,
+      `Ingest: http://${hostname}.local:8000/api/v2/ingest/${withGrafana ? `   Dashboard: http://${hostname}.local:3000/` : ''}`,
       `HTTPS:  https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/api/v2/ingest/ (TLS also on 8000)`,
       `HTTPS certificate SHA-256: ${fingerprint ?? 'see /status once the gateway runs'}`,
       `Console: https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/console/ (password CONSOLE_PASSWORD)`,

@@ -46,8 +46,9 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { BOOT_DIR, bootedSlot, readBootState } from './boot-state.mjs';
-import { UPDATE_ENV, writeAtomic } from './firstboot.mjs';
+import { UPDATE_ENV, credentialFile, writeAtomic } from './firstboot.mjs';
 import { parseEnvText } from './settings.mjs';
+import { unitEnvironment } from './unit.mjs';
 
 /** Where an update keeps its record (the data partition, shared by both slots). */
 export const UPDATE_DIR = '/var/lib/harbor-appliance/update';
@@ -602,13 +603,27 @@ async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ exp
   }
   if (expected.questdb) {
     try {
-      const health = await fetch('http://127.0.0.1:9003/', { signal: AbortSignal.timeout(5000) });
+      const health = await fetch('http://127.0.0.1:9003/', { headers: questdbAuthorization(), signal: AbortSignal.timeout(5000) });
       if (!health.ok) waiting.push(`QuestDB answers ${health.status}`);
     } catch (error) {
       waiting.push(`QuestDB does not answer: ${/** @type {Error} */ (error).message}`);
     }
   }
   return { waiting };
+}
+
+/**
+ * QuestDB's health port asks for the HTTP credentials once they are set (it answers 401 without
+ * them, which would keep every trial from being confirmed): the site's password and the user of
+ * QuestDB's unit, so the check also proves that QuestDB takes the password the gateway uses.
+ * @returns {Record<string, string>}
+ */
+function questdbAuthorization() {
+  const password = `/${credentialFile('questdb_password')}`;
+  if (!existsSync(password)) return {};
+  const unit = '/etc/systemd/system/harbor-questdb.service';
+  const user = (existsSync(unit) ? unitEnvironment(readFileSync(unit, 'utf8'))['QDB_HTTP_USER'] : undefined) ?? 'admin';
+  return { authorization: `Basic ${Buffer.from(`${user}:${readFileSync(password, 'utf8').trim()}`).toString('base64')}` };
 }
 
 function gatewayJournal() {

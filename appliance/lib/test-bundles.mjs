@@ -1,12 +1,12 @@
 // What the update test offers the board besides a release's own bundle, made from that bundle on
 // the host: the same content signed by a key the board does not trust, and a release whose gateway
 // cannot start. Also finds (and, when missing, builds) the release folders of appliance:build.
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { COMPATIBLE } from '../board/update.mjs';
 import { signBundle } from './bundle.mjs';
-import { repoRoot, run } from './host.mjs';
+import { applianceCache, output, repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
 import { makeKeyPair, signingMaterial } from './signing.mjs';
 import { emulatedBoardDropIns } from './vm.mjs';
@@ -69,6 +69,11 @@ const BROKEN_GATEWAY = "throw new Error('this release cannot start: a bundle mad
  */
 export function rebundle({ from, to, work, signing, version, description, breakGateway = false, emulated = false }) {
   const test = signingMaterial({ testKeys: true });
+  const cached = signing === undefined ? rebundleCacheFile({ from, work, version, description, breakGateway, emulated }) : undefined;
+  if (cached !== undefined && existsSync(cached)) {
+    copyFileSync(cached, to);
+    return to;
+  }
   const content = join(work, 'rebundle');
   rmSync(content, { recursive: true, force: true });
   run('rauc', ['extract', `--keyring=${test.keyring}`, from, content], { quiet: true });
@@ -90,7 +95,34 @@ export function rebundle({ from, to, work, signing, version, description, breakG
   mkdirSync(join(to, '..'), { recursive: true });
   signBundle({ content, bundle: to, signing: signing ?? test });
   rmSync(content, { recursive: true, force: true });
+  if (cached !== undefined) {
+    mkdirSync(join(cached, '..'), { recursive: true });
+    copyFileSync(to, `${cached}.part`);
+    renameSync(`${cached}.part`, cached);
+  }
   return to;
+}
+
+/**
+ * Where rebundle keeps a bundle re-signed with the test keys: signing hundreds of megabytes under
+ * emulation load takes minutes, so the same change of the same bundle is made once. Named by the
+ * digests of the bundle, the test certificate and the change (the drop-ins by their content).
+ * @param {{ from: string, work: string, version?: string, description?: string, breakGateway: boolean, emulated: boolean }} options
+ */
+export function rebundleCacheFile({ from, work, version, description, breakGateway, emulated }) {
+  const dropIns = emulated
+    ? emulatedBoardDropIns(work).map((request) => {
+        const [verb, file, ...rest] = request.split(' ');
+        return verb === 'write' ? `write ${readFileSync(String(file), 'utf8')} ${rest.join(' ')}` : request;
+      })
+    : [];
+  const key = createHash('sha256')
+    .update(output('sha256sum', [from]).split(' ')[0] ?? '')
+    .update(readFileSync(signingMaterial({ testKeys: true }).cert))
+    .update(JSON.stringify({ version, description, breakGateway, gateway: breakGateway ? BROKEN_GATEWAY : '', dropIns }))
+    .digest('hex')
+    .slice(0, 16);
+  return join(applianceCache(), 'test-bundles', `${key}.raucb`);
 }
 
 /**

@@ -295,12 +295,12 @@ describe('first boot on a root tree', () => {
     for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
   });
 
-  function makeBoard(freeBytes = 28 * GiB) {
+  function makeBoard(freeBytes = 28 * GiB, withGrafana = true) {
     const root = mkdtempSync(join(tmpdir(), 'harbor-firstboot-'));
     roots.push(root);
     const boot = join(root, 'boot/firmware');
     mkdirSync(boot, { recursive: true });
-    installSystemdFiles(root, { withGrafana: true });
+    installSystemdFiles(root, { withGrafana });
     for (const zone of zones) {
       mkdirSync(join(root, 'usr/share/zoneinfo', zone, '..'), { recursive: true });
       writeFileSync(join(root, 'usr/share/zoneinfo', zone), 'TZif');
@@ -415,6 +415,18 @@ describe('first boot on a root tree', () => {
     expect(existsSync(join(board.boot, CREDENTIALS_FILE))).toBe(false);
     expect(board.read(GATEWAY_ENV)).toBe(before);
     expect(board.calls).toEqual(['growVar', 'hostname harbor-3f9a0c', 'createCertificate']);
+  });
+
+  it('names neither Grafana nor its password on an image without Grafana', () => {
+    const board = makeBoard(28 * GiB, false);
+    expect(board.boot1().generated).toContain('GRAFANA_ADMIN_PASSWORD');
+    // The gateway's unit loads the credential, so it is written; nothing shows it.
+    expect(board.read(credentialFile('grafana_admin_password'))).toMatch(/^generated-secret-/);
+    const shown = readFileSync(join(board.boot, CREDENTIALS_FILE), 'utf8');
+    for (const text of [shown, board.read(ISSUE)]) {
+      expect(text).toContain('API_KEY=generated-secret-1-0123456789abcdef');
+      expect(text).not.toMatch(/grafana|dashboard|:3000/i);
+    }
   });
 
   it('applies a technician’s harbor.conf, removes it and leaves an editable copy without secrets', () => {
