@@ -1,5 +1,6 @@
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { replaceFileDurably } from '../durable-file.js';
 
 /**
  * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): a client that sends one gets the
@@ -106,11 +107,7 @@ export class IdempotencyKeys {
     for (const [id, entry] of this.#entries) {
       if (entry.state === 'answered') saved.push({ id, fingerprint: entry.fingerprint, ageMs: now - entry.at, answer: entry.answer });
     }
-    const temporary = `${path}.tmp`;
-    writeFileSync(temporary, JSON.stringify({ savedAt: wallNow, keys: saved }), { mode: 0o640 });
-    syncFile(temporary);
-    renameSync(temporary, path);
-    syncFile(dirname(path));
+    replaceFileDurably(path, JSON.stringify({ savedAt: wallNow, keys: saved }), 0o640);
     return saved.length;
   }
 
@@ -165,13 +162,4 @@ interface SavedKey {
   fingerprint: string;
   ageMs: number;
   answer: StoredAnswer;
-}
-
-function syncFile(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

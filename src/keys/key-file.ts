@@ -1,5 +1,5 @@
-import { chownSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chownSync, readFileSync, statSync } from 'node:fs';
+import { replaceFileDurably } from '../durable-file.js';
 import { isKeyHash } from './key-hash.js';
 import { decodeSite, encodeSite } from '../reading/site-id.js';
 
@@ -88,27 +88,8 @@ export function readKeyFile(path: string): ParsedKeyFile {
  * added or revoked is still added or revoked after a power cut.
  */
 export function writeKeyFile(path: string, entries: readonly KeyEntry[]): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  fsyncAfter(openSync(temporary, 'w', 0o600), (fd) => writeSync(fd, formatKeyFile(entries)));
-  try {
-    const owner = statSync(path);
-    if (process.getuid?.() === 0) chownSync(temporary, owner.uid, owner.gid);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      rmSync(temporary, { force: true });
-      throw error;
-    }
-  }
-  renameSync(temporary, path);
-  fsyncAfter(openSync(dirname(path), 'r'), () => undefined);
-}
-
-/** Runs fn on fd, then fsyncs and closes it. */
-function fsyncAfter(fd: number, fn: (fd: number) => void): void {
-  try {
-    fn(fd);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  replaceFileDurably(path, formatKeyFile(entries), 0o600, (temporary) => {
+    const owner = statSync(path, { throwIfNoEntry: false });
+    if (owner !== undefined && process.getuid?.() === 0) chownSync(temporary, owner.uid, owner.gid);
+  });
 }

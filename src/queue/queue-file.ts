@@ -1,6 +1,7 @@
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import { dirname, join, resolve, sep } from 'node:path';
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { fsyncPath, makeDirectoryDurably } from '../durable-file.js';
 import { VERSION } from '../version.js';
 import { assertReadableFormat, migrateQueueFile } from './queue-format.js';
 
@@ -120,51 +121,9 @@ export interface Progress {
   lastId: number;
 }
 
-/**
- * Makes the data directory and the missing directories above it, and makes the name of every
- * directory on its path durable by an fsync of its parent: without it a power cut can take the
- * directory, and every reading committed inside it, however well the queue file was fsynced. A
- * directory that is already there gets the same fsyncs, as its name may not be durable yet: a start
- * that failed after making it, a command that made it without an fsync, an operator's `mkdir`. When
- * an fsync fails, what this call made is removed again, so the next start makes it anew.
- */
+/** The data directory, its name and every name above it durable (see `makeDirectoryDurably`). */
 export function makeDataDir(dataDir: string): void {
-  const first = mkdirSync(dataDir, { recursive: true, mode: 0o750 });
-  const made = first === undefined ? undefined : resolve(first);
-  try {
-    for (let dir = resolve(dataDir); dir !== dirname(dir); dir = dirname(dir)) {
-      // A parent this process cannot read existed before; whoever made it named it.
-      const parent = dirname(dir);
-      const madeHere = made !== undefined && (parent === made || parent.startsWith(`${made}${sep}`));
-      fsyncDirectory(parent, { skipUnreadable: !madeHere });
-    }
-  } catch (error) {
-    if (first !== undefined) rmSync(first, { recursive: true, force: true });
-    throw error;
-  }
-}
-
-/**
- * Some file systems cannot fsync a directory (EINVAL): there a name is as durable as it gets. A
- * failed fsync (EIO) throws.
- */
-function fsyncDirectory(path: string, options: { skipUnreadable?: boolean } = {}): void {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (options.skipUnreadable === true && (code === 'EACCES' || code === 'EPERM')) return;
-    throw error;
-  }
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EINVAL' && code !== 'ENOTSUP') throw error;
-  } finally {
-    closeSync(fd);
-  }
+  makeDirectoryDurably(dataDir, 0o750);
 }
 
 /**
@@ -231,12 +190,12 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   // deleted, whose old pages would be replayed over newer ones.
   try {
     // An existing file's WAL was opened by the pragma above, before any write.
-    fsyncDirectory(dataDir);
+    fsyncPath(dataDir);
     migrateQueueFile(db, path, VERSION);
     if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
     if (options.create) enableIncrementalVacuum(db);
     // A new file's WAL appears with its first write, above.
-    if (options.create) fsyncDirectory(dataDir);
+    if (options.create) fsyncPath(dataDir);
   } catch (error) {
     db.close();
     throw error;

@@ -1,7 +1,8 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
-import { closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { makeDirectoryDurably, replaceFileDurably } from '../durable-file.js';
 import { createSelfSignedCertificate, type PemPair } from './self-signed.js';
 
 export type CertificateSource = 'file' | 'systemd credential' | 'self-signed';
@@ -121,45 +122,9 @@ function localNames(): string[] {
 }
 
 function writeSelfSigned(dir: string, certPath: string, keyPath: string): void {
-  // Each directory made here (DATA_DIR too, on a first start) is named durably by its parent; when
-  // that fails, what was made goes again, so the next start makes and fsyncs it anew.
-  const first = mkdirSync(dir, { recursive: true, mode: 0o700 });
-  try {
-    for (let made = resolve(dir); first !== undefined; made = dirname(made)) {
-      syncDirectory(dirname(made));
-      if (made === resolve(first) || made === dirname(made)) break;
-    }
-  } catch (error) {
-    rmSync(first as string, { recursive: true, force: true });
-    throw error;
-  }
+  makeDirectoryDurably(dir, 0o700);
   const pair = createSelfSignedCertificate({ commonName: hostname(), altNames: localNames(), validDays: SELF_SIGNED_VALID_DAYS });
-  // Written beside, synced and renamed, then the directory synced: neither a crash nor a power cut
-  // leaves half a key or a name without its content. The key first, as the pair is complete only
-  // with the certificate.
-  writeDurably(keyPath, pair.key, 0o600);
-  writeDurably(certPath, pair.cert, 0o644);
-  syncDirectory(dir);
-}
-
-function writeDurably(path: string, content: string, mode: number): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temporary, 'w', mode);
-  try {
-    fchmodSync(fd, mode);
-    writeSync(fd, content);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
-}
-
-function syncDirectory(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  // The key first, as the pair is complete only with the certificate.
+  replaceFileDurably(keyPath, pair.key, 0o600);
+  replaceFileDurably(certPath, pair.cert, 0o644);
 }
