@@ -2,6 +2,7 @@
 // errors, device keys, sinks and clock, from the rows the gateway writes about itself.
 import {
   byName,
+  colouredText,
   dashboard,
   dashboardLink,
   GATEWAY_UID,
@@ -12,7 +13,6 @@ import {
   SITE_UID,
   TABLE_OPTIONS,
   target,
-  textColours,
 } from './grafana-panels.mjs';
 
 const series = (/** @type {string} */ sql) => [target(sql, { format: 'time_series' })];
@@ -33,14 +33,11 @@ ORDER BY time DESC`),
     overrides: [
       byName('time', { unit: 'dateTimeAsIso', 'custom.width': 200 }),
       byName('until', { unit: 'dateTimeAsIso', 'custom.width': 200 }),
-      byName('event', {
-        'custom.cellOptions': { type: 'color-text' },
-        mappings: textColours([
-          ['^started$', 'green'],
-          ['^stopped$', 'blue'],
-          ['^outage$', 'red'],
-        ]),
-      }),
+      colouredText('event', [
+        ['^started$', 'green'],
+        ['^stopped$', 'blue'],
+        ['^outage$', 'red'],
+      ]),
     ],
     options: TABLE_OPTIONS,
   });
@@ -96,13 +93,10 @@ ORDER BY gateway`),
       byName('queue_bytes', { unit: 'bytes' }),
       byName('queue_max_bytes', { unit: 'bytes' }),
       byName('oldest_age_s', { unit: 's' }),
-      byName('clock', {
-        'custom.cellOptions': { type: 'color-text' },
-        mappings: textColours([
-          ['^synchronised$', 'green'],
-          ['^unsynchronised$', 'red'],
-        ]),
-      }),
+      colouredText('clock', [
+        ['^synchronised$', 'green'],
+        ['^unsynchronised$', 'red'],
+      ]),
     ],
     options: TABLE_OPTIONS,
   });
@@ -162,14 +156,11 @@ ORDER BY gateway, sink`),
     overrides: [
       byName('last_report', { unit: 'dateTimeAsIso' }),
       byName('oldest_age_s', { unit: 's' }),
-      byName('state', {
-        'custom.cellOptions': { type: 'color-text' },
-        mappings: textColours([
-          ['^up to date$', 'green'],
-          ['^behind$', 'yellow'],
-          ['^failing$', 'red'],
-        ]),
-      }),
+      colouredText('state', [
+        ['^up to date$', 'green'],
+        ['^behind$', 'yellow'],
+        ['^failing$', 'red'],
+      ]),
     ],
     options: TABLE_OPTIONS,
   });

@@ -78,11 +78,15 @@ export const byRegexp = (pattern, properties) => ({
 });
 
 /**
- * Colours of text by regular expression, first match wins: `[pattern, colour]`.
+ * The fields named `name` as text coloured by regular expression, first match wins: `[pattern, colour]`.
+ * @param {string} name
  * @param {[string, string][]} pairs
  */
-export const textColours = (pairs) =>
-  pairs.map(([pattern, color], index) => ({ type: 'regex', options: { pattern, result: { color, index } } }));
+export const colouredText = (name, pairs) =>
+  byName(name, {
+    'custom.cellOptions': { type: 'color-text' },
+    mappings: pairs.map(([pattern, color], index) => ({ type: 'regex', options: { pattern, result: { color, index } } })),
+  });
 
 /**
  * Thresholds from a base colour: `steps(['green'], [900, 'red'])`.
@@ -132,16 +136,13 @@ ORDER BY gateway`),
       "Each gateway's state as it last reported it (every 10 s): delivering, catching up, buffering, refusing; stopped with the reason it gave (an upgrade, a restart, a shutdown); or no report for a while, when it stopped without a word or lost its way to QuestDB.",
     defaults: { custom: { align: 'auto' }, noValue: 'No gateway has reported yet' },
     overrides: [
-      byName('state', {
-        'custom.cellOptions': { type: 'color-text' },
-        mappings: textColours([
-          ['^delivering$', 'green'],
-          ['^delivering, .*', 'yellow'],
-          ['^catching up.*', 'yellow'],
-          ['^(stopped|starting).*', 'blue'],
-          ['^(buffering|refusing|no report).*', 'red'],
-        ]),
-      }),
+      colouredText('state', [
+        ['^delivering$', 'green'],
+        ['^delivering, .*', 'yellow'],
+        ['^catching up.*', 'yellow'],
+        ['^(stopped|starting).*', 'blue'],
+        ['^(buffering|refusing|no report).*', 'red'],
+      ]),
       byName('gateway', { 'custom.width': 200 }),
       byName('last_report', { 'custom.width': 220, unit: 'dateTimeAsIso' }),
     ],

@@ -2,6 +2,7 @@
 // the catalogue's names, units and normal ranges, positions, radio link quality and the alerts.
 import {
   byName,
+  colouredText,
   byRegexp,
   dashboard,
   dashboardLink,
@@ -15,7 +16,6 @@ import {
   steps,
   TABLE_OPTIONS,
   target,
-  textColours,
 } from './grafana-panels.mjs';
 import {
   CARGO_FILTER,
@@ -148,13 +148,10 @@ ORDER BY ship`),
       byName('readings_last_hour', { displayName: 'readings, last hour', decimals: 0 }),
       byName('latitude', { decimals: 5 }),
       byName('longitude', { decimals: 5 }),
-      byName('cargo', {
-        'custom.cellOptions': { type: 'color-text' },
-        mappings: textColours([
-          ['outside', 'red'],
-          ['^all within', 'green'],
-        ]),
-      }),
+      colouredText('cargo', [
+        ['outside', 'red'],
+        ['^all within', 'green'],
+      ]),
       byName('ship_id', { displayName: 'id' }),
     ],
     options: TABLE_OPTIONS,
