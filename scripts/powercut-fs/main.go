@@ -159,48 +159,54 @@ func serveControl(listener net.Listener, j *journal, server *fuse.Server) {
 			encoder := json.NewEncoder(conn)
 			for lines.Scan() {
 				command := strings.TrimSpace(lines.Text())
-				if ms, ok := strings.CutPrefix(command, "writeback-older "); ok {
-					age, err := strconv.ParseUint(ms, 10, 32)
-					if err != nil {
-						encoder.Encode(map[string]string{"error": "writeback-older takes milliseconds, not " + ms})
-						continue
-					}
-					encoder.Encode(j.writeBackOlder(time.Duration(age) * time.Millisecond))
-					continue
-				}
-				if words := strings.Fields(command); len(words) > 0 && words[0] == "fail-fsync" {
-					dirs, n, err := failFsyncCommand(words[1:])
-					if err != nil {
-						encoder.Encode(map[string]string{"error": err.Error()})
-						continue
-					}
-					encoder.Encode(j.failNextFsyncs(dirs, n))
-					continue
-				}
-				if words := strings.Fields(command); len(words) > 0 && words[0] == "cut" {
-					model, seed, err := cutCommand(words[1:])
-					if err != nil {
-						encoder.Encode(map[string]string{"error": err.Error()})
-						continue
-					}
-					encoder.Encode(j.powerCut(model, seed))
-					continue
-				}
-				switch command {
-				case "status":
-					encoder.Encode(j.status())
-				case "writeback":
-					encoder.Encode(j.writeBack())
-				case "unmount":
+				if command == "unmount" {
 					// Answered first: the process exits once the unmount is through.
 					encoder.Encode(map[string]bool{"unmounting": true})
 					unmount(server)
-				default:
-					encoder.Encode(map[string]string{"error": "unknown command " + command})
+					continue
 				}
+				answer, err := answerControl(j, command)
+				if err != nil {
+					answer = map[string]string{"error": err.Error()}
+				}
+				encoder.Encode(answer)
 			}
 		}()
 	}
+}
+
+// answerControl carries out one control command other than unmount and returns its answer.
+func answerControl(j *journal, command string) (any, error) {
+	words := strings.Fields(command)
+	if len(words) == 0 {
+		return nil, fmt.Errorf("unknown command %s", command)
+	}
+	switch {
+	case command == "status":
+		return j.status(), nil
+	case command == "writeback":
+		return j.writeBack(), nil
+	case words[0] == "writeback-older":
+		ms := strings.Join(words[1:], " ")
+		age, err := strconv.ParseUint(ms, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("writeback-older takes milliseconds, not %s", ms)
+		}
+		return j.writeBackOlder(time.Duration(age) * time.Millisecond), nil
+	case words[0] == "fail-fsync":
+		dirs, n, err := failFsyncCommand(words[1:])
+		if err != nil {
+			return nil, err
+		}
+		return j.failNextFsyncs(dirs, n), nil
+	case words[0] == "cut":
+		model, seed, err := cutCommand(words[1:])
+		if err != nil {
+			return nil, err
+		}
+		return j.powerCut(model, seed), nil
+	}
+	return nil, fmt.Errorf("unknown command %s", command)
 }
 
 // cutCommand reads "cut [drop|tear|subset] [SEED]"'s arguments; without a seed it draws one.
