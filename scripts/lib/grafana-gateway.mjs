@@ -15,7 +15,22 @@ import {
   target,
 } from './grafana-panels.mjs';
 
-const series = (/** @type {string} */ sql) => [target(sql, { format: 'time_series' })];
+/**
+ * A series per gateway (or per gateway and sink) of `columns`, aggregates sampled at the panel's interval.
+ * @param {string} metric @param {string} table @returns {(columns: string) => object[]}
+ */
+const sampled = (metric, table) => (columns) => [
+  target(
+    `SELECT time, ${metric} AS metric, ${columns}
+FROM ${table}
+WHERE $__timeFilter(time)
+SAMPLE BY \${__interval_ms}T
+ORDER BY time`,
+    { format: 'time_series' },
+  ),
+];
+const perGateway = sampled('gateway', 'gateway_health');
+const perSink = sampled("concat(gateway, ' / ', sink)", 'gateway_sink_health');
 const TIME_SERIES = { drawStyle: 'line', fillOpacity: 10 };
 
 /** @param {number} id @param {[number, number, number, number]} gridPos */
@@ -46,32 +61,19 @@ ORDER BY time DESC`),
 /** @param {number} y */
 function queue(y) {
   const depth = panel(5, 'timeseries', 'Queue depth', [0, y, 8, 8], {
-    targets: series(`SELECT time, gateway AS metric, max(queue_readings) AS queue_readings
-FROM gateway_health
-WHERE $__timeFilter(time)
-SAMPLE BY \${__interval_ms}T
-ORDER BY time`),
+    targets: perGateway('max(queue_readings) AS queue_readings'),
     description: "Readings waiting in each gateway's queue for QuestDB. It grows while QuestDB is unreachable and drains when it is back.",
     defaults: { unit: 'short', min: 0, decimals: 0, custom: TIME_SERIES },
     options: LEGEND,
   });
   const oldest = panel(6, 'timeseries', 'Oldest queued reading', [8, y, 8, 8], {
-    targets: series(`SELECT time, gateway AS metric, max(coalesce(oldest_age_s, 0)) AS oldest_age
-FROM gateway_health
-WHERE $__timeFilter(time)
-SAMPLE BY \${__interval_ms}T
-ORDER BY time`),
+    targets: perGateway('max(coalesce(oldest_age_s, 0)) AS oldest_age'),
     description: 'Age of the oldest reading still queued on each gateway; 0 when the queue is empty.',
     defaults: { unit: 's', min: 0, custom: TIME_SERIES },
     options: LEGEND,
   });
   const failures = panel(7, 'timeseries', 'Flush errors', [16, y, 8, 8], {
-    targets:
-      series(`SELECT time, gateway AS metric, max(consecutive_flush_failures) AS consecutive_failures, max(flush_failures) AS failures_since_start
-FROM gateway_health
-WHERE $__timeFilter(time)
-SAMPLE BY \${__interval_ms}T
-ORDER BY time`),
+    targets: perGateway('max(consecutive_flush_failures) AS consecutive_failures, max(flush_failures) AS failures_since_start'),
     description: 'Failed flushes to QuestDB: in a row right now, and in total since the gateway started.',
     defaults: { unit: 'short', min: 0, decimals: 0, custom: TIME_SERIES },
     options: LEGEND,
@@ -120,22 +122,14 @@ ORDER BY refused_requests DESC, gateway, key`),
 /** @param {number} y */
 function sinks(y) {
   const backlog = panel(11, 'timeseries', 'Sink backlog', [0, y + 1, 12, 8], {
-    targets: series(`SELECT time, concat(gateway, ' / ', sink) AS metric, max(backlog_readings) AS backlog_readings
-FROM gateway_sink_health
-WHERE $__timeFilter(time)
-SAMPLE BY \${__interval_ms}T
-ORDER BY time`),
+    targets: perSink('max(backlog_readings) AS backlog_readings'),
     description:
       'Readings queued for each destination of each gateway (its sinks: the local QuestDB, an upstream gateway or service, Kafka, a remote QuestDB). A sink whose link is down grows while the others stay flat.',
     defaults: { unit: 'short', min: 0, decimals: 0, custom: TIME_SERIES },
     options: LEGEND,
   });
   const oldest = panel(12, 'timeseries', 'Oldest undelivered reading per sink', [12, y + 1, 12, 8], {
-    targets: series(`SELECT time, concat(gateway, ' / ', sink) AS metric, max(coalesce(oldest_age_s, 0)) AS oldest_age
-FROM gateway_sink_health
-WHERE $__timeFilter(time)
-SAMPLE BY \${__interval_ms}T
-ORDER BY time`),
+    targets: perSink('max(coalesce(oldest_age_s, 0)) AS oldest_age'),
     description:
       "How long the oldest reading a sink has not delivered has been waiting: the length of that destination's outage, as the site sees it.",
     defaults: { unit: 's', min: 0, custom: TIME_SERIES },
