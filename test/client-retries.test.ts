@@ -1,8 +1,7 @@
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway } from './support/process.js';
-import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
-import { tempDir } from './support/temp-dir.js';
+import { gatewayEnv, spawnGateway } from './support/process.js';
+import { sql, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 import { waitUntil } from './support/wait.js';
 
 /**
@@ -10,14 +9,6 @@ import { waitUntil } from './support/wait.js';
  * stored once per attempt (each gets its own receive time), so the gateway must not store an
  * attempt nobody waits for any more, and must recognise a repetition the client marks as one.
  */
-const env = (table: string, dataDir = tempDir('retries')) => ({
-  API_KEY: TEST_KEY,
-  DATA_DIR: dataDir,
-  QUESTDB_URL: inject('questdbUrl'),
-  QUESTDB_TABLE: table,
-  HEALTH_REPORT: 'false',
-  FLUSH_INTERVAL_MS: '50',
-});
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
   fetch(`${url}/api/v2/ingest/batch`, {
@@ -32,8 +23,9 @@ const rows = async (table: string, ship: string) =>
 
 describe('a client that retries', () => {
   it('after its own timeout while the gateway stalls: only the attempt it still waits for is stored', async () => {
-    const table = uniqueTable('stall');
-    const gateway = await spawnGateway(env(table));
+    const env = gatewayEnv('stall', { FLUSH_INTERVAL_MS: '50' });
+    const table = env.QUESTDB_TABLE;
+    const gateway = await spawnGateway(env);
     const reading = [{ ship_id: 'stalled', cargo_id: 'temp', value: 21.5 }];
     try {
       // The gateway stops (a long fsync, a swapping board: here SIGSTOP); the device times out
@@ -67,14 +59,14 @@ describe('a client that retries', () => {
   });
 
   it('with an Idempotency-Key: every repetition gets the first answer, also after a restart, and the readings are stored once', async () => {
-    const table = uniqueTable('idem');
-    const dataDir = tempDir('idem');
+    const env = gatewayEnv('idem', { FLUSH_INTERVAL_MS: '50' });
+    const table = env.QUESTDB_TABLE;
     const readings = [
       { ship_id: 'keyed', cargo_id: 'latitude', value: 53.5 },
       { ship_id: 'keyed', cargo_id: 'longitude', value: 9.9 },
     ];
     const key = { 'idempotency-key': '"5b4c1a9e-2f0d-4c1e-9a57-0c3f6e8d2b11"' };
-    const first = await spawnGateway(env(table, dataDir));
+    const first = await spawnGateway(env);
     let answers: Response[];
     try {
       answers = [await post(first.url, readings, key), await post(first.url, readings, key)];
@@ -92,7 +84,7 @@ describe('a client that retries', () => {
       expect((await first.exited).code).toBe(0);
     }
     // An update restarts the gateway while the device still retries.
-    const second = await spawnGateway(env(table, dataDir));
+    const second = await spawnGateway(env);
     try {
       const again = await post(second.url, readings, key);
       expect(again.status).toBe(200);

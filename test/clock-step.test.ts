@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { aptInstall } from '../scripts/lib/apt.mjs';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway } from './support/process.js';
-import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
+import { gatewayEnv, spawnGateway } from './support/process.js';
+import { sql, waitForCount } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 import { waitUntil } from './support/wait.js';
 
@@ -32,18 +32,9 @@ const REPLAY_WINDOW_MS = 15_000;
 describe('a gateway whose clock is stepped', () => {
   it('gives readings without a time distinct receive times across a step back, and keeps its replay window across a step forward', async () => {
     const clock = faketime();
-    const table = uniqueTable('clockstep');
-    const dataDir = tempDir('clockstep');
-    const gateway = await spawnGateway({
-      ...clock.env,
-      API_KEY: TEST_KEY,
-      DATA_DIR: dataDir,
-      QUESTDB_URL: inject('questdbUrl'),
-      QUESTDB_TABLE: table,
-      HEALTH_REPORT: 'false',
-      FLUSH_INTERVAL_MS: '50',
-      REPLAY_WINDOW_MS: String(REPLAY_WINDOW_MS),
-    });
+    const env = gatewayEnv('clockstep', { ...clock.env, FLUSH_INTERVAL_MS: '50', REPLAY_WINDOW_MS: String(REPLAY_WINDOW_MS) });
+    const [table, dataDir] = [env.QUESTDB_TABLE, env.DATA_DIR];
+    const gateway = await spawnGateway(env);
     let sent = 0;
     /** One time-less reading a request, as fast as they are answered, for `ms`. */
     const pushFor = async (ms: number) => {

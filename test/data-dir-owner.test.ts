@@ -6,8 +6,8 @@ import { describe, expect, inject, it } from 'vitest';
 import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway } from './support/process.js';
-import { uniqueTable, waitForCount } from './support/questdb-sql.js';
+import { gatewayEnv, spawnGateway } from './support/process.js';
+import { waitForCount } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
 import { waitUntil } from './support/wait.js';
 
@@ -47,9 +47,8 @@ const post = (url: string, body: unknown) =>
 
 describe('one owner per data directory', () => {
   it('refuses a second gateway (exit 75, naming the owner), by any path, and lets a restart in at once after kill -9', async () => {
-    const dataDir = tempDir('owner');
-    const table = uniqueTable('owner');
-    const env = { API_KEY: TEST_KEY, DATA_DIR: dataDir, QUESTDB_URL: inject('questdbUrl'), QUESTDB_TABLE: table, HEALTH_REPORT: 'false' };
+    const env = gatewayEnv('owner');
+    const [dataDir, table] = [env.DATA_DIR, env.QUESTDB_TABLE];
     const first = await spawnGateway(env);
     const link = join(tempDir('owner-link'), 'data');
     symlinkSync(dataDir, link);

@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevices } from '../scripts/lib/device-load.mjs';
 import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
 import { createTopic } from './support/kafka.js';
 import { TEST_KEY } from './support/gateway.js';
-import { killAll, spawnGateway, type GatewayProcess } from './support/process.js';
-import { uniqueTable } from './support/questdb-sql.js';
-import { tempDir } from './support/temp-dir.js';
+import { gatewayEnv, killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { waitUntil } from './support/wait.js';
 
 // A destination that dies (kill -9 of the broker or of the central gateway) or goes silent (a
@@ -44,16 +42,7 @@ async function sink(site: GatewayProcess, name: string): Promise<SinkStatus> {
 const shows = (s: SinkStatus): boolean => s.consecutiveFailures > 0 || s.waitingSeconds !== null;
 
 async function spawn(env: Record<string, string>): Promise<GatewayProcess> {
-  const p = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: tempDir('visible'),
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: uniqueTable('visible'),
-    DURABILITY: 'process-crash',
-    HEALTH_REPORT: 'false',
-    FLUSH_INTERVAL_MS: '200',
-    ...env,
-  });
+  const p = await spawnGateway(gatewayEnv('visible', { DURABILITY: 'process-crash', FLUSH_INTERVAL_MS: '200', ...env }));
   processes.push(p);
   return p;
 }

@@ -1,25 +1,21 @@
 import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
-import { memoryOf, spawnGateway, type GatewayProcess } from './support/process.js';
-import { uniqueTable } from './support/questdb-sql.js';
-import { tempDir } from './support/temp-dir.js';
+import { gatewayEnv, memoryOf, spawnGateway, type GatewayProcess } from './support/process.js';
 import { waitUntil } from './support/wait.js';
 
 let gw: GatewayProcess;
 let port: number;
 beforeAll(async () => {
-  gw = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: tempDir('hostile'),
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: uniqueTable('hostile'),
-    MAX_BODY_BYTES: '64KiB',
-    HEADERS_TIMEOUT_MS: '1000',
-    REQUEST_TIMEOUT_MS: '1500',
-    KEEP_ALIVE_TIMEOUT_MS: '1000',
-    MAX_CONNECTIONS: '300',
-  });
+  gw = await spawnGateway(
+    gatewayEnv('hostile', {
+      MAX_BODY_BYTES: '64KiB',
+      HEADERS_TIMEOUT_MS: '1000',
+      REQUEST_TIMEOUT_MS: '1500',
+      KEEP_ALIVE_TIMEOUT_MS: '1000',
+      MAX_CONNECTIONS: '300',
+    }),
+  );
   port = Number(new URL(gw.url).port);
 });
 afterAll(async () => {

@@ -1,11 +1,10 @@
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { startDevices } from '../scripts/lib/device-load.mjs';
 import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { createTopic, readTopic } from './support/kafka.js';
-import { spawnGateway, type GatewayProcess } from './support/process.js';
-import { storedCounts, uniqueTable } from './support/questdb-sql.js';
-import { tempDir } from './support/temp-dir.js';
+import { gatewayEnv, spawnGateway, type GatewayProcess } from './support/process.js';
+import { storedCounts } from './support/questdb-sql.js';
 import { waitUntil } from './support/wait.js';
 
 interface SinkStatus {
@@ -37,20 +36,16 @@ describe('Kafka outage under load, beside the local QuestDB', () => {
       broker = await startKafka();
       const topic = 'fleet-readings';
       await createTopic(broker.bootstrap, topic, 3);
-      const table = uniqueTable('kafka_outage');
-      const gw = await spawnGateway({
-        API_KEY: TEST_KEY,
-        DATA_DIR: tempDir('kafka-outage'),
-        QUESTDB_URL: inject('questdbUrl'),
-        QUESTDB_TABLE: table,
+      const env = gatewayEnv('kafka-outage', {
         FLUSH_INTERVAL_MS: '50',
         FLUSH_BACKOFF_MAX_MS: '500',
         DURABILITY: 'process-crash',
-        HEALTH_REPORT: 'false',
         KAFKA_BROKERS: broker.bootstrap,
         KAFKA_TOPIC: topic,
         KAFKA_TIMEOUT_MS: '2000',
       });
+      const table = env.QUESTDB_TABLE;
+      const gw = await spawnGateway(env);
       gateway = gw;
       const sinks = async (): Promise<Record<string, SinkStatus>> => {
         const status = (await (await fetch(`${gw.url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { sinks: SinkStatus[] };

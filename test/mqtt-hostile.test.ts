@@ -2,33 +2,29 @@ import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { generate } from 'mqtt-packet';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_KEY } from './support/gateway.js';
 import { endClient, mqttClient, publish } from './support/mqtt.js';
-import { memoryOf, spawnGateway, type GatewayProcess } from './support/process.js';
-import { uniqueTable } from './support/questdb-sql.js';
-import { tempDir } from './support/temp-dir.js';
+import { gatewayEnv, memoryOf, spawnGateway, type GatewayProcess } from './support/process.js';
 
 let gw: GatewayProcess;
 let port: number;
 const MAX_PACKET = 8 * 1024;
 
 beforeAll(async () => {
-  gw = await spawnGateway({
-    API_KEY: TEST_KEY,
-    DATA_DIR: tempDir('mqtt-hostile'),
-    QUESTDB_URL: inject('questdbUrl'),
-    QUESTDB_TABLE: uniqueTable('mqtt_hostile'),
-    MQTT: 'on',
-    MQTT_PORT: '0',
-    MQTT_TLS_PORT: '0',
-    MQTT_MAX_PACKET_BYTES: String(MAX_PACKET),
-    MQTT_MAX_INFLIGHT: '16',
-    HEADERS_TIMEOUT_MS: '1000',
-    REQUEST_TIMEOUT_MS: '1500',
-    MAX_CONNECTIONS: '400',
-    AUTH_FAILURE_DELAY_MAX_MS: '400',
-  });
+  gw = await spawnGateway(
+    gatewayEnv('mqtt-hostile', {
+      MQTT: 'on',
+      MQTT_PORT: '0',
+      MQTT_TLS_PORT: '0',
+      MQTT_MAX_PACKET_BYTES: String(MAX_PACKET),
+      MQTT_MAX_INFLIGHT: '16',
+      HEADERS_TIMEOUT_MS: '1000',
+      REQUEST_TIMEOUT_MS: '1500',
+      MAX_CONNECTIONS: '400',
+      AUTH_FAILURE_DELAY_MAX_MS: '400',
+    }),
+  );
   const started = gw.logs.find((line) => line.event === 'mqtt_started') as { address: string } | undefined;
   port = Number(started!.address.split(':').pop());
 });

@@ -1,8 +1,8 @@
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { TEST_KEY } from './support/gateway.js';
-import { spawnGateway } from './support/process.js';
-import { sql, uniqueTable, waitForWalApplied } from './support/questdb-sql.js';
+import { gatewayEnv, spawnGateway } from './support/process.js';
+import { sql, waitForWalApplied } from './support/questdb-sql.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
 import { tempDir } from './support/temp-dir.js';
 
@@ -11,14 +11,9 @@ const post = (url: string, body: unknown) =>
 
 describe('graceful shutdown', () => {
   it('on SIGTERM finishes in-flight requests, flushes and exits 0', async () => {
-    const table = uniqueTable('shutdown');
-    const gw = await spawnGateway({
-      API_KEY: TEST_KEY,
-      DATA_DIR: tempDir('shutdown'),
-      QUESTDB_URL: inject('questdbUrl'),
-      QUESTDB_TABLE: table,
-      FLUSH_INTERVAL_MS: '60000',
-    });
+    const env = gatewayEnv('shutdown', { FLUSH_INTERVAL_MS: '60000' });
+    const table = env.QUESTDB_TABLE;
+    const gw = await spawnGateway(env);
     let accepted = 0;
     const outcomes: string[] = [];
     let firstAnswer: () => void = () => undefined;

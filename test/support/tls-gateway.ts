@@ -2,10 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, expect, inject } from 'vitest';
-import { TEST_KEY } from './gateway.js';
-import { spawnGateway, type GatewayProcess } from './process.js';
-import { uniqueTable } from './questdb-sql.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { gatewayEnv, spawnGateway, type GatewayProcess } from './process.js';
 import { tempDir } from './temp-dir.js';
 
 /** The built gateway of a TLS test, in a directory of its own, with both of its ports. */
@@ -56,14 +54,7 @@ export function tlsGatewayForTests(
   beforeAll(async () => {
     const dir = tempDir(label);
     const dataDir = join(dir, 'data');
-    const gw = await spawnGateway({
-      API_KEY: TEST_KEY,
-      DATA_DIR: dataDir,
-      QUESTDB_URL: inject('questdbUrl'),
-      QUESTDB_TABLE: uniqueTable(label.replaceAll('-', '')),
-      HEALTH_REPORT: 'false',
-      ...(typeof env === 'function' ? env(dir) : env),
-    });
+    const gw = await spawnGateway(gatewayEnv(label, { DATA_DIR: dataDir, ...(typeof env === 'function' ? env(dir) : env) }));
     const startLine = gw.logs.find((line) => line.event === 'started')!;
     const portOf = (address: unknown): number => Number(String(address).split(':').pop());
     started = { gw, dir, dataDir, port: portOf(startLine.address), httpsPort: portOf(startLine.httpsAddress) };
