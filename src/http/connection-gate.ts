@@ -1,5 +1,5 @@
-import type { Server } from 'node:net';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import { TLS_HANDSHAKE_BYTE } from '../tls/tls-options.js';
 
 export type Dispatch = (socket: Socket) => void;
 
@@ -68,8 +68,40 @@ export class ConnectionGate {
     });
   }
 
+  /**
+   * Listens on a pair of ports through this gate: `secure` speaks TLS only; `plain` serves clear
+   * text and hands on a connection that opens with a TLS handshake, as devices with a TLS client
+   * speak TLS whatever the URL's scheme. When `secure` cannot listen, `plain` is closed again.
+   */
+  async listenPair(
+    plain: Server,
+    secure: Server,
+    host: string,
+    ports: { plain: number; tls: number },
+  ): Promise<{ plain: number; tls: number }> {
+    const toTls = this.takeOver(secure, (socket, own) => own(socket));
+    this.takeOver(plain, (socket, own) => this.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
+    const plainPort = await listen(plain, host, ports.plain);
+    try {
+      return { plain: plainPort, tls: await listen(secure, host, ports.tls) };
+    } catch (error) {
+      plain.close();
+      throw error;
+    }
+  }
+
   /** Closes the connections that never sent a byte: they carry no request to finish. */
   closeUndecided(): void {
     for (const socket of this.undecided) socket.destroy();
   }
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
 }

@@ -1,9 +1,8 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
-import { HTTP_ALPN_PROTOCOLS, TLS_HANDSHAKE_BYTE, TLS_PROTOCOL } from '../tls/tls-options.js';
+import { HTTP_ALPN_PROTOCOLS, TLS_PROTOCOL } from '../tls/tls-options.js';
 import { ConnectionGate } from './connection-gate.js';
 import { answerClientError, HOST_OF_HOSTLESS_REQUESTS, refuseHostlessHttp11, requestErrorResponse } from './early-refusals.js';
 
@@ -33,16 +32,6 @@ export interface HttpServer {
   close(deadline: number): Promise<void>;
 }
 
-function listen(server: Server | HttpsServer, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
 export async function startHttpServer(app: Hono, options: HttpServerOptions): Promise<HttpServer> {
   const httpOptions = {
     headersTimeout: options.headersTimeoutMs,
@@ -66,22 +55,11 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
   for (const server of [plain, secure]) server.on('clientError', answerClientError);
 
   const gate = options.gate ?? new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
-  const toTls = gate.takeOver(secure, (socket, own) => own(socket));
-  // Devices with a TLS client speak TLS whatever the URL's scheme, so the plain port serves both.
-  gate.takeOver(plain, (socket, own) => gate.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
-
-  const port = await listen(plain, options.host, options.port);
-  let httpsPort: number;
-  try {
-    httpsPort = await listen(secure, options.host, options.httpsPort);
-  } catch (error) {
-    plain.close();
-    throw error;
-  }
+  const ports = await gate.listenPair(plain, secure, options.host, { plain: options.port, tls: options.httpsPort });
   return {
     server: plain,
-    port,
-    httpsPort,
+    port: ports.plain,
+    httpsPort: ports.tls,
     gate,
     setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, cert: certificate.cert, key: certificate.key }),
     close: (deadline) => closeServers([plain, secure], gate, deadline),

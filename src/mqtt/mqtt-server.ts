@@ -1,7 +1,7 @@
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { ConnectionGate } from '../http/connection-gate.js';
-import { TLS_HANDSHAKE_BYTE, TLS_PROTOCOL } from '../tls/tls-options.js';
+import { TLS_PROTOCOL } from '../tls/tls-options.js';
 
 export interface MqttListenOptions {
   host: string;
@@ -24,16 +24,6 @@ export interface MqttListeners {
   close(): Promise<void>;
 }
 
-function listen(server: Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
 /**
  * MQTT's two ports: `port` in clear, which also takes TLS told apart by the first byte as the HTTP
  * port does (a CONNECT starts with 0x10, a TLS handshake with 0x16), and `tlsPort`, TLS only, with
@@ -46,19 +36,10 @@ export async function listenMqtt(options: MqttListenOptions): Promise<MqttListen
   // A handshake that fails is the client's problem; it must not reach the process's error handler.
   secure.on('tlsClientError', (_error, socket) => socket.destroy());
   const { gate } = options;
-  const toTls = gate.takeOver(secure, (socket, own) => own(socket));
-  gate.takeOver(plain, (socket, own) => gate.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
-  const port = await listen(plain, options.host, options.port);
-  let tlsPort: number;
-  try {
-    tlsPort = await listen(secure, options.host, options.tlsPort);
-  } catch (error) {
-    plain.close();
-    throw error;
-  }
+  const ports = await gate.listenPair(plain, secure, options.host, { plain: options.port, tls: options.tlsPort });
   return {
-    port,
-    tlsPort,
+    port: ports.plain,
+    tlsPort: ports.tls,
     setCertificate: (certificate) => secure.setSecureContext({ ...tlsOptions, ...certificate }),
     close: () =>
       Promise.all([plain, secure].map((server) => new Promise<void>((resolve) => server.close(() => resolve())))).then(() => undefined),
