@@ -102,6 +102,9 @@ async function serve(): Promise<void> {
   });
 }
 
+/** Where a command writes: the process's own stdout and stderr. */
+const TERMINAL = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
+
 /** Runs one command line; `args` are the arguments after the program name. */
 export async function runCli(args: string[]): Promise<void> {
   const command = args[0] ?? 'serve';
@@ -110,28 +113,16 @@ export async function runCli(args: string[]): Promise<void> {
       await serve();
       break;
     case 'dead-letters':
-      process.exitCode = await deadLettersCommand(args.slice(1), process.env, {
-        out: (text) => process.stdout.write(text),
-        err: (text) => process.stderr.write(text),
-      });
+      process.exitCode = await deadLettersCommand(args.slice(1), process.env, TERMINAL);
       break;
     case 'keys':
-      process.exitCode = await keysCommand(args.slice(1), process.env, {
-        out: (text) => process.stdout.write(text),
-        err: (text) => process.stderr.write(text),
-      });
+      process.exitCode = await keysCommand(args.slice(1), process.env, TERMINAL);
       break;
     case 'tls-certificate':
-      process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, {
-        out: (text) => process.stdout.write(text),
-        err: (text) => process.stderr.write(text),
-      });
+      process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, TERMINAL);
       break;
     case 'catalogue':
-      process.exitCode = catalogueCommand(args.slice(1), process.env, {
-        out: (text) => process.stdout.write(text),
-        err: (text) => process.stderr.write(text),
-      });
+      process.exitCode = catalogueCommand(args.slice(1), process.env, TERMINAL);
       break;
     case 'check-config': {
       const check = checkConfig();
