@@ -1,31 +1,24 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
-import type { QueueWriter } from '../queue/queue-writer.js';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/receive-clock.js';
-import type { GatewayStats } from '../stats.js';
-import type { KeyStore, Principal } from '../keys/key-store.js';
-import type { SinkDescription, TlsSummary } from '../health/snapshot.js';
+import type { Principal } from '../keys/key-store.js';
 import type { Reading } from '../reading/reading-schema.js';
 import { QueueFullReason } from '../health/queue-full.js';
 import { apiKey } from './middleware/api-key/index.js';
-import type { FailureDelay } from './middleware/api-key/failure-delay.js';
 import { InflightBudget } from './inflight-budget.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problem } from './problem-details.js';
-import { HEALTH_ROUTES, registerHealthRoutes } from './routes/health.js';
+import { HEALTH_ROUTES, registerHealthRoutes, type HealthDeps } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
 import { FLEET_REPORT_PATH, registerFleetRoutes, type FleetDeps } from './routes/fleet.js';
 
-export interface AppDeps {
-  queue: QueueWriter;
+/** What the app needs: what the health routes need (their API-key check it makes itself), and more. */
+export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
   delivery: { notifyAppended(): void };
   clock: ReceiveClock;
-  stats: GatewayStats;
   validator: Validator;
   logger: Logger;
-  keys: KeyStore;
-  failureDelay: FailureDelay;
   maxBodyBytes: number;
   maxInflightBytes: number;
   /** Request bytes held at once; shared with MQTT's packets when given. */
@@ -34,12 +27,8 @@ export interface AppDeps {
   harborId: string | undefined;
   /** This gateway's site (`SITE_ID`). */
   siteId: string;
-  isStopping: () => boolean;
   /** Aborted when the gateway starts to stop. */
   stopping: AbortSignal;
-  version: string;
-  tls?: () => TlsSummary;
-  sinks?: readonly SinkDescription[];
   /** The local console and `/metrics` (src/console/): mounted ahead of the API, told what ingest accepted and refused. */
   console?: ConsoleHooks;
   /** Requests with an `Idempotency-Key` answered so far (`routes/ingest.ts`). */
