@@ -5,7 +5,7 @@ import { Confirm } from '../pages/confirm.js';
 import { DeadLetters } from '../pages/dead-letters.js';
 import { formatCount } from '../pages/format.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
-import { renderPage } from '../render.js';
+import { renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
 
 /** Dead letters listed on the page, oldest first. */
@@ -37,13 +37,7 @@ function withStore<T>(console: GatewayConsole, use: (store: DeadLetterStore) => 
 }
 
 export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): void {
-  const frame = (c: Context, notice?: string) => ({
-    title: 'Dead letters',
-    page: 'dead-letters' as const,
-    csrf: c.get('consoleSession').csrf,
-    version: console.deps.version,
-    notice,
-  });
+  const frame = (c: Context, notice?: string) => sessionFrame(c, console.deps.version, 'dead-letters', 'Dead letters', { notice });
 
   app.get(`${CONSOLE_PATH}/dead-letters`, (c) => {
     const model = withStore(console, (store) => {

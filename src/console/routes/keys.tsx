@@ -6,7 +6,7 @@ import type { GatewayConsole } from '../gateway-console.js';
 import { Confirm } from '../pages/confirm.js';
 import { KeyCreated, Keys, type KeyRow } from '../pages/keys.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
-import { renderPage } from '../render.js';
+import { renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
 import { httpsUrl, lanHosts } from './pages.js';
 
@@ -26,13 +26,7 @@ function refusalOf(name: string, shipPrefix: string, existing: readonly { name: 
 
 export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
   const { keys } = console.deps;
-  const frame = (c: Context, notice?: string) => ({
-    title: 'Keys',
-    page: 'keys' as const,
-    csrf: c.get('consoleSession').csrf,
-    version: console.deps.version,
-    notice,
-  });
+  const frame = (c: Context, notice?: string) => sessionFrame(c, console.deps.version, 'keys', 'Keys', { notice });
 
   const list = (c: Context, error?: string, typed?: { name: string; shipPrefix: string }, notice?: string) => {
     const file = readKeyFile(keys.path);

@@ -8,7 +8,7 @@ import { Devices } from '../pages/devices.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
 import { Overview } from '../pages/overview.js';
 import { Settings, type SettingRow } from '../pages/settings.js';
-import { renderPage } from '../render.js';
+import { renderPage, sessionFrame } from '../render.js';
 import { isLoopback, requestHostname } from '../request-facts.js';
 import { updateInstaller } from '../update-bundle.js';
 
@@ -45,13 +45,8 @@ export function settingRows(env: Record<string, string | undefined>): SettingRow
 
 export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
   const settings = settingRows(console.deps.env);
-  const frame = (c: Context, page: 'overview' | 'devices' | 'settings', title: string, refreshS?: number) => ({
-    title,
-    page,
-    csrf: c.get('consoleSession').csrf,
-    version: console.deps.version,
-    ...(refreshS === undefined ? {} : { refreshS }),
-  });
+  const frame = (c: Context, page: 'overview' | 'devices' | 'settings', title: string, refreshS?: number) =>
+    sessionFrame(c, console.deps.version, page, title, refreshS === undefined ? {} : { refreshS });
 
   // Paths are matched without their trailing slash: this is /console/ too.
   app.get(CONSOLE_PATH, (c) => {
