@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeGatewayState, formatDuration, OutageWatch } from './gateway-state.js';
 import type { GatewaySnapshot, SinkSnapshot } from './snapshot.js';
+import { healthSnapshot } from '../../test/support/health-snapshot.js';
 import { sinkSnapshotOf } from '../../test/support/sink-snapshot.js';
 
 const MB = 1024 * 1024;
@@ -20,42 +21,14 @@ function snapshot(
     heldBy?: string | null;
   } = {},
 ): GatewaySnapshot {
-  return {
-    version: '0.1.0',
-    uptimeSeconds: 100,
-    durability: 'full',
-    ready: change.ready ?? true,
-    clockSynchronized: change.clock === undefined ? true : change.clock,
-    queue: {
-      records: 1,
-      readings: 1,
-      bytes: change.bytes ?? 0,
-      maxBytes: 100 * MB,
-      commits: 1,
-      oldestAgeSeconds: change.oldest ?? null,
-      heldBy: change.heldBy ?? null,
-    },
-    deadLetters: change.deadLetters ?? 0,
-    flush: {
-      last: null,
-      lastError: change.lastErrorAt === undefined ? null : { at: change.lastErrorAt, message: change.lastError ?? 'connect ECONNREFUSED' },
-      consecutiveFailures: change.failures ?? 0,
-    },
-    sinks: change.sinks ?? [],
-    totals: {
-      acceptedRequests: 0,
-      acceptedReadings: 0,
-      refusedRequests: 0,
-      flushes: 0,
-      flushFailures: 0,
-      flushedReadings: 0,
-      deadLettered: 0,
-    },
-    tls: null,
-    keys: [],
-    auth: { wrongKeyRequests: 0, addressesTracked: 0 },
-    memory: { rssBytes: 0, heapUsedBytes: 0, heapTotalBytes: 0, deliveryHeapUsedBytes: null, deliveryHeapTotalBytes: null },
-  };
+  const { bytes, oldest, clock, ...same } = change;
+  return healthSnapshot({
+    ...same,
+    queued: 1,
+    queueBytes: bytes ?? 0,
+    oldestAgeSeconds: oldest ?? null,
+    clockSynchronized: clock === undefined ? true : clock,
+  });
 }
 
 describe('the gateway state in words', () => {
