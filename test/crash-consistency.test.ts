@@ -1,16 +1,9 @@
-import { describe, expect, inject, it } from 'vitest';
-import { runCrashConsistency } from '../scripts/lib/crash-consistency.mjs';
+import { describe, expect, it } from 'vitest';
+import { crashRounds } from './support/crash-rounds.js';
 
-// A few rounds here; `npm run test:faults` runs many.
 describe.each(['process-crash', 'power-loss'] as const)('kill -9 under load (%s)', (durability) => {
   it('keeps every 2xx reading exactly once and no refused reading', async () => {
-    const report = await runCrashConsistency({
-      rounds: 3,
-      durability,
-      questdbUrl: inject('questdbUrl'),
-      bundlePath: inject('bundlePath'),
-      clients: 4,
-    });
+    const report = await crashRounds(durability);
     const summary = {
       ...report,
       missing: report.missing.slice(0, 5),

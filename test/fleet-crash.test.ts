@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { runCrashConsistency } from '../scripts/lib/crash-consistency.mjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { crashRounds } from './support/crash-rounds.js';
 import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { createTopic } from './support/kafka.js';
 import { startTestGateway, TEST_KEY, type TestGateway } from './support/gateway.js';
@@ -29,12 +29,7 @@ describe.each(['process-crash', 'power-loss'] as const)('kill -9 of a site with 
     const central = await startTestGateway();
     centrals.push(central);
     const siteTable = uniqueTable('crash_site');
-    const report = await runCrashConsistency({
-      rounds: 3,
-      durability,
-      questdbUrl: inject('questdbUrl'),
-      bundlePath: inject('bundlePath'),
-      clients: 4,
+    const report = await crashRounds(durability, {
       table: siteTable,
       sinkEnv: { UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: TEST_KEY, FLUSH_BACKOFF_MAX_MS: '500' },
       kafka: { broker, topic, killBroker: 1 },
