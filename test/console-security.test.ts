@@ -36,13 +36,7 @@ describe('console sessions', () => {
   it('sets the session cookie HttpOnly, Secure and SameSite=Strict under the __Host- prefix over HTTPS', async () => {
     const client = new ConsoleClient(https);
     await client.request('/console/login');
-    const answer = await client.request('/console/login', {
-      form: [
-        ['_login', client.loginToken!],
-        ['password', PASSWORD],
-        ['next', '/console/devices'],
-      ],
-    });
+    const answer = await client.submitLogin(PASSWORD, '/console/devices');
     expect(answer.status).toBe(303);
     expect(answer.location).toBe('/console/devices');
     const cookie = answer.headers.getSetCookie().find((c) => c.startsWith('__Host-harbor_console='))!;
@@ -102,25 +96,9 @@ describe('console sessions', () => {
     const client = new ConsoleClient(https);
     await client.request('/console/login');
     const started = Date.now();
-    const wrong = await Promise.all(
-      [1, 2, 3].map(() =>
-        client.request('/console/login', {
-          form: [
-            ['_login', client.loginToken!],
-            ['password', 'guess'],
-            ['next', '/console/'],
-          ],
-        }),
-      ),
-    );
+    const wrong = await Promise.all([1, 2, 3].map(() => client.submitLogin('guess')));
     expect(wrong.map((a) => a.status)).toEqual([401, 401, 401]);
-    const right = await client.request('/console/login', {
-      form: [
-        ['_login', client.loginToken!],
-        ['password', PASSWORD],
-        ['next', '/console/'],
-      ],
-    });
+    const right = await client.submitLogin(PASSWORD);
     expect(right.status).toBe(303);
     // Concurrent guesses wait their turn: 250 ms apart at first, doubling with each failure (250 + 500 + 1000 before the fourth).
     expect(Date.now() - started).toBeGreaterThanOrEqual(1700);

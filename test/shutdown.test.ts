@@ -4,7 +4,6 @@ import { TEST_KEY } from './support/gateway.js';
 import { gatewayEnv, spawnGateway } from './support/process.js';
 import { sql, waitForWalApplied } from './support/questdb-sql.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
-import { tempDir } from './support/temp-dir.js';
 
 const post = (url: string, body: unknown) =>
   fetch(`${url}/api/v2/ingest/batch`, { method: 'POST', headers: { 'x-api-key': TEST_KEY }, body: JSON.stringify(body) });
@@ -44,13 +43,9 @@ describe('graceful shutdown', () => {
   });
 
   it('gives up the last flush at the deadline when QuestDB is away, keeping the queue', async () => {
-    const dataDir = tempDir('shutdown');
-    const gw = await spawnGateway({
-      API_KEY: TEST_KEY,
-      DATA_DIR: dataDir,
-      QUESTDB_URL: `http://127.0.0.1:${await freePort()}`,
-      SHUTDOWN_TIMEOUT_MS: '1000',
-    });
+    const env = gatewayEnv('shutdown', { QUESTDB_URL: `http://127.0.0.1:${await freePort()}`, SHUTDOWN_TIMEOUT_MS: '1000' });
+    const dataDir = env.DATA_DIR;
+    const gw = await spawnGateway(env);
     expect((await post(gw.url, [{ ship_id: 's', cargo_id: 'c', value: 1 }])).status).toBe(200);
     const started = Date.now();
     gw.child.kill('SIGTERM');

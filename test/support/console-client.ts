@@ -57,11 +57,16 @@ export class ConsoleClient {
 
   async login(password: string): Promise<ConsolePage> {
     await this.request('/console/login');
+    return this.submitLogin(password);
+  }
+
+  /** The login form with the token of the login page last fetched. */
+  submitLogin(password: string, next = '/console/'): Promise<ConsolePage> {
     return this.request('/console/login', {
       form: [
         ['_login', this.loginToken ?? ''],
         ['password', password],
-        ['next', '/console/'],
+        ['next', next],
       ],
     });
   }
