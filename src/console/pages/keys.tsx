@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import { raw } from 'hono/html';
 import type { KeyCounters } from '../../keys/key-counters.js';
 import { formatAgo } from './format.js';
-import { CountCell, CsrfField, figures, Section, Table } from './layout.js';
+import { CountCell, CsrfField, FormError, figures, Section, SubmitButton, Table } from './layout.js';
 
 export interface KeyRow {
   name: string;
@@ -27,11 +27,7 @@ export interface KeysModel {
 export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, now }) => (
   <>
     <Section name="add" heading="Add a key">
-      {error === undefined ? null : (
-        <p class="error" role="alert" id="key-error">
-          {error}
-        </p>
-      )}
+      {error === undefined ? null : <FormError id="key-error">{error}</FormError>}
       <form method="post" action="/console/keys" class="stack">
         <CsrfField csrf={csrf} />
         <div>
@@ -46,11 +42,7 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
           </label>
           <input type="text" id="key-prefix" name="ship_prefix" maxlength={100} value={typed?.shipPrefix ?? ''} />
         </div>
-        <div class="actions">
-          <button type="submit" class="primary">
-            Add key
-          </button>
-        </div>
+        <SubmitButton>Add key</SubmitButton>
       </form>
     </Section>
     <Section name="keys" heading="Keys">

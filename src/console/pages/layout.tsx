@@ -86,6 +86,22 @@ export const Layout: FC<LayoutProps> = ({ title, page, csrf, notice, refreshS, v
 /** A form's hidden field that proves it came from this session's page. */
 export const CsrfField: FC<{ csrf: string }> = ({ csrf }) => <input type="hidden" name="_csrf" value={csrf} />;
 
+/** A form's one action: its submit button. */
+export const SubmitButton: FC<{ children?: Child }> = ({ children }) => (
+  <div class="actions">
+    <button type="submit" class="primary">
+      {children}
+    </button>
+  </div>
+);
+
+/** Why a form was refused, announced at once by assistive technology. */
+export const FormError: FC<{ id: string; children?: Child }> = ({ id, children }) => (
+  <p class="error" role="alert" id={id}>
+    {children}
+  </p>
+);
+
 /** A section of a page under its heading, which names it for assistive technology (`h-` and its name). */
 export const Section: FC<{ name: string; heading: Child; id?: string; class?: string; children?: Child }> = (props) => (
   <section aria-labelledby={`h-${props.name}`} id={props.id} class={props.class}>

@@ -1,5 +1,5 @@
 import type { FC } from 'hono/jsx';
-import { Section } from './layout.js';
+import { FormError, Section, SubmitButton } from './layout.js';
 
 export interface LoginModel {
   /** The login form's token, also in a cookie (double submit): a login cannot be forged from another site. */
@@ -15,9 +15,7 @@ export const Login: FC<LoginModel> = ({ loginToken, next, failed, configured }) 
   configured ? (
     <Section name="login" heading="Log in" class="card">
       {failed ? (
-        <p class="error" role="alert" id="login-error">
-          That is not the console password. (A device key is not the console password.)
-        </p>
+        <FormError id="login-error">That is not the console password. (A device key is not the console password.)</FormError>
       ) : null}
       <form method="post" action="/console/login" class="stack">
         <input type="hidden" name="_login" value={loginToken} />
@@ -26,11 +24,7 @@ export const Login: FC<LoginModel> = ({ loginToken, next, failed, configured }) 
           <label for="password">Console password</label>
           <input type="password" id="password" name="password" required autocomplete="current-password" />
         </div>
-        <div class="actions">
-          <button type="submit" class="primary">
-            Log in
-          </button>
-        </div>
+        <SubmitButton>Log in</SubmitButton>
       </form>
     </Section>
   ) : (

@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { ConfigCheck } from '../../config/check-config.js';
-import { CsrfField, Section, Table } from './layout.js';
+import { CsrfField, Section, SubmitButton, Table } from './layout.js';
 
 export interface SettingRow {
   env: string;
@@ -74,11 +74,7 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
             <label for="bundle">Update bundle</label>
             <input type="file" id="bundle" name="bundle" required />
           </div>
-          <div class="actions">
-            <button type="submit" class="primary">
-              Upload and install
-            </button>
-          </div>
+          <SubmitButton>Upload and install</SubmitButton>
         </form>
       </Section>
     )}
