@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.js';
 import type { SinkSpec } from './registry.js';
+import { specBase } from './spec-base.js';
 import { remoteQuestDbSpec } from './remote-questdb/remote-questdb-spec.js';
 import { describeUpstream } from './upstream/upstream-target.js';
 import { describeKafka } from './kafka/describe-kafka.js';
@@ -41,11 +42,7 @@ function upstreamSpec(config: Config): SinkSpec | undefined {
   if (upstream === undefined) return undefined;
   return {
     kind: 'upstream',
-    name: 'upstream',
-    policy: upstream.policy,
-    backfill: upstream.backfill,
-    batchReadings: upstream.batchReadings,
-    site: config.siteId,
+    ...specBase('upstream', upstream, config.siteId),
     describe: describeUpstream(upstream.url, upstream.proxy),
     url: upstream.url,
     apiKey: upstream.apiKey,
@@ -61,11 +58,7 @@ function kafkaSpec(config: Config): SinkSpec | undefined {
   if (kafka === undefined) return undefined;
   return {
     kind: 'kafka',
-    name: 'kafka',
-    policy: kafka.policy,
-    backfill: kafka.backfill,
-    batchReadings: kafka.batchReadings,
-    site: config.siteId,
+    ...specBase('kafka', kafka, config.siteId),
     kafka,
     describe: describeKafka(kafka),
   };

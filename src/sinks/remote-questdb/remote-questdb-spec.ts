@@ -1,5 +1,6 @@
 import type { Config } from '../../config/config.js';
 import type { QuestDbSinkSpec } from '../registry.js';
+import { specBase } from '../spec-base.js';
 
 export const REMOTE_QUESTDB_SINK = 'remote-questdb';
 
@@ -13,11 +14,7 @@ export function remoteQuestDbSpec(config: Config): QuestDbSinkSpec | undefined {
   if (remote === undefined) return undefined;
   return {
     kind: 'questdb',
-    name: REMOTE_QUESTDB_SINK,
-    policy: remote.policy,
-    backfill: remote.backfill,
-    batchReadings: remote.batchReadings,
-    site: config.siteId,
+    ...specBase(REMOTE_QUESTDB_SINK, remote, config.siteId),
     // Writes go on kept-alive connections: what a table dropped at the centre took with it is sent again.
     replayWindowMs: config.replayWindowMs,
     questdb: {
