@@ -514,6 +514,22 @@ ORDER BY ship`),
   return [row(14, 'Radio link quality', y), quality, now];
 }
 
+/**
+ * A geomap layer of circle markers at the latitude and longitude of query `refId`'s rows.
+ * @param {string} name @param {string} refId @param {Record<string, unknown>} style size, colour, opacity, text
+ */
+const markers = (name, refId, { size, color, opacity, ...text }) => ({
+  type: 'markers',
+  name,
+  tooltip: true,
+  filterData: { id: 'byRefId', options: refId },
+  location: { mode: 'coords', latitude: 'latitude', longitude: 'longitude' },
+  config: {
+    showLegend: false,
+    style: { size, color, opacity, symbol: { mode: 'fixed', fixed: 'img/icons/marker/circle.svg' }, ...text },
+  },
+});
+
 /** The Geomap of the positions: the track of each device and its latest position, labelled. */
 const MAP = {
   id: 11,
@@ -531,40 +547,14 @@ const MAP = {
     tooltip: { mode: 'details' },
     basemap: { type: 'default', name: 'Base map', config: {} },
     layers: [
-      {
-        type: 'markers',
-        name: 'Tracks',
-        tooltip: true,
-        filterData: { id: 'byRefId', options: 'A' },
-        location: { mode: 'coords', latitude: 'latitude', longitude: 'longitude' },
-        config: {
-          showLegend: false,
-          style: {
-            size: { fixed: 3 },
-            color: { fixed: 'blue' },
-            opacity: 0.6,
-            symbol: { mode: 'fixed', fixed: 'img/icons/marker/circle.svg' },
-          },
-        },
-      },
-      {
-        type: 'markers',
-        name: 'Latest position',
-        tooltip: true,
-        filterData: { id: 'byRefId', options: 'B' },
-        location: { mode: 'coords', latitude: 'latitude', longitude: 'longitude' },
-        config: {
-          showLegend: false,
-          style: {
-            size: { fixed: 9 },
-            color: { fixed: 'red' },
-            opacity: 0.9,
-            symbol: { mode: 'fixed', fixed: 'img/icons/marker/circle.svg' },
-            text: { mode: 'field', field: 'device', fixed: '' },
-            textConfig: { fontSize: 12, offsetX: 0, offsetY: -14, textAlign: 'center', textBaseline: 'bottom' },
-          },
-        },
-      },
+      markers('Tracks', 'A', { size: { fixed: 3 }, color: { fixed: 'blue' }, opacity: 0.6 }),
+      markers('Latest position', 'B', {
+        size: { fixed: 9 },
+        color: { fixed: 'red' },
+        opacity: 0.9,
+        text: { mode: 'field', field: 'device', fixed: '' },
+        textConfig: { fontSize: 12, offsetX: 0, offsetY: -14, textAlign: 'center', textBaseline: 'bottom' },
+      }),
     ],
   },
 };
