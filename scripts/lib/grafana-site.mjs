@@ -85,16 +85,19 @@ ORDER BY __text`;
 /** A value rounded to the catalogue's decimals where it gives them (`m` is a row of `named`). */
 const rounded = (/** @type {string} */ value) => `CASE WHEN m.decimals IS NULL THEN ${value} ELSE round(${value}, m.decimals) END`;
 
+/** Each ship of the selection seen within the window, with the time of its last reading. */
+const SEEN_SHIPS = `seen AS (
+  SELECT ship_id, time FROM cargo_data WHERE time > ${SHIPS_SEEN} AND ${SHIP_FILTER}
+  LATEST ON time PARTITION BY ship_id
+)`;
+
 /** What the stat and table panels show when a query answers no rows. */
 const NO_READINGS = 'No readings yet';
 
 function glance() {
   const ships = panel(3, 'table', 'Ships at a glance', [0, 5, 16, 9], {
     targets: [
-      target(`WITH seen AS (
-  SELECT ship_id, time FROM cargo_data WHERE time > ${SHIPS_SEEN} AND ${SHIP_FILTER}
-  LATEST ON time PARTITION BY ship_id
-), hour AS (
+      target(`WITH ${SEEN_SHIPS}, hour AS (
   SELECT ship_id, count() AS readings FROM cargo_data WHERE time > dateadd('h', -1, now()) AND ${SHIP_FILTER}
 ), ${latestReadings(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}, ${named('recent', ['time', 'ship_id', 'cargo_id', 'value'])}, classified AS (
   SELECT time, ship_id, value, normal_min, normal_max,
@@ -185,10 +188,7 @@ ORDER BY ship`),
 function overview() {
   const reporting = panel(1, 'stat', 'Ships reporting now', [0, 0, 6, 4], {
     targets: [
-      target(`WITH seen AS (
-  SELECT ship_id, time FROM cargo_data WHERE time > ${SHIPS_SEEN} AND ${SHIP_FILTER}
-  LATEST ON time PARTITION BY ship_id
-)
+      target(`WITH ${SEEN_SHIPS}
 SELECT coalesce(sum(CASE WHEN time > dateadd('m', -${REPORTING_MINUTES}, now()) THEN 1 ELSE 0 END), 0) AS reporting, count() AS seen
 FROM seen`),
     ],
