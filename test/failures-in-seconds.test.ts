@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { startDevices } from '../scripts/lib/device-load.mjs';
-import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { FaultProxy } from './support/fault-proxy.js';
-import { createTopic } from './support/kafka.js';
+import { createTopic, kafkaForTests } from './support/kafka.js';
 import { TEST_KEY } from './support/gateway.js';
 import { gatewayEnv, killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { waitUntil } from './support/wait.js';
@@ -13,17 +12,12 @@ import { waitUntil } from './support/wait.js';
 
 const VISIBLE_WITHIN_MS = 5_000;
 const processes: GatewayProcess[] = [];
-let broker: KafkaBroker;
+const testKafka = kafkaForTests();
 let proxy: FaultProxy;
-
-beforeAll(async () => {
-  broker = await startKafka();
-}, 240_000);
 
 afterAll(async () => {
   await killAll(processes);
   await proxy?.close();
-  await broker?.close();
 }, 60_000);
 
 interface SinkStatus {
@@ -79,13 +73,13 @@ async function timeToVisible(
 describe('a destination that dies or goes silent', () => {
   it('a Kafka broker killed -9 shows within 5 s', async () => {
     const topic = `visible-${Date.now().toString(36)}`;
-    await createTopic(broker.bootstrap, topic, 3);
-    const site = await spawn({ KAFKA_BROKERS: broker.bootstrap, KAFKA_TOPIC: topic });
+    await createTopic(testKafka.broker.bootstrap, topic, 3);
+    const site = await spawn({ KAFKA_BROKERS: testKafka.broker.bootstrap, KAFKA_TOPIC: topic });
     const { ms, sink: kafka } = await timeToVisible(site, 'kafka', () => {
-      process.kill(broker.pid()!, 'SIGKILL');
+      process.kill(testKafka.broker.pid()!, 'SIGKILL');
     });
     expect(ms, JSON.stringify(kafka)).toBeLessThan(VISIBLE_WITHIN_MS);
-    await broker.start();
+    await testKafka.broker.start();
   }, 120_000);
 
   it('a central gateway killed -9 shows within 5 s', async () => {

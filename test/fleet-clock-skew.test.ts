@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
-import { createTopic, readTopic } from './support/kafka.js';
+import { createTopic, readTopic, kafkaForTests } from './support/kafka.js';
 import { startTestGateway, TEST_KEY, type TestGateway } from './support/gateway.js';
 import { killAll, spawnGateway, type GatewayProcess } from './support/process.js';
 import { sql, uniqueTable, waitForCount } from './support/questdb-sql.js';
@@ -14,22 +13,20 @@ import { waitUntil } from './support/wait.js';
 // dead letter, and the site and the centre say how far the clock is off.
 
 const run = Date.now().toString(36);
-let broker: KafkaBroker;
+const testKafka = kafkaForTests();
 let topic: string;
 let central: TestGateway;
 const sites: GatewayProcess[] = [];
 
 beforeAll(async () => {
-  broker = await startKafka();
   topic = `skew-${run}`;
-  await createTopic(broker.bootstrap, topic, 3);
+  await createTopic(testKafka.broker.bootstrap, topic, 3);
   central = await startTestGateway({ SITE_ID: `centre-${run}` });
 }, 240_000);
 
 afterAll(async () => {
   await killAll(sites);
   await central?.stop();
-  await broker?.close();
 }, 60_000);
 
 interface Status {
@@ -61,7 +58,7 @@ describe.each([
       HOUSEKEEPING_CRON: '* * * * * *',
       UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
       UPSTREAM_API_KEY: TEST_KEY,
-      KAFKA_BROKERS: broker.bootstrap,
+      KAFKA_BROKERS: testKafka.broker.bootstrap,
       KAFKA_TOPIC: topic,
     });
     sites.push(site);
@@ -87,7 +84,7 @@ describe.each([
     const final = await status(site);
     expect(final.deadLetters).toBe(0);
     expect(await waitForCount(`SELECT count() FROM "${central.table}" WHERE site = '${id}'`, 31, 30_000)).toBe(31);
-    const messages = (await readTopic(broker.bootstrap, topic)).filter((m) => JSON.parse(m.value).site === id);
+    const messages = (await readTopic(testKafka.broker.bootstrap, topic)).filter((m) => JSON.parse(m.value).site === id);
     expect(messages).toHaveLength(31);
 
     const kafka = final.sinks.find((s) => s.name === 'kafka')!;
@@ -116,7 +113,7 @@ describe.each([
       'a report after the deliveries',
       async () =>
         (await sql<[string]>(`SELECT state_text FROM fleet_site_health WHERE site = '${id}' LATEST ON time PARTITION BY site`))
-          .dataset[0]?.[0] === (seconds > 0 ? `delivering, clock 2 h ahead of Kafka ${broker.bootstrap}` : 'delivering'),
+          .dataset[0]?.[0] === (seconds > 0 ? `delivering, clock 2 h ahead of Kafka ${testKafka.broker.bootstrap}` : 'delivering'),
       30_000,
     );
     const [offsetSeconds] = (

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { crashRounds } from './support/crash-rounds.js';
-import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
-import { createTopic } from './support/kafka.js';
+import { createTopic, kafkaForTests } from './support/kafka.js';
 import { startTestGateway, TEST_KEY, type TestGateway } from './support/gateway.js';
 import { sql, storedCounts, uniqueTable, waitForDrained } from './support/questdb-sql.js';
 
@@ -11,13 +10,9 @@ import { sql, storedCounts, uniqueTable, waitForDrained } from './support/questd
 // replay after a kill lands on the same keys), and Kafka every answered reading at least once.
 
 const centrals: TestGateway[] = [];
-let broker: KafkaBroker;
-beforeAll(async () => {
-  broker = await startKafka();
-}, 240_000);
+const testKafka = kafkaForTests();
 afterAll(async () => {
   for (const central of centrals) await central.stop();
-  await broker?.close();
 }, 60_000);
 
 const count = async (query: string): Promise<number> => Number((await sql(query)).dataset[0]?.[0]);
@@ -25,14 +20,14 @@ const count = async (query: string): Promise<number> => Number((await sql(query)
 describe.each(['process-crash', 'power-loss'] as const)('kill -9 of a site with an upstream and a Kafka sink (%s)', (durability) => {
   it('keeps every answered reading exactly once locally and centrally, and at least once in Kafka, the broker killed -9 too', async () => {
     const topic = `crash-${durability}-${Date.now().toString(36)}`;
-    await createTopic(broker.bootstrap, topic, 3);
+    await createTopic(testKafka.broker.bootstrap, topic, 3);
     const central = await startTestGateway();
     centrals.push(central);
     const siteTable = uniqueTable('crash_site');
     const report = await crashRounds(durability, {
       table: siteTable,
       sinkEnv: { UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: TEST_KEY, FLUSH_BACKOFF_MAX_MS: '500' },
-      kafka: { broker, topic, killBroker: 1 },
+      kafka: { broker: testKafka.broker, topic, killBroker: 1 },
     });
     const summary = JSON.stringify({ ...report, missing: report.missing.slice(0, 5), strangers: report.strangers.slice(0, 5) });
     expect(report.ok, summary).toBeGreaterThan(100);

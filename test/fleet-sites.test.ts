@@ -3,13 +3,12 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { dashboardQueries, expandSql } from '../scripts/lib/grafana-expand.mjs';
-import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { FleetRecorder } from '../src/health/fleet-rows.js';
 import { hashKey } from '../src/keys/key-hash.js';
 import { QuestDbHttp } from '../src/questdb/questdb-http.js';
 import { writeKeyFile } from '../src/keys/key-file.js';
 import { evaluateRule, loadAlertRules } from './support/grafana-alerting.js';
-import { createTopic, readTopic } from './support/kafka.js';
+import { createTopic, readTopic, kafkaForTests } from './support/kafka.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, uniqueTable, waitForCount, waitForWalApplied } from './support/questdb-sql.js';
 import { tempDir } from './support/temp-dir.js';
@@ -35,7 +34,7 @@ const SITE_B = `pier-b-${run}`;
 const CENTRE = `centre-${run}`;
 const KEYS = { a: 'site-a-key-0123456789', b: 'site-b-key-0123456789', devices: 'devices-key-0123456789' };
 
-let broker: KafkaBroker;
+const testKafka = kafkaForTests();
 let topic: string;
 let central: TestGateway;
 let siteA: TestGateway;
@@ -43,9 +42,8 @@ let siteB: TestGateway;
 let client: pg.Client;
 
 beforeAll(async () => {
-  broker = await startKafka();
   topic = `fleet-${run}`;
-  await createTopic(broker.bootstrap, topic, 3);
+  await createTopic(testKafka.broker.bootstrap, topic, 3);
   const keyFile = join(tempDir('fleet-keys'), 'api-keys');
   writeKeyFile(keyFile, [
     { name: 'site-a', hash: hashKey(KEYS.a), site: SITE_A },
@@ -60,7 +58,7 @@ beforeAll(async () => {
       SITE_ID: id,
       UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
       UPSTREAM_API_KEY: key,
-      KAFKA_BROKERS: broker.bootstrap,
+      KAFKA_BROKERS: testKafka.broker.bootstrap,
       KAFKA_TOPIC: topic,
     });
   [siteA, siteB] = await Promise.all([site(SITE_A, KEYS.a), site(SITE_B, KEYS.b)]);
@@ -72,7 +70,6 @@ afterAll(async () => {
   await client?.end();
   await Promise.all([siteA?.stop(), siteB?.stop()]);
   await central?.stop();
-  await broker?.close();
 }, 60_000);
 
 const post = (url: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -98,8 +95,8 @@ describe('two sites and a central gateway', () => {
     expect(await rowsOf(siteA.table, 'pump-1')).toEqual([[SITE_A, 111]]);
     expect(await rowsOf(siteB.table, 'pump-1')).toEqual([[SITE_B, 222]]);
 
-    await waitUntil('both readings in Kafka', async () => (await readTopic(broker.bootstrap, topic)).length >= 2, 30_000);
-    const messages = (await readTopic(broker.bootstrap, topic)).map((m) => JSON.parse(m.value));
+    await waitUntil('both readings in Kafka', async () => (await readTopic(testKafka.broker.bootstrap, topic)).length >= 2, 30_000);
+    const messages = (await readTopic(testKafka.broker.bootstrap, topic)).map((m) => JSON.parse(m.value));
     expect(messages.filter((m) => m.ship_id === 'pump-1').sort((x, y) => x.value - y.value)).toEqual([
       { time: '2026-11-25T12:00:00.000000000Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 111, site: SITE_A },
       { time: '2026-11-25T12:00:00.000000000Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 222, site: SITE_B },
