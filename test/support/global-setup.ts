@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import type { TestProject } from 'vitest/node';
-import { startQuestDb, type QuestDbServer } from '../../scripts/lib/questdb.mjs';
+import { QUESTDB_SMALL_TABLE_SETTINGS, startQuestDb, type QuestDbServer } from '../../scripts/lib/questdb.mjs';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -36,7 +36,7 @@ async function start(): Promise<Started> {
   const runTempDir = mkdtempSync(join(tmpdir(), 'harbor-test-run-'));
   process.env['TMPDIR'] = runTempDir;
   const dataDir = mkdtempSync(join(runTempDir, 'harbor-questdb-'));
-  const questdb = await startQuestDb({ dataDir });
+  const questdb = await startQuestDb({ dataDir, env: QUESTDB_SMALL_TABLE_SETTINGS });
   return { questdb, dataDir, bundlePath: join(root, 'dist', 'gateway.mjs'), runTempDir };
 }
 
