@@ -29,6 +29,20 @@ export function readingJson(r: QueuedReading, siteJson?: string): string {
  */
 export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): OutgoingReading[] {
   const out: OutgoingReading[] = [];
+  for (const { reading, record, json } of eachReadingJson(records, deadLetters, site))
+    out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
+  return out;
+}
+
+/**
+ * The same readings one at a time, made as they are taken: a sink that sends a batch in several
+ * requests holds only one request's readings at once (the dead letters are complete once all are taken).
+ */
+export function* eachReadingJson(
+  records: readonly QueueRecord[],
+  deadLetters: DeadLetterInput[],
+  site?: string,
+): Generator<Omit<OutgoingReading, 'bytes'>> {
   const rows: QueuedReading[] = [];
   const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
   for (const record of records) {
@@ -41,10 +55,6 @@ export function outgoingReadings(records: readonly QueueRecord[], deadLetters: D
       deadLetters.push(corruptRecordLetter(record, error));
       continue;
     }
-    for (const reading of rows) {
-      const json = readingJson(reading, siteJson);
-      out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
-    }
+    for (const reading of rows) yield { reading, record, json: readingJson(reading, siteJson) };
   }
-  return out;
 }
