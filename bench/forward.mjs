@@ -70,35 +70,26 @@ const questdb = await startQuestDb({ dataDir: join(work, 'questdb'), heap: '512m
  * @param {string[] | undefined} nodeArgs the site gateway's
  */
 async function measure(sink, dataDir, unreachable, table, nodeArgs) {
-  const site = { DATA_DIR: dataDir, ...gatewayEnv };
-  if (sink === 'questdb')
-    return forward({
+  /**
+   * The site gateway with `env` beside its own, by default delivering into QuestDB's `table`.
+   * @param {Record<string, string>} env
+   * @param {Partial<Parameters<typeof forward>[0]>} [options]
+   */
+  const site = (env, options) =>
+    forward({
       bundle,
       apiKey,
       sink,
       total,
       nodeArgs,
-      env: { ...site, QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' },
       destinationPid: questdb.pid,
       done: () => tableHolds(questdb.httpUrl, table, total),
+      ...options,
+      env: { DATA_DIR: dataDir, ...gatewayEnv, ...env },
     });
+  if (sink === 'questdb') return site({ QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' });
   if (sink === 'remote-questdb')
-    return forward({
-      bundle,
-      apiKey,
-      sink,
-      total,
-      nodeArgs,
-      env: {
-        ...site,
-        LOCAL_QUESTDB: 'off',
-        REMOTE_QUESTDB_URL: questdb.httpUrl,
-        REMOTE_QUESTDB_TABLE: table,
-        REMOTE_QUESTDB_BACKFILL: 'on',
-      },
-      destinationPid: questdb.pid,
-      done: () => tableHolds(questdb.httpUrl, table, total),
-    });
+    return site({ LOCAL_QUESTDB: 'off', REMOTE_QUESTDB_URL: questdb.httpUrl, REMOTE_QUESTDB_TABLE: table, REMOTE_QUESTDB_BACKFILL: 'on' });
   if (sink === 'upstream') {
     const central = await startBenchGateway({
       bundle,
@@ -113,23 +104,8 @@ async function measure(sink, dataDir, unreachable, table, nodeArgs) {
       },
     });
     try {
-      return await forward({
-        bundle,
-        apiKey,
-        sink,
-        total,
-        nodeArgs,
-        env: {
-          ...site,
-          LOCAL_QUESTDB: 'off',
-          UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
-          UPSTREAM_API_KEY: apiKey,
-          UPSTREAM_BACKFILL: 'on',
-        },
-        destinationPid: questdb.pid,
-        central,
-        done: () => tableHolds(questdb.httpUrl, table, total),
-      });
+      const url = `${central.url}/api/v2/ingest/batch`;
+      return await site({ LOCAL_QUESTDB: 'off', UPSTREAM_URL: url, UPSTREAM_API_KEY: apiKey, UPSTREAM_BACKFILL: 'on' }, { central });
     } finally {
       await central.stop('SIGTERM');
       rmSync(join(work, 'central'), { recursive: true, force: true });
@@ -138,16 +114,10 @@ async function measure(sink, dataDir, unreachable, table, nodeArgs) {
   const kafka = /** @type {NonNullable<typeof broker>} */ (broker);
   const before = await topicMessages(kafka.bootstrap, topic);
   // The Kafka sink joins with backfill, so it starts at the oldest queued reading; QuestDB stays unreachable.
-  return forward({
-    bundle,
-    apiKey,
-    sink,
-    total,
-    nodeArgs,
-    env: { ...site, QUESTDB_URL: unreachable, KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: topic, KAFKA_BACKFILL: 'on' },
-    destinationPid: kafka.pid(),
-    done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === total,
-  });
+  return site(
+    { QUESTDB_URL: unreachable, KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: topic, KAFKA_BACKFILL: 'on' },
+    { destinationPid: kafka.pid(), done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === total },
+  );
 }
 
 /**

@@ -4,24 +4,15 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { projectRoot } from '../scripts/lib/paths.mjs';
 import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
 import { median } from '../scripts/lib/stats.mjs';
+import { parseLoadArgs } from './lib/options.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '5' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '64' },
-  },
-});
-const runs = Number(args.runs);
-const durationS = Number(args.duration);
-const connections = Number(args.connections);
+const { runs, durationS, connections } = parseLoadArgs(5);
 
 ensureWrk();
 const work = join(projectRoot, 'bench', '.work');

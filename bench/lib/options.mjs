@@ -74,6 +74,21 @@ function withCompareValue(argv) {
 }
 
 /**
+ * A single-push bench's options: `--runs N`, `--duration S` and `--connections N`.
+ * @param {number} defaultRuns
+ */
+export function parseLoadArgs(defaultRuns) {
+  const { values: args } = parseArgs({
+    options: {
+      runs: { type: 'string', default: String(defaultRuns) },
+      duration: { type: 'string', default: '10' },
+      connections: { type: 'string', default: '64' },
+    },
+  });
+  return { runs: Number(args.runs), durationS: Number(args.duration), connections: Number(args.connections) };
+}
+
+/**
  * Parses the command line into the harness's options.
  * @param {string[]} argv
  */
