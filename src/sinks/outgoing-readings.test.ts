@@ -27,7 +27,11 @@ describe('readingJson', () => {
 
 describe("a value sent as the queue's text", () => {
   it('is byte for byte what formatting the double gives, for any double the queue holds', () => {
-    const reading = fc.record({ shipId: fc.string({ minLength: 1 }), cargoId: fc.string({ minLength: 1 }), value: fc.double({ noNaN: true, noDefaultInfinity: true }) });
+    const reading = fc.record({
+      shipId: fc.string({ minLength: 1 }),
+      cargoId: fc.string({ minLength: 1 }),
+      value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+    });
     fc.assert(
       fc.property(reading, (r) => {
         const [out] = outgoingReadings([record(1, formatLine({ timeNs: '1795852800123456789', ...r }))], [], 'pier 7');
