@@ -2,7 +2,7 @@
 // first; `-- --help`). Each run, for each sink, queues the same backlog while no destination is
 // reachable, then starts the gateway with that sink alone able to deliver, and measures readings/s
 // and the gateway's CPU seconds per million readings. Prints the runs and their medians as Markdown.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,6 +12,7 @@ import { freePort } from '../scripts/lib/ports.mjs';
 import { QUESTDB_VERSION, startQuestDb } from '../scripts/lib/questdb.mjs';
 import { settleAndDrop } from '../scripts/lib/questdb-sql.mjs';
 import { median } from '../scripts/lib/stats.mjs';
+import { summarizeProfile } from './lib/cpu-profile.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { fillQueue, forward, tableHolds, topicMessages } from './lib/forward.mjs';
 
@@ -22,6 +23,9 @@ const HELP = `Usage: npm run bench:forward [-- options]
   --runs N       runs (default 3)
   --readings N   backlog of each run, a multiple of 1000 (default 500000)
   --sinks LIST   comma-separated, of ${SINKS.join(',')} (default all)
+  --bundle PATH  the gateway build to run (default dist/gateway.mjs)
+  --cpu-prof DIR run the site gateway under node --cpu-prof, a directory per run and sink under DIR,
+                 and print each thread's self time by area and function over the delivery
 `;
 
 const { values: args } = parseArgs({
@@ -29,6 +33,8 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '3' },
     readings: { type: 'string', default: '500000' },
     sinks: { type: 'string', default: SINKS.join(',') },
+    bundle: { type: 'string', default: join(projectRoot, 'dist', 'gateway.mjs') },
+    'cpu-prof': { type: 'string' },
     help: { type: 'boolean' },
   },
 });
@@ -44,7 +50,7 @@ const unknown = sinks.filter((s) => !SINKS.includes(s));
 if (sinks.length === 0 || unknown.length > 0)
   throw new Error(`bad option --sinks: ${unknown.join(',') || 'empty'} (known: ${SINKS.join(',')})`);
 
-const bundle = join(projectRoot, 'dist', 'gateway.mjs');
+const bundle = args.bundle;
 const apiKey = 'bench-key-0123456789';
 const topic = 'bench-readings';
 const gatewayEnv = { DURABILITY: 'process-crash', HEALTH_REPORT: 'false' };
@@ -61,35 +67,29 @@ const questdb = await startQuestDb({ dataDir: join(work, 'questdb'), heap: '512m
  * @param {string} dataDir
  * @param {string} unreachable
  * @param {string} table
+ * @param {string[] | undefined} nodeArgs the site gateway's
  */
-async function measure(sink, dataDir, unreachable, table) {
-  const site = { DATA_DIR: dataDir, ...gatewayEnv };
-  if (sink === 'questdb')
-    return forward({
+async function measure(sink, dataDir, unreachable, table, nodeArgs) {
+  /**
+   * The site gateway with `env` beside its own, by default delivering into QuestDB's `table`.
+   * @param {Record<string, string>} env
+   * @param {Partial<Parameters<typeof forward>[0]>} [options]
+   */
+  const site = (env, options) =>
+    forward({
       bundle,
       apiKey,
       sink,
       total,
-      env: { ...site, QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' },
+      nodeArgs,
       destinationPid: questdb.pid,
       done: () => tableHolds(questdb.httpUrl, table, total),
+      ...options,
+      env: { DATA_DIR: dataDir, ...gatewayEnv, ...env },
     });
+  if (sink === 'questdb') return site({ QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' });
   if (sink === 'remote-questdb')
-    return forward({
-      bundle,
-      apiKey,
-      sink,
-      total,
-      env: {
-        ...site,
-        LOCAL_QUESTDB: 'off',
-        REMOTE_QUESTDB_URL: questdb.httpUrl,
-        REMOTE_QUESTDB_TABLE: table,
-        REMOTE_QUESTDB_BACKFILL: 'on',
-      },
-      destinationPid: questdb.pid,
-      done: () => tableHolds(questdb.httpUrl, table, total),
-    });
+    return site({ LOCAL_QUESTDB: 'off', REMOTE_QUESTDB_URL: questdb.httpUrl, REMOTE_QUESTDB_TABLE: table, REMOTE_QUESTDB_BACKFILL: 'on' });
   if (sink === 'upstream') {
     const central = await startBenchGateway({
       bundle,
@@ -104,22 +104,8 @@ async function measure(sink, dataDir, unreachable, table) {
       },
     });
     try {
-      return await forward({
-        bundle,
-        apiKey,
-        sink,
-        total,
-        env: {
-          ...site,
-          LOCAL_QUESTDB: 'off',
-          UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
-          UPSTREAM_API_KEY: apiKey,
-          UPSTREAM_BACKFILL: 'on',
-        },
-        destinationPid: questdb.pid,
-        central,
-        done: () => tableHolds(questdb.httpUrl, table, total),
-      });
+      const url = `${central.url}/api/v2/ingest/batch`;
+      return await site({ LOCAL_QUESTDB: 'off', UPSTREAM_URL: url, UPSTREAM_API_KEY: apiKey, UPSTREAM_BACKFILL: 'on' }, { central });
     } finally {
       await central.stop('SIGTERM');
       rmSync(join(work, 'central'), { recursive: true, force: true });
@@ -128,15 +114,10 @@ async function measure(sink, dataDir, unreachable, table) {
   const kafka = /** @type {NonNullable<typeof broker>} */ (broker);
   const before = await topicMessages(kafka.bootstrap, topic);
   // The Kafka sink joins with backfill, so it starts at the oldest queued reading; QuestDB stays unreachable.
-  return forward({
-    bundle,
-    apiKey,
-    sink,
-    total,
-    env: { ...site, QUESTDB_URL: unreachable, KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: topic, KAFKA_BACKFILL: 'on' },
-    destinationPid: kafka.pid(),
-    done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === total,
-  });
+  return site(
+    { QUESTDB_URL: unreachable, KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: topic, KAFKA_BACKFILL: 'on' },
+    { destinationPid: kafka.pid(), done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === total },
+  );
 }
 
 /**
@@ -156,6 +137,26 @@ function timeWaitTo(port) {
   return ends;
 }
 
+/**
+ * Each thread's self time over `window` by area and its top functions, from the profiles in `dir`.
+ * @param {string} dir
+ * @param {{ fromUs: number, toUs: number }} window
+ */
+function profileSummary(dir, window) {
+  const lines = [];
+  // Node names each thread's profile CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: thread 0 is ingest.
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
+    const thread = file.split('.').at(-3) === '0' ? 'ingest thread' : 'delivery thread';
+    const summary = summarizeProfile(JSON.parse(readFileSync(join(dir, file), 'utf8')), window);
+    const pct = (/** @type {number} */ share) => `${(share * 100).toFixed(1)} %`;
+    lines.push(`${thread}: ${Math.round(summary.busyMs)} ms busy (${join(dir, file)})`);
+    for (const a of summary.areas.slice(0, 10)) lines.push(`  ${a.area}: ${Math.round(a.ms)} ms, ${pct(a.share)}`);
+    for (const f of summary.functions.slice(0, 20))
+      lines.push(`  ${f.functionName} ${f.source || f.area}: ${Math.round(f.ms)} ms, ${pct(f.share)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 /** @type {Record<string, (Awaited<ReturnType<typeof forward>> & { closedConnections: number })[]>} */
 const results = Object.fromEntries(sinks.map((s) => [s, []]));
 try {
@@ -171,7 +172,10 @@ try {
         (sink === 'kafka' ? /** @type {NonNullable<typeof broker>} */ (broker).bootstrap : questdb.httpUrl).split(':').at(-1),
       );
       const waitingBefore = timeWaitTo(destinationPort);
-      const result = { ...(await measure(sink, dataDir, unreachable, table)), closedConnections: 0 };
+      const profileDir = args['cpu-prof'] === undefined ? undefined : join(args['cpu-prof'], `${run}-${sink}`);
+      const nodeArgs = profileDir === undefined ? undefined : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
+      const result = { ...(await measure(sink, dataDir, unreachable, table, nodeArgs)), closedConnections: 0 };
+      if (profileDir !== undefined) process.stderr.write(profileSummary(profileDir, result.window));
       result.closedConnections = [...timeWaitTo(destinationPort)].filter((end) => !waitingBefore.has(end)).length;
       if (sink !== 'kafka') await settleAndDrop(questdb.httpUrl, table);
       rmSync(dataDir, { recursive: true, force: true });

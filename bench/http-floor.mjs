@@ -1,27 +1,26 @@
 // The ceiling of single push on this machine: the same wrk load as `npm run bench` against a Hono
 // app on @hono/node-server whose handler only reads the body and answers the gateway's JSON, no
 // validation, no queue. `npm run bench:http-floor [-- --runs N --duration S]`. Medians of runs.
+// With `--gateway` (after `npm run build`) each run also loads the built gateway in both durability
+// modes, on the same CPU, right after the floor and in turns, and prints each mode's share of the floor.
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { projectRoot } from '../scripts/lib/paths.mjs';
 import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
+import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { median } from '../scripts/lib/stats.mjs';
+import { startBenchGateway } from './lib/gateway.mjs';
+import { waitFor } from './lib/harness.mjs';
+import { parseLoadArgs } from './lib/options.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '5' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '64' },
-  },
-});
-const runs = Number(args.runs);
-const durationS = Number(args.duration);
-const connections = Number(args.connections);
+const { runs, durationS, connections, extra } = parseLoadArgs(5, { gateway: { type: 'boolean', default: false } });
+const gatewayToo = extra.gateway === true;
 
 ensureWrk();
 const work = join(projectRoot, 'bench', '.work');
@@ -50,24 +49,98 @@ await new Promise((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`floor server exited with ${code}`)));
 });
 
-const url = `http://127.0.0.1:${port}/api/v2/ingest/`;
-const env = { BENCH_KIND: 'single', BENCH_FILE: load.path, BENCH_API_KEY: 'floor' };
+const floorUrl = `http://127.0.0.1:${port}/api/v2/ingest/`;
+const MODES = ['process-crash', 'power-loss'];
+const apiKey = randomBytes(24).toString('base64url');
+const dataDir = join(work, `floor-${process.pid}`);
+const questdb = gatewayToo ? await startQuestDb({ dataDir: join(dataDir, 'questdb') }) : undefined;
+/** The loads of one run: the floor, then with --gateway each mode's gateway. @type {{ name: string, url: string, key: string, status?: () => Promise<any> }[]} */
+const targets = [{ name: 'floor', url: floorUrl, key: 'floor' }];
+/** @type {import('./lib/gateway.mjs').BenchGateway[]} */
+const gateways = [];
+/** @type {Record<string, { rate: number, p99: number }[]>} */
+const results = {};
 try {
-  await runWrk({ url, threads: 2, connections, durationS: 2, cpus: '1', env });
-  const rates = [];
-  const p99s = [];
-  for (let run = 1; run <= runs; run++) {
-    const result = await runWrk({ url, threads: 2, connections, durationS, cpus: '1', env });
-    const rate = result.requests / (result.durationUs / 1e6);
-    rates.push(rate);
-    p99s.push(result.latencyUs.p99 / 1000);
-    process.stdout.write(`run ${run}: ${Math.round(rate)} requests/s, p99 ${(result.latencyUs.p99 / 1000).toFixed(2)} ms\n`);
+  for (const mode of MODES) {
+    if (questdb === undefined) break;
+    const gw = await startBenchGateway({
+      bundle: join(projectRoot, 'dist', 'gateway.mjs'),
+      apiKey,
+      cpus: '0',
+      env: {
+        DATA_DIR: join(dataDir, mode),
+        DURABILITY: mode,
+        QUESTDB_URL: questdb.httpUrl,
+        QUESTDB_TABLE: `floor_${mode.replace('-', '_')}_${randomBytes(3).toString('hex')}`,
+      },
+    });
+    gateways.push(gw);
+    targets.push({ name: mode, url: `${gw.url}/api/v2/ingest/`, key: apiKey, status: () => gw.status() });
   }
-  const rate = Math.round(median(rates) ?? 0);
-  const p99 = (median(p99s) ?? 0).toFixed(2);
+  for (const t of targets) results[t.name] = [];
+  const wrkOf = (/** @type {{ url: string, key: string }} */ t, /** @type {number} */ seconds) =>
+    runWrk({
+      url: t.url,
+      threads: 2,
+      connections,
+      durationS: seconds,
+      cpus: '1',
+      env: { BENCH_KIND: 'single', BENCH_FILE: load.path, BENCH_API_KEY: t.key },
+    });
+  for (const t of targets) await wrkOf(t, 2);
+  for (let run = 1; run <= runs; run++) {
+    // The floor first, then the modes in turns: a neighbour's load falls on the gateway as often as on the floor.
+    const modes = targets.slice(1);
+    const order = [targets[0], ...(run % 2 === 1 ? modes : modes.reverse())];
+    for (const t of /** @type {typeof targets} */ (order)) {
+      // A gateway delivers the last run's readings before it is loaded again.
+      const status = t.status;
+      if (status !== undefined) await waitFor(async () => (await status()).queue.readings === 0, 120_000, 200);
+      const result = await wrkOf(t, durationS);
+      const rate = result.requests / (result.durationUs / 1e6);
+      results[t.name]?.push({ rate, p99: result.latencyUs.p99 / 1000 });
+      process.stdout.write(`run ${run}, ${t.name}: ${Math.round(rate)} requests/s, p99 ${(result.latencyUs.p99 / 1000).toFixed(2)} ms\n`);
+    }
+  }
+  const floor = results.floor ?? [];
+  const rates = floor.map((r) => r.rate);
   process.stdout.write(
-    `minimal Hono handler, ${connections} connections, median of ${runs} runs: ${rate} requests/s (${Math.round(Math.min(...rates))}–${Math.round(Math.max(...rates))}), p99 ${p99} ms\n`,
+    `minimal Hono handler, ${connections} connections, median of ${runs} runs: ${Math.round(median(rates) ?? 0)} requests/s (${Math.round(Math.min(...rates))}–${Math.round(Math.max(...rates))}), p99 ${(median(floor.map((r) => r.p99)) ?? 0).toFixed(2)} ms\n`,
   );
+  if (gateways.length > 0) {
+    process.stdout.write(
+      `\nLoad average at the end ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}.\n\n| Load | requests/s | p99 ms | share of the floor in the same run |\n|---|---:|---:|---:|\n`,
+    );
+    for (const t of targets) {
+      const list = results[t.name] ?? [];
+      const shares = list.map((r, i) => r.rate / (floor[i]?.rate ?? Number.NaN));
+      const range = (/** @type {number[]} */ v, /** @type {number} */ digits) =>
+        `${(median(v) ?? 0).toFixed(digits)} (${Math.min(...v).toFixed(digits)}–${Math.max(...v).toFixed(digits)})`;
+      const share =
+        t.name === 'floor'
+          ? '–'
+          : `${range(
+              shares.map((x) => x * 100),
+              1,
+            )} %`;
+      const rate = range(
+        list.map((r) => r.rate),
+        0,
+      );
+      process.stdout.write(
+        `| ${t.name} | ${rate} | ${range(
+          list.map((r) => r.p99),
+          2,
+        )} | ${share} |\n`,
+      );
+    }
+  }
 } finally {
   child.kill();
+  for (const gw of gateways) await gw.stop('SIGTERM');
+  await questdb?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
 }

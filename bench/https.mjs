@@ -7,24 +7,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { projectRoot } from '../scripts/lib/paths.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
 import { median } from '../scripts/lib/stats.mjs';
+import { parseLoadArgs } from './lib/options.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
-const { values: args } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '3' },
-    duration: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '64' },
-  },
-});
-const runs = Number(args.runs);
-const durationS = Number(args.duration);
-const connections = Number(args.connections);
+const { runs, durationS, connections } = parseLoadArgs(3);
 const API_KEY = 'bench-key-0123456789';
 
 const wrkVersion = ensureWrk();

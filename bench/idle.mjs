@@ -10,12 +10,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { sleep, waitFor } from './lib/harness.mjs';
-import { benchWorkDir, buildsToRun, envPairs, loadAverage } from './lib/standalone.mjs';
+import { loadAverage, standaloneBench } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -29,13 +28,8 @@ const { values: args } = parseArgs({
 const runs = Number(args.runs);
 const settleS = Number(args.settle);
 const windowS = Number(args.window);
-const extraEnv = envPairs(args.env);
-const builds = buildsToRun(args.bundle);
-const workDir = benchWorkDir('idle-');
-const apiKey = randomBytes(24).toString('base64url');
 const load = loadAverage;
-const loadAtStart = load();
-const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });
+const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standaloneBench('idle-', args);
 
 /** Voluntary context switches (the thread slept and was woken) and CPU ticks per thread. @param {number} pid */
 function wakeUps(pid) {

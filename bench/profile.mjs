@@ -1,4 +1,4 @@
-// Where single push spends its CPU: `npm run bench:profile [-- options]` (builds the bundle first).
+// Where single push (or with `--batch N` batch push) spends its CPU: `npm run bench:profile [-- options]` (builds the bundle first).
 // Runs the built gateway under `node --cpu-prof` on CPU 0 beside QuestDB, drives single push with
 // wrk from CPU 1, stops the gateway gracefully (so V8 writes a profile per thread) and prints the
 // self time of the ingest thread by area and by function (located through the bundle's source
@@ -24,6 +24,7 @@ const { values: args } = parseArgs({
     mode: { type: 'string', default: 'process-crash' },
     connections: { type: 'string', default: '64' },
     duration: { type: 'string', default: '10' },
+    batch: { type: 'string' },
     top: { type: 'string', default: '25' },
     out: { type: 'string', default: join(projectRoot, 'bench', 'results', 'profiles') },
   },
@@ -38,7 +39,10 @@ const outDir = join(args.out, stamp);
 mkdirSync(outDir, { recursive: true });
 const work = join(projectRoot, 'bench', '.work', `profile-${stamp}`);
 mkdirSync(work, { recursive: true });
-const load = writeLoadFile(join(work, 'single.txt'), 'single', 1);
+// `--batch N`: batches of N readings to /api/v2/ingest/batch instead of single pushes.
+const batch = args.batch === undefined ? undefined : Number(args.batch);
+const kind = batch === undefined ? 'single' : 'batch';
+const load = writeLoadFile(join(work, `${kind}.txt`), kind, batch ?? 1);
 const apiKey = `bench-${randomBytes(16).toString('hex')}`;
 
 const questdb = await startQuestDb({ dataDir: join(work, 'questdb') });
@@ -60,11 +64,11 @@ try {
     },
   });
   const run = {
-    url: `${gateway.url}/api/v2/ingest/`,
+    url: `${gateway.url}/api/v2/ingest/${batch === undefined ? '' : 'batch'}`,
     threads: 2,
     connections,
     cpus: '1',
-    env: { BENCH_KIND: 'single', BENCH_FILE: load.path, BENCH_API_KEY: apiKey },
+    env: { BENCH_KIND: kind, BENCH_FILE: load.path, BENCH_API_KEY: apiKey },
   };
   await runWrk({ ...run, durationS: 2 });
   window.fromUs = monotonicUs();
@@ -79,8 +83,9 @@ try {
 const files = readdirSync(outDir).filter((f) => f.endsWith('.cpuprofile'));
 if (files.length === 0) throw new Error(`no CPU profile was written to ${outDir}`);
 const pct = (/** @type {number} */ share) => `${(share * 100).toFixed(1)} %`;
+const loadName = batch === undefined ? 'single push' : `batches of ${batch}`;
 const lines = [
-  `Single push, ${args.mode}, ${connections} connections, ${durationS} s measured (after 2 s of warm-up; only the measured seconds are profiled): ` +
+  `${loadName[0]?.toUpperCase()}${loadName.slice(1)}, ${args.mode}, ${connections} connections, ${durationS} s measured (after 2 s of warm-up; only the measured seconds are profiled): ` +
     `${Math.round(wrk.requests / (wrk.durationUs / 1e6)).toLocaleString('en-US')} requests/s, p99 ${(wrk.latencyUs.p99 / 1000).toFixed(2)} ms.`,
   '',
 ];
@@ -91,7 +96,7 @@ for (const file of files.sort()) {
   const thread = file.split('.').at(-3) === '0' ? 'ingest thread' : 'delivery thread';
   const profile = JSON.parse(readFileSync(join(outDir, file), 'utf8'));
   const summary = summarizeProfile(profile, window);
-  const title = `${thread}, single push, ${args.mode}, ${connections} connections`;
+  const title = `${thread}, ${loadName}, ${args.mode}, ${connections} connections`;
   writeFileSync(join(outDir, `${thread.split(' ')[0]}.svg`), flameGraph(profile, { title, window }));
   summaries[file] = { thread, ...summary };
   lines.push(

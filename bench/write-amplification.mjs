@@ -12,14 +12,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { list } from './lib/options.mjs';
 import { sleep } from './lib/harness.mjs';
 import { pacedLoad } from './lib/paced.mjs';
-import { benchWorkDir, buildsToRun, envPairs, loadAverage } from './lib/standalone.mjs';
+import { loadAverage, standaloneBench } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,13 +36,8 @@ const modes = list(args.modes);
 const durationS = Number(args.duration);
 const warmupS = Number(args.warmup);
 const runs = Number(args.runs);
-const extraEnv = envPairs(args.env);
-const builds = buildsToRun(args.bundle);
-const workDir = benchWorkDir('writes-');
-const apiKey = randomBytes(24).toString('base64url');
 const load = loadAverage;
-const loadAtStart = load();
-const questdb = await startQuestDb({ dataDir: join(workDir, 'questdb') });
+const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standaloneBench('writes-', args);
 
 /** @param {{ name: string, bundle: string }} build @param {string} mode @param {number} rate */
 async function writesRun(build, mode, rate) {

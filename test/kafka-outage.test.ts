@@ -109,9 +109,9 @@ describe('Kafka outage under load, beside the local QuestDB', () => {
         `Kafka outage: ${load.accepted} readings answered, ${messages.length} messages, ${duplicates} duplicates; failed deliveries: ${JSON.stringify(Object.fromEntries(failures))}`,
       );
       // Only the request that failed is sent again (those acknowledged before it in its batch are
-      // skipped), and a request holds at most 512 KiB of keys and values.
+      // skipped), and a request holds at most 64 KiB of keys and values.
       const smallest = Math.min(...messages.map((m) => Buffer.byteLength(m.key) + Buffer.byteLength(m.value)));
-      expect(duplicates).toBeLessThanOrEqual(final['kafka']!.failures * Math.floor((512 * 1024) / smallest));
+      expect(duplicates).toBeLessThanOrEqual(final['kafka']!.failures * Math.floor((64 * 1024) / smallest));
       for (const device of new Set(messages.map((m) => m.key))) {
         const firsts: number[] = [];
         const seen = new Set<number>();

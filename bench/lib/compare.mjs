@@ -46,56 +46,44 @@ export function comparedBuild(ref) {
  * @typedef {{ figure: string, scenario: 'idle' | 'single' | 'batch' | 'drain', key: (run: any) => string, pick: (run: any) => number | null | undefined, higherIsBetter: boolean, digits: number }} Figure
  */
 
+/**
+ * A load's figures: its rate, its p99 and the gateway's CPU per million readings.
+ * @param {string} load
+ * @param {'single' | 'batch'} scenario
+ * @param {(run: any) => string} key
+ * @param {string} rate  the rate's name
+ * @param {(run: any) => number} pickRate
+ * @returns {Figure[]}
+ */
+const loadFigures = (load, scenario, key, rate, pickRate) => [
+  { figure: `${load}, ${rate}`, scenario, key, pick: pickRate, higherIsBetter: true, digits: 0 },
+  { figure: `${load}, p99 ms`, scenario, key, pick: (r) => r.latencyMs.p99, higherIsBetter: false, digits: 2 },
+  {
+    figure: `${load}, gateway CPU-s per million readings`,
+    scenario,
+    key,
+    pick: (r) => r.footprint.cpuSecondsPerMillion,
+    higherIsBetter: false,
+    digits: 1,
+  },
+];
+
 /** @type {Figure[]} */
 const FIGURES = [
-  {
-    figure: 'single push, requests/s',
-    scenario: 'single',
-    key: (r) => `${r.mode}, ${r.connections} conn.`,
-    pick: (r) => r.requestsPerSec,
-    higherIsBetter: true,
-    digits: 0,
-  },
-  {
-    figure: 'single push, p99 ms',
-    scenario: 'single',
-    key: (r) => `${r.mode}, ${r.connections} conn.`,
-    pick: (r) => r.latencyMs.p99,
-    higherIsBetter: false,
-    digits: 2,
-  },
-  {
-    figure: 'single push, gateway CPU-s per million readings',
-    scenario: 'single',
-    key: (r) => `${r.mode}, ${r.connections} conn.`,
-    pick: (r) => r.footprint.cpuSecondsPerMillion,
-    higherIsBetter: false,
-    digits: 1,
-  },
-  {
-    figure: 'batch push, readings/s',
-    scenario: 'batch',
-    key: (r) => `${r.mode}, batch ${r.batch}`,
-    pick: (r) => r.readingsPerSec,
-    higherIsBetter: true,
-    digits: 0,
-  },
-  {
-    figure: 'batch push, p99 ms',
-    scenario: 'batch',
-    key: (r) => `${r.mode}, batch ${r.batch}`,
-    pick: (r) => r.latencyMs.p99,
-    higherIsBetter: false,
-    digits: 2,
-  },
-  {
-    figure: 'batch push, gateway CPU-s per million readings',
-    scenario: 'batch',
-    key: (r) => `${r.mode}, batch ${r.batch}`,
-    pick: (r) => r.footprint.cpuSecondsPerMillion,
-    higherIsBetter: false,
-    digits: 1,
-  },
+  ...loadFigures(
+    'single push',
+    'single',
+    (r) => `${r.mode}, ${r.connections} conn.`,
+    'requests/s',
+    (r) => r.requestsPerSec,
+  ),
+  ...loadFigures(
+    'batch push',
+    'batch',
+    (r) => `${r.mode}, batch ${r.batch}`,
+    'readings/s',
+    (r) => r.readingsPerSec,
+  ),
   { figure: 'idle RSS, MB', scenario: 'idle', key: (r) => r.mode, pick: (r) => r.rssKb / 1024, higherIsBetter: false, digits: 1 },
   {
     figure: 'idle anonymous memory, MB',

@@ -1,6 +1,7 @@
 // The steps of bench/forward.mjs: queue a backlog, let one sink deliver it, check the destination.
 import { Consumer } from '@platformatic/kafka';
 import { cpuSeconds } from '../../scripts/lib/proc.mjs';
+import { monotonicUs } from './cpu-profile.mjs';
 import { rowCount } from '../../scripts/lib/questdb-sql.mjs';
 import { batchTemplate, fillBatchBody } from '../../scripts/lib/readings.mjs';
 import { startBenchGateway } from './gateway.mjs';
@@ -86,18 +87,22 @@ const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ b
  * Returns the rate, from the start of the site's first delivery to the end of the last delivery
  * (the central's when there is one), as logged; the site's, the central's and the destination's
  * CPU seconds per million readings over that time.
+ * `nodeArgs` go to the site gateway's node (such as `--cpu-prof`).
  * @param {{ bundle: string, apiKey: string, total: number, env: Record<string, string>, sink: string,
- *   done: () => Promise<boolean>, destinationPid?: number, central?: import('./gateway.mjs').BenchGateway }} options
+ *   done: () => Promise<boolean>, destinationPid?: number, central?: import('./gateway.mjs').BenchGateway, nodeArgs?: string[] }} options
  */
-export async function forward({ bundle, apiKey, total, env, sink, done, destinationPid, central }) {
-  const gw = await startBenchGateway({ bundle, apiKey, env });
+export async function forward({ bundle, apiKey, total, env, sink, done, destinationPid, central, nodeArgs }) {
+  const gw = await startBenchGateway({ bundle, apiKey, env, nodeArgs });
   try {
     const before = {
       site: cpuSeconds(gw.pid) ?? 0,
       central: central === undefined ? 0 : (cpuSeconds(central.pid) ?? 0),
       destination: destinationPid === undefined ? 0 : (cpuSeconds(destinationPid) ?? 0),
     };
+    // On V8's profile clock: the delivery, without the gateway's start.
+    const window = { fromUs: monotonicUs(), toUs: 0 };
     const deliveries = await drained(gw, sink, total);
+    window.toUs = monotonicUs();
     const centralDeliveries = central === undefined ? [] : await drained(central, 'questdb', total);
     const site = cpuSince(gw.pid, before.site) ?? 0;
     const centralCpu = cpuSince(central?.pid, before.central);
@@ -115,6 +120,7 @@ export async function forward({ bundle, apiKey, total, env, sink, done, destinat
       centralCpuPerMillion: perMillion(centralCpu),
       destinationCpuPerMillion: perMillion(destination),
       deliveries: deliveries.length,
+      window,
     };
   } finally {
     await gw.stop('SIGTERM');

@@ -74,6 +74,28 @@ function withCompareValue(argv) {
 }
 
 /**
+ * A single-push bench's options: `--runs N`, `--duration S`, `--connections N`, and its own (`extra`).
+ * @param {number} defaultRuns
+ * @param {import('node:util').ParseArgsConfig['options']} [own]
+ */
+export function parseLoadArgs(defaultRuns, own = {}) {
+  const { values: args } = parseArgs({
+    options: {
+      runs: { type: 'string', default: String(defaultRuns) },
+      duration: { type: 'string', default: '10' },
+      connections: { type: 'string', default: '64' },
+      ...own,
+    },
+  });
+  return {
+    runs: Number(args.runs),
+    durationS: Number(args.duration),
+    connections: Number(args.connections),
+    extra: /** @type {Record<string, unknown>} */ (args),
+  };
+}
+
+/**
  * Parses the command line into the harness's options.
  * @param {string[]} argv
  */

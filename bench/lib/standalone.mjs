@@ -1,10 +1,12 @@
 // What the single-purpose benches (idle, write amplification, batch CPU, Pi budget) share: the
 // builds they run (this one, and another to alternate with), a work directory under bench/.work,
 // extra environment from `--env NAME=VALUE`, and the load average to print beside every figure.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../../scripts/lib/paths.mjs';
+import { startQuestDb } from '../../scripts/lib/questdb.mjs';
 
 /** The load average (1, 5, 15 minutes). */
 export const loadAverage = () =>
@@ -30,4 +32,22 @@ export function benchWorkDir(prefix) {
   const work = join(projectRoot, 'bench', '.work');
   mkdirSync(work, { recursive: true });
   return mkdtempSync(join(work, prefix));
+}
+
+/**
+ * What a bench of gateways beside one QuestDB starts with: the builds, the extra environment, a
+ * work directory (QuestDB's data in it), a random API key, the load average at the start, QuestDB.
+ * @param {string} prefix  of the work directory
+ * @param {{ bundle?: string, env: string[] }} args  `--bundle` and `--env`
+ */
+export async function standaloneBench(prefix, args) {
+  const workDir = benchWorkDir(prefix);
+  return {
+    builds: buildsToRun(args.bundle),
+    extraEnv: envPairs(args.env),
+    workDir,
+    apiKey: randomBytes(24).toString('base64url'),
+    loadAtStart: loadAverage(),
+    questdb: await startQuestDb({ dataDir: join(workDir, 'questdb') }),
+  };
 }

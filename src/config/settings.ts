@@ -625,7 +625,7 @@ export const SETTINGS = {
   kafkaBatchReadings: define({
     env: 'KAFKA_BATCH_READINGS',
     default: '20000',
-    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 512 KiB).',
+    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 64 KiB).',
     schema: integer(1, 1_000_000),
   }),
   mqtt: define({

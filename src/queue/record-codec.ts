@@ -82,8 +82,8 @@ function isTimeNs(text: string, start: number, end: number): boolean {
   return true;
 }
 
-/** Receives a line's fields as positions in the payload: time [time, tab1), ship_id (tab1, tab2), cargo_id (tab2, tab3). */
-export type LineVisitor = (payload: string, time: number, tab1: number, tab2: number, tab3: number, value: number) => void;
+/** Receives a line's fields as positions in the payload: time [time, tab1), ship_id (tab1, tab2), cargo_id (tab2, tab3), value's text (tab3, end). */
+export type LineVisitor = (payload: string, time: number, tab1: number, tab2: number, tab3: number, value: number, end: number) => void;
 
 /**
  * Visits each line of a record; throws RecordCorruptError on a malformed one. The QuestDB sink's hot
@@ -111,7 +111,7 @@ export function scanRecord(payload: string, visit: LineVisitor): void {
     ) {
       throw new RecordCorruptError(`queue record line is malformed: ${JSON.stringify(payload.slice(start, Math.min(end, start + 200)))}`);
     }
-    visit(payload, start, tab1, tab2, tab3, value);
+    visit(payload, start, tab1, tab2, tab3, value, end);
     if (end === length) return;
     start = end + 1;
   }

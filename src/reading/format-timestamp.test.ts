@@ -14,4 +14,18 @@ describe('formatTimestampNs', () => {
     const epochNs = fc.bigInt({ min: 0n, max: BigInt(MAX_EPOCH_SECONDS) * 1_000_000_000n - 1n }).map(String);
     fc.assert(fc.property(epochNs, (ns) => parseTimestampNs(formatTimestampNs(ns)) === ns));
   });
+
+  it('formats each of a run of times in the same and in neighbouring seconds as Date does', () => {
+    const seconds = fc.integer({ min: 0, max: MAX_EPOCH_SECONDS - 2 });
+    const run = fc.tuple(seconds, fc.array(fc.tuple(fc.integer({ min: 0, max: 1 }), fc.integer({ min: 0, max: 999_999_999 }))));
+    fc.assert(
+      fc.property(run, ([base, times]) =>
+        times.every(([step, ns]) => {
+          const s = base + step;
+          const expected = `${new Date(s * 1000).toISOString().slice(0, 19)}.${String(ns).padStart(9, '0')}Z`;
+          return formatTimestampNs((BigInt(s) * 1_000_000_000n + BigInt(ns)).toString()) === expected;
+        }),
+      ),
+    );
+  });
 });

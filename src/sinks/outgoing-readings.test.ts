@@ -1,6 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { queueRecord as record } from '../../test/support/queue-record.js';
 import type { DeadLetterInput } from '../queue/queue-reader.js';
+import { formatLine } from '../queue/record-codec.js';
 import { outgoingReadings, readingJson } from './outgoing-readings.js';
 
 describe('readingJson', () => {
@@ -19,6 +21,30 @@ describe('readingJson', () => {
   it('writes extreme doubles as JSON numbers that read back the same', () => {
     for (const value of [Number.MAX_VALUE, Number.MIN_VALUE, 1e21, -1.5e-300, 23.700000762939453]) {
       expect(JSON.parse(readingJson({ timeNs: '1', shipId: 's', cargoId: 'c', value })).value).toBe(value);
+    }
+  });
+});
+
+describe("a value sent as the queue's text", () => {
+  it('is byte for byte what formatting the double gives, for any double the queue holds', () => {
+    const reading = fc.record({
+      shipId: fc.string({ minLength: 1 }),
+      cargoId: fc.string({ minLength: 1 }),
+      value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+    });
+    fc.assert(
+      fc.property(reading, (r) => {
+        const [out] = outgoingReadings([record(1, formatLine({ timeNs: '1795852800123456789', ...r }))], [], 'pier 7');
+        return out!.json === readingJson({ timeNs: '1795852800123456789', ...r }, '"pier 7"');
+      }),
+    );
+  });
+
+  it('is formatted anew when it is not a JSON number (a line the gateway did not write)', () => {
+    for (const text of ['0x10', '1.', '.5', '+3', ' 7', '1e5', '007', '-0']) {
+      const [out] = outgoingReadings([record(1, `1\ts\tc\t${text}`)], []);
+      expect(JSON.parse(out!.json).value).toBe(Number(text));
+      expect(Object.is(JSON.parse(out!.json).value, Number(text))).toBe(true);
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { DeadLetterInput, QueueRecord } from '../queue/queue-reader.js';
-import { RecordCorruptError, decodeRecord, type QueuedReading } from '../queue/record-codec.js';
+import { RecordCorruptError, scanRecord, type LineVisitor, type QueuedReading } from '../queue/record-codec.js';
 import { formatTimestampNs } from '../reading/format-timestamp.js';
 import { corruptRecordLetter } from './dead-letter-reason.js';
 
@@ -13,14 +13,18 @@ export interface OutgoingReading {
 
 // JSON.stringify(-0) is "0"; keep the sign so the destination stores the double that was received.
 const jsonNumber = (value: number): string => (Object.is(value, -0) ? '-0' : String(value));
+// JSON's number grammar: the queue's text of a value (String of the double, as received) passes it
+// and is sent as it is, which spares formatting the double again; any other text is formatted.
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 /**
  * A reading as the API's Reading object, with its stored time in full (RFC 3339, all nine fraction
  * digits): the body of an upstream batch, exactly the API's, and with `siteJson` (the site as a
  * JSON string) the value of a Kafka message.
  */
-export function readingJson(r: QueuedReading, siteJson?: string): string {
-  return `{"time":"${formatTimestampNs(r.timeNs)}","ship_id":${JSON.stringify(r.shipId)},"cargo_id":${JSON.stringify(r.cargoId)},"value":${jsonNumber(r.value)}${siteJson === undefined ? '' : `,"site":${siteJson}`}}`;
+export function readingJson(r: QueuedReading, siteJson?: string, valueText?: string): string {
+  const value = valueText !== undefined && JSON_NUMBER.test(valueText) ? valueText : jsonNumber(r.value);
+  return `{"time":"${formatTimestampNs(r.timeNs)}","ship_id":${JSON.stringify(r.shipId)},"cargo_id":${JSON.stringify(r.cargoId)},"value":${value}${siteJson === undefined ? '' : `,"site":${siteJson}`}}`;
 }
 
 /**
@@ -29,22 +33,42 @@ export function readingJson(r: QueuedReading, siteJson?: string): string {
  */
 export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): OutgoingReading[] {
   const out: OutgoingReading[] = [];
+  for (const { reading, record, json } of eachReadingJson(records, deadLetters, site))
+    out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
+  return out;
+}
+
+/**
+ * The same readings one at a time, made as they are taken: a sink that sends a batch in several
+ * requests holds only one request's readings at once (the dead letters are complete once all are taken).
+ */
+export function* eachReadingJson(
+  records: readonly QueueRecord[],
+  deadLetters: DeadLetterInput[],
+  site?: string,
+): Generator<Omit<OutgoingReading, 'bytes'>> {
+  // A record's readings and their values' text, whole before any is given: a corrupt record is one dead letter.
   const rows: QueuedReading[] = [];
+  const valueTexts: string[] = [];
+  const take: LineVisitor = (text, time, tab1, tab2, tab3, value, end) => {
+    rows.push({ timeNs: text.slice(time, tab1), shipId: text.slice(tab1 + 1, tab2), cargoId: text.slice(tab2 + 1, tab3), value });
+    valueTexts.push(text.slice(tab3 + 1, end));
+  };
   const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
   for (const record of records) {
     const siteJson = site === undefined ? undefined : record.site === undefined ? ownSiteJson : JSON.stringify(record.site);
     rows.length = 0;
+    valueTexts.length = 0;
     try {
-      decodeRecord(record.payload, rows);
+      scanRecord(record.payload, take);
     } catch (error) {
       if (!(error instanceof RecordCorruptError)) throw error;
       deadLetters.push(corruptRecordLetter(record, error));
       continue;
     }
-    for (const reading of rows) {
-      const json = readingJson(reading, siteJson);
-      out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
+    for (let i = 0; i < rows.length; i++) {
+      const reading = rows[i]!;
+      yield { reading, record, json: readingJson(reading, siteJson, valueTexts[i]) };
     }
   }
-  return out;
 }

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { murmur2 } from '@platformatic/kafka';
+import fc from 'fast-check';
+import { ShipKeys } from './ship-keys.js';
+
+describe("a ship's message key and partition, made once", () => {
+  it("places every message where the client's default partitioner would (murmur2 of the key, unsigned)", () => {
+    const keys = new ShipKeys(murmur2);
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 64 }), (shipId) => {
+        const key = keys.keyOf(shipId);
+        const expected = murmur2(Buffer.from(shipId)) >>> 0;
+        return key.equals(Buffer.from(shipId)) && keys.partitioner({ topic: 't', key, value: Buffer.alloc(0) }) === expected;
+      }),
+    );
+  });
+
+  it('gives a ship the same key buffer each time, and hashes a key it did not make', () => {
+    const keys = new ShipKeys(murmur2);
+    expect(keys.keyOf('MV Aurora')).toBe(keys.keyOf('MV Aurora'));
+    const foreign = Buffer.from('MV Borealis');
+    expect(keys.partitioner({ topic: 't', key: foreign, value: Buffer.alloc(0) })).toBe(murmur2(foreign) >>> 0);
+  });
+
+  it('starts again past ten thousand ships, still placing them right', () => {
+    const keys = new ShipKeys(murmur2);
+    const first = keys.keyOf('ship-0');
+    for (let i = 1; i <= 10_000; i++) keys.keyOf(`ship-${i}`);
+    const again = keys.keyOf('ship-0');
+    expect(again).not.toBe(first);
+    expect(keys.partitioner({ topic: 't', key: again, value: Buffer.alloc(0) })).toBe(murmur2(again) >>> 0);
+  });
+});

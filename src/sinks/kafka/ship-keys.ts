@@ -1,0 +1,34 @@
+import type { MessageToProduce } from '@platformatic/kafka';
+
+/** More ship ids than a site has; past it the cache starts again, so odd ids cannot grow it for ever. */
+const MAX_SHIPS = 10_000;
+
+/**
+ * Each ship's message key and partition hash, made once: a site sends the same few ships over and
+ * over, and the client's murmur2 works in BigInt, so hashing every message costs its allocations
+ * as well as its arithmetic. `partitioner` places a message exactly as the client's default one
+ * does (murmur2 of the key, unsigned; the client takes it modulo the topic's partitions).
+ */
+export class ShipKeys {
+  readonly #keys = new Map<string, Buffer>();
+  readonly #hashes = new WeakMap<Buffer, number>();
+
+  constructor(private readonly murmur2: (data: Buffer) => number) {}
+
+  /** The key of `shipId`'s messages; callers must not write into it, it is shared. */
+  keyOf(shipId: string): Buffer {
+    let key = this.#keys.get(shipId);
+    if (key === undefined) {
+      if (this.#keys.size >= MAX_SHIPS) this.#keys.clear();
+      key = Buffer.from(shipId);
+      this.#keys.set(shipId, key);
+      this.#hashes.set(key, this.murmur2(key) >>> 0);
+    }
+    return key;
+  }
+
+  readonly partitioner = (message: MessageToProduce<Buffer, Buffer, Buffer, Buffer>): number => {
+    const key = message.key as Buffer;
+    return this.#hashes.get(key) ?? this.murmur2(key) >>> 0;
+  };
+}
