@@ -12,7 +12,6 @@ import {
   chownSync,
   closeSync,
   existsSync,
-  fchmodSync,
   fsyncSync,
   lstatSync,
   mkdirSync,
@@ -20,7 +19,6 @@ import {
   openSync,
   readFileSync,
   realpathSync,
-  renameSync,
   rmSync,
   statfsSync,
   statSync,
@@ -51,6 +49,7 @@ import {
   setRootReadOnly,
   validateSettings,
 } from './settings.mjs';
+import { syncDirectory, writeAtomic } from './files.mjs';
 import { unitCommand, unitEnvironment } from './unit.mjs';
 
 export const CONFIG_FILE = 'harbor.conf';
@@ -403,22 +402,6 @@ export function hashDeviceKey(/** @type {string} */ key) {
   return `hmac-sha256$${salt.toString('base64url')}$${createHmac('sha256', salt).update(key, 'utf8').digest('base64url')}`;
 }
 
-/** Writes a file so that a power cut leaves the old or the new content, never a torn one. */
-export function writeAtomic(/** @type {string} */ path, /** @type {string} */ data, mode = 0o644) {
-  mkdirSync(dirname(path), { recursive: true });
-  const temporary = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temporary, 'w', mode);
-  try {
-    fchmodSync(fd, mode);
-    writeSync(fd, data);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
-  syncDirectory(dirname(path));
-}
-
 /** Overwrites a file's bytes with zeros before deleting it, so its secrets do not linger in free clusters. */
 function wipe(/** @type {string} */ path) {
   const size = statSync(path).size;
@@ -431,18 +414,6 @@ function wipe(/** @type {string} */ path) {
   }
   rmSync(path);
   syncDirectory(dirname(path));
-}
-
-function syncDirectory(/** @type {string} */ path) {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    // FAT (the boot partition) cannot fsync a directory; the file's own fsync has run.
-    if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EINVAL') throw error;
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function replaceSymlink(/** @type {string} */ path, /** @type {string} */ target) {

@@ -34,7 +34,6 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
-  readSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -46,7 +45,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { BOOT_DIR, bootedSlot, readBootState } from './boot-state.mjs';
-import { UPDATE_ENV, credentialFile, writeAtomic } from './firstboot.mjs';
+import { readBytes, syncDirectory, syncFile, writeAtomic } from './files.mjs';
+import { UPDATE_ENV, credentialFile } from './firstboot.mjs';
 import { parseEnvText } from './settings.mjs';
 import { unitEnvironment } from './unit.mjs';
 
@@ -125,14 +125,7 @@ export function releaseInfo(root = '/') {
 /** The queue file's format: SQLite's user_version, bytes 60-63 of the header; undefined without a file. */
 export function queueFormatOf(/** @type {string} */ path) {
   if (!existsSync(path) || statSync(path).size < 100) return undefined;
-  const header = Buffer.alloc(4);
-  const fd = openSync(path, 'r');
-  try {
-    readSync(fd, header, 0, 4, 60);
-  } finally {
-    closeSync(fd);
-  }
-  return header.readUInt32BE(0);
+  return readBytes(path, 4, 60).readUInt32BE(0);
 }
 
 const QUEUE_FILES = ['queue.db', 'queue.db-wal'];
@@ -187,20 +180,9 @@ export function restoreQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR,
 function syncTree(/** @type {string} */ dir) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (!statSync(path).isFile()) continue;
-    const fd = openSync(path, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    if (statSync(path).isFile()) syncFile(path);
   }
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  syncDirectory(dir);
 }
 
 /**
