@@ -71,8 +71,13 @@ export const UPLOAD_DIR = `${GATEWAY_STATE}/update-upload`;
 export const UPLOAD_BUNDLE = 'bundle.raucb';
 export const UPLOAD_VERDICT = 'result.json';
 const QUEUE_SNAPSHOT = 'queue-before-trial';
-/** How long a trial may take to be ready: QuestDB's first start on a Raspberry Pi takes a minute or two. */
-const DEFAULT_TRIAL_SECONDS = 600;
+/**
+ * How long a trial may take to be ready. QuestDB's first start on a new slot took about 420 s on a
+ * loaded emulated board (a minute or two on a Raspberry Pi): twice that, since a good release rolled
+ * back by a short limit costs the site its update, while a long one only delays the return from a
+ * release that hangs (one whose gateway fails is given up at once).
+ */
+const DEFAULT_TRIAL_SECONDS = 900;
 /** Interrupted installs from the boot partition are tried again this often, then given up. */
 const INSTALL_ATTEMPTS = 3;
 
@@ -281,6 +286,9 @@ export function raucConfig(cmdline = readFileSync('/proc/cmdline', 'utf8')) {
 }
 
 const log = (/** @type {string} */ message) => process.stdout.write(`harbor-update: ${message}\n`);
+/** A line the journal keeps at warning priority (systemd reads the <4> prefix on a service's output). */
+const warn = (/** @type {string} */ message) =>
+  process.stdout.write(`${process.env['JOURNAL_STREAM'] ? '<4>' : ''}harbor-update: ${message}\n`);
 
 /**
  * @param {string} command
@@ -318,22 +326,28 @@ function verifiedManifest(/** @type {string} */ bundle) {
   return { version: String(manifest.version ?? ''), compatible: String(manifest.compatible ?? '') };
 }
 
+/** The server has no bundle at the address (404): the central tier offers this site none yet. */
+class NoBundle extends Error {}
+
 /**
  * Downloads an address to the data partition (never to the slots), returning the file; undefined
- * when the server says it has not changed since the last download (its ETag).
+ * when the server says it has not changed since the last download (its ETag). Errors name the
+ * answer, not the address: the caller says which address it asked.
  */
-async function download(/** @type {string} */ url, /** @type {{ conditional?: boolean }} */ options = {}) {
-  mkdirSync(UPDATE_DIR, { recursive: true, mode: 0o700 });
-  const target = join(UPDATE_DIR, 'download.raucb');
+async function download(/** @type {string} */ url, /** @type {{ conditional?: boolean, dir?: string }} */ options = {}) {
+  const dir = options.dir ?? UPDATE_DIR;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const target = join(dir, 'download.raucb');
   const partial = `${target}.part`;
-  const etagFile = join(UPDATE_DIR, 'url-etag');
+  const etagFile = join(dir, 'url-etag');
   const etag = options.conditional && existsSync(etagFile) ? readFileSync(etagFile, 'utf8').trim() : undefined;
   const response = await fetch(url, {
     headers: etag === undefined ? {} : { 'If-None-Match': etag },
     signal: AbortSignal.timeout(30 * 60_000),
   });
   if (response.status === 304) return undefined;
-  if (!response.ok || response.body === null) throw new Error(`${url} answered ${response.status}`);
+  if (response.status === 404) throw new NoBundle('no bundle there (404)');
+  if (!response.ok || response.body === null) throw new Error(`the server answered ${response.status} ${response.statusText}`.trim());
   log(`downloading ${url}`);
   await pipeline(
     Readable.fromWeb(/** @type {import('node:stream/web').ReadableStream} */ (response.body)),
@@ -345,14 +359,25 @@ async function download(/** @type {string} */ url, /** @type {{ conditional?: bo
   return target;
 }
 
+/** An error's message with its cause (fetch's "fetch failed" says why only there). */
+const failureText = (/** @type {unknown} */ error) => {
+  const { message, cause } = /** @type {Error} */ (error);
+  return cause instanceof Error ? `${message}: ${cause.message}` : message;
+};
+
 /** The central tier's bundle for this site, installed when it changed and is newer. */
-export async function checkUrl(/** @type {string | undefined} */ url = process.env['UPDATE_URL']) {
+export async function checkUrl(/** @type {string | undefined} */ url = process.env['UPDATE_URL'], dir = UPDATE_DIR) {
   if (url === undefined || url === '') return 0;
   let bundle;
   try {
-    bundle = await download(url, { conditional: true });
+    bundle = await download(url, { conditional: true, dir });
   } catch (error) {
-    log(`${url}: ${/** @type {Error} */ (error).message}`);
+    // No bundle published is the central tier's normal state, not a failure of the board.
+    if (error instanceof NoBundle) {
+      log(`UPDATE_URL ${url}: ${error.message}; nothing to install`);
+      return 0;
+    }
+    warn(`UPDATE_URL ${url}: ${failureText(error)}; trying again at the next check`);
     return 1;
   }
   if (bundle === undefined) {
@@ -379,7 +404,7 @@ export async function install({ source, force = false, reboot = true }) {
       if (downloaded === undefined) return refuse(source, 'the server sent no bundle');
       bundle = downloaded;
     } catch (error) {
-      return refuse(source, `download failed: ${/** @type {Error} */ (error).message}`);
+      return refuse(source, `download failed: ${failureText(error)}`);
     }
   }
   try {
@@ -633,7 +658,9 @@ export async function confirm() {
   const booted = bootedSlot();
   const trial = readTrial();
   if (!booted.trial) return 0;
-  const version = releaseInfo()['APPLIANCE_VERSION'] ?? '';
+  // The bundle's version, as the installation and the report name it; the slot's own release file
+  // only when no installation was recorded.
+  const version = trial?.to ?? releaseInfo()['APPLIANCE_VERSION'] ?? '';
   const settings = trialSettings();
   const deadline = Date.now() + settings.trialSeconds * 1000;
   log(
