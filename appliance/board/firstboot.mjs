@@ -209,6 +209,14 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   const unitEnv = { ...unitEnvironment(unit), ...parseEnvText(gatewayEnv) };
   problems.push(...system.checkGateway({ command: [...program, 'check-config'], env: unitEnv, secrets }));
 
+  if ((problems.length > 0 || !('bytes' in bound)) && fromSaved) {
+    // Settings this card applied before, refused by this slot's release: its fault, not harbor.conf's.
+    // Nothing goes to the boot partition, where it would send the technician to a file that is fine;
+    // the trial fails and the report after it says why.
+    writeAtomic(at(ISSUE), `Harbor Gateway: this release could not apply the site's settings: ${problems.join('; ')}\n\n`, 0o600);
+    system.log(`the site's settings were not applied to this slot: ${problems.join('; ')}`);
+    return { status: 'invalid', problems, generated: [] };
+  }
   if (problems.length > 0 || !('bytes' in bound)) {
     writeAtomic(
       join(boot, ERROR_FILE),
