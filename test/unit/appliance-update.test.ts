@@ -131,6 +131,14 @@ describe('the queue across a trial that upgrades its format', () => {
     db.pragma(`user_version = ${format}`);
     db.close();
   };
+  const rowsIn = (dir: string) => {
+    const db = new Database(join(dir, 'queue.db'), { readonly: true });
+    try {
+      return db.prepare('SELECT count(*) AS n FROM readings').get();
+    } finally {
+      db.close();
+    }
+  };
 
   it('keeps a copy before the trial and gives it back to the older release, setting the newer file aside', () => {
     const state = temp();
@@ -146,9 +154,7 @@ describe('the queue across a trial that upgrades its format', () => {
     const aside = readdirSync(state).find((name) => name.startsWith('queue-format-5-set-aside-'));
     expect(aside).toBeDefined();
     expect(queueFormatOf(join(state, String(aside), 'queue.db'))).toBe(5);
-    const db = new Database(join(state, 'queue.db'), { readonly: true });
-    expect(db.prepare('SELECT count(*) AS n FROM readings').get()).toEqual({ n: 3 });
-    db.close();
+    expect(rowsIn(state)).toEqual({ n: 3 });
   });
 
   it('copies nothing when the release reads the format as it is, and keeps the queue when the trial left it alone', () => {
@@ -159,9 +165,7 @@ describe('the queue across a trial that upgrades its format', () => {
     expect(snapshotQueue({ stateDir: state, updateDir: updates, releaseFormat: 5 })).toBe(true);
     queueFile(state, 4, 1);
     expect(restoreQueue({ stateDir: state, updateDir: updates })).toBeUndefined();
-    const db = new Database(join(state, 'queue.db'), { readonly: true });
-    expect(db.prepare('SELECT count(*) AS n FROM readings').get()).toEqual({ n: 3 });
-    db.close();
+    expect(rowsIn(state)).toEqual({ n: 3 });
   });
 });
 
