@@ -585,21 +585,27 @@ function writeResult(/** @type {string} */ boot, /** @type {string} */ text) {
 async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ expected) {
   /** @type {string[]} */
   const waiting = [];
-  const unit = run('systemctl', ['show', 'harbor-gateway.service', '--property=ActiveState,SubState,Result,ExecMainStatus,StatusText'], {
-    quiet: true,
-  });
+  const unit = run(
+    'systemctl',
+    ['show', 'harbor-gateway.service', '--property=ActiveState,SubState,Result,ExecMainStatus,NRestarts,StatusText'],
+    { quiet: true },
+  );
   const props = Object.fromEntries(
     unit.stdout
       .trim()
       .split('\n')
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
+  // A gateway that exits is restarted by its unit (Restart=on-failure) and may never stay failed: seen
+  // between restarts only for the 2 s of RestartSec. Any restart on a trial is a failed release.
+  const restarts = Number(props['NRestarts'] ?? 0);
   if (
     props['ActiveState'] === 'failed' ||
+    restarts > 0 ||
     (props['Result'] !== undefined && props['Result'] !== 'success' && props['ActiveState'] !== 'active')
   )
     return {
-      failed: `harbor-gateway.service ${props['ActiveState']} (${props['Result']}, exit status ${props['ExecMainStatus']})${gatewayJournal()}`,
+      failed: `harbor-gateway.service ${props['ActiveState']} (${props['Result']}, exit status ${props['ExecMainStatus']}${restarts > 0 ? `, restarted ${restarts === 1 ? 'once' : `${restarts} times`}` : ''})${gatewayJournal()}`,
     };
   if (props['ActiveState'] !== 'active') waiting.push(`harbor-gateway.service is ${props['ActiveState']}/${props['SubState']}`);
   try {
