@@ -581,6 +581,24 @@ function writeResult(/** @type {string} */ boot, /** @type {string} */ text) {
   log(text);
 }
 
+/**
+ * Why the gateway's unit, as `systemctl show` describes it, has failed a trial; undefined while it
+ * has not. A gateway that exits is restarted by its unit (Restart=on-failure) and may never stay
+ * failed: seen between restarts only for the 2 s of RestartSec, after which its result and exit
+ * status read success again. Any restart on a trial is a failed release.
+ * @param {Record<string, string>} unit
+ */
+export function gatewayUnitFailure(unit) {
+  const restarts = Number(unit['NRestarts'] ?? 0);
+  const exited = unit['Result'] !== undefined && unit['Result'] !== 'success';
+  const how = exited ? ` (${unit['Result']}, exit status ${unit['ExecMainStatus']})` : '';
+  if (restarts > 0)
+    return `harbor-gateway.service exited and was restarted ${restarts === 1 ? 'once' : `${restarts} times`}, now ${unit['ActiveState']}${how}`;
+  if (unit['ActiveState'] === 'failed' || (exited && unit['ActiveState'] !== 'active'))
+    return `harbor-gateway.service ${unit['ActiveState']}${how}`;
+  return undefined;
+}
+
 /** The conditions of a good trial, as one pass over the running system. */
 async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ expected) {
   /** @type {string[]} */
@@ -596,17 +614,8 @@ async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ exp
       .split('\n')
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
-  // A gateway that exits is restarted by its unit (Restart=on-failure) and may never stay failed: seen
-  // between restarts only for the 2 s of RestartSec. Any restart on a trial is a failed release.
-  const restarts = Number(props['NRestarts'] ?? 0);
-  if (
-    props['ActiveState'] === 'failed' ||
-    restarts > 0 ||
-    (props['Result'] !== undefined && props['Result'] !== 'success' && props['ActiveState'] !== 'active')
-  )
-    return {
-      failed: `harbor-gateway.service ${props['ActiveState']} (${props['Result']}, exit status ${props['ExecMainStatus']}${restarts > 0 ? `, restarted ${restarts === 1 ? 'once' : `${restarts} times`}` : ''})${gatewayJournal()}`,
-    };
+  const failure = gatewayUnitFailure(props);
+  if (failure !== undefined) return { failed: `${failure}${gatewayJournal()}` };
   if (props['ActiveState'] !== 'active') waiting.push(`harbor-gateway.service is ${props['ActiveState']}/${props['SubState']}`);
   try {
     const ready = await fetch(`http://127.0.0.1:${expected.port}/readyz`, { signal: AbortSignal.timeout(5000) });

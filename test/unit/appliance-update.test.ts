@@ -11,6 +11,7 @@ import { hashDeviceKey } from '../../appliance/board/firstboot.mjs';
 import { parseConfigText, parseDeviceKeys, renderKeyFile, validateSettings } from '../../appliance/board/settings.mjs';
 import {
   compareVersions,
+  gatewayUnitFailure,
   queueFormatOf,
   raucConfig,
   restoreQueue,
@@ -120,6 +121,23 @@ describe('which bundle may replace which release', () => {
     expect(conf).toMatch(/device=\/dev\/disk\/by-partuuid\/1a2b3c4d-03\ntype=ext4\nbootname=B/);
     expect(conf).toMatch(/bootloader=custom/);
     expect(() => raucConfig('root=/dev/mmcblk0p2')).toThrow(/PARTUUID/);
+  });
+});
+
+describe("the gateway's unit on a trial", () => {
+  it('fails the trial on any restart, even once the unit reads success again, and on a failed unit', () => {
+    const running = { ActiveState: 'active', SubState: 'running', Result: 'success', ExecMainStatus: '0', NRestarts: '0' };
+    expect(gatewayUnitFailure(running)).toBeUndefined();
+    expect(gatewayUnitFailure({ ...running, ActiveState: 'activating', SubState: 'start' })).toBeUndefined();
+    expect(gatewayUnitFailure({ ...running, ActiveState: 'activating', SubState: 'start', NRestarts: '1' })).toBe(
+      'harbor-gateway.service exited and was restarted once, now activating',
+    );
+    expect(
+      gatewayUnitFailure({ ActiveState: 'activating', SubState: 'auto-restart', Result: 'exit-code', ExecMainStatus: '1', NRestarts: '3' }),
+    ).toBe('harbor-gateway.service exited and was restarted 3 times, now activating (exit-code, exit status 1)');
+    expect(
+      gatewayUnitFailure({ ActiveState: 'failed', SubState: 'failed', Result: 'exit-code', ExecMainStatus: '78', NRestarts: '0' }),
+    ).toBe('harbor-gateway.service failed (exit-code, exit status 78)');
   });
 });
 
