@@ -139,15 +139,9 @@ await runTest(
     expect(consolePassword.length >= 16 && consolePassword !== apiKey, 'the generated console password is short or the API key');
     const untrusted = untrustedSmallBundle({ to: join(work, 'untrusted.raucb'), work, version: '99.0.0' });
     const slotB = partitionDigest(disk, parts.rootB);
-    const status1 = await consoleChecks({
-      url,
-      apiKey,
-      consoleUrl: `https://127.0.0.1:${httpsPort}`,
-      password: consolePassword,
-      fingerprint: consoleFingerprint,
-      clock: 'not synchronised',
-      refusedBundle: untrusted,
-    });
+    // The board as a technician's browser and a device see it, checked after the first and third boot.
+    const board = { url, apiKey, consoleUrl: `https://127.0.0.1:${httpsPort}`, password: consolePassword, fingerprint: consoleFingerprint };
+    const status1 = await consoleChecks({ ...board, clock: 'not synchronised', refusedBundle: untrusted });
     expect(status1.clockSynchronized === false, `before any time server answered, clockSynchronized is ${status1.clockSynchronized}`);
     expect(
       status1.tls?.fingerprintSha256 === consoleFingerprint,
@@ -261,13 +255,7 @@ await runTest(
       `replaced and removed keys: ${line(after.tankOld)}, ${line(after.gps)}`,
     );
     expect(/ 200/.test(line(after.tankNew)) && / 200/.test(line(after.cam)), `new keys: ${line(after.tankNew)}, ${line(after.cam)}`);
-    const status3 = await consoleChecks({
-      url,
-      apiKey,
-      consoleUrl: `https://127.0.0.1:${httpsPort}`,
-      password: consolePassword,
-      fingerprint: consoleFingerprint,
-    });
+    const status3 = await consoleChecks(board);
     third.cut();
     await third.exited;
     expect(partitionDigest(disk, parts.rootB) === slotB, 'slot B was written although the only bundle offered was refused');

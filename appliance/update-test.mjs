@@ -29,6 +29,7 @@ import { createReadStream, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { previousRelease } from '../scripts/lib/releases.mjs';
+import { ERROR_FILE } from './board/firstboot.mjs';
 import { BOOT_BUNDLE, RESULT_FILE, compareVersions } from './board/update.mjs';
 import { run } from './lib/host.mjs';
 import { rebundle, releaseFolder, untrustedSmallBundle } from './lib/test-bundles.mjs';
@@ -245,6 +246,8 @@ await runTest(async () => {
       );
     const left = bootFiles(disk, parts.boot).filter((name) => name.startsWith('harbor-update.raucb'));
     expect(left.length === 0, `the boot partition still holds ${left.join(', ')}`);
+    // The card's harbor.conf was fine: the broken release's first boot must not send the technician to it.
+    expect(!bootFiles(disk, parts.boot).includes(ERROR_FILE), `the boot partition holds ${ERROR_FILE} after the broken release's trial`);
     say(`the board's reason: ${String(failedTrial[1]).slice(0, 200)}`);
     say(`${RESULT_FILE}: ${result.trim().slice(0, 300)}`);
     proved(

@@ -10,7 +10,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeAtomic } from './firstboot.mjs';
+import { writeAtomic } from './files.mjs';
 
 export const BOOT_DIR = '/boot/firmware';
 export const SLOT_FILE = 'harbor-slot.env';

@@ -12,7 +12,6 @@ import {
   chownSync,
   closeSync,
   existsSync,
-  fchmodSync,
   fsyncSync,
   lstatSync,
   mkdirSync,
@@ -20,7 +19,6 @@ import {
   openSync,
   readFileSync,
   realpathSync,
-  renameSync,
   rmSync,
   statfsSync,
   statSync,
@@ -51,6 +49,7 @@ import {
   setRootReadOnly,
   validateSettings,
 } from './settings.mjs';
+import { syncDirectory, writeAtomic } from './files.mjs';
 import { unitCommand, unitEnvironment } from './unit.mjs';
 
 export const CONFIG_FILE = 'harbor.conf';
@@ -210,6 +209,14 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   const unitEnv = { ...unitEnvironment(unit), ...parseEnvText(gatewayEnv) };
   problems.push(...system.checkGateway({ command: [...program, 'check-config'], env: unitEnv, secrets }));
 
+  if ((problems.length > 0 || !('bytes' in bound)) && fromSaved) {
+    // Settings this card applied before, refused by this slot's release: its fault, not harbor.conf's.
+    // Nothing goes to the boot partition, where it would send the technician to a file that is fine;
+    // the trial fails and the report after it says why.
+    writeAtomic(at(ISSUE), `Harbor Gateway: this release could not apply the site's settings: ${problems.join('; ')}\n\n`, 0o600);
+    system.log(`the site's settings were not applied to this slot: ${problems.join('; ')}`);
+    return { status: 'invalid', problems, generated: [] };
+  }
   if (problems.length > 0 || !('bytes' in bound)) {
     writeAtomic(
       join(boot, ERROR_FILE),
@@ -403,22 +410,6 @@ export function hashDeviceKey(/** @type {string} */ key) {
   return `hmac-sha256$${salt.toString('base64url')}$${createHmac('sha256', salt).update(key, 'utf8').digest('base64url')}`;
 }
 
-/** Writes a file so that a power cut leaves the old or the new content, never a torn one. */
-export function writeAtomic(/** @type {string} */ path, /** @type {string} */ data, mode = 0o644) {
-  mkdirSync(dirname(path), { recursive: true });
-  const temporary = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temporary, 'w', mode);
-  try {
-    fchmodSync(fd, mode);
-    writeSync(fd, data);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
-  syncDirectory(dirname(path));
-}
-
 /** Overwrites a file's bytes with zeros before deleting it, so its secrets do not linger in free clusters. */
 function wipe(/** @type {string} */ path) {
   const size = statSync(path).size;
@@ -431,18 +422,6 @@ function wipe(/** @type {string} */ path) {
   }
   rmSync(path);
   syncDirectory(dirname(path));
-}
-
-function syncDirectory(/** @type {string} */ path) {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    // FAT (the boot partition) cannot fsync a directory; the file's own fsync has run.
-    if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EINVAL') throw error;
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function replaceSymlink(/** @type {string} */ path, /** @type {string} */ target) {

@@ -34,7 +34,6 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
-  readSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -46,7 +45,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { BOOT_DIR, bootedSlot, readBootState } from './boot-state.mjs';
-import { UPDATE_ENV, credentialFile, writeAtomic } from './firstboot.mjs';
+import { readBytes, syncDirectory, syncFile, writeAtomic } from './files.mjs';
+import { UPDATE_ENV, credentialFile } from './firstboot.mjs';
 import { parseEnvText } from './settings.mjs';
 import { unitEnvironment } from './unit.mjs';
 
@@ -71,8 +71,13 @@ export const UPLOAD_DIR = `${GATEWAY_STATE}/update-upload`;
 export const UPLOAD_BUNDLE = 'bundle.raucb';
 export const UPLOAD_VERDICT = 'result.json';
 const QUEUE_SNAPSHOT = 'queue-before-trial';
-/** How long a trial may take to be ready: QuestDB's first start on a Raspberry Pi takes a minute or two. */
-const DEFAULT_TRIAL_SECONDS = 600;
+/**
+ * How long a trial may take to be ready. QuestDB's first start on a new slot took about 420 s on a
+ * loaded emulated board (a minute or two on a Raspberry Pi): twice that, since a good release rolled
+ * back by a short limit costs the site its update, while a long one only delays the return from a
+ * release that hangs (one whose gateway fails is given up at once).
+ */
+const DEFAULT_TRIAL_SECONDS = 900;
 /** Interrupted installs from the boot partition are tried again this often, then given up. */
 const INSTALL_ATTEMPTS = 3;
 
@@ -125,14 +130,7 @@ export function releaseInfo(root = '/') {
 /** The queue file's format: SQLite's user_version, bytes 60-63 of the header; undefined without a file. */
 export function queueFormatOf(/** @type {string} */ path) {
   if (!existsSync(path) || statSync(path).size < 100) return undefined;
-  const header = Buffer.alloc(4);
-  const fd = openSync(path, 'r');
-  try {
-    readSync(fd, header, 0, 4, 60);
-  } finally {
-    closeSync(fd);
-  }
-  return header.readUInt32BE(0);
+  return readBytes(path, 4, 60).readUInt32BE(0);
 }
 
 const QUEUE_FILES = ['queue.db', 'queue.db-wal'];
@@ -187,20 +185,9 @@ export function restoreQueue({ stateDir = GATEWAY_STATE, updateDir = UPDATE_DIR,
 function syncTree(/** @type {string} */ dir) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (!statSync(path).isFile()) continue;
-    const fd = openSync(path, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    if (statSync(path).isFile()) syncFile(path);
   }
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  syncDirectory(dir);
 }
 
 /**
@@ -299,6 +286,9 @@ export function raucConfig(cmdline = readFileSync('/proc/cmdline', 'utf8')) {
 }
 
 const log = (/** @type {string} */ message) => process.stdout.write(`harbor-update: ${message}\n`);
+/** A line the journal keeps at warning priority (systemd reads the <4> prefix on a service's output). */
+const warn = (/** @type {string} */ message) =>
+  process.stdout.write(`${process.env['JOURNAL_STREAM'] ? '<4>' : ''}harbor-update: ${message}\n`);
 
 /**
  * @param {string} command
@@ -336,22 +326,28 @@ function verifiedManifest(/** @type {string} */ bundle) {
   return { version: String(manifest.version ?? ''), compatible: String(manifest.compatible ?? '') };
 }
 
+/** The server has no bundle at the address (404): the central tier offers this site none yet. */
+class NoBundle extends Error {}
+
 /**
  * Downloads an address to the data partition (never to the slots), returning the file; undefined
- * when the server says it has not changed since the last download (its ETag).
+ * when the server says it has not changed since the last download (its ETag). Errors name the
+ * answer, not the address: the caller says which address it asked.
  */
-async function download(/** @type {string} */ url, /** @type {{ conditional?: boolean }} */ options = {}) {
-  mkdirSync(UPDATE_DIR, { recursive: true, mode: 0o700 });
-  const target = join(UPDATE_DIR, 'download.raucb');
+async function download(/** @type {string} */ url, /** @type {{ conditional?: boolean, dir?: string }} */ options = {}) {
+  const dir = options.dir ?? UPDATE_DIR;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const target = join(dir, 'download.raucb');
   const partial = `${target}.part`;
-  const etagFile = join(UPDATE_DIR, 'url-etag');
+  const etagFile = join(dir, 'url-etag');
   const etag = options.conditional && existsSync(etagFile) ? readFileSync(etagFile, 'utf8').trim() : undefined;
   const response = await fetch(url, {
     headers: etag === undefined ? {} : { 'If-None-Match': etag },
     signal: AbortSignal.timeout(30 * 60_000),
   });
   if (response.status === 304) return undefined;
-  if (!response.ok || response.body === null) throw new Error(`${url} answered ${response.status}`);
+  if (response.status === 404) throw new NoBundle('no bundle there (404)');
+  if (!response.ok || response.body === null) throw new Error(`the server answered ${response.status} ${response.statusText}`.trim());
   log(`downloading ${url}`);
   await pipeline(
     Readable.fromWeb(/** @type {import('node:stream/web').ReadableStream} */ (response.body)),
@@ -363,14 +359,25 @@ async function download(/** @type {string} */ url, /** @type {{ conditional?: bo
   return target;
 }
 
+/** An error's message with its cause (fetch's "fetch failed" says why only there). */
+const failureText = (/** @type {unknown} */ error) => {
+  const { message, cause } = /** @type {Error} */ (error);
+  return cause instanceof Error ? `${message}: ${cause.message}` : message;
+};
+
 /** The central tier's bundle for this site, installed when it changed and is newer. */
-export async function checkUrl(/** @type {string | undefined} */ url = process.env['UPDATE_URL']) {
+export async function checkUrl(/** @type {string | undefined} */ url = process.env['UPDATE_URL'], dir = UPDATE_DIR) {
   if (url === undefined || url === '') return 0;
   let bundle;
   try {
-    bundle = await download(url, { conditional: true });
+    bundle = await download(url, { conditional: true, dir });
   } catch (error) {
-    log(`${url}: ${/** @type {Error} */ (error).message}`);
+    // No bundle published is the central tier's normal state, not a failure of the board.
+    if (error instanceof NoBundle) {
+      log(`UPDATE_URL ${url}: ${error.message}; nothing to install`);
+      return 0;
+    }
+    warn(`UPDATE_URL ${url}: ${failureText(error)}; trying again at the next check`);
     return 1;
   }
   if (bundle === undefined) {
@@ -397,7 +404,7 @@ export async function install({ source, force = false, reboot = true }) {
       if (downloaded === undefined) return refuse(source, 'the server sent no bundle');
       bundle = downloaded;
     } catch (error) {
-      return refuse(source, `download failed: ${/** @type {Error} */ (error).message}`);
+      return refuse(source, `download failed: ${failureText(error)}`);
     }
   }
   try {
@@ -574,26 +581,41 @@ function writeResult(/** @type {string} */ boot, /** @type {string} */ text) {
   log(text);
 }
 
+/**
+ * Why the gateway's unit, as `systemctl show` describes it, has failed a trial; undefined while it
+ * has not. A gateway that exits is restarted by its unit (Restart=on-failure) and may never stay
+ * failed: seen between restarts only for the 2 s of RestartSec, after which its result and exit
+ * status read success again. Any restart on a trial is a failed release.
+ * @param {Record<string, string>} unit
+ */
+export function gatewayUnitFailure(unit) {
+  const restarts = Number(unit['NRestarts'] ?? 0);
+  const exited = unit['Result'] !== undefined && unit['Result'] !== 'success';
+  const how = exited ? ` (${unit['Result']}, exit status ${unit['ExecMainStatus']})` : '';
+  if (restarts > 0)
+    return `harbor-gateway.service exited and was restarted ${restarts === 1 ? 'once' : `${restarts} times`}, now ${unit['ActiveState']}${how}`;
+  if (unit['ActiveState'] === 'failed' || (exited && unit['ActiveState'] !== 'active'))
+    return `harbor-gateway.service ${unit['ActiveState']}${how}`;
+  return undefined;
+}
+
 /** The conditions of a good trial, as one pass over the running system. */
 async function trialChecks(/** @type {{ port: string, questdb: boolean }} */ expected) {
   /** @type {string[]} */
   const waiting = [];
-  const unit = run('systemctl', ['show', 'harbor-gateway.service', '--property=ActiveState,SubState,Result,ExecMainStatus,StatusText'], {
-    quiet: true,
-  });
+  const unit = run(
+    'systemctl',
+    ['show', 'harbor-gateway.service', '--property=ActiveState,SubState,Result,ExecMainStatus,NRestarts,StatusText'],
+    { quiet: true },
+  );
   const props = Object.fromEntries(
     unit.stdout
       .trim()
       .split('\n')
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   );
-  if (
-    props['ActiveState'] === 'failed' ||
-    (props['Result'] !== undefined && props['Result'] !== 'success' && props['ActiveState'] !== 'active')
-  )
-    return {
-      failed: `harbor-gateway.service ${props['ActiveState']} (${props['Result']}, exit status ${props['ExecMainStatus']})${gatewayJournal()}`,
-    };
+  const failure = gatewayUnitFailure(props);
+  if (failure !== undefined) return { failed: `${failure}${gatewayJournal()}` };
   if (props['ActiveState'] !== 'active') waiting.push(`harbor-gateway.service is ${props['ActiveState']}/${props['SubState']}`);
   try {
     const ready = await fetch(`http://127.0.0.1:${expected.port}/readyz`, { signal: AbortSignal.timeout(5000) });
@@ -651,7 +673,9 @@ export async function confirm() {
   const booted = bootedSlot();
   const trial = readTrial();
   if (!booted.trial) return 0;
-  const version = releaseInfo()['APPLIANCE_VERSION'] ?? '';
+  // The bundle's version, as the installation and the report name it; the slot's own release file
+  // only when no installation was recorded.
+  const version = trial?.to ?? releaseInfo()['APPLIANCE_VERSION'] ?? '';
   const settings = trialSettings();
   const deadline = Date.now() + settings.trialSeconds * 1000;
   log(

@@ -34,30 +34,34 @@ export function makeBundle({ rootImage, bundle, version, description, build, sig
   linkSync(rootImage, join(content, 'rootfs.ext4'));
   writeFileSync(join(content, 'hook.sh'), HOOK);
   chmodSync(join(content, 'hook.sh'), 0o755);
-  writeFileSync(
-    join(content, 'manifest.raucm'),
-    [
-      '[update]',
-      `compatible=${COMPATIBLE}`,
-      `version=${version}`,
-      `description=${description}`,
-      `build=${build}`,
-      '',
-      '[bundle]',
-      'format=verity',
-      '',
-      '[hooks]',
-      'filename=hook.sh',
-      '',
-      '[image.rootfs]',
-      'filename=rootfs.ext4',
-      'hooks=post-install',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(join(content, 'manifest.raucm'), manifestText({ version, description, build, hook: true }));
   signBundle({ content, bundle, signing });
   rmSync(content, { recursive: true, force: true });
   return bundle;
+}
+
+/**
+ * The manifest of a bundle for this board: one root slot image in a verity bundle, with the hook
+ * (hook.sh beside it) when asked.
+ * @param {{ version: string, description: string, build?: string, hook?: boolean }} options
+ */
+export function manifestText({ version, description, build, hook = false }) {
+  return [
+    '[update]',
+    `compatible=${COMPATIBLE}`,
+    `version=${version}`,
+    `description=${description}`,
+    ...(build === undefined ? [] : [`build=${build}`]),
+    '',
+    '[bundle]',
+    'format=verity',
+    '',
+    ...(hook ? ['[hooks]', 'filename=hook.sh', ''] : []),
+    '[image.rootfs]',
+    'filename=rootfs.ext4',
+    ...(hook ? ['hooks=post-install'] : []),
+    '',
+  ].join('\n');
 }
 
 /**

@@ -3,8 +3,9 @@
 // arm64 against the target Node's own headers (Debian's
 // libnode-dev from the sysroot). Cross-compiling takes about a minute on one core; compiling under
 // emulation would take many. The module is cached by the inputs that decide its bytes.
-import { copyFileSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, readSync, closeSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
+import { readBytes } from '../board/files.mjs';
 import { digest } from './debian.mjs';
 import { applianceCache, output, repoRoot, run } from './host.mjs';
 import { targetNode } from './sysroot.mjs';
@@ -26,13 +27,7 @@ const without = (/** @type {string} */ from, /** @type {string[]} */ names) => (
 
 /** ELF machine number of a shared object (183 = AArch64). */
 export function elfMachine(/** @type {string} */ path) {
-  const header = Buffer.alloc(20);
-  const fd = openSync(path, 'r');
-  try {
-    readSync(fd, header, 0, 20, 0);
-  } finally {
-    closeSync(fd);
-  }
+  const header = readBytes(path, 20, 0);
   if (header.toString('latin1', 1, 4) !== 'ELF') throw new Error(`${path} is not an ELF file`);
   return header.readUInt16LE(18);
 }

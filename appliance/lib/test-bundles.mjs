@@ -4,8 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { COMPATIBLE } from '../board/update.mjs';
-import { signBundle } from './bundle.mjs';
+import { manifestText, signBundle } from './bundle.mjs';
 import { applianceCache, output, repoRoot, run } from './host.mjs';
 import { currentVersion } from './release-source.mjs';
 import { makeKeyPair, signingMaterial } from './signing.mjs';
@@ -140,22 +139,7 @@ export function untrustedSmallBundle({ to, work, version }) {
   writeFileSync(join(files, 'random'), randomBytes(64 * 1024));
   run('mkfs.ext4', ['-q', '-F', '-L', 'harbor-root', '-d', files, join(content, 'rootfs.ext4'), '8M']);
   rmSync(files, { recursive: true });
-  writeFileSync(
-    join(content, 'manifest.raucm'),
-    [
-      '[update]',
-      `compatible=${COMPATIBLE}`,
-      `version=${version}`,
-      'description=signed by a key the board does not trust',
-      '',
-      '[bundle]',
-      'format=verity',
-      '',
-      '[image.rootfs]',
-      'filename=rootfs.ext4',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(join(content, 'manifest.raucm'), manifestText({ version, description: 'signed by a key the board does not trust' }));
   mkdirSync(join(to, '..'), { recursive: true });
   signBundle({ content, bundle: to, signing: untrustedKeys(work) });
   rmSync(content, { recursive: true, force: true });

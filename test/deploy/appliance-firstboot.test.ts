@@ -311,6 +311,7 @@ describe('first boot on a root tree', () => {
     const calls: string[] = [];
     const logs: string[] = [];
     let readOnly = false;
+    let gatewayBroken = false;
     const system: System = {
       machineId: () => readFileSync(join(root, 'etc/machine-id'), 'utf8'),
       freeBytes: () => freeBytes,
@@ -323,6 +324,7 @@ describe('first boot on a root tree', () => {
         readOnly = mode === 'ro';
       },
       checkGateway: (check) => {
+        if (gatewayBroken) return ['the gateway could not check the settings (exit status 1)'];
         // The board runs the unit's Node and bundle; here the suite's build of the same bundle.
         expect(check.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'check-config']);
         return checkGatewayConfig({
@@ -347,7 +349,17 @@ describe('first boot on a root tree', () => {
     const read = (path: string) => readFileSync(join(root, path), 'utf8');
     const leftInRun = () =>
       existsSync(join(root, 'run')) ? readdirSync(join(root, 'run')).filter((name) => name.startsWith('harbor-firstboot-')) : [];
-    return { root, boot, calls, logs, boot1, read, leftInRun, setReadOnly: (value: boolean) => (readOnly = value) };
+    return {
+      root,
+      boot,
+      calls,
+      logs,
+      boot1,
+      read,
+      leftInRun,
+      setReadOnly: (value: boolean) => (readOnly = value),
+      breakGateway: () => (gatewayBroken = true),
+    };
   }
 
   it('configures a board that boots without harbor.conf: generated secrets, shown once', () => {
@@ -553,6 +565,14 @@ describe('first boot on a root tree', () => {
     writeFileSync(join(board.boot, CONFIG_FILE), [...conf.slice(0, 5), 'DEVICE_KEYS=none'].join('\r\n'));
     expect(board.boot1().status).toBe('applied');
     expect(parseKeyFile(board.read(keyFile)).entries).toEqual([]);
+
+    // A slot whose release cannot check the settings (a broken update) blames itself, not the card's
+    // harbor.conf: nothing on the boot partition, the reason on the screen.
+    rmSync(join(board.root, SLOT_MARKER));
+    board.breakGateway();
+    expect(board.boot1().status).toBe('invalid');
+    expect(existsSync(join(board.boot, ERROR_FILE))).toBe(false);
+    expect(board.read(ISSUE)).toContain("this release could not apply the site's settings: the gateway could not check");
   });
 
   it('applies the forwarding settings: into gateway.env, secrets into the credential store, kept when left empty', () => {

@@ -11,6 +11,7 @@ import { hashDeviceKey } from '../../appliance/board/firstboot.mjs';
 import { parseConfigText, parseDeviceKeys, renderKeyFile, validateSettings } from '../../appliance/board/settings.mjs';
 import {
   compareVersions,
+  gatewayUnitFailure,
   queueFormatOf,
   raucConfig,
   restoreQueue,
@@ -123,6 +124,23 @@ describe('which bundle may replace which release', () => {
   });
 });
 
+describe("the gateway's unit on a trial", () => {
+  it('fails the trial on any restart, even once the unit reads success again, and on a failed unit', () => {
+    const running = { ActiveState: 'active', SubState: 'running', Result: 'success', ExecMainStatus: '0', NRestarts: '0' };
+    expect(gatewayUnitFailure(running)).toBeUndefined();
+    expect(gatewayUnitFailure({ ...running, ActiveState: 'activating', SubState: 'start' })).toBeUndefined();
+    expect(gatewayUnitFailure({ ...running, ActiveState: 'activating', SubState: 'start', NRestarts: '1' })).toBe(
+      'harbor-gateway.service exited and was restarted once, now activating',
+    );
+    expect(
+      gatewayUnitFailure({ ActiveState: 'activating', SubState: 'auto-restart', Result: 'exit-code', ExecMainStatus: '1', NRestarts: '3' }),
+    ).toBe('harbor-gateway.service exited and was restarted 3 times, now activating (exit-code, exit status 1)');
+    expect(
+      gatewayUnitFailure({ ActiveState: 'failed', SubState: 'failed', Result: 'exit-code', ExecMainStatus: '78', NRestarts: '0' }),
+    ).toBe('harbor-gateway.service failed (exit-code, exit status 78)');
+  });
+});
+
 describe('the queue across a trial that upgrades its format', () => {
   const queueFile = (dir: string, format: number, rows: number) => {
     const db = new Database(join(dir, 'queue.db'));
@@ -130,6 +148,14 @@ describe('the queue across a trial that upgrades its format', () => {
     for (let i = 0; i < rows; i++) db.prepare('INSERT INTO readings VALUES (?)').run(i);
     db.pragma(`user_version = ${format}`);
     db.close();
+  };
+  const rowsIn = (dir: string) => {
+    const db = new Database(join(dir, 'queue.db'), { readonly: true });
+    try {
+      return db.prepare('SELECT count(*) AS n FROM readings').get();
+    } finally {
+      db.close();
+    }
   };
 
   it('keeps a copy before the trial and gives it back to the older release, setting the newer file aside', () => {
@@ -146,9 +172,7 @@ describe('the queue across a trial that upgrades its format', () => {
     const aside = readdirSync(state).find((name) => name.startsWith('queue-format-5-set-aside-'));
     expect(aside).toBeDefined();
     expect(queueFormatOf(join(state, String(aside), 'queue.db'))).toBe(5);
-    const db = new Database(join(state, 'queue.db'), { readonly: true });
-    expect(db.prepare('SELECT count(*) AS n FROM readings').get()).toEqual({ n: 3 });
-    db.close();
+    expect(rowsIn(state)).toEqual({ n: 3 });
   });
 
   it('copies nothing when the release reads the format as it is, and keeps the queue when the trial left it alone', () => {
@@ -159,9 +183,7 @@ describe('the queue across a trial that upgrades its format', () => {
     expect(snapshotQueue({ stateDir: state, updateDir: updates, releaseFormat: 5 })).toBe(true);
     queueFile(state, 4, 1);
     expect(restoreQueue({ stateDir: state, updateDir: updates })).toBeUndefined();
-    const db = new Database(join(state, 'queue.db'), { readonly: true });
-    expect(db.prepare('SELECT count(*) AS n FROM readings').get()).toEqual({ n: 3 });
-    db.close();
+    expect(rowsIn(state)).toEqual({ n: 3 });
   });
 });
 
