@@ -38,6 +38,10 @@ Usage: harbor-gateway [command]
 `;
 
 async function serve(): Promise<void> {
+  // A terminal closed under a running gateway (the window of `npm run local`) fails each later write
+  // to it with EIO, and an unheeded stream error would end the process in the middle of its stop,
+  // the queue left unclosed: those lines are lost, the stop goes on.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   let config: Config;
   try {
     config = loadConfig();
