@@ -26,6 +26,8 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '10' },
     batch: { type: 'string' },
     top: { type: 'string', default: '25' },
+    // More of Node's own options for the gateway (`--node-arg=--trace-gc`); what they print goes to node-output.txt.
+    'node-arg': { type: 'string', multiple: true, default: [] },
     out: { type: 'string', default: join(projectRoot, 'bench', 'results', 'profiles') },
   },
 });
@@ -55,7 +57,7 @@ try {
     bundle: args.bundle,
     apiKey,
     cpus: '0',
-    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${outDir}`],
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${outDir}`, ...args['node-arg']],
     env: {
       DATA_DIR: join(work, 'data'),
       DURABILITY: args.mode,
@@ -75,6 +77,9 @@ try {
   wrk = await runWrk({ ...run, durationS });
   window.toUs = monotonicUs();
   const exit = await gateway.stop('SIGTERM');
+  // Lines that are not the gateway's JSON log are Node's own (what `--node-arg` asked it to print).
+  const nodeLines = gateway.logs.filter((l) => Object.keys(l).length === 1 && typeof l.msg === 'string').map((l) => l.msg);
+  if (nodeLines.length > 0) writeFileSync(join(outDir, 'node-output.txt'), `${nodeLines.join('\n')}\n`);
   if (exit.code !== 0) throw new Error(`the gateway exited with ${exit.code ?? exit.signal}`);
 } finally {
   await questdb.stop();
