@@ -178,7 +178,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     failureDelay,
     validator,
     stopping: stopping.signal,
-    accepted: (principal, readings) => gatewayConsole.accepted(principal, readings),
+    accepted: (principal, record, readings) => gatewayConsole.accepted(principal, record, readings),
     onFailure: async () => {
       await http.close(Date.now());
       await questdb?.close();

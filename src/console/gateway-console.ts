@@ -3,7 +3,6 @@ import { describeGatewayState, OutageWatch, type GatewayState } from '../health/
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from '../health/snapshot.js';
 import type { KeyStore, Principal } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
-import type { Reading } from '../reading/reading-schema.js';
 import type { GatewayStats } from '../stats.js';
 import { CounterMinutes } from './activity/minute-counts.js';
 import { RefusalTable } from './activity/refusal-table.js';
@@ -81,9 +80,9 @@ export class GatewayConsole {
     mountConsole(app, this);
   }
 
-  /** Ingest accepted these readings with this key (called on the request, after its commit; the ship table only notes them). */
-  accepted(principal: Principal, readings: readonly Reading[]): void {
-    this.ships.record(principal.name, readings, Date.now());
+  /** Ingest committed this queue record of `readings` readings for this key (called on the request; the ship table only notes it). */
+  accepted(principal: Principal, record: string, readings: number): void {
+    this.ships.record(principal.name, record, readings, Date.now());
   }
 
   /** Ingest answered with an error (called after the answer was made; accepted requests never come here). */

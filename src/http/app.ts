@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/receive-clock.js';
 import type { Principal } from '../keys/key-store.js';
-import type { Reading } from '../reading/reading-schema.js';
 import { QueueFullReason } from '../health/queue-full.js';
 import { apiKey } from './middleware/api-key/index.js';
 import { InflightBudget } from './inflight-budget.js';
@@ -39,8 +38,8 @@ export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
 
 export interface ConsoleHooks {
   mount(app: Hono): void;
-  /** Readings committed for a key: called on the request, so it must stay cheap. */
-  accepted(principal: Principal, readings: readonly Reading[]): void;
+  /** A queue record of `readings` readings committed for a key: called on the request, so it must stay cheap. */
+  accepted(principal: Principal, record: string, readings: number): void;
   /** A request answered with an error, after its answer was made. */
   refused(c: Context): void;
 }

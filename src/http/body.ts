@@ -32,7 +32,10 @@ export async function readJsonBody(c: Context, limit: number): Promise<BodyResul
   if (declared !== undefined && Number(declared) > limit) return tooLarge(limit);
   let bytes: Buffer;
   try {
-    const read = declared !== undefined ? Buffer.from(await c.req.arrayBuffer()) : await readLimited(c.req.raw.body, limit);
+    // From the Request itself, not through c.req: Hono keeps what c.req read for the request's
+    // whole life, and ingest's commit waits a turn of the event loop or more, long enough for
+    // minor garbage collections to copy and then promote a batch's body.
+    const read = declared !== undefined ? Buffer.from(await c.req.raw.arrayBuffer()) : await readLimited(c.req.raw.body, limit);
     if (read === undefined) return tooLarge(limit);
     bytes = read;
   } catch {

@@ -33,7 +33,7 @@ export interface MqttIngestDeps {
   deadLetters: IngestDeadLetters;
   logger: Logger;
   /** Told of every committed message's readings, as HTTP ingest tells it (the console's ship table). */
-  accepted?: (principal: Principal, readings: readonly Reading[]) => void;
+  accepted?: (principal: Principal, record: string, readings: number) => void;
 }
 
 /**
@@ -45,14 +45,19 @@ export class MqttIngest {
   constructor(private readonly deps: MqttIngestDeps) {}
 
   /** Commits the readings; settles once they are on disk (fsynced in power-loss mode) or refused. */
-  async store(principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc): Promise<IngestOutcome> {
-    const { deps } = this;
-    if (readings.length === 0) return { status: 'empty' };
+  store(principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc): Promise<IngestOutcome> {
+    if (readings.length === 0) return Promise.resolve({ status: 'empty' });
     const foreign = foreignShips(principal, readings, shipLoc);
-    if (foreign !== undefined) return { status: 'refused', kind: 'forbidden', ...foreign, readings };
+    if (foreign !== undefined) return Promise.resolve({ status: 'refused', kind: 'forbidden', ...foreign, readings });
+    // As over HTTP, encoded before the commit's wait, so what waits is the record, not the readings.
+    return this.#commit(principal, encodeRecord(readings, this.deps.clock), readings.length);
+  }
+
+  async #commit(principal: Principal, record: string, readings: number): Promise<IngestOutcome> {
+    const { deps } = this;
     try {
       // As over HTTP: received at the clock's newest millisecond, from the site the key is bound to.
-      await deps.queue.append(encodeRecord(readings, deps.clock), readings.length, deps.clock.receivedMs(), undefined, principal.site);
+      await deps.queue.append(record, readings, deps.clock.receivedMs(), undefined, principal.site);
     } catch (error) {
       if (!(error instanceof QueueRefusedError)) throw error;
       if (error.refusal !== 'full' && error.refusal !== 'closed') {
@@ -60,11 +65,11 @@ export class MqttIngest {
       }
       return { status: 'unavailable', refusal: error.refusal, message: error.message };
     }
-    deps.stats.acceptedReadings += readings.length;
-    deps.keys.counters.accepted(principal.name, readings.length);
-    deps.accepted?.(principal, readings);
+    deps.stats.acceptedReadings += readings;
+    deps.keys.counters.accepted(principal.name, readings);
+    deps.accepted?.(principal, record, readings);
     deps.delivery.notifyAppended();
-    return { status: 'stored', readings: readings.length };
+    return { status: 'stored', readings };
   }
 
   /**

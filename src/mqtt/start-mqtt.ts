@@ -7,7 +7,6 @@ import type { KeyStore, Principal } from '../keys/key-store.js';
 import { IngestDeadLetters } from '../queue/dead-letters.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
 import type { Validator } from '../reading/parse-readings.js';
-import type { Reading } from '../reading/reading-schema.js';
 import type { ReceiveClock } from '../reading/receive-clock.js';
 import { MqttStats, MqttSubscriptionStats, type GatewayStats } from '../stats.js';
 import { DeviceSession, SessionTable } from './device-session.js';
@@ -34,7 +33,7 @@ export interface MqttDeps {
   requestTimeoutMs: number;
   stopping: AbortSignal;
   logger: Logger;
-  accepted?: (principal: Principal, readings: readonly Reading[]) => void;
+  accepted?: (principal: Principal, record: string, readings: number) => void;
 }
 
 export interface RunningMqtt {

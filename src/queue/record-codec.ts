@@ -117,6 +117,27 @@ export function scanRecord(payload: string, visit: LineVisitor): void {
   }
 }
 
+/** Receives a line's ship_id (tab1, tab2), cargo_id (tab2, tab3) and value's text (tab3, end) as positions in the record. */
+export type FieldVisitor = (record: string, tab1: number, tab2: number, tab3: number, end: number) => void;
+
+/**
+ * Visits each line of a record encodeRecord has just made, without checking it: for ingest's own
+ * bookkeeping, which never meets a corrupt record. What is read back from the queue goes through scanRecord.
+ */
+export function scanEncodedRecord(record: string, visit: FieldVisitor): void {
+  const length = record.length;
+  let start = 0;
+  while (start < length) {
+    const tab1 = record.indexOf('\t', start);
+    const tab2 = record.indexOf('\t', tab1 + 1);
+    const tab3 = record.indexOf('\t', tab2 + 1);
+    let end = record.indexOf('\n', tab3 + 1);
+    if (end === -1) end = length;
+    visit(record, tab1, tab2, tab3, end);
+    start = end + 1;
+  }
+}
+
 /** Reads a record back into readings. */
 export function decodeRecord(payload: string, into: QueuedReading[] = []): QueuedReading[] {
   scanRecord(payload, (text, time, tab1, tab2, tab3, value) => {

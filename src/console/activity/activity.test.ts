@@ -1,11 +1,15 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterMinutes, MinuteCounts } from './minute-counts.js';
 import { RefusalTable } from './refusal-table.js';
+import { formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import { FOLD_AFTER_MS, FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS, MAX_CARGOS, MAX_SHIPS, ShipTable } from './ship-table.js';
 
 const T0 = Date.UTC(2026, 10, 26, 10, 0, 0);
 const MIN = 60_000;
-const reading = (shipId: string, cargoId: string, value: number) => ({ timeNs: undefined, shipId, cargoId, value });
+const reading = (shipId: string, cargoId: string, value: number): QueuedReading => ({ timeNs: `${T0}000000`, shipId, cargoId, value });
+/** What ingest hands the table: the readings as the queue record it committed. */
+const note = (table: ShipTable, key: string, readings: QueuedReading[], now: number) =>
+  table.record(key, readings.map(formatLine).join('\n'), readings.length, now);
 
 describe('minute counts', () => {
   it('keep the last hour in 60 slots, the current minute last, and forget what is older', () => {
@@ -36,8 +40,8 @@ describe('minute counts', () => {
 describe('ship table', () => {
   it('keeps per ship the key, last seen, readings in the last hour and the latest value per cargo', () => {
     const ships = new ShipTable();
-    ships.record('buoys', [reading('buoy-1', 'level', 1), reading('buoy-1', 'temp', 20), reading('buoy-2', 'level', 3)], T0);
-    ships.record('buoys', [reading('buoy-1', 'level', 2)], T0 + MIN);
+    note(ships, 'buoys', [reading('buoy-1', 'level', 1), reading('buoy-1', 'temp', 20), reading('buoy-2', 'level', 3)], T0);
+    note(ships, 'buoys', [reading('buoy-1', 'level', 2)], T0 + MIN);
     const [first, second] = ships.list(T0 + MIN);
     expect(first).toMatchObject({ shipId: 'buoy-1', key: 'buoys', lastSeenMs: T0 + MIN, readingsLastHour: 3, stale: false });
     expect(first!.lastValues).toEqual([
@@ -47,26 +51,52 @@ describe('ship table', () => {
     expect(second).toMatchObject({ shipId: 'buoy-2', readingsLastHour: 1 });
   });
 
+  it('reads ship ids and values back from the record exactly as they were accepted', () => {
+    const ships = new ShipTable();
+    const values = [-0, 0.1 + 0.2, 1e-300, -1.7976931348623157e308, 42];
+    note(
+      ships,
+      'k',
+      values.map((v, i) => reading('Schiff «Ü» 1', `c${i}`, v)),
+      T0,
+    );
+    note(ships, 'k', [reading('ab', 'x', 1), reading('abc', 'x', 2), reading('ab', 'y', 3)], T0);
+    const ship = ships.list(T0).find((s) => s.shipId === 'Schiff «Ü» 1')!;
+    expect(ship.readingsLastHour).toBe(values.length);
+    expect(ship.lastValues.map((v) => v.value)).toEqual(values);
+    expect(Object.is(ship.lastValues[0]!.value, -0)).toBe(true);
+    expect(ships.list(T0).find((s) => s.shipId === 'ab')).toMatchObject({
+      readingsLastHour: 2,
+      lastValues: [
+        { cargoId: 'x', value: 1 },
+        { cargoId: 'y', value: 3 },
+      ],
+    });
+    expect(ships.list(T0).find((s) => s.shipId === 'abc')).toMatchObject({ readingsLastHour: 1 });
+    expect(ships.size).toBe(3);
+  });
+
   it('marks a ship stale after three of its usual gaps, never before 5 minutes', () => {
     const ships = new ShipTable();
-    for (let i = 0; i < 5; i++) ships.record('k', [reading('slow', 'x', i)], T0 + i * 10 * MIN);
+    for (let i = 0; i < 5; i++) note(ships, 'k', [reading('slow', 'x', i)], T0 + i * 10 * MIN);
     const last = T0 + 40 * MIN;
     expect(ships.list(last + 29 * MIN)[0]!.stale).toBe(false);
     expect(ships.list(last + 31 * MIN)[0]!.stale).toBe(true);
-    ships.record('k', [reading('fast', 'x', 1)], T0);
-    ships.record('k', [reading('fast', 'x', 1)], T0 + 5_000);
+    note(ships, 'k', [reading('fast', 'x', 1)], T0);
+    note(ships, 'k', [reading('fast', 'x', 1)], T0 + 5_000);
     expect(ships.list(T0 + 4 * MIN).find((s) => s.shipId === 'fast')!.stale).toBe(false);
     expect(ships.list(T0 + 6 * MIN).find((s) => s.shipId === 'fast')!.stale).toBe(true);
   });
 
   it('stays bounded in ships and in cargo ids per ship', () => {
     const ships = new ShipTable();
-    for (let i = 0; i < MAX_SHIPS + 500; i++) ships.record('k', [reading(`ship-${i}`, 'x', i)], T0 + i);
+    for (let i = 0; i < MAX_SHIPS + 500; i++) note(ships, 'k', [reading(`ship-${i}`, 'x', i)], T0 + i);
     expect(ships.size).toBeLessThanOrEqual(MAX_SHIPS);
     const names = new Set(ships.list(T0 + MAX_SHIPS + 500).map((s) => s.shipId));
     expect(names.has(`ship-${MAX_SHIPS + 499}`)).toBe(true);
     expect(names.has('ship-0')).toBe(false);
-    ships.record(
+    note(
+      ships,
       'k',
       Array.from({ length: 100 }, (_, i) => reading('many', `c${i}`, i)),
       T0,
@@ -90,8 +120,8 @@ describe('ship table', () => {
         reading(`ship-${next(MAX_SHIPS + 200)}`, `c${next(MAX_CARGOS + 4)}`, next(1000)),
       );
       const key = `key-${next(3)}`;
-      waiting.record(key, readings, now);
-      folded.record(key, readings, now);
+      note(waiting, key, readings, now);
+      note(folded, key, readings, now);
       expect(folded.size).toBeGreaterThan(0);
     }
     expect(waiting.list(now + MIN)).toEqual(folded.list(now + MIN));
@@ -104,8 +134,8 @@ describe('ship table', () => {
       vi.useFakeTimers();
       const ships = new ShipTable();
       expect(vi.getTimerCount()).toBe(0);
-      ships.record('k', [reading('a', 'x', 1)], T0);
-      ships.record('k', [reading('a', 'x', 2)], T0);
+      note(ships, 'k', [reading('a', 'x', 1)], T0);
+      note(ships, 'k', [reading('a', 'x', 2)], T0);
       expect(vi.getTimerCount()).toBe(1);
       vi.advanceTimersByTime(FOLD_AFTER_MS);
       expect(vi.getTimerCount()).toBe(0);
@@ -115,13 +145,14 @@ describe('ship table', () => {
     it('folds at once, leaving no timer, when a bound of waiting readings or requests is reached', () => {
       vi.useFakeTimers();
       const ships = new ShipTable();
-      ships.record(
+      note(
+        ships,
         'k',
         Array.from({ length: FOLD_AFTER_READINGS }, (_, i) => reading('a', 'x', i)),
         T0,
       );
       expect(vi.getTimerCount()).toBe(0);
-      for (let i = 0; i < FOLD_AFTER_REQUESTS; i++) ships.record('k', [reading('b', 'x', i)], T0);
+      for (let i = 0; i < FOLD_AFTER_REQUESTS; i++) note(ships, 'k', [reading('b', 'x', i)], T0);
       expect(vi.getTimerCount()).toBe(0);
       expect(ships.list(T0).map((s) => s.readingsLastHour)).toEqual([FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS]);
     });

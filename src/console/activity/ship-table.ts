@@ -1,4 +1,4 @@
-import type { Reading } from '../../reading/reading-schema.js';
+import { scanEncodedRecord } from '../../queue/record-codec.js';
 import { MinuteCounts } from './minute-counts.js';
 
 /** Ships remembered; past this the least recently seen eighth is forgotten. A site has tens to hundreds. */
@@ -12,13 +12,12 @@ const BURST_MS = 1000;
 /** Accepted requests wait at most this long before they are folded into the table, when nothing reads it sooner. */
 export const FOLD_AFTER_MS = 1000;
 /**
- * Readings waiting past this are folded at once: the wait keeps them alive, and a young reading kept
- * past the next minor garbage collection is copied, so the wait stays far below what one fills.
+ * Readings waiting past this are folded at once: the wait keeps their records alive, and a young
+ * record kept past the next minor garbage collection is copied, so the wait stays far below what one fills.
  */
 export const FOLD_AFTER_READINGS = 4096;
 /** Requests waiting past this are folded at once (single pushes: a few dozen milliseconds' worth at full speed). */
 export const FOLD_AFTER_REQUESTS = 1024;
-const NONE: readonly Reading[] = [];
 
 interface ShipEntry {
   key: string;
@@ -26,7 +25,8 @@ interface ShipEntry {
   /** Smoothed gap between the ship's bursts of readings; undefined until it has sent twice. */
   gapMs: number | undefined;
   readonly minutes: MinuteCounts;
-  readonly values: Map<string, number>;
+  /** Cargo id → the latest value's text in its record, made a number only when the table is read. */
+  readonly values: Map<string, string>;
 }
 
 export interface ShipView {
@@ -43,29 +43,32 @@ export interface ShipView {
 /**
  * Every ship the gateway accepted readings from since it started: which key it used, when it was
  * last seen, how many readings it sent in the last hour and its latest values. Bounded in ships and
- * in cargo ids per ship, and fed with the readings ingest has already parsed.
+ * in cargo ids per ship, and fed with the queue records ingest committed.
  *
- * An accepted request only notes its readings (three appends); they are folded into the table in
+ * An accepted request only notes its record (three appends); records are folded into the table in
  * the order they came, with the time each request came at, before anything reads the table, after
  * FOLD_AFTER_MS, or once FOLD_AFTER_READINGS wait. So the table reads as if each request had been
- * recorded at once, and the request path pays for no map look-up.
+ * recorded at once, and the request path pays for no map look-up. A record is one flat string: a
+ * request's parsed readings can be let go before its commit, and what waits here costs a minor
+ * garbage collection one copy, not thousands of small objects.
  */
 export class ShipTable {
   readonly #ships = new Map<string, ShipEntry>();
   // The requests waiting to be folded, in fixed arrays reused from fold to fold.
   readonly #keys = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
-  readonly #batches = new Array<readonly Reading[]>(FOLD_AFTER_REQUESTS).fill(NONE);
+  readonly #records = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
   readonly #times = new Float64Array(FOLD_AFTER_REQUESTS);
   #requests = 0;
   #readings = 0;
   #timer: NodeJS.Timeout | undefined;
 
-  record(key: string, readings: readonly Reading[], now: number): void {
+  /** `record` is a queue record (record-codec.ts) of `readings` readings, committed for `key`. */
+  record(key: string, record: string, readings: number, now: number): void {
     const i = this.#requests++;
     this.#keys[i] = key;
-    this.#batches[i] = readings;
+    this.#records[i] = record;
     this.#times[i] = now;
-    this.#readings += readings.length;
+    this.#readings += readings;
     if (this.#requests === FOLD_AFTER_REQUESTS || this.#readings >= FOLD_AFTER_READINGS) this.#fold();
     else this.#timer ??= setTimeout(() => this.#fold(), FOLD_AFTER_MS).unref();
   }
@@ -85,7 +88,7 @@ export class ShipTable {
         lastSeenMs: e.lastSeenMs,
         stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
         readingsLastHour: e.minutes.total(now),
-        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
+        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value: Number(value) })),
       }))
       .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
   }
@@ -96,32 +99,34 @@ export class ShipTable {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    const batches = this.#batches;
+    const records = this.#records;
     for (let i = 0; i < this.#requests; i++) {
-      this.#add(this.#keys[i]!, batches[i]!, this.#times[i]!);
-      batches[i] = NONE;
+      this.#add(this.#keys[i]!, records[i]!, this.#times[i]!);
+      records[i] = '';
     }
     this.#requests = 0;
     this.#readings = 0;
   }
 
-  /** One request's readings: one look-up per run of readings of one ship, one per reading for its value. */
-  #add(key: string, readings: readonly Reading[], now: number): void {
+  /** One request's record: one look-up per run of lines of one ship, one per line for its value. */
+  #add(key: string, record: string, now: number): void {
     let entry: ShipEntry | undefined;
     let ship = '';
     let run = 0;
-    for (const reading of readings) {
-      if (entry === undefined || reading.shipId !== ship) {
+    scanEncodedRecord(record, (text, tab1, tab2, tab3, end) => {
+      // The ship id is compared in place: a batch is mostly runs of one ship, so most lines slice nothing.
+      if (entry === undefined || tab2 - tab1 - 1 !== ship.length || !text.startsWith(ship, tab1 + 1)) {
         if (entry !== undefined) touch(entry, key, run, now);
-        ship = reading.shipId;
+        ship = text.slice(tab1 + 1, tab2);
         entry = this.#entry(ship, key, now);
         run = 0;
       }
       run += 1;
+      const cargoId = text.slice(tab2 + 1, tab3);
       const values = entry.values;
-      if (values.size >= MAX_CARGOS && !values.has(reading.cargoId)) values.delete(values.keys().next().value!);
-      values.set(reading.cargoId, reading.value);
-    }
+      if (values.size >= MAX_CARGOS && !values.has(cargoId)) values.delete(values.keys().next().value!);
+      values.set(cargoId, text.slice(tab3 + 1, end));
+    });
     if (entry !== undefined) touch(entry, key, run, now);
   }
 
