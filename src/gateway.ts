@@ -325,6 +325,7 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     maxBytes: config.queueMaxBytes,
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
     diskReserve: true,
+    commitWindowMs: config.commitWindowMs,
   });
   if (!queue.reserveReady) {
     logger.warn(

@@ -39,6 +39,11 @@ export interface QueueOptions {
   sinks?: readonly SinkRegistration[];
   /** Keep a reserve on the file system for a full disk (disk-reserve.ts): the gateway does. */
   diskReserve?: boolean;
+  /**
+   * How long the oldest waiting append waits for others to share its commit (`COMMIT_WINDOW_MS`);
+   * 0, the default, commits after one turn of the event loop.
+   */
+  commitWindowMs?: number;
 }
 
 /** A sink's share of the queue: what it has still to deliver. */
@@ -85,6 +90,8 @@ interface PendingAppend {
   connection: RequestConnection | undefined;
   /** The turn of the event loop it was appended in. */
   turn: number;
+  /** When it was appended (performance.now()), for the commit window. */
+  atMs: number;
   resolve: () => void;
   reject: (error: Error) => void;
 }
@@ -117,6 +124,8 @@ export class QueueWriter {
   readonly #insertMany: (batch: PendingAppend[]) => void;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
+  readonly #commitWindowMs: number;
+  #windowTimer: NodeJS.Timeout | undefined;
   /** Turns of the event loop counted while appends wait (a check-phase callback each). */
   #turn = 0;
   #ticking = false;
@@ -146,6 +155,7 @@ export class QueueWriter {
     this.path = queuePath(options.dataDir);
     this.durability = options.durability;
     this.maxBytes = options.maxBytes;
+    this.#commitWindowMs = options.commitWindowMs ?? 0;
     this.#db = openQueueFile(options.dataDir, options.durability, { create: true });
     const db = this.#db;
     this.registered = registerSinks(db, options.sinks ?? [{ name: 'questdb', backfill: true }]);
@@ -193,7 +203,18 @@ export class QueueWriter {
     if (this.#diskFull) this.#diskFull = false;
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
-      this.#pending.push({ payload, readings, bytes, receivedMs, site: site ?? null, connection, turn: this.#turn, resolve, reject });
+      this.#pending.push({
+        payload,
+        readings,
+        bytes,
+        receivedMs,
+        site: site ?? null,
+        connection,
+        turn: this.#turn,
+        atMs: this.#commitWindowMs === 0 ? 0 : performance.now(),
+        resolve,
+        reject,
+      });
       if (!this.#ticking) {
         this.#ticking = true;
         setImmediate(this.#tick);
@@ -206,14 +227,34 @@ export class QueueWriter {
    * whole turn, whose poll reads the end of a connection whose request was read in the turn before
    * (a read stops at a partial buffer, before the EOF behind it), so a request its client gave up
    * on meanwhile is not committed. Everything appended in between goes in the same commit.
+   * With a commit window the commit also waits until the oldest append has waited the window
+   * (on a timer, not turning the loop), so appends that come meanwhile share its write and fsync.
    */
   readonly #tick = (): void => {
+    const oldest = this.#pending[0];
+    // Nothing waits once close() has committed it all.
+    if (oldest === undefined) {
+      this.#ticking = false;
+      return;
+    }
+    if (this.#commitWindowMs > 0) {
+      const wait = oldest.atMs + this.#commitWindowMs - performance.now();
+      if (wait > 0) {
+        this.#windowTimer = setTimeout(this.#windowEnded, wait);
+        return;
+      }
+    }
     this.#turn += 1;
     let due = 0;
     while (due < this.#pending.length && this.#pending[due]!.turn <= this.#turn - 2) due += 1;
     if (due > 0) this.#commit(this.#pending.splice(0, due));
     if (this.#pending.length > 0) setImmediate(this.#tick);
     else this.#ticking = false;
+  };
+
+  readonly #windowEnded = (): void => {
+    this.#windowTimer = undefined;
+    setImmediate(this.#tick);
   };
 
   #commit(appends: PendingAppend[]): void {
@@ -470,6 +511,7 @@ export class QueueWriter {
    */
   close(): boolean {
     if (this.#closed) return true;
+    clearTimeout(this.#windowTimer);
     if (this.#pending.length > 0) this.#commit(this.#pending.splice(0));
     this.#closed = true;
     try {

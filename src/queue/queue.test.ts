@@ -31,6 +31,33 @@ describe('QueueWriter and QueueReader', () => {
     expect(queue.stats().commits).toBe(2);
   });
 
+  it("with a commit window, lets appends that come within it share the oldest one's commit, settling none before", async () => {
+    const queue = openQueue({ commitWindowMs: 400 });
+    const started = performance.now();
+    const settled: string[] = [];
+    const first = queue.append('1\ts\tc\t1', 1, 1).then(() => settled.push('first'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = queue.append('2\ts\tc\t2', 1, 2).then(() => settled.push('second'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(settled).toEqual([]);
+    await Promise.all([first, second]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(400);
+    expect(queue.stats()).toMatchObject({ commits: 1, records: 2 });
+    // The next append opens a window of its own.
+    await queue.append('3\ts\tc\t3', 1, 3);
+    expect(queue.stats().commits).toBe(2);
+  });
+
+  it('commits what waits in its commit window at once when it closes', async () => {
+    const queue = openQueue({ commitWindowMs: 60_000 });
+    const appended = queue.append('1\ts\tc\t1', 1, 1);
+    expect(queue.close()).toBe(true);
+    await appended;
+    const reader = new Database(queue.path, { readonly: true });
+    expect(reader.prepare('SELECT COUNT(*) AS n FROM segment_1').get()).toEqual({ n: 1 });
+    reader.close();
+  });
+
   it('settles an append only after its commit is on disk', async () => {
     const queue = openQueue();
     const appended = queue.append('1\ts\tc\t1', 1, 1);
