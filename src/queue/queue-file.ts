@@ -161,7 +161,11 @@ function settleLeftLog(walPath: string): void {
  * Opens (and on first use creates) the queue file with the pragmas every connection needs.
  * `deliveries`: the connection records a sink's deliveries (QueueReader).
  */
-export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean; deliveries?: boolean }): Database.Database {
+export function openQueueFile(
+  dataDir: string,
+  durability: Durability,
+  options: { create: boolean; deliveries?: boolean },
+): Database.Database {
   if (options.create) makeDataDir(dataDir);
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.

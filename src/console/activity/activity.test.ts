@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterMinutes, MinuteCounts } from './minute-counts.js';
 import { RefusalTable } from './refusal-table.js';
 import { formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import { recordOf, retainedHeapBytes } from '../../../test/support/retained-heap.js';
 import { FOLD_AFTER_MS, FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS, MAX_CARGOS, MAX_SHIPS, ShipTable } from './ship-table.js';
 
 const T0 = Date.UTC(2026, 10, 26, 10, 0, 0);
@@ -74,6 +75,20 @@ describe('ship table', () => {
     });
     expect(ships.list(T0).find((s) => s.shipId === 'abc')).toMatchObject({ readingsLastHour: 1 });
     expect(ships.size).toBe(3);
+  });
+
+  it('keeps no record alive once folded, however long its ship ids, cargo ids and values', () => {
+    const ships = new ShipTable();
+    // 20 records of about 1 MB, each of its own ship; ids and values longer than 12 characters.
+    const retained = retainedHeapBytes(() => {
+      for (let s = 0; s < 20; s++) {
+        const record = recordOf(`${T0}000000\tvessel-with-a-long-name-${s}\tcargo-with-a-long-name\t-1.2345678901234567e-300`, 1e6);
+        ships.record('k', record, record.split('\n').length, T0);
+      }
+      expect(ships.size).toBe(20);
+    });
+    expect(retained).toBeLessThan(4 * 1024 * 1024);
+    expect(ships.list(T0)[0]!.lastValues).toEqual([{ cargoId: 'cargo-with-a-long-name', value: -1.2345678901234567e-300 }]);
   });
 
   it('marks a ship stale after three of its usual gaps, never before 5 minutes', () => {

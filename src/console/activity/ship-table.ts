@@ -1,4 +1,4 @@
-import { scanEncodedRecord } from '../../queue/record-codec.js';
+import { detached, scanEncodedRecord } from '../../queue/record-codec.js';
 import { MinuteCounts } from './minute-counts.js';
 
 /** Ships remembered; past this the least recently seen eighth is forgotten. A site has tens to hundreds. */
@@ -25,8 +25,7 @@ interface ShipEntry {
   /** Smoothed gap between the ship's bursts of readings; undefined until it has sent twice. */
   gapMs: number | undefined;
   readonly minutes: MinuteCounts;
-  /** Cargo id → the latest value's text in its record, made a number only when the table is read. */
-  readonly values: Map<string, string>;
+  readonly values: Map<string, number>;
 }
 
 export interface ShipView {
@@ -88,7 +87,7 @@ export class ShipTable {
         lastSeenMs: e.lastSeenMs,
         stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
         readingsLastHour: e.minutes.total(now),
-        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value: Number(value) })),
+        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
       }))
       .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
   }
@@ -123,9 +122,14 @@ export class ShipTable {
       }
       run += 1;
       const cargoId = text.slice(tab2 + 1, tab3);
+      const value = Number(text.slice(tab3 + 1, end));
       const values = entry.values;
-      if (values.size >= MAX_CARGOS && !values.has(cargoId)) values.delete(values.keys().next().value!);
-      values.set(cargoId, text.slice(tab3 + 1, end));
+      // A key already there stays as it was first set, so only a new one needs to be a copy.
+      if (values.has(cargoId)) values.set(cargoId, value);
+      else {
+        if (values.size >= MAX_CARGOS) values.delete(values.keys().next().value!);
+        values.set(detached(cargoId), value);
+      }
     });
     if (entry !== undefined) touch(entry, key, run, now);
   }
@@ -135,7 +139,7 @@ export class ShipTable {
     if (known !== undefined) return known;
     if (this.#ships.size >= MAX_SHIPS) this.#forgetOldest();
     const entry: ShipEntry = { key, lastSeenMs: now, gapMs: undefined, minutes: new MinuteCounts(), values: new Map() };
-    this.#ships.set(shipId, entry);
+    this.#ships.set(detached(shipId), entry);
     return entry;
   }
 

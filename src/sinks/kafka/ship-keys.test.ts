@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { murmur2 } from '@platformatic/kafka';
 import fc from 'fast-check';
 import { ShipKeys } from './ship-keys.js';
+import { recordOf, retainedHeapBytes } from '../../../test/support/retained-heap.js';
 
 describe("a ship's message key and partition, made once", () => {
   it("places every message where the client's default partitioner would (murmur2 of the key, unsigned)", () => {
@@ -13,6 +14,17 @@ describe("a ship's message key and partition, made once", () => {
         return key.equals(Buffer.from(shipId)) && keys.partitioner({ topic: 't', key, value: Buffer.alloc(0) }) === expected;
       }),
     );
+  });
+
+  it('keeps no queue record alive through a ship id sliced from it', () => {
+    const keys = new ShipKeys(murmur2);
+    const retained = retainedHeapBytes(() => {
+      for (let s = 0; s < 20; s++) {
+        const record = recordOf(`1\tvessel-with-a-long-name-${s}\tc\t1`, 1e6);
+        keys.keyOf(record.slice(2, record.indexOf('\t', 2)));
+      }
+    });
+    expect(retained).toBeLessThan(4 * 1024 * 1024);
   });
 
   it('gives a ship the same key buffer each time, and hashes a key it did not make', () => {

@@ -1,4 +1,5 @@
 import type { MessageToProduce } from '@platformatic/kafka';
+import { detached } from '../../queue/record-codec.js';
 
 /** More ship ids than a site has; past it the cache starts again, so odd ids cannot grow it for ever. */
 const MAX_SHIPS = 10_000;
@@ -21,7 +22,7 @@ export class ShipKeys {
     if (key === undefined) {
       if (this.#keys.size >= MAX_SHIPS) this.#keys.clear();
       key = Buffer.from(shipId);
-      this.#keys.set(shipId, key);
+      this.#keys.set(detached(shipId), key);
       this.#hashes.set(key, this.murmur2(key) >>> 0);
     }
     return key;

@@ -5,6 +5,7 @@ import type { QueuedReading } from '../../queue/record-codec.js';
 import { RecordCorruptError, encodeRecord } from '../../queue/record-codec.js';
 import { ReceiveClock } from '../../reading/receive-clock.js';
 import { IlpEncoder } from './ilp-encoder.js';
+import { recordOf, retainedHeapBytes } from '../../../test/support/retained-heap.js';
 
 const SITE = 'pier 7';
 
@@ -90,6 +91,16 @@ describe('IlpEncoder', () => {
     }));
     expect(encoder.encode(rows).equals(clientEncode('t', rows))).toBe(true);
     expect(encoder.encode(rows, 10, 20).equals(clientEncode('t', rows.slice(10, 20)))).toBe(true);
+  });
+
+  it('keeps no queue record alive through the pairs it caches', () => {
+    const encoder = new IlpEncoder('cargo_data', 'site');
+    const retained = retainedHeapBytes(() => {
+      for (let s = 0; s < 20; s++)
+        encoder.encodeRecords([{ payload: recordOf(`1\tvessel-with-a-long-name-${s}\tcargo\t1`, 1e6) }]);
+    });
+    // The encoder's own buffer grows to hold a batch's lines; what it must not keep is the records.
+    expect(retained).toBeLessThan(8 * 1024 * 1024);
   });
 
   it('keeps every (ship_id, cargo_id) pair apart in its cache of line heads, past the cache bound', () => {

@@ -1,4 +1,4 @@
-import { scanRecord, type QueuedReading } from '../../queue/record-codec.js';
+import { detached, scanRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { escapeIlp } from '../../questdb/ilp-escape.js';
 
 // ILP protocol version 2: a column's '=' is followed by '=' and a type byte for a binary double.
@@ -102,7 +102,7 @@ export class IlpEncoder {
         'utf8',
       );
       if (cache.size >= HEAD_CACHE_LIMIT) cache.clear();
-      cache.set(key, head);
+      cache.set(detached(key), head);
     }
     return head;
   }
