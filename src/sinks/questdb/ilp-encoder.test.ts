@@ -96,8 +96,7 @@ describe('IlpEncoder', () => {
   it('keeps no queue record alive through the pairs it caches', () => {
     const encoder = new IlpEncoder('cargo_data', 'site');
     const retained = retainedHeapBytes(() => {
-      for (let s = 0; s < 20; s++)
-        encoder.encodeRecords([{ payload: recordOf(`1\tvessel-with-a-long-name-${s}\tcargo\t1`, 1e6) }]);
+      for (let s = 0; s < 20; s++) encoder.encodeRecords([{ payload: recordOf(`1\tvessel-with-a-long-name-${s}\tcargo\t1`, 1e6) }]);
     });
     // The encoder's own buffer grows to hold a batch's lines; what it must not keep is the records.
     expect(retained).toBeLessThan(8 * 1024 * 1024);
