@@ -52,11 +52,13 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *   `duplicates`: messages of a reading beyond its first (a request whose answer the kill took is sent again).
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
+ *             errorSamples: Record<string, string>,
  *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number,
  *             stops?: { closed: number, killedClosing: number }, kafka?: KafkaReport }} CrashReport
  * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
  *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs;
+ *   `errorSamples`: the first such line's message (and its error's) for each event;
  *   `startFailures` (with `ioFaults`): how often a gateway exited while starting and was started again;
  *   `stops` (with `gracefulStops`): how many rounds ended with the queue closed, or killed while closing.
  */
@@ -128,9 +130,15 @@ export async function runCrashConsistency(options) {
   let requests = 0;
   /** @type {Record<string, number>} */
   const errorEvents = {};
+  /** The first error message of each event, to tell why without the gateways' logs. @type {Record<string, string>} */
+  const errorSamples = {};
   const tallyErrors = (/** @type {import('./gateway-process.mjs').GatewayProcess} */ gateway) => {
     for (const line of gateway.logs) {
-      if (Number(line.level) >= 50) errorEvents[String(line.event)] = (errorEvents[String(line.event)] ?? 0) + 1;
+      if (Number(line.level) < 50) continue;
+      const event = String(line.event);
+      errorEvents[event] = (errorEvents[event] ?? 0) + 1;
+      const err = /** @type {{ message?: string } | undefined} */ (line.err);
+      errorSamples[event] ??= `${String(line.msg ?? '')}${err?.message === undefined ? '' : `: ${err.message}`}`.slice(0, 300);
     }
   };
   /** Starts a gateway on the storage; with `ioFaults`, up to ten times. */
@@ -276,6 +284,7 @@ export async function runCrashConsistency(options) {
       roundsWithLoss: 0,
       lossWindowMs: 0,
       errorEvents,
+      errorSamples,
       ...(ioFaults ? { startFailures } : {}),
       ...(gracefulStops > 0 ? { stops } : {}),
     };

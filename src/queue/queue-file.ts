@@ -157,15 +157,8 @@ function settleLeftLog(walPath: string): void {
   }
 }
 
-/**
- * Opens (and on first use creates) the queue file with the pragmas every connection needs.
- * `deliveries`: the connection records a sink's deliveries (QueueReader).
- */
-export function openQueueFile(
-  dataDir: string,
-  durability: Durability,
-  options: { create: boolean; deliveries?: boolean },
-): Database.Database {
+/** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
+export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
   if (options.create) makeDataDir(dataDir);
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.
@@ -184,14 +177,11 @@ export function openQueueFile(
   if (isNew) db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
-  // A sink's commits (its marks, releases and dead letters) need no fsync of their own even in
-  // power-loss mode: a power cut that takes one only sends its readings again, which QuestDB's
-  // deduplication stores once (Kafka gets them twice, as at-least-once allows), and the next
-  // ingest commit's fsync makes it durable with everything before it in the log. SQLite keeps the
-  // log a valid prefix after a cut either way. So a card is written once per ingest commit, not
-  // also once per delivery.
-  const fullSync = durability === 'power-loss' && options.deliveries !== true;
-  db.pragma(`synchronous = ${fullSync ? 'FULL' : 'NORMAL'}`);
+  // The sinks' commits too, though losing one would only send readings again: a commit SQLite has
+  // indexed but not synced is lost when a later fsync fails and the kernel drops the file's
+  // unwritten pages, and recovery after a power cut then ends the log at that hole, dropping the
+  // answered commits behind it (docs/benchmarks.md, "Bytes written per reading").
+  db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
   // Two threads write the file (ingest appends, the sinks' marks); a writer waits for the other.
   db.pragma('busy_timeout = 10000');
   db.pragma('journal_size_limit = 67108864');

@@ -95,7 +95,7 @@ export class QueueReader {
     this.#dataDir = dataDir;
     this.#reserve = options.reserve === true ? new DiskReserve(dataDir) : undefined;
     this.#onReserveReleased = options.onReserveReleased ?? (() => undefined);
-    this.#db = openQueueFile(dataDir, durability, { create: false, deliveries: true });
+    this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
     this.#listSegments = segmentNames(db);
     const mark = readSinkMarks(db).get(sink);
