@@ -81,8 +81,8 @@ export class GatewayConsole {
   }
 
   /** Ingest committed this queue record of `readings` readings for this key (called on the request; the ship table only notes it). */
-  accepted(principal: Principal, record: string, readings: number): void {
-    this.ships.record(principal.name, record, readings, Date.now());
+  accepted(principal: Principal, record: string, readings: number, values?: Float64Array): void {
+    this.ships.record(principal.name, record, readings, Date.now(), values);
   }
 
   /** Ingest answered with an error (called after the answer was made; accepted requests never come here). */

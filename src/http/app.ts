@@ -39,7 +39,7 @@ export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
 export interface ConsoleHooks {
   mount(app: Hono): void;
   /** A queue record of `readings` readings committed for a key: called on the request, so it must stay cheap. */
-  accepted(principal: Principal, record: string, readings: number): void;
+  accepted(principal: Principal, record: string, readings: number, values?: Float64Array): void;
   /** A request answered with an error, after its answer was made. */
   refused(c: Context): void;
 }

@@ -77,6 +77,23 @@ describe('ship table', () => {
     expect(ships.size).toBe(3);
   });
 
+  it("reads the same with a batch's values handed beside its record as parsing them from it", () => {
+    const parsed = new ShipTable();
+    const handed = new ShipTable();
+    const values = [-0, 0.1 + 0.2, 1e-300, 42, -7.5, 1e21];
+    const readings = values.map((v, i) => reading(`ship-${i % 2}`, `c${i % 3}`, v));
+    note(parsed, 'k', readings, T0);
+    handed.record(
+      'k',
+      readings.map(formatLine).join('\n'),
+      readings.length,
+      T0,
+      Float64Array.from(readings, (r) => r.value),
+    );
+    expect(handed.list(T0)).toEqual(parsed.list(T0));
+    expect(Object.is(handed.list(T0).find((s) => s.shipId === 'ship-0')!.lastValues[0]!.value, -0)).toBe(true);
+  });
+
   it('keeps no record alive once folded, however long its ship ids, cargo ids and values', () => {
     const ships = new ShipTable();
     // 20 records of about 1 MB, each of its own ship; ids and values longer than 12 characters.

@@ -56,16 +56,21 @@ export class ShipTable {
   // The requests waiting to be folded, in fixed arrays reused from fold to fold.
   readonly #keys = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
   readonly #records = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
+  readonly #values = new Array<Float64Array | undefined>(FOLD_AFTER_REQUESTS).fill(undefined);
   readonly #times = new Float64Array(FOLD_AFTER_REQUESTS);
   #requests = 0;
   #readings = 0;
   #timer: NodeJS.Timeout | undefined;
 
-  /** `record` is a queue record (record-codec.ts) of `readings` readings, committed for `key`. */
-  record(key: string, record: string, readings: number, now: number): void {
+  /**
+   * `record` is a queue record (record-codec.ts) of `readings` readings, committed for `key`;
+   * `values`, when given, are its lines' values in order, so the fold need not parse them back.
+   */
+  record(key: string, record: string, readings: number, now: number, values?: Float64Array): void {
     const i = this.#requests++;
     this.#keys[i] = key;
     this.#records[i] = record;
+    this.#values[i] = values;
     this.#times[i] = now;
     this.#readings += readings;
     if (this.#requests === FOLD_AFTER_REQUESTS || this.#readings >= FOLD_AFTER_READINGS) this.#fold();
@@ -99,19 +104,22 @@ export class ShipTable {
       this.#timer = undefined;
     }
     const records = this.#records;
+    const values = this.#values;
     for (let i = 0; i < this.#requests; i++) {
-      this.#add(this.#keys[i]!, records[i]!, this.#times[i]!);
+      this.#add(this.#keys[i]!, records[i]!, values[i], this.#times[i]!);
       records[i] = '';
+      values[i] = undefined;
     }
     this.#requests = 0;
     this.#readings = 0;
   }
 
   /** One request's record: one look-up per run of lines of one ship, one per line for its value. */
-  #add(key: string, record: string, now: number): void {
+  #add(key: string, record: string, lineValues: Float64Array | undefined, now: number): void {
     let entry: ShipEntry | undefined;
     let ship = '';
     let run = 0;
+    let line = 0;
     scanEncodedRecord(record, (text, tab1, tab2, tab3, end) => {
       // The ship id is compared in place: a batch is mostly runs of one ship, so most lines slice nothing.
       if (entry === undefined || tab2 - tab1 - 1 !== ship.length || !text.startsWith(ship, tab1 + 1)) {
@@ -122,7 +130,8 @@ export class ShipTable {
       }
       run += 1;
       const cargoId = text.slice(tab2 + 1, tab3);
-      const value = Number(text.slice(tab3 + 1, end));
+      const value = lineValues === undefined ? Number(text.slice(tab3 + 1, end)) : lineValues[line]!;
+      line += 1;
       const values = entry.values;
       // A key already there stays as it was first set, so only a new one needs to be a copy.
       if (values.has(cargoId)) values.set(cargoId, value);

@@ -40,7 +40,7 @@ export interface IngestDeps {
   isStopping: () => boolean;
   logger: Logger;
   keys: { counters: KeyCounterTable };
-  console?: { accepted(principal: Principal, record: string, readings: number): void };
+  console?: { accepted(principal: Principal, record: string, readings: number, values?: Float64Array): void };
   idempotency: IdempotencyKeys;
 }
 
@@ -140,27 +140,47 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   // string, while the parsed readings die young. Kept through the wait, a batch's thousands of
   // small objects were copied by minor garbage collections and then promoted, which doubled the
   // collector's share of a busy ingest thread. So nothing after this line holds `parsed`.
-  const encoded = encode(kind, parsed.readings, deps.clock);
+  const encoded = encode(kind, parsed.readings, deps.clock, principal !== undefined && deps.console !== undefined);
   if (idempotencyKey !== undefined) return storeOnce(c, encoded, fingerprinted!, principal, origin.site, idempotencyKey, deps);
   return storeAndAnswer(c, encoded, principal, origin.site, deps);
 }
 
-/** A request's readings as their queue record, and the body of the answer once it is committed. */
+/**
+ * A request's readings as their queue record, and the body of the answer once it is committed;
+ * for the console's table, a batch's values too, so that it need not parse them back from the record.
+ */
 interface Encoded {
   record: string;
   readings: number;
+  values: Float64Array | undefined;
   answer: object;
 }
 
-function encode(kind: Kind, readings: readonly Reading[], clock: ReceiveClock): Encoded {
+function encode(kind: Kind, readings: readonly Reading[], clock: ReceiveClock, forConsole: boolean): Encoded {
   const record = encodeRecord(readings, clock);
   if (kind === 'single') {
     const reading = readings[0]!;
-    return { record, readings: 1, answer: { status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId } };
+    return {
+      record,
+      readings: 1,
+      values: undefined,
+      answer: { status: 'Data received and queued', ship_id: reading.shipId, cargo_id: reading.cargoId },
+    };
   }
   const status =
     kind === 'batch' ? 'Batch data received and queued' : kind === 'gps' ? 'GPS data received and queued' : 'Uplink received and queued';
-  return { record, readings: readings.length, answer: { status, count: readings.length } };
+  return {
+    record,
+    readings: readings.length,
+    values: forConsole ? valuesOf(readings) : undefined,
+    answer: { status, count: readings.length },
+  };
+}
+
+function valuesOf(readings: readonly Reading[]): Float64Array {
+  const values = new Float64Array(readings.length);
+  for (let i = 0; i < readings.length; i++) values[i] = readings[i]!.value;
+  return values;
 }
 
 async function storeAndAnswer(
@@ -186,7 +206,7 @@ async function storeAndCount(
   if (refused !== undefined) return refused;
   if (principal !== undefined) {
     deps.keys.counters.accepted(principal.name, encoded.readings);
-    deps.console?.accepted(principal, encoded.record, encoded.readings);
+    deps.console?.accepted(principal, encoded.record, encoded.readings, encoded.values);
   }
   return encoded.answer;
 }
