@@ -1,4 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { gatewayEnv, spawnGateway } from './support/process.js';
@@ -40,6 +45,26 @@ describe('graceful shutdown', () => {
     expect(events).toEqual(expect.arrayContaining(['signal', 'stopping', 'delivered', 'stopped']));
     await waitForWalApplied(table);
     expect((await sql<[number]>(`SELECT count() FROM "${table}"`)).dataset[0]![0]).toBe(accepted);
+  });
+
+  it('on SIGTERM during its start, starts, then stops in order: exit 0, its queue closed', async () => {
+    const env = gatewayEnv('shutdown-start');
+    const child = spawn(process.execPath, [inject('bundlePath')], {
+      env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, HOST: '127.0.0.1', PORT: '0', HTTPS_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    // The first log line comes early in the start, well before the gateway listens.
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (output === '') child.kill('SIGTERM');
+      output += chunk.toString();
+    });
+    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expect(output).toContain('"event":"started"');
+    expect(output).toContain('"event":"stopped"');
+    // SQLite removes the WAL file when the queue is closed in order.
+    expect(existsSync(join(env.DATA_DIR, 'queue.db-wal'))).toBe(false);
   });
 
   it('gives up the last flush at the deadline when QuestDB is away, keeping the queue', async () => {

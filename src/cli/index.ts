@@ -60,7 +60,46 @@ async function serve(): Promise<void> {
     process.exit(1);
   });
 
-  let gateway: Gateway;
+  // Heard from before the gateway starts: its start line goes out before startGateway returns, and
+  // a SIGTERM sent on seeing it (Ctrl-C under `npm run local`) would otherwise meet Node's default
+  // action and end the process at once, the queue unclosed. A signal during the start stops the
+  // gateway as soon as it has started.
+  let gateway: Gateway | undefined;
+  let stopAfterStart: NodeJS.Signals | undefined;
+  let signals = 0;
+  const stop = (running: Gateway, signal: NodeJS.Signals): void => {
+    running.stop({ signal }).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ event: 'stop_failed', err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (++signals > 1) {
+      logger.warn({ event: 'forced_exit', signal }, 'second signal: exiting now; committed readings stay queued');
+      process.exit(1);
+    }
+    logger.info({ event: 'signal', signal }, 'shutting down');
+    if (gateway === undefined) stopAfterStart = signal;
+    else stop(gateway, signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  // SIGHUP re-reads the device keys, the catalogue and the certificate; connections and the queue
+  // are untouched. During the start there is nothing to re-read: the start reads them all.
+  process.on('SIGHUP', () => {
+    if (gateway === undefined) return;
+    gateway.keys.reload();
+    gateway.catalogue.reload();
+    void gateway.catalogue.publish();
+    try {
+      gateway.reloadCertificate();
+    } catch (error) {
+      logger.error({ event: 'certificate_reload_failed', err: error }, 'could not re-read the TLS certificate; serving the previous one');
+    }
+  });
   try {
     gateway = await startGateway(config, logger);
   } catch (error) {
@@ -76,34 +115,7 @@ async function serve(): Promise<void> {
     logger.fatal({ event: 'start_failed', err: error }, 'could not start the gateway');
     process.exit(error instanceof QueueFormatError ? EXIT_CONFIG : 1);
   }
-  let signals = 0;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (++signals > 1) {
-      logger.warn({ event: 'forced_exit', signal }, 'second signal: exiting now; committed readings stay queued');
-      process.exit(1);
-    }
-    logger.info({ event: 'signal', signal }, 'shutting down');
-    gateway.stop({ signal }).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ event: 'stop_failed', err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  // SIGHUP re-reads the device keys, the catalogue and the certificate; connections and the queue are untouched.
-  process.on('SIGHUP', () => {
-    gateway.keys.reload();
-    gateway.catalogue.reload();
-    void gateway.catalogue.publish();
-    try {
-      gateway.reloadCertificate();
-    } catch (error) {
-      logger.error({ event: 'certificate_reload_failed', err: error }, 'could not re-read the TLS certificate; serving the previous one');
-    }
-  });
+  if (stopAfterStart !== undefined) stop(gateway, stopAfterStart);
 }
 
 /** Where a command writes: the process's own stdout and stderr. */
