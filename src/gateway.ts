@@ -317,6 +317,9 @@ function certificateLocationOf(config: Config): CertificateLocation {
   };
 }
 
+/** Exit status after a failed checkpoint of the queue file (EX_IOERR); systemd starts the gateway again. */
+export const EXIT_QUEUE_SYNC_LOST = 74;
+
 /** Opens the queue for the configured sinks and logs the sinks it added or let go since the last start. */
 function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): QueueWriter {
   const queue = QueueWriter.open({
@@ -326,6 +329,14 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
     diskReserve: true,
     commitWindowMs: config.commitWindowMs,
+    // At once, without closing the file: closing checkpoints too, past what the disk dropped.
+    onSyncLost: (error) => {
+      logger.fatal(
+        { event: 'queue_sync_lost', err: error },
+        'a checkpoint could not make the queue file durable (a failing disk?); exiting without closing it: the next start recovers every answered reading from its log',
+      );
+      process.exit(EXIT_QUEUE_SYNC_LOST);
+    },
   });
   if (!queue.reserveReady) {
     logger.warn(

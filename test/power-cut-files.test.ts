@@ -7,6 +7,7 @@ import { projectRoot } from '../scripts/lib/paths.mjs';
 import { createPowercutDisk } from '../scripts/lib/powercut-fs.mjs';
 import { hashKey } from '../src/keys/key-hash.js';
 import { readKeyFile, writeKeyFile } from '../src/keys/key-file.js';
+import { Checkpointer, newCheckpointState, QueueSyncLostError } from '../src/queue/checkpoint.js';
 import { queuePath } from '../src/queue/queue-file.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
 import { loadServerCertificate } from '../src/tls/certificate-store.js';
@@ -182,5 +183,91 @@ describe('the queue file on a disk whose fsyncs fail', () => {
       'committed before',
       '2\tship\tcargo\t2',
     ]);
+  });
+});
+
+/**
+ * A log of 400 rows written while a reader holds a snapshot of the first 200, on a new disk: a
+ * checkpoint now copies only the first half. Returns the writer, the reader and an insert.
+ */
+async function logBehindASnapshot(): Promise<{
+  fs: PowercutMount;
+  path: string;
+  db: Database.Database;
+  reader: Database.Database;
+  insert: (tag: string) => void;
+}> {
+  disk = await createPowercutDisk();
+  const fs = await disk.mount();
+  const path = join(fs.mountPoint, 'queue.db');
+  const db = new Database(path);
+  for (const pragma of ['page_size = 1024', 'journal_mode = WAL', 'synchronous = FULL', 'wal_autocheckpoint = 0']) db.pragma(pragma);
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+  const statement = db.prepare('INSERT INTO t (v) VALUES (?)');
+  const insert = (tag: string): void => void statement.run(tag.repeat(300));
+  for (let i = 0; i < 200; i++) insert('a');
+  const reader = new Database(path);
+  reader.exec('BEGIN');
+  reader.prepare('SELECT COUNT(*) FROM t').get();
+  for (let i = 0; i < 200; i++) insert('b');
+  return { fs, path, db, reader, insert };
+}
+
+/** Cuts the power, closes the connections on the dead disk, mounts again: the file's check and its row count. */
+async function afterCut(fs: PowercutMount, connections: Database.Database[]): Promise<{ check: unknown; rows: unknown }> {
+  await fs.cut();
+  for (const connection of connections) connection.close();
+  await fs.unmount();
+  const again = await (disk as Disk).mount();
+  const db = new Database(join(again.mountPoint, 'queue.db'));
+  try {
+    return { check: db.pragma('integrity_check', { simple: true }), rows: db.prepare('SELECT COUNT(*) AS n FROM t').pluck().get() };
+  } catch (error) {
+    return { check: (error as Error).message, rows: undefined };
+  } finally {
+    db.close();
+    await again.unmount();
+  }
+}
+
+// SQLite records a checkpoint that could copy only part of the log without an fsync of the file;
+// when the next checkpoint's fsync fails, the kernel drops those pages, and a checkpoint after it
+// starts past them. The queue stops checkpointing at the first failure (src/queue/checkpoint.ts).
+describe('checkpoints of the queue file on a disk whose fsyncs fail', () => {
+  it('SQLite left to itself: the checkpoint after the failed one lets the log start over, and a power cut malforms the file', async () => {
+    const { fs, db, reader, insert } = await logBehindASnapshot();
+    expect(db.pragma('wal_checkpoint(PASSIVE)')).toEqual([{ busy: 0, log: expect.any(Number), checkpointed: expect.any(Number) }]);
+    reader.exec('COMMIT');
+    await fs.failFsyncs('file');
+    expect(() => db.pragma('wal_checkpoint(PASSIVE)')).toThrow(expect.objectContaining({ code: 'SQLITE_IOERR_FSYNC' }));
+    db.pragma('wal_checkpoint(PASSIVE)');
+    for (let i = 0; i < 20; i++) insert('c');
+
+    expect(await afterCut(fs, [db, reader])).toEqual({ check: 'database disk image is malformed', rows: undefined });
+  });
+
+  it('the queue’s checkpoints stop at the first failure, in every connection, and a power cut keeps every commit', async () => {
+    const { fs, db, reader, insert } = await logBehindASnapshot();
+    const state = newCheckpointState();
+    const lost: QueueSyncLostError[] = [];
+    const checkpointer = new Checkpointer(db, state, (error) => lost.push(error));
+    const partial = checkpointer.run('PASSIVE');
+    expect(partial.checkpointed).toBeGreaterThan(0);
+    expect(partial.checkpointed).toBeLessThan(partial.log);
+    reader.exec('COMMIT');
+    await fs.failFsyncs('file');
+
+    expect(() => checkpointer.run('PASSIVE')).toThrow(QueueSyncLostError);
+    expect(lost.map((error) => (error.cause as { code?: string }).code)).toEqual(['SQLITE_IOERR_FSYNC']);
+    // Another connection sharing the state (the delivery thread's) checkpoints no more either.
+    const other = new Checkpointer(reader, state, (error) => lost.push(error));
+    expect(() => other.run('TRUNCATE')).toThrow(QueueSyncLostError);
+    for (let i = 0; i < 2000; i++) {
+      insert('c');
+      checkpointer.afterCommit(300);
+    }
+    expect(lost).toHaveLength(1);
+
+    expect(await afterCut(fs, [db, reader])).toEqual({ check: 'ok', rows: 2400 });
   });
 });

@@ -13,6 +13,9 @@ import { startGatewayProcess } from './gateway-process.mjs';
 import { readTopic } from './kafka-topic.mjs';
 import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
+/** The gateway's exit status after a failed checkpoint of its queue (src/gateway.ts). */
+const EXIT_QUEUE_SYNC_LOST = 74;
+
 const KEY = 'crash-test-key-0123456789';
 /** The readings' times count nanoseconds from here; their keys are `ship|ns since BASE_NS`. */
 export const BASE_NS = 1_780_000_000_000_000_000n;
@@ -53,13 +56,15 @@ const MIN_ANSWERS_PER_ROUND = 30;
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             errorSamples: Record<string, string>,
- *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number,
+ *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number, syncLostExits?: number, crashExits?: number,
  *             stops?: { closed: number, killedClosing: number }, kafka?: KafkaReport }} CrashReport
  * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
  *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs;
  *   `errorSamples`: the first such line's message (and its error's) for each event;
  *   `startFailures` (with `ioFaults`): how often a gateway exited while starting and was started again;
+ *   `syncLostExits` (with `ioFaults`): rounds whose gateway stopped itself (exit 74) after a checkpoint
+ *   of its queue failed, ending the round early; `crashExits`: rounds whose gateway exited by itself otherwise;
  *   `stops` (with `gracefulStops`): how many rounds ended with the queue closed, or killed while closing.
  */
 
@@ -156,6 +161,9 @@ export async function runCrashConsistency(options) {
     }
   };
   let startFailures = 0;
+  /** Rounds whose gateway exited after a failed checkpoint, or otherwise by itself (with `ioFaults`). */
+  let syncLostExits = 0;
+  let crashExits = 0;
   /** Rounds that ended with SIGTERM: closed, or killed while closing. */
   const stops = { closed: 0, killedClosing: 0 };
   log(`crash consistency: ${rounds} rounds, ${durability}, seed ${seed}, table ${table}`);
@@ -216,14 +224,33 @@ export async function runCrashConsistency(options) {
         brokerDied = true;
         brokerKills += 1;
       };
-      while (Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) {
+      /** @type {{ code: number | null, signal: NodeJS.Signals | null } | undefined} */
+      let exitedItself;
+      void gateway.exited.then((exit) => {
+        exitedItself ??= exit;
+      });
+      while ((Date.now() < killAt || answered < MIN_ANSWERS_PER_ROUND) && exitedItself === undefined) {
         if (brokerDiesAt !== undefined && !brokerDied && Date.now() >= brokerDiesAt) killBroker();
         await new Promise((r) => setTimeout(r, 5));
+      }
+      // A gateway stops itself only when a checkpoint of its queue failed on a failing disk (exit
+      // 74): the round ends there, as systemd would start it again.
+      // Any other exit on such a disk is counted, with its last lines in `errorSamples`.
+      if (exitedItself !== undefined) {
+        if (!ioFaults) {
+          throw new Error(
+            `round ${round}: the gateway exited by itself (${exitedItself.code ?? exitedItself.signal}): ${gateway.stderr()}`,
+          );
+        }
+        if (exitedItself.code === EXIT_QUEUE_SYNC_LOST) syncLostExits += 1;
+        else crashExits += 1;
       }
       // A busy machine's timers can sleep past both moments: the broker still dies before the gateway.
       if (brokerDiesAt !== undefined && !brokerDied) killBroker();
       await besides;
-      if (gracefulStops > 0 && random() < gracefulStops) {
+      if (exitedItself !== undefined) {
+        // Nothing to stop.
+      } else if (gracefulStops > 0 && random() < gracefulStops) {
         gateway.child.kill('SIGTERM');
         const kill = setTimeout(() => gateway.child.kill('SIGKILL'), random() * 2000);
         const { signal } = await gateway.exited;
@@ -285,7 +312,7 @@ export async function runCrashConsistency(options) {
       lossWindowMs: 0,
       errorEvents,
       errorSamples,
-      ...(ioFaults ? { startFailures } : {}),
+      ...(ioFaults ? { startFailures, syncLostExits, crashExits } : {}),
       ...(gracefulStops > 0 ? { stops } : {}),
     };
     for (const [key, outcome] of ledger) {

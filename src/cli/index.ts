@@ -24,7 +24,8 @@ const USAGE = `harbor-gateway ${VERSION}
 Usage: harbor-gateway [command]
 
   serve          run the gateway (default); configured by environment variables. Exits 75 when
-                 another gateway owns DATA_DIR, 78 on a configuration error
+                 another gateway owns DATA_DIR, 78 on a configuration error, 74 when the disk
+                 failed to make the queue file durable (started again, it recovers the queue)
   check-config   validate the configuration as serve would, print the problems, exit 78 if any
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   keys           add, list or revoke device keys (see: keys help)

@@ -4,6 +4,9 @@ export type QueueRefusal = 'full' | 'disk_full' | 'io_error' | 'closed';
 /** A full queue's refusal, as the queue knows it; ingest names the sink that holds it. */
 export const QUEUE_FULL_MESSAGE = 'The gateway queue is full; retry later';
 
+/** After a failed checkpoint (checkpoint.ts) the gateway restarts; what it answered is in its log. */
+export const SYNC_LOST_MESSAGE = 'The gateway could not make its queue durable and is restarting; retry shortly';
+
 export class QueueRefusedError extends Error {
   override name = 'QueueRefusedError';
   constructor(

@@ -185,6 +185,8 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   // Two threads write the file (ingest appends, the sinks' marks); a writer waits for the other.
   db.pragma('busy_timeout = 10000');
   db.pragma('journal_size_limit = 67108864');
+  // The queue checkpoints itself, so that a failed checkpoint is seen (checkpoint.ts).
+  db.pragma('wal_autocheckpoint = 0');
   // 2 MiB of page cache per connection; the build's default is 16 MiB.
   db.pragma('cache_size = -2048');
   // The names of the queue file and its WAL are made durable here, and a failed fsync fails the

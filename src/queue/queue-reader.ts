@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
+import { Checkpointer, newCheckpointState, type QueueSyncLostError } from './checkpoint.js';
 import {
   openQueueFile,
   readProgress,
@@ -76,6 +77,7 @@ export class QueueReader {
   readonly #reserve: DiskReserve | undefined;
   readonly #onReserveReleased: () => void;
   readonly #db: Database.Database;
+  readonly #checkpointer: Checkpointer;
   readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
   #progress: Progress;
   #cursor: Progress;
@@ -89,7 +91,13 @@ export class QueueReader {
     dataDir: string,
     durability: Durability,
     sink: string,
-    options: { keeps: boolean; reserve?: boolean; onReserveReleased?: () => void } = { keeps: false },
+    options: {
+      keeps: boolean;
+      reserve?: boolean;
+      onReserveReleased?: () => void;
+      /** The writer's `checkpointState`, and what to do when a checkpoint here fails (checkpoint.ts). */
+      checkpoints?: { state: SharedArrayBuffer; onLost: (error: QueueSyncLostError) => void };
+    } = { keeps: false },
   ) {
     this.sink = sink;
     this.#dataDir = dataDir;
@@ -105,6 +113,11 @@ export class QueueReader {
     }
     this.#progress = mark;
     this.#cursor = mark;
+    this.#checkpointer = new Checkpointer(
+      db,
+      options.checkpoints?.state ?? newCheckpointState(),
+      options.checkpoints?.onLost ?? (() => undefined),
+    );
     // Written only when it changes: a start on a full disk must not fail for want of a page.
     const kept = readKeptMark(db, sink);
     if (options.keeps) {
@@ -177,6 +190,7 @@ export class QueueReader {
     if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
     this.#dropPassed(common);
+    this.#checkpointer.afterCommit(0);
     this.#giveBackLog();
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
   }
@@ -194,6 +208,7 @@ export class QueueReader {
     this.#write(() => this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate());
     this.#kept = mark;
     this.#dropPassed(readProgress(this.#db));
+    this.#checkpointer.afterCommit(0);
   }
 
   /**
@@ -221,9 +236,9 @@ export class QueueReader {
     if (reserve === undefined || (reserve.present && reserve.roomToResume())) return;
     this.#db.pragma('busy_timeout = 1000');
     try {
-      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+      this.#checkpointer.run('TRUNCATE');
     } catch {
-      // Busy or still full: the next completion tries again.
+      // Busy or still full (or a failed checkpoint, reported): the next completion tries again.
     } finally {
       this.#db.pragma('busy_timeout = 10000');
     }

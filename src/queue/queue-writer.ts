@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
-import { QUEUE_FULL_MESSAGE, QueueRefusedError, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
+import { QUEUE_FULL_MESSAGE, QueueRefusedError, SYNC_LOST_MESSAGE, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
+import { Checkpointer, newCheckpointState, QueueSyncLostError } from './checkpoint.js';
 import {
   countQueued,
   createSegment,
@@ -44,6 +45,12 @@ export interface QueueOptions {
    * 0, the default, commits after one turn of the event loop.
    */
   commitWindowMs?: number;
+  /**
+   * Called once a checkpoint of the queue file failed (checkpoint.ts), in this thread or, through
+   * `checkpointFailedElsewhere`, another: the process must end without closing the file. By
+   * default the queue only refuses appends from then on.
+   */
+  onSyncLost?: (error: QueueSyncLostError) => void;
 }
 
 /** A sink's share of the queue: what it has still to deliver. */
@@ -145,6 +152,10 @@ export class QueueWriter {
   #lastWriteFailureMs: number | undefined;
   /** Room kept on the file system for the delivery thread to record deliveries on a full disk. */
   readonly #diskReserve: DiskReserve;
+  /** Shared with the delivery thread's connections: a failed checkpoint stops theirs too. */
+  readonly checkpointState = newCheckpointState();
+  readonly #checkpointer: Checkpointer;
+  readonly #onSyncLost: (error: QueueSyncLostError) => void;
   /** A commit failed for want of disk space, and none has succeeded since. */
   #diskFull = false;
   /** When room was last made for the reserve while the disk is full (monotonic ms). */
@@ -158,6 +169,8 @@ export class QueueWriter {
     this.#commitWindowMs = options.commitWindowMs ?? 0;
     this.#db = openQueueFile(options.dataDir, options.durability, { create: true });
     const db = this.#db;
+    this.#onSyncLost = options.onSyncLost ?? (() => undefined);
+    this.#checkpointer = new Checkpointer(db, this.checkpointState, this.#onSyncLost);
     this.registered = registerSinks(db, options.sinks ?? [{ name: 'questdb', backfill: true }]);
     const end: Progress = { segment: Number.MAX_SAFE_INTEGER, lastId: Number.MAX_SAFE_INTEGER };
     for (const [name, mark] of readSinkMarks(db)) this.#sinkBacklogAtOpen.set(name, totalsBetween(db, mark, end).readings);
@@ -192,6 +205,7 @@ export class QueueWriter {
    */
   append(payload: string, readings: number, receivedMs: number, connection?: RequestConnection, site?: string): Promise<void> {
     if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
+    if (this.#checkpointer.lost) return Promise.reject(new QueueRefusedError('io_error', SYNC_LOST_MESSAGE));
     const bytes = Buffer.byteLength(payload);
     if (this.#totals.bytes + this.#reserved + bytes > this.maxBytes) {
       this.#full = true;
@@ -285,6 +299,7 @@ export class QueueWriter {
     this.#lastWriteFailureMs = undefined;
     this.#diskFull = false;
     this.#commits += 1;
+    let bytes = 0;
     for (const item of batch) {
       this.#segmentRecords += 1;
       this.#segmentBytes += item.bytes;
@@ -294,8 +309,10 @@ export class QueueWriter {
       this.#totals.records += 1;
       this.#totals.readings += item.readings;
       this.#totals.bytes += item.bytes;
+      bytes += item.bytes;
       item.resolve();
     }
+    this.#checkpointer.afterCommit(bytes);
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
   }
 
@@ -390,7 +407,7 @@ export class QueueWriter {
   #truncateLog(): void {
     this.#db.pragma('busy_timeout = 100');
     try {
-      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+      this.#checkpointer.run('TRUNCATE');
     } finally {
       this.#db.pragma('busy_timeout = 10000');
     }
@@ -406,10 +423,19 @@ export class QueueWriter {
     return this.#full;
   }
 
+  /**
+   * A checkpoint failed in the delivery thread (its message says why): the shared state already
+   * stops every checkpoint; this reports it to `onSyncLost`.
+   */
+  checkpointFailedElsewhere(why: string): void {
+    this.#onSyncLost(new QueueSyncLostError({ cause: new Error(why) }));
+  }
+
   /** Writable: open, not full, not out of disk space, and no other write failed (I/O) in the last few seconds. */
   isWritable(now = Date.now()): boolean {
     return (
       !this.#closed &&
+      !this.#checkpointer.lost &&
       !this.#full &&
       !this.isDiskFull() &&
       (this.#lastWriteFailureMs === undefined || now - this.#lastWriteFailureMs > 5000)
@@ -508,19 +534,21 @@ export class QueueWriter {
   /**
    * Commits what is pending, checkpoints the WAL into the database file and closes it. Returns
    * false when the checkpoint failed (a full disk): the WAL stays and is replayed at the next open.
+   * After a failed checkpoint (checkpoint.ts) the file stays open: closing it would checkpoint.
    */
   close(): boolean {
     if (this.#closed) return true;
     clearTimeout(this.#windowTimer);
     if (this.#pending.length > 0) this.#commit(this.#pending.splice(0));
     this.#closed = true;
+    if (this.#checkpointer.lost) return false;
     try {
-      this.#db.pragma('wal_checkpoint(TRUNCATE)');
+      this.#checkpointer.run('TRUNCATE');
       return true;
     } catch {
       return false;
     } finally {
-      this.#db.close();
+      if (!this.#checkpointer.lost) this.#db.close();
     }
   }
 }

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -231,5 +232,32 @@ describe('QueueWriter and QueueReader', () => {
     const queue = openQueue();
     queue.close();
     await expect(queue.append('1\ts\tc\t1', 1, 1)).rejects.toMatchObject({ refusal: 'closed' });
+  });
+
+  it('once a checkpoint failed in another connection, reports it, refuses appends and closes without checkpointing, its log kept', async () => {
+    const lost: Error[] = [];
+    const queue = openQueue({ onSyncLost: (error) => lost.push(error) });
+    await queue.append('1\ts\tc\t1', 1, 1);
+    // What the delivery thread's failing checkpoint does (checkpoint.ts), then its message.
+    Atomics.store(new Int32Array(queue.checkpointState), 0, 1);
+    queue.checkpointFailedElsewhere('SQLITE_IOERR_FSYNC');
+    expect(lost.map((error) => [error.name, (error.cause as Error).message])).toEqual([['QueueSyncLostError', 'SQLITE_IOERR_FSYNC']]);
+
+    await expect(queue.append('2\ts\tc\t2', 1, 2)).rejects.toMatchObject({ refusal: 'io_error' });
+    expect(queue.isWritable()).toBe(false);
+    expect(queue.close()).toBe(false);
+    // Left open, so nothing checkpointed: the reading is in the log alone.
+    const reader = new Database(queue.path, { readonly: true });
+    expect(reader.prepare('SELECT COUNT(*) AS n FROM segment_1').get()).toEqual({ n: 1 });
+    reader.close();
+    expect(statSync(`${queue.path}-wal`).size).toBeGreaterThan(0);
+  });
+
+  it('checkpoints its log itself after about a thousand pages of commits, so the log starts over instead of growing', async () => {
+    const queue = openQueue({ maxBytes: 64 * 1024 * 1024 });
+    const batch = Array.from({ length: 100 }, (_, i) => `${i}\tship\tcargo\t${i}`).join('\n');
+    // About 5,300 pages of commits, 5.5 MB of log if nothing were checkpointed.
+    for (let i = 0; i < 1000; i++) await queue.append(batch, 100, i);
+    expect(statSync(`${queue.path}-wal`).size).toBeLessThan(3 * 1024 * 1024);
   });
 });

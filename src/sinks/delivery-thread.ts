@@ -36,7 +36,7 @@ export class DeliveryThread {
     private readonly stats: GatewayStats,
     private readonly log: Logger,
   ) {
-    this.data = { ...data, appended: this.#appended.buffer };
+    this.data = { ...data, appended: this.#appended.buffer, checkpoints: queue.checkpointState };
     for (const spec of data.sinks) stats.sink(spec.name);
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
     this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');
@@ -102,6 +102,10 @@ export class DeliveryThread {
     if (message.type === 'pressure_handled') {
       this.#pressing = false;
       this.queue.refresh();
+      return;
+    }
+    if (message.type === 'queue_sync_lost') {
+      this.queue.checkpointFailedElsewhere(message.message);
       return;
     }
     if (message.type === 'heap') {

@@ -4,6 +4,7 @@ import type pino from 'pino';
 import { createLogger } from '../log/logger.js';
 import type { Durability, Progress } from '../queue/queue-file.js';
 import { QueueReader } from '../queue/queue-reader.js';
+import { newCheckpointState } from '../queue/checkpoint.js';
 import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
 import { SinkLoop } from './sink-loop.js';
@@ -19,6 +20,8 @@ export interface DeliveryWorkerData {
   sinks: SinkSpec[];
   /** Ingest's commit count (AppendSignal), set by DeliveryThread: idle sinks sleep until it changes. */
   appended?: SharedArrayBuffer;
+  /** The queue writer's checkpoint state (checkpoint.ts), set by DeliveryThread. */
+  checkpoints?: SharedArrayBuffer;
 }
 
 export type ToDelivery = { type: 'wake' } | { type: 'pressure'; bytes: number } | { type: 'stop'; deadline: number };
@@ -34,7 +37,9 @@ export type FromDelivery =
   /** What the sink's destination told of this site's clock: ms ahead (negative: behind), null when nothing. */
   | { type: 'clock'; sink: string; aheadMs: number | null }
   | { type: 'pressure_handled' }
-  | { type: 'heap'; usedBytes: number; totalBytes: number };
+  | { type: 'heap'; usedBytes: number; totalBytes: number }
+  /** A checkpoint of the queue file failed here (checkpoint.ts): the process must end without closing it. */
+  | { type: 'queue_sync_lost'; message: string };
 
 /** How often the thread reports its heap, which /status shows beside the HTTP thread's. */
 const HEAP_REPORT_MS = 10_000;
@@ -67,6 +72,10 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
           { event: 'queue_reserve_used', sink: spec.name },
           'the disk is full: the queue reserve was used to record deliveries; ingest resumes once the delivered readings made room',
         ),
+      checkpoints: {
+        state: data.checkpoints ?? newCheckpointState(),
+        onLost: (error) => post({ type: 'queue_sync_lost', message: String((error.cause as Error | undefined)?.message ?? error.message) }),
+      },
     });
     const loop = new SinkLoop({
       reader,
