@@ -1,8 +1,8 @@
 // The gateway on a Raspberry Pi 4–shaped budget: `npm run bench:pi-budget [-- --cpu-share 0.25 --mode power-loss --step 15]`.
 // The gateway process runs pinned to CPU 0 in a control group whose CPU quota is `--cpu-share` of
-// one core (cgroup v2 `cpu.max`, or cgroup v1 `cpu.cfs_quota_us` where only v1 is mounted); under
-// cgroup v2 `--memory` also becomes its `memory.max`, under v1 the limit is not set (peak memory
-// is reported either way). QuestDB and the load generator run unconfined on the other CPUs.
+// one core (cgroup v2 `cpu.max`, or cgroup v1 `cpu.cfs_quota_us` where only v1 is mounted), and
+// whose memory is limited to `--memory` (v2 `memory.max`, v1 `memory.limit_in_bytes`); peak memory
+// and how often the limit was hit are reported. QuestDB and the load generator run unconfined on the other CPUs.
 // For single pushes and for batches of 100 it searches the highest rate the gateway keeps up with:
 // each step posts at a fixed rate for `--step` seconds (open loop, latency from when a request was
 // due); a step keeps up when no request failed, at least 95 % of the rate was answered and the
@@ -39,7 +39,34 @@ const p99LimitMs = Number(args.p99);
 const PERIOD_US = 100_000;
 const load = loadAverage;
 
-/** A control group for the gateway: v2 where its cpu controller is on, else v1's cpu hierarchy. */
+/** `256M`, `1G` or a number of bytes, as cgroup v2 takes it, in bytes for v1. @param {string} size */
+function bytesOf(size) {
+  const match = /^(\d+)([KMG]?)$/.exec(size);
+  if (match === null) throw new Error(`--memory takes bytes with an optional K, M or G, not ${size}`);
+  return Number(match[1]) * 1024 ** ' KMG'.indexOf(match[2] || ' ');
+}
+
+/**
+ * The memory group's figures after a run: its peak and how often the limit was reached (v1), or
+ * its peak and the memory.events counts (v2, where the peak file exists).
+ * @param {{ dir: string, memoryDir?: string }} group
+ */
+function memoryFigures(group) {
+  if (group.memoryDir !== undefined) {
+    return {
+      peakMb: Number(readFileSync(join(group.memoryDir, 'memory.max_usage_in_bytes'), 'utf8')) / 2 ** 20,
+      limitHits: Number(readFileSync(join(group.memoryDir, 'memory.failcnt'), 'utf8')),
+    };
+  }
+  const peak = join(group.dir, 'memory.peak');
+  const events = readFileSync(join(group.dir, 'memory.events'), 'utf8');
+  return {
+    peakMb: existsSync(peak) ? Number(readFileSync(peak, 'utf8')) / 2 ** 20 : Number.NaN,
+    limitHits: Number(/^max (\d+)/m.exec(events)?.[1] ?? 0),
+  };
+}
+
+/** A control group for the gateway: v2 where its cpu controller is on, else v1's cpu and memory hierarchies. */
 function makeCgroup() {
   const name = `harbor-bench-${process.pid}`;
   const v2 = '/sys/fs/cgroup';
@@ -51,14 +78,19 @@ function makeCgroup() {
     return { kind: `cgroup v2, cpu.max ${Math.round(share * PERIOD_US)} ${PERIOD_US}, memory.max ${args.memory}`, dir };
   }
   const v1 = '/sys/fs/cgroup/cpu';
-  if (existsSync(join(v1, 'cpu.cfs_quota_us'))) {
+  const v1Memory = '/sys/fs/cgroup/memory';
+  if (existsSync(join(v1, 'cpu.cfs_quota_us')) && existsSync(join(v1Memory, 'memory.limit_in_bytes'))) {
     const dir = join(v1, name);
     mkdirSync(dir);
     writeFileSync(join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
     writeFileSync(join(dir, 'cpu.cfs_quota_us'), String(Math.round(share * PERIOD_US)));
+    const memoryDir = join(v1Memory, name);
+    mkdirSync(memoryDir);
+    writeFileSync(join(memoryDir, 'memory.limit_in_bytes'), String(bytesOf(args.memory)));
     return {
-      kind: `cgroup v1, cpu.cfs_quota_us ${Math.round(share * PERIOD_US)} of ${PERIOD_US}; no memory limit (cgroup v1 memory not delegated)`,
+      kind: `cgroup v1, cpu.cfs_quota_us ${Math.round(share * PERIOD_US)} of ${PERIOD_US}, memory.limit_in_bytes ${args.memory}`,
       dir,
+      memoryDir,
     };
   }
   throw new Error('no cgroup v2 cpu controller and no cgroup v1 cpu hierarchy: cannot confine the gateway');
@@ -75,6 +107,10 @@ process.stdout.write(`${cgroup.kind}; gateway on CPU 0, QuestDB and load on CPU 
 /** @param {number} batch */
 async function search(batch) {
   const dataDir = mkdtempSync(join(workDir, 'gateway-'));
+  // Each load's own peak (v1; v2 reports the group's since it was made).
+  if (cgroup.memoryDir !== undefined) {
+    for (const file of ['memory.max_usage_in_bytes', 'memory.failcnt']) writeFileSync(join(cgroup.memoryDir, file), '0');
+  }
   const gateway = await startGatewayProcess({
     bundle: args.bundle,
     env: {
@@ -86,7 +122,15 @@ async function search(batch) {
       QUESTDB_TABLE: `pi_${randomBytes(4).toString('hex')}`,
     },
     // Joins the group before it becomes node, so every thread the gateway starts is in it.
-    wrap: ['sh', '-c', `echo $$ > ${join(cgroup.dir, 'cgroup.procs')} && exec taskset -c 0 "$@"`, 'sh'],
+    wrap: [
+      'sh',
+      '-c',
+      `${[cgroup.dir, cgroup.memoryDir]
+        .filter((dir) => dir !== undefined)
+        .map((dir) => `echo $$ > ${join(dir, 'cgroup.procs')}`)
+        .join(' && ')} && exec taskset -c 0 "$@"`,
+      'sh',
+    ],
     timeoutMs: 60_000,
   });
   const queued = async () => {
@@ -144,6 +188,8 @@ async function search(batch) {
   } finally {
     gateway.child.kill('SIGKILL');
     await gateway.exited;
+    const memory = memoryFigures(cgroup);
+    process.stdout.write(`memory group after this load: peak ${memory.peakMb.toFixed(1)} MB, limit reached ${memory.limitHits} times\n`);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -155,6 +201,7 @@ try {
   await questdb.stop();
   rmSync(workDir, { recursive: true, force: true });
   rmdirSync(cgroup.dir);
+  if (cgroup.memoryDir !== undefined) rmdirSync(cgroup.memoryDir);
 }
 process.stdout.write(`\n${cgroup.kind}; ${args.mode}; steps of ${stepS} s; load average at end ${load()}\n\n`);
 process.stdout.write(

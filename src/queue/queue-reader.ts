@@ -229,7 +229,7 @@ export class QueueReader {
   /**
    * While the disk is short of room (the reserve used up, or less than twice its size free), every
    * completion checkpoints the log and truncates it: the room left must not go on a log that only
-   * grows (it starts over only after a checkpoint, which SQLite would not try before 1,000 pages).
+   * grows (it starts over only after a checkpoint, which checkpoint.ts would not try before 1,000 pages).
    */
   #giveBackLog(): void {
     const reserve = this.#reserve;
