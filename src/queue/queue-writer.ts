@@ -192,6 +192,13 @@ export class QueueWriter {
     this.#diskReserve = new DiskReserve(options.dataDir, options.diskReserve === true);
     this.reserveReady = this.#diskReserve.ensure();
     this.#totals = { ...this.#base };
+    // What an earlier process left in the log goes into the file now: the pages counted towards
+    // the next checkpoint are this process's commits, so the log cannot grow across restarts.
+    try {
+      this.#checkpointer.run('PASSIVE');
+    } catch {
+      // A full disk, or lost (reported): the log stays for a later checkpoint or the next start.
+    }
   }
 
   static open(options: QueueOptions): QueueWriter {
