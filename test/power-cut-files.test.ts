@@ -232,7 +232,8 @@ async function afterCut(fs: PowercutMount, connections: Database.Database[]): Pr
 
 // SQLite records a checkpoint that could copy only part of the log without an fsync of the file;
 // when the next checkpoint's fsync fails, the kernel drops those pages, and a checkpoint after it
-// starts past them. The queue stops checkpointing at the first failure (src/queue/checkpoint.ts).
+// starts past them. The queue fsyncs after each checkpoint, and stops checkpointing when that
+// fsync fails (src/queue/checkpoint.ts).
 describe('checkpoints of the queue file on a disk whose fsyncs fail', () => {
   it('SQLite left to itself: the checkpoint after the failed one lets the log start over, and a power cut malforms the file', async () => {
     const { fs, db, reader, insert } = await logBehindASnapshot();
@@ -246,19 +247,36 @@ describe('checkpoints of the queue file on a disk whose fsyncs fail', () => {
     expect(await afterCut(fs, [db, reader])).toEqual({ check: 'database disk image is malformed', rows: undefined });
   });
 
-  it('the queue’s checkpoints stop at the first failure, in every connection, and a power cut keeps every commit', async () => {
+  it('the queue’s checkpoint puts a partial copy on the disk, so one after a failed fsync copies what that one lost, and a power cut keeps every commit', async () => {
     const { fs, db, reader, insert } = await logBehindASnapshot();
-    const state = newCheckpointState();
     const lost: QueueSyncLostError[] = [];
-    const checkpointer = new Checkpointer(db, state, (error) => lost.push(error));
+    const checkpointer = new Checkpointer(db, newCheckpointState(), (error) => lost.push(error));
     const partial = checkpointer.run('PASSIVE');
     expect(partial.checkpointed).toBeGreaterThan(0);
     expect(partial.checkpointed).toBeLessThan(partial.log);
     reader.exec('COMMIT');
     await fs.failFsyncs('file');
 
+    // SQLite's own fsync failed: it recorded nothing, and the next checkpoint copies those pages again.
+    expect(() => checkpointer.run('PASSIVE')).toThrow(expect.objectContaining({ code: 'SQLITE_IOERR_FSYNC' }));
+    expect(checkpointer.run('PASSIVE')).toMatchObject({ busy: 0 });
+    for (let i = 0; i < 20; i++) insert('c');
+    expect(lost).toEqual([]);
+    checkpointer.close();
+
+    expect(await afterCut(fs, [db, reader])).toEqual({ check: 'ok', rows: 420 });
+  });
+
+  it('when the fsync after a partial copy fails, no connection of the process checkpoints again, and a power cut keeps every commit', async () => {
+    const { fs, db, reader, insert } = await logBehindASnapshot();
+    const state = newCheckpointState();
+    const lost: QueueSyncLostError[] = [];
+    const checkpointer = new Checkpointer(db, state, (error) => lost.push(error));
+    await fs.failFsyncs('file');
+
     expect(() => checkpointer.run('PASSIVE')).toThrow(QueueSyncLostError);
-    expect(lost.map((error) => (error.cause as { code?: string }).code)).toEqual(['SQLITE_IOERR_FSYNC']);
+    expect(lost.map((error) => (error.cause as { code?: string }).code)).toEqual(['EIO']);
+    reader.exec('COMMIT');
     // Another connection sharing the state (the delivery thread's) checkpoints no more either.
     const other = new Checkpointer(reader, state, (error) => lost.push(error));
     expect(() => other.run('TRUNCATE')).toThrow(QueueSyncLostError);
@@ -267,6 +285,8 @@ describe('checkpoints of the queue file on a disk whose fsyncs fail', () => {
       checkpointer.afterCommit(300);
     }
     expect(lost).toHaveLength(1);
+    checkpointer.close();
+    other.close();
 
     expect(await afterCut(fs, [db, reader])).toEqual({ check: 'ok', rows: 2400 });
   });

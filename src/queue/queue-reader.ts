@@ -312,6 +312,7 @@ export class QueueReader {
   }
 
   close(): void {
+    this.#checkpointer.close();
     this.#db.close();
   }
 }

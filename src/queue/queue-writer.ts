@@ -192,13 +192,9 @@ export class QueueWriter {
     this.#diskReserve = new DiskReserve(options.dataDir, options.diskReserve === true);
     this.reserveReady = this.#diskReserve.ensure();
     this.#totals = { ...this.#base };
-    // What an earlier process left in the log goes into the file now: the pages counted towards
-    // the next checkpoint are this process's commits, so the log cannot grow across restarts.
-    try {
-      this.#checkpointer.run('PASSIVE');
-    } catch {
-      // A full disk, or lost (reported): the log stays for a later checkpoint or the next start.
-    }
+    // What an earlier process left in the log goes into the file now (or at the first commit), so
+    // the log cannot grow across restarts.
+    this.#checkpointer.afterOpen();
   }
 
   static open(options: QueueOptions): QueueWriter {
@@ -555,7 +551,10 @@ export class QueueWriter {
     } catch {
       return false;
     } finally {
-      if (!this.#checkpointer.lost) this.#db.close();
+      if (!this.#checkpointer.lost) {
+        this.#checkpointer.close();
+        this.#db.close();
+      }
     }
   }
 }
