@@ -46,7 +46,7 @@ export interface QueueOptions {
    */
   commitWindowMs?: number;
   /**
-   * Called once a checkpoint of the queue file failed (checkpoint.ts), in this thread or, through
+   * Called once a checkpoint's pages were lost (checkpoint.ts), in this thread or, through
    * `checkpointFailedElsewhere`, another: the process must end without closing the file. By
    * default the queue only refuses appends from then on.
    */
@@ -152,7 +152,7 @@ export class QueueWriter {
   #lastWriteFailureMs: number | undefined;
   /** Room kept on the file system for the delivery thread to record deliveries on a full disk. */
   readonly #diskReserve: DiskReserve;
-  /** Shared with the delivery thread's connections: a failed checkpoint stops theirs too. */
+  /** Shared with the delivery thread's connections: one checkpoint at a time, and a loss stops theirs too. */
   readonly checkpointState = newCheckpointState();
   readonly #checkpointer: Checkpointer;
   readonly #onSyncLost: (error: QueueSyncLostError) => void;
@@ -427,8 +427,8 @@ export class QueueWriter {
   }
 
   /**
-   * A checkpoint failed in the delivery thread (its message says why): the shared state already
-   * stops every checkpoint; this reports it to `onSyncLost`.
+   * A checkpoint's pages were lost in the delivery thread (its message says why): the shared state
+   * already stops every checkpoint; this reports it to `onSyncLost`.
    */
   checkpointFailedElsewhere(why: string): void {
     this.#onSyncLost(new QueueSyncLostError({ cause: new Error(why) }));
@@ -537,7 +537,7 @@ export class QueueWriter {
   /**
    * Commits what is pending, checkpoints the WAL into the database file and closes it. Returns
    * false when the checkpoint failed (a full disk): the WAL stays and is replayed at the next open.
-   * After a failed checkpoint (checkpoint.ts) the file stays open: closing it would checkpoint.
+   * After a loss (checkpoint.ts) the file stays open: closing it would checkpoint.
    */
   close(): boolean {
     if (this.#closed) return true;

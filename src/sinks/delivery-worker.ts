@@ -38,7 +38,7 @@ export type FromDelivery =
   | { type: 'clock'; sink: string; aheadMs: number | null }
   | { type: 'pressure_handled' }
   | { type: 'heap'; usedBytes: number; totalBytes: number }
-  /** A checkpoint of the queue file failed here (checkpoint.ts): the process must end without closing it. */
+  /** A checkpoint's pages were lost here (checkpoint.ts): the process must end without closing the queue file. */
   | { type: 'queue_sync_lost'; message: string };
 
 /** How often the thread reports its heap, which /status shows beside the HTTP thread's. */
