@@ -155,6 +155,11 @@ export async function runCrashConsistency(options) {
         startedEnv = { API_KEY: KEY, DATA_DIR: await storage.open(), ...env };
         return await startGatewayProcess({ bundle: bundlePath, env: startedEnv });
       } catch (error) {
+        try {
+          const { readdirSync, statSync } = await import('node:fs');
+          const dir = startedEnv.DATA_DIR;
+          log(`DEBUG start failure ${attempt}: ${(/"code":"[A-Z_]*"/.exec(String(error)) ?? ['?'])[0]} ${(/at (\w+) \(file/.exec(String(error)) ?? ['', '?'])[1]} :: ${readdirSync(dir).map((f) => `${f}=${statSync(join(dir, f)).size}`).join(' ')}`);
+        } catch (e) { log(`DEBUG ls failed ${e}`); }
         if (!ioFaults || attempt === 10) throw error;
         startFailures += 1;
       }
