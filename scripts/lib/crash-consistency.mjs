@@ -15,6 +15,8 @@ import { sql, walApplied, waitForWalApplied } from './questdb-sql.mjs';
 
 /** The gateway's exit status after a failed checkpoint of its queue (src/gateway.ts). */
 const EXIT_QUEUE_SYNC_LOST = 74;
+/** How often a round's gateway is started on a disk with I/O faults before the run gives up. */
+const START_ATTEMPTS = 20;
 
 const KEY = 'crash-test-key-0123456789';
 /** The readings' times count nanoseconds from here; their keys are `ship|ns since BASE_NS`. */
@@ -56,13 +58,14 @@ const MIN_ANSWERS_PER_ROUND = 30;
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             errorSamples: Record<string, string>,
- *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number, syncLostExits?: number, crashExits?: number,
+ *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number, longestStartFailures?: number, syncLostExits?: number, crashExits?: number,
  *             stops?: { closed: number, killedClosing: number }, kafka?: KafkaReport }} CrashReport
  * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
  *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs;
  *   `errorSamples`: the first such line's message (and its error's) for each event;
  *   `startFailures` (with `ioFaults`): how often a gateway exited while starting and was started again;
+ *   `longestStartFailures`: the most starts that failed in a row;
  *   `syncLostExits` (with `ioFaults`): rounds whose gateway stopped itself (exit 74) after a checkpoint
  *   of its queue failed, ending the round early; `crashExits`: rounds whose gateway exited by itself otherwise;
  *   `stops` (with `gracefulStops`): how many rounds ended with the queue closed, or killed while closing.
@@ -146,7 +149,12 @@ export async function runCrashConsistency(options) {
       errorSamples[event] ??= `${String(line.msg ?? '')}${err?.message === undefined ? '' : `: ${err.message}`}`.slice(0, 300);
     }
   };
-  /** Starts a gateway on the storage; with `ioFaults`, up to ten times. */
+  /**
+   * Starts a gateway on the storage; with `ioFaults`, up to START_ATTEMPTS times, as systemd would
+   * go on. A start maps the queue's shared-memory index afresh three times (the format check twice,
+   * then the writer), each a few writes that grow a file: under `enospc` about 38 % of starts fail,
+   * now and then several in a row.
+   */
   /** The settings of the gateway started last. @type {Record<string, string>} */
   let startedEnv = {};
   const start = async () => {
@@ -155,17 +163,14 @@ export async function runCrashConsistency(options) {
         startedEnv = { API_KEY: KEY, DATA_DIR: await storage.open(), ...env };
         return await startGatewayProcess({ bundle: bundlePath, env: startedEnv });
       } catch (error) {
-        try {
-          const { readdirSync, statSync } = await import('node:fs');
-          const dir = startedEnv.DATA_DIR;
-          log(`DEBUG start failure ${attempt}: ${(/"code":"[A-Z_]*"/.exec(String(error)) ?? ['?'])[0]} ${(/at (\w+) \(file/.exec(String(error)) ?? ['', '?'])[1]} :: ${readdirSync(dir).map((f) => `${f}=${statSync(join(dir, f)).size}`).join(' ')}`);
-        } catch (e) { log(`DEBUG ls failed ${e}`); }
-        if (!ioFaults || attempt === 10) throw error;
+        if (!ioFaults || attempt === START_ATTEMPTS) throw error;
         startFailures += 1;
+        longestStartFailures = Math.max(longestStartFailures, attempt);
       }
     }
   };
   let startFailures = 0;
+  let longestStartFailures = 0;
   /** Rounds whose gateway exited after a failed checkpoint, or otherwise by itself (with `ioFaults`). */
   let syncLostExits = 0;
   let crashExits = 0;
@@ -317,7 +322,7 @@ export async function runCrashConsistency(options) {
       lossWindowMs: 0,
       errorEvents,
       errorSamples,
-      ...(ioFaults ? { startFailures, syncLostExits, crashExits } : {}),
+      ...(ioFaults ? { startFailures, longestStartFailures, syncLostExits, crashExits } : {}),
       ...(gracefulStops > 0 ? { stops } : {}),
     };
     for (const [key, outcome] of ledger) {
