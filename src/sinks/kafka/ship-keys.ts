@@ -1,4 +1,3 @@
-import type { MessageToProduce } from '@platformatic/kafka';
 import { detached } from '../../queue/record-codec.js';
 
 /** More ship ids than a site has; past it the cache starts again, so odd ids cannot grow it for ever. */
@@ -7,8 +6,8 @@ const MAX_SHIPS = 10_000;
 /**
  * Each ship's message key and partition hash, made once: a site sends the same few ships over and
  * over, and the client's murmur2 works in BigInt, so hashing every message costs its allocations
- * as well as its arithmetic. `partitioner` places a message exactly as the client's default one
- * does (murmur2 of the key, unsigned; the client takes it modulo the topic's partitions).
+ * as well as its arithmetic. `hashOf` is the hash the client's default partitioner takes modulo
+ * the topic's partitions (murmur2 of the key, unsigned), so a ship's partition is the same.
  */
 export class ShipKeys {
   readonly #keys = new Map<string, Buffer>();
@@ -28,8 +27,8 @@ export class ShipKeys {
     return key;
   }
 
-  readonly partitioner = (message: MessageToProduce<Buffer, Buffer, Buffer, Buffer>): number => {
-    const key = message.key as Buffer;
+  /** The partition hash of `key`, kept with the keys made here. */
+  hashOf(key: Buffer): number {
     return this.#hashes.get(key) ?? this.murmur2(key) >>> 0;
-  };
+  }
 }
