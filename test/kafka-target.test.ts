@@ -10,7 +10,7 @@ import { formatTimestampNs } from '../src/reading/format-timestamp.js';
 import type { KafkaSinkConfig } from '../src/config/config.js';
 import { KafkaTarget } from '../src/sinks/kafka/kafka-target.js';
 import { Producer } from '@platformatic/kafka';
-import { eachReadingJson } from '../src/sinks/outgoing-readings.js';
+import { outgoingReadings } from '../src/sinks/outgoing-readings.js';
 
 const USER = { username: 'site-17', password: 'site-17-kafka-secret' };
 // The broker's own certificate, which the sink trusts through KAFKA_TLS_CA_FILE.
@@ -129,7 +129,7 @@ describe('Kafka target against a real broker', () => {
     // default partitioner, the same key, JSON value and time.
     const producer = new Producer({ clientId: 'harbor-gateway-test', bootstrapBrokers: [broker.bootstrap], idempotent: true, acks: -1 });
     try {
-      const messages = [...eachReadingJson(records, [], SITE)].map(({ reading, json }) => ({
+      const messages = outgoingReadings(records, [], SITE).map(({ reading, json }) => ({
         topic: viaClient,
         key: Buffer.from(reading.shipId),
         value: Buffer.from(json),

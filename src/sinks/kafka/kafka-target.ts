@@ -6,10 +6,11 @@ import { describeKafka } from './describe-kafka.js';
 import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
 import type { KafkaSinkConfig } from '../../config/config.js';
 import { readingLetter, reasonText } from '../dead-letter-reason.js';
-import { eachReadingJson } from '../outgoing-readings.js';
+import { eachReading } from '../outgoing-readings.js';
 import { BrokerClock } from './broker-clock.js';
 import { ShipKeys } from './ship-keys.js';
 import type { BatchProducer, KeyedMessage } from './batch-producer.js';
+import { ReadingValues } from './reading-value.js';
 
 type KafkaClient = typeof import('./batch-producer.js');
 
@@ -56,6 +57,7 @@ export class KafkaTarget implements SinkTarget {
   readonly #config: KafkaSinkConfig;
   readonly #site: string;
   readonly #clock: BrokerClock;
+  readonly #values = new ReadingValues();
   #producer: BatchProducer | undefined;
   #client: Promise<{ kafka: KafkaClient; keys: ShipKeys }> | undefined;
   /** How far the last, failed batch got: its first record, the items settled in order, the refused ones among them. */
@@ -132,10 +134,10 @@ export class KafkaTarget implements SinkTarget {
 
   /** The batch's messages, made as they are sent: a batch of many requests holds one request's at a time. */
   *#items(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], keys: ShipKeys): Generator<Item> {
-    for (const { reading, record, json } of eachReadingJson(records, deadLetters, this.#site)) {
-      const key = keys.keyOf(reading.shipId);
-      const valueBytes = Buffer.byteLength(json);
-      yield { reading, record, key, hash: keys.hashOf(key), value: json, valueBytes, bytes: key.length + valueBytes };
+    for (const taken of eachReading(records, deadLetters, this.#site)) {
+      const key = keys.keyOf(taken.reading.shipId);
+      const value = this.#values.of(taken);
+      yield { reading: taken.reading, record: taken.record, key, hash: keys.hashOf(key), value, bytes: key.length + value.bytes };
     }
   }
 

@@ -1,10 +1,15 @@
 import { crc32c } from './crc32c.js';
 
-/** One message as the sink sends it: its key, its value's text and that text's UTF-8 length. */
+/** A message's value, which writes its own bytes: `bytes` of them into `out` at `at`, returning where it ended. */
+export interface MessageValue {
+  readonly bytes: number;
+  writeTo(out: Buffer, at: number): number;
+}
+
+/** One message as the sink sends it. */
 export interface OutgoingMessage {
   key: Buffer;
-  value: string;
-  valueBytes: number;
+  value: MessageValue;
 }
 
 /** A partition's messages in order, and the idempotent producer's sequence number of the first. */
@@ -41,7 +46,7 @@ const varintBytes = (n: number): number => uvarintBytes(n * 2);
 
 /** A record's bytes after its length: attributes, timestamp delta (0), offset delta, key, value, no headers. */
 const recordBodyBytes = (m: OutgoingMessage, offsetDelta: number): number =>
-  1 + 1 + varintBytes(offsetDelta) + varintBytes(m.key.length) + m.key.length + varintBytes(m.valueBytes) + m.valueBytes + 1;
+  1 + 1 + varintBytes(offsetDelta) + varintBytes(m.key.length) + m.key.length + varintBytes(m.value.bytes) + m.value.bytes + 1;
 
 /** A RecordBatch (magic 2) of `messages`, uncompressed, from its baseOffset to its last record. */
 function batchBytes(messages: readonly OutgoingMessage[]): number {
@@ -125,11 +130,10 @@ export function encodeProduceRequest(request: ProduceRequest): Buffer {
       varint(i);
       varint(m.key.length);
       at += m.key.copy(out, at);
-      varint(m.valueBytes);
-      // Written to the buffer's end: a value longer than it was said to be shows, not cut short.
-      const written = out.write(m.value, at, 'utf8');
-      if (written !== m.valueBytes) throw new Error(`a message value of ${written} UTF-8 bytes was given as ${m.valueBytes}`);
-      at += written;
+      varint(m.value.bytes);
+      const end = m.value.writeTo(out, at);
+      if (end - at !== m.value.bytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${m.value.bytes} it told`);
+      at = end;
       out[at++] = 0; // headers
     }
     out.writeUInt32BE(crc32c(out, start + CRC_FROM, at), start + CRC_AT);
