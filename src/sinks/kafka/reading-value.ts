@@ -1,6 +1,6 @@
-import { detached } from '../../queue/record-codec.js';
 import { formatTimestampNs } from '../../reading/format-timestamp.js';
 import { jsonValueText, type TakenReading } from '../outgoing-readings.js';
+import { BytesCache } from './bytes-cache.js';
 import type { MessageValue } from './produce-request.js';
 
 const OPEN = Buffer.from('{"time":"');
@@ -10,8 +10,6 @@ const VALUE = Buffer.from(',"value":');
 const SITE = Buffer.from(',"site":');
 const CLOSE = 0x7d; // }
 const FIXED_BYTES = OPEN.length + SHIP.length + CARGO.length + VALUE.length + 1;
-/** More distinct ids and sites than a gateway sees; past it the cache starts again, so odd ids cannot grow it for ever. */
-const MAX_TEXTS = 10_000;
 
 /** ASCII text (a formatted time, a JSON number) byte by byte: for a few characters a loop costs less than a Buffer call. */
 function writeAscii(out: Buffer, at: number, text: string): number {
@@ -59,23 +57,6 @@ export class ReadingValue implements MessageValue {
     }
     out[at++] = CLOSE;
     return at;
-  }
-}
-
-/** UTF-8 bytes made once per distinct text. */
-class BytesCache {
-  readonly #bytes = new Map<string, Buffer>();
-
-  constructor(private readonly make: (text: string) => Buffer) {}
-
-  of(text: string): Buffer {
-    let bytes = this.#bytes.get(text);
-    if (bytes === undefined) {
-      if (this.#bytes.size >= MAX_TEXTS) this.#bytes.clear();
-      bytes = this.make(text);
-      this.#bytes.set(detached(text), bytes);
-    }
-    return bytes;
   }
 }
 

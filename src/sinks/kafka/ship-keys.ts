@@ -1,7 +1,4 @@
-import { detached } from '../../queue/record-codec.js';
-
-/** More ship ids than a site has; past it the cache starts again, so odd ids cannot grow it for ever. */
-const MAX_SHIPS = 10_000;
+import { BytesCache } from './bytes-cache.js';
 
 /**
  * Each ship's message key and partition hash, made once: a site sends the same few ships over and
@@ -10,21 +7,20 @@ const MAX_SHIPS = 10_000;
  * the topic's partitions (murmur2 of the key, unsigned), so a ship's partition is the same.
  */
 export class ShipKeys {
-  readonly #keys = new Map<string, Buffer>();
   readonly #hashes = new WeakMap<Buffer, number>();
+  readonly #keys: BytesCache;
 
-  constructor(private readonly murmur2: (data: Buffer) => number) {}
+  constructor(private readonly murmur2: (data: Buffer) => number) {
+    this.#keys = new BytesCache((shipId) => {
+      const key = Buffer.from(shipId);
+      this.#hashes.set(key, murmur2(key) >>> 0);
+      return key;
+    });
+  }
 
   /** The key of `shipId`'s messages; callers must not write into it, it is shared. */
   keyOf(shipId: string): Buffer {
-    let key = this.#keys.get(shipId);
-    if (key === undefined) {
-      if (this.#keys.size >= MAX_SHIPS) this.#keys.clear();
-      key = Buffer.from(shipId);
-      this.#keys.set(detached(shipId), key);
-      this.#hashes.set(key, this.murmur2(key) >>> 0);
-    }
-    return key;
+    return this.#keys.of(shipId);
   }
 
   /** The partition hash of `key`, kept with the keys made here. */
