@@ -9,6 +9,8 @@ import { createSelfSignedCertificate } from '../src/tls/self-signed.js';
 import { formatTimestampNs } from '../src/reading/format-timestamp.js';
 import type { KafkaSinkConfig } from '../src/config/config.js';
 import { KafkaTarget } from '../src/sinks/kafka/kafka-target.js';
+import { Producer } from '@platformatic/kafka';
+import { outgoingReadings } from '../src/sinks/outgoing-readings.js';
 
 const USER = { username: 'site-17', password: 'site-17-kafka-secret' };
 // The broker's own certificate, which the sink trusts through KAFKA_TLS_CA_FILE.
@@ -95,6 +97,8 @@ describe('Kafka target against a real broker', () => {
     const { records, lines } = readings(5, 200);
     const delivery = await target(topic).deliver(records);
     expect(delivery).toMatchObject({ ok: true, deadLetters: [] });
+    // Several requests of one idempotent producer: the broker took each one's sequence numbers as the next.
+    expect(delivery.ok && delivery.requests).toBeGreaterThan(1);
 
     const messages = await readTopic(broker.bootstrap, topic);
     expect(messages).toHaveLength(lines.length);
@@ -108,6 +112,38 @@ describe('Kafka target against a real broker', () => {
       );
     }
     expect(JSON.parse(messages[0]!.value).time).toMatch(/^2026-11-27T12:00:00\.0000000\d\dZ$/);
+  });
+
+  it("writes the very messages the client library's producer writes for the same readings: partition, offset, key, value, headers, time", async () => {
+    const viaSink = await newTopic();
+    const viaClient = await newTopic();
+    const sentAt = Date.now();
+    const { records } = readings(5, 60);
+    records.push(record([{ timeNs: '1795780800000000007', shipId: 'MV Ærøskøbing ⚓', cargoId: 'température', value: -0.5 }]), {
+      ...record([{ timeNs: '1795780800000000008', shipId: 'ship-1', cargoId: 'humidity', value: 1e21 }]),
+      site: 'quai 9 « nord »',
+    });
+    expect(await target(viaSink, {}, () => sentAt).deliver(records)).toMatchObject({ ok: true, deadLetters: [] });
+
+    // What the sink sent before it encoded its own batches: the client's idempotent producer, its
+    // default partitioner, the same key, JSON value and time.
+    const producer = new Producer({ clientId: 'harbor-gateway-test', bootstrapBrokers: [broker.bootstrap], idempotent: true, acks: -1 });
+    try {
+      const messages = outgoingReadings(records, [], SITE).map(({ reading, json }) => ({
+        topic: viaClient,
+        key: Buffer.from(reading.shipId),
+        value: Buffer.from(json),
+        timestamp: BigInt(sentAt),
+      }));
+      await producer.send({ messages });
+    } finally {
+      await producer.close();
+    }
+
+    const sunk = await readTopic(broker.bootstrap, viaSink);
+    expect(sunk).toHaveLength(records.reduce((n, r) => n + r.readings, 0));
+    expect(sunk).toEqual(await readTopic(broker.bootstrap, viaClient));
+    expect(sunk.find((m) => m.key === 'MV Ærøskøbing ⚓')).toMatchObject({ timestamp: BigInt(sentAt), headers: [] });
   });
 
   it('delivers every reading from a site whose clock is 2 h ahead, stamped on the broker clock, and tells the offset', async () => {

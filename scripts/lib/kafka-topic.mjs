@@ -10,6 +10,7 @@ import { TOPIC_READY_KEY } from './kafka.mjs';
  * @property {number} partition
  * @property {bigint} offset
  * @property {bigint} timestamp
+ * @property {[string, string][]} headers
  */
 
 /**
@@ -54,6 +55,7 @@ export async function readTopic(bootstrap, topic, timeoutMs = 60_000) {
             partition: message.partition,
             offset: message.offset,
             timestamp: message.timestamp,
+            headers: [...message.headers].map(([name, value]) => [name.toString(), value.toString()]),
           });
         }
         const end = remaining.get(message.partition);

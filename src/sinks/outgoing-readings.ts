@@ -17,13 +17,18 @@ const jsonNumber = (value: number): string => (Object.is(value, -0) ? '-0' : Str
 // and is sent as it is, which spares formatting the double again; any other text is formatted.
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
+/** A reading's value as JSON: the queue's text when it is a JSON number, else the double formatted. */
+export function jsonValueText(r: QueuedReading, valueText?: string): string {
+  return valueText !== undefined && JSON_NUMBER.test(valueText) ? valueText : jsonNumber(r.value);
+}
+
 /**
  * A reading as the API's Reading object, with its stored time in full (RFC 3339, all nine fraction
  * digits): the body of an upstream batch, exactly the API's, and with `siteJson` (the site as a
  * JSON string) the value of a Kafka message.
  */
 export function readingJson(r: QueuedReading, siteJson?: string, valueText?: string): string {
-  const value = valueText !== undefined && JSON_NUMBER.test(valueText) ? valueText : jsonNumber(r.value);
+  const value = jsonValueText(r, valueText);
   return `{"time":"${formatTimestampNs(r.timeNs)}","ship_id":${JSON.stringify(r.shipId)},"cargo_id":${JSON.stringify(r.cargoId)},"value":${value}${siteJson === undefined ? '' : `,"site":${siteJson}`}}`;
 }
 
@@ -33,20 +38,27 @@ export function readingJson(r: QueuedReading, siteJson?: string, valueText?: str
  */
 export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): OutgoingReading[] {
   const out: OutgoingReading[] = [];
-  for (const { reading, record, json } of eachReadingJson(records, deadLetters, site))
+  for (const { reading, record, valueText, siteJson } of eachReading(records, deadLetters, site)) {
+    const json = readingJson(reading, siteJson, valueText);
     out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
+  }
   return out;
 }
 
+/** A reading as taken from its record: its value's text as queued and, with a site given, its site as a JSON string. */
+export interface TakenReading {
+  reading: QueuedReading;
+  record: QueueRecord;
+  valueText: string;
+  siteJson: string | undefined;
+}
+
 /**
- * The same readings one at a time, made as they are taken: a sink that sends a batch in several
- * requests holds only one request's readings at once (the dead letters are complete once all are taken).
+ * The records' readings one at a time, taken as they are asked for: a sink that sends a batch in
+ * several requests holds only one request's readings at once (the dead letters are complete once
+ * all are taken).
  */
-export function* eachReadingJson(
-  records: readonly QueueRecord[],
-  deadLetters: DeadLetterInput[],
-  site?: string,
-): Generator<Omit<OutgoingReading, 'bytes'>> {
+export function* eachReading(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): Generator<TakenReading> {
   // A record's readings and their values' text, whole before any is given: a corrupt record is one dead letter.
   const rows: QueuedReading[] = [];
   const valueTexts: string[] = [];
@@ -66,9 +78,6 @@ export function* eachReadingJson(
       deadLetters.push(corruptRecordLetter(record, error));
       continue;
     }
-    for (let i = 0; i < rows.length; i++) {
-      const reading = rows[i]!;
-      yield { reading, record, json: readingJson(reading, siteJson, valueTexts[i]) };
-    }
+    for (let i = 0; i < rows.length; i++) yield { reading: rows[i]!, record, valueText: valueTexts[i]!, siteJson };
   }
 }

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import type { MessageToProduce, Producer } from '@platformatic/kafka';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import type { QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
@@ -7,27 +6,28 @@ import { describeKafka } from './describe-kafka.js';
 import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
 import type { KafkaSinkConfig } from '../../config/config.js';
 import { readingLetter, reasonText } from '../dead-letter-reason.js';
-import { eachReadingJson } from '../outgoing-readings.js';
+import { eachReading } from '../outgoing-readings.js';
 import { BrokerClock } from './broker-clock.js';
 import { ShipKeys } from './ship-keys.js';
+import type { BatchProducer, KeyedMessage } from './batch-producer.js';
+import { ReadingValues } from './reading-value.js';
 
-type KafkaClient = typeof import('@platformatic/kafka');
+type KafkaClient = typeof import('./batch-producer.js');
 
 /**
  * Most message bytes in one produce request. Kafka refuses a partition's batch over the topic's
  * `max.message.bytes` (1 MiB by default); staying well under it keeps a large batch from being
- * refused whole, and a smaller limit is found by halving. The client builds several small buffers
- * per message, all alive until the request is written: at 512 KiB they outlived the young
- * generation's scavenges and cost a third more CPU per reading than at 64 KiB (docs/benchmarks.md).
+ * refused whole, and a smaller limit is found by halving. A request is one buffer
+ * (`produce-request.ts`); its messages' texts live until it is written, so requests stay small
+ * enough for them to die young (docs/benchmarks.md measured 512 KiB, 128, 64 and 32).
  */
 const MAX_REQUEST_BYTES = 64 * 1024;
 // After a timed-out send is abandoned, how long its client may take to give up its retries.
 const ABANDON_WAIT_MS = 5_000;
 
-interface Item {
+interface Item extends KeyedMessage {
   reading: QueuedReading;
   record: QueueRecord;
-  message: MessageToProduce;
   bytes: number;
 }
 
@@ -57,7 +57,8 @@ export class KafkaTarget implements SinkTarget {
   readonly #config: KafkaSinkConfig;
   readonly #site: string;
   readonly #clock: BrokerClock;
-  #producer: Producer | undefined;
+  readonly #values = new ReadingValues();
+  #producer: BatchProducer | undefined;
   #client: Promise<{ kafka: KafkaClient; keys: ShipKeys }> | undefined;
   /** How far the last, failed batch got: its first record, the items settled in order, the refused ones among them. */
   #settled: { segment: number; id: number; items: number; refused: DeadLetterInput[] } | undefined;
@@ -133,11 +134,10 @@ export class KafkaTarget implements SinkTarget {
 
   /** The batch's messages, made as they are sent: a batch of many requests holds one request's at a time. */
   *#items(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], keys: ShipKeys): Generator<Item> {
-    const topic = this.#config.topic;
-    for (const { reading, record, json } of eachReadingJson(records, deadLetters, this.#site)) {
-      const key = keys.keyOf(reading.shipId);
-      const value = Buffer.from(json);
-      yield { reading, record, message: { topic, key, value }, bytes: key.length + value.length };
+    for (const taken of eachReading(records, deadLetters, this.#site)) {
+      const key = keys.keyOf(taken.reading.shipId);
+      const value = this.#values.of(taken);
+      yield { reading: taken.reading, record: taken.record, key, hash: keys.hashOf(key), value, bytes: key.length + value.bytes };
     }
   }
 
@@ -157,10 +157,8 @@ export class KafkaTarget implements SinkTarget {
 
   /** One produce call, bounded by the sink's timeout; any failure retires the producer. */
   async #send(items: Item[]): Promise<void> {
-    const timestamp = BigInt(this.#clock.brokerNow());
-    for (const item of items) item.message.timestamp = timestamp;
     const producer = await this.#openProducer();
-    const sent = producer.send({ messages: items.map((item) => item.message) });
+    const sent = producer.send(this.#config.topic, items, this.#clock.brokerNow());
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.#config.timeoutMs);
@@ -190,16 +188,13 @@ export class KafkaTarget implements SinkTarget {
     });
   }
 
-  async #openProducer(): Promise<Producer> {
+  async #openProducer(): Promise<BatchProducer> {
     if (this.#producer !== undefined) return this.#producer;
-    const { kafka, keys } = await this.#loadClient();
+    const { kafka } = await this.#loadClient();
     const { brokers, clientId, tls, tlsCaFile, sasl } = this.#config;
-    this.#producer = new kafka.Producer({
+    this.#producer = new kafka.BatchProducer({
       clientId,
-      partitioner: keys.partitioner,
       bootstrapBrokers: brokers,
-      idempotent: true,
-      acks: -1,
       autocreateTopics: false,
       ...(tls ? { tls: tlsCaFile === undefined ? {} : { ca: readFileSync(tlsCaFile) }, tlsServerName: true } : {}),
       ...(sasl ? { sasl: { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } } : {}),
@@ -212,12 +207,12 @@ export class KafkaTarget implements SinkTarget {
    * time every gateway would pay, Kafka sink or not, as the bundle is one file.
    */
   #loadClient(): Promise<{ kafka: KafkaClient; keys: ShipKeys }> {
-    this.#client ??= import('@platformatic/kafka').then((kafka) => ({ kafka, keys: new ShipKeys(kafka.murmur2) }));
+    this.#client ??= import('./batch-producer.js').then((kafka) => ({ kafka, keys: new ShipKeys(kafka.murmur2) }));
     return this.#client;
   }
 
   /** A producer whose send failed may hold sequence numbers the broker never saw: start anew. */
-  #retire(producer: Producer): void {
+  #retire(producer: BatchProducer): void {
     if (this.#producer === producer) this.#producer = undefined;
     producer.close().catch(() => undefined);
   }

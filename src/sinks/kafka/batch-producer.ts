@@ -1,0 +1,201 @@
+import {
+  Base,
+  type BaseOptions,
+  type ClusterMetadata,
+  DynamicBuffer,
+  kGetApi,
+  kGetBootstrapConnection,
+  kGetConnection,
+  kMetadata,
+  kOptions,
+  kPerformWithRetry,
+  produceV7,
+  produceV8,
+  produceV9,
+  produceV10,
+  produceV11,
+  type ResponseParser,
+  Writer,
+} from '@platformatic/kafka';
+import { encodeProduceRequest, nextSequence, type OutgoingMessage, type PartitionMessages } from './produce-request.js';
+
+export { murmur2 } from '@platformatic/kafka';
+
+/** A message with its key's partition hash (murmur2 of the key, unsigned). */
+export interface KeyedMessage extends OutgoingMessage {
+  hash: number;
+}
+
+// Acknowledged by every in-sync replica: what an idempotent producer requires.
+const ACKS_ALL = -1;
+const PRODUCE_API = 0;
+const RESPONSE_PARSERS: Readonly<Record<number, ResponseParser<unknown>>> = {
+  7: produceV7.parseResponse,
+  8: produceV8.parseResponse,
+  9: produceV9.parseResponse,
+  10: produceV10.parseResponse,
+  11: produceV11.parseResponse,
+};
+
+interface ProducerIdentity {
+  producerId: bigint;
+  producerEpoch: number;
+}
+/** InitProducerId's request: transactional id, transaction timeout, the producer id and epoch held before. */
+type InitProducerIdRequest = [string | null, number, bigint, number];
+
+const hasStaleMetadata = (error: unknown): boolean =>
+  (error as { findBy?: (property: string, value: unknown) => unknown }).findBy?.('hasStaleMetadata', true) != null;
+
+/**
+ * An idempotent producer whose record batches are encoded here, one buffer a request
+ * (`produce-request.ts`), rather than by the client library's `Producer`, which builds each
+ * message of its own batch from several small buffers (the Kafka sink's CPU went mostly to them and
+ * to collecting them). Built on the library's `Base` client, which its own Producer extends: its
+ * connections (TLS, SASL), cluster metadata, API version choice and retries are the library's.
+ * What its Producer adds is done alike: a producer id from InitProducerId, acks from all in-sync
+ * replicas, one request in flight per broker, retries until closed carrying the same sequence
+ * numbers (the broker writes a resent batch once), a request sent again once to a partition's new
+ * leader when the metadata was stale, and the sequences counted on only once a send was
+ * acknowledged whole.
+ */
+export class BatchProducer extends Base {
+  #identity: Promise<ProducerIdentity> | undefined;
+  /** The next sequence number of each `topic:partition` this producer sent to. */
+  readonly #sequences = new Map<string, number>();
+
+  constructor(options: BaseOptions) {
+    super({ ...options, maxInflights: 1, retries: Number.MAX_SAFE_INTEGER });
+  }
+
+  /**
+   * Sends `messages` to `topic`, each to the partition of its hash modulo the topic's partitions,
+   * in order, all stamped `timestampMs`; resolves once every partition's leader acknowledged them.
+   */
+  async send(topic: string, messages: readonly KeyedMessage[], timestampMs: number): Promise<void> {
+    const identity = await this.#producerIdentity();
+    const metadata = await this.#metadata(topic);
+    const partitionsCount = metadata.topics.get(topic)!.partitionsCount;
+    const byPartition: KeyedMessage[][] = [];
+    for (const message of messages) {
+      const partition = message.hash % partitionsCount;
+      const own = byPartition[partition];
+      if (own === undefined) byPartition[partition] = [message];
+      else own.push(message);
+    }
+    const batches: PartitionMessages[] = [];
+    byPartition.forEach((partitionMessages, partition) => {
+      const baseSequence = this.#sequences.get(`${topic}:${partition}`) ?? 0;
+      batches.push({ partition, baseSequence, messages: partitionMessages });
+    });
+    await this.#sendToLeaders(topic, batches, timestampMs, identity, metadata, true);
+    for (const { partition, baseSequence, messages: sent } of batches)
+      this.#sequences.set(`${topic}:${partition}`, nextSequence(baseSequence, sent.length));
+  }
+
+  /** One request to each leader of the batches' partitions, at once; fails when any fails, once all answered. */
+  async #sendToLeaders(
+    topic: string,
+    batches: readonly PartitionMessages[],
+    timestampMs: number,
+    identity: ProducerIdentity,
+    metadata: ClusterMetadata,
+    repeatOnStaleMetadata: boolean,
+  ): Promise<void> {
+    const partitions = metadata.topics.get(topic)!.partitions;
+    const byLeader = new Map<number, PartitionMessages[]>();
+    for (const batch of batches) {
+      const leader = partitions[batch.partition]!.leader;
+      const own = byLeader.get(leader);
+      if (own === undefined) byLeader.set(leader, [batch]);
+      else own.push(batch);
+    }
+    const outcomes = await Promise.allSettled(
+      [...byLeader].map(async ([leader, own]) => {
+        try {
+          await this.#produce(metadata, leader, { topic, partitions: own, timestampMs, ...identity }, repeatOnStaleMetadata);
+        } catch (error) {
+          if (!repeatOnStaleMetadata || !hasStaleMetadata(error)) throw error;
+          // A leader moved: once more, each partition to its leader now.
+          this.clearMetadata();
+          await this.#sendToLeaders(topic, own, timestampMs, identity, await this.#metadata(topic), false);
+        }
+      }),
+    );
+    const errors = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as unknown] : []));
+    if (errors.length === 1) throw errors[0];
+    if (errors.length > 1) throw new AggregateError(errors, 'Producing messages failed.');
+  }
+
+  /** One Produce request to `leader`, retried by the library (same bytes, same sequences) until acknowledged or closed. */
+  #produce(
+    metadata: ClusterMetadata,
+    leader: number,
+    request: { topic: string; partitions: readonly PartitionMessages[]; timestampMs: number } & ProducerIdentity,
+    repeatOnStaleMetadata: boolean,
+  ): Promise<unknown> {
+    let encoded: { version: number; body: Buffer } | undefined;
+    return new Promise((resolve, reject) => {
+      this[kPerformWithRetry]<unknown>(
+        'produce',
+        (retry) => {
+          const broker = metadata.brokers.get(leader);
+          // No leader (-1) while one is elected: an outage of the partition, for the sink to try later.
+          if (broker === undefined) return retry(new Error(`no leader for ${request.topic} (broker ${leader} unknown)`), undefined);
+          this[kGetConnection](broker, (error, connection) => {
+            if (error) return retry(error, undefined);
+            this[kGetApi]('Produce', (error, api) => {
+              if (error) return retry(error, undefined);
+              const parser = RESPONSE_PARSERS[api.version];
+              if (parser === undefined)
+                return retry(new Error(`Produce API version ${api.version} is not one this sink encodes`), undefined);
+              if (encoded?.version !== api.version)
+                encoded = {
+                  version: api.version,
+                  body: encodeProduceRequest({ ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout! }),
+                };
+              const body = encoded.body;
+              const flexible = api.version >= 9;
+              connection.send(PRODUCE_API, api.version, () => new Writer(new DynamicBuffer(body)), parser, flexible, flexible, retry);
+            });
+          });
+        },
+        (error, response) => (error ? reject(error) : resolve(response)),
+        0,
+        [],
+        (error) => repeatOnStaleMetadata && hasStaleMetadata(error),
+      );
+    });
+  }
+
+  /** The producer id and epoch the broker gave, asked for once (again after a failure). */
+  #producerIdentity(): Promise<ProducerIdentity> {
+    this.#identity ??= new Promise<ProducerIdentity>((resolve, reject) => {
+      this[kPerformWithRetry]<ProducerIdentity>(
+        'initProducerId',
+        (retry) => {
+          this[kGetBootstrapConnection]((error, connection) => {
+            if (error) return retry(error, undefined as never);
+            this[kGetApi]<InitProducerIdRequest, ProducerIdentity>('InitProducerId', (error, api) => {
+              if (error) return retry(error, undefined as never);
+              // As the library's producer asks: no transaction, its timeout, no earlier id.
+              api(connection, null, this[kOptions].timeout!, 0n, 0, retry);
+            });
+          });
+        },
+        (error, response) => (error ? reject(error) : resolve({ producerId: response.producerId, producerEpoch: response.producerEpoch })),
+        0,
+      );
+    });
+    this.#identity.catch(() => {
+      this.#identity = undefined;
+    });
+    return this.#identity;
+  }
+
+  #metadata(topic: string): Promise<ClusterMetadata> {
+    return new Promise((resolve, reject) => {
+      this[kMetadata]({ topics: [topic], autocreateTopics: false }, (error, metadata) => (error ? reject(error) : resolve(metadata)));
+    });
+  }
+}

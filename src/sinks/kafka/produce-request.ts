@@ -1,0 +1,152 @@
+import { crc32c } from './crc32c.js';
+
+/** A message's value, which writes its own bytes: `bytes` of them into `out` at `at`, returning where it ended. */
+export interface MessageValue {
+  readonly bytes: number;
+  writeTo(out: Buffer, at: number): number;
+}
+
+/** One message as the sink sends it. */
+export interface OutgoingMessage {
+  key: Buffer;
+  value: MessageValue;
+}
+
+/** A partition's messages in order, and the idempotent producer's sequence number of the first. */
+export interface PartitionMessages {
+  partition: number;
+  baseSequence: number;
+  messages: readonly OutgoingMessage[];
+}
+
+/** A Produce request's body (after the request header) for one topic. */
+export interface ProduceRequest {
+  /** The Produce API version: 7 and 8 are Kafka's old encoding, 9 to 11 its compact (flexible) one. */
+  version: number;
+  acks: number;
+  timeoutMs: number;
+  topic: string;
+  producerId: bigint;
+  producerEpoch: number;
+  /** Every message's timestamp (epoch ms): a request's messages are stamped alike. */
+  timestampMs: number;
+  partitions: readonly PartitionMessages[];
+}
+
+const MAGIC = 2;
+// Batch header from partitionLeaderEpoch to the record count, after baseOffset and batchLength.
+const BATCH_HEADER_BYTES = 4 + 1 + 4 + 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4;
+// Where the CRC-32C starts (attributes) and where the CRC is, from the batch's first byte.
+const CRC_AT = 8 + 4 + 4 + 1;
+const CRC_FROM = CRC_AT + 4;
+
+const uvarintBytes = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
+// Record fields are zigzag varints; every one written here is a length, count or delta, never negative.
+const varintBytes = (n: number): number => uvarintBytes(n * 2);
+
+/** A record's bytes after its length: attributes, timestamp delta (0), offset delta, key, value, no headers. */
+const recordBodyBytes = (m: OutgoingMessage, offsetDelta: number): number =>
+  1 + 1 + varintBytes(offsetDelta) + varintBytes(m.key.length) + m.key.length + varintBytes(m.value.bytes) + m.value.bytes + 1;
+
+/** A RecordBatch (magic 2) of `messages`, uncompressed, from its baseOffset to its last record. */
+function batchBytes(messages: readonly OutgoingMessage[]): number {
+  let bytes = 8 + 4 + BATCH_HEADER_BYTES;
+  for (let i = 0; i < messages.length; i++) {
+    const body = recordBodyBytes(messages[i]!, i);
+    bytes += varintBytes(body) + body;
+  }
+  return bytes;
+}
+
+/**
+ * A Produce request's body in one buffer, each partition's messages one RecordBatch (magic 2,
+ * uncompressed, no headers, CRC-32C), byte for byte what the client library's Produce API writes
+ * for the same messages: consumers read the same records, and the broker deduplicates a resent
+ * request by the producer id, epoch and sequence numbers in it.
+ */
+export function encodeProduceRequest(request: ProduceRequest): Buffer {
+  const flexible = request.version >= 9;
+  const topic = Buffer.from(request.topic);
+  const sizes = request.partitions.map((p) => batchBytes(p.messages));
+  let total = (flexible ? 1 : 2) + 2 + 4;
+  total += flexible ? 1 + uvarintBytes(topic.length + 1) + uvarintBytes(request.partitions.length + 1) : 4 + 2 + 4;
+  total += topic.length;
+  for (const size of sizes) total += 4 + (flexible ? uvarintBytes(size + 1) + 1 : 4) + size;
+  if (flexible) total += 2;
+
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  const uvarint = (n: number): void => {
+    while (n >= 0x80) {
+      out[at++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    out[at++] = n;
+  };
+  const varint = (n: number): void => uvarint(n * 2);
+
+  // transactional_id: none
+  if (flexible) out[at++] = 0;
+  else at = out.writeInt16BE(-1, at);
+  at = out.writeInt16BE(request.acks, at);
+  at = out.writeInt32BE(request.timeoutMs, at);
+  if (flexible) {
+    uvarint(2);
+    uvarint(topic.length + 1);
+  } else {
+    at = out.writeInt32BE(1, at);
+    at = out.writeInt16BE(topic.length, at);
+  }
+  at += topic.copy(out, at);
+  if (flexible) uvarint(request.partitions.length + 1);
+  else at = out.writeInt32BE(request.partitions.length, at);
+
+  const timestamp = BigInt(request.timestampMs);
+  for (let p = 0; p < request.partitions.length; p++) {
+    const { partition, baseSequence, messages } = request.partitions[p]!;
+    const size = sizes[p]!;
+    at = out.writeInt32BE(partition, at);
+    if (flexible) uvarint(size + 1);
+    else at = out.writeInt32BE(size, at);
+    const start = at;
+    at = out.writeBigInt64BE(0n, at); // baseOffset: the broker assigns it
+    at = out.writeInt32BE(size - 12, at);
+    at = out.writeInt32BE(0, at); // partitionLeaderEpoch
+    out[at++] = MAGIC;
+    at += 4; // the CRC, once the rest is written
+    at = out.writeInt16BE(0, at); // attributes: uncompressed, no transaction
+    at = out.writeInt32BE(messages.length - 1, at);
+    at = out.writeBigInt64BE(timestamp, at);
+    at = out.writeBigInt64BE(timestamp, at);
+    at = out.writeBigInt64BE(request.producerId, at);
+    at = out.writeInt16BE(request.producerEpoch, at);
+    at = out.writeInt32BE(baseSequence, at);
+    at = out.writeInt32BE(messages.length, at);
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      varint(recordBodyBytes(m, i));
+      out[at++] = 0; // attributes
+      out[at++] = 0; // timestamp delta
+      varint(i);
+      varint(m.key.length);
+      at += m.key.copy(out, at);
+      varint(m.value.bytes);
+      const end = m.value.writeTo(out, at);
+      if (end - at !== m.value.bytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${m.value.bytes} it told`);
+      at = end;
+      out[at++] = 0; // headers
+    }
+    out.writeUInt32BE(crc32c(out, start + CRC_FROM, at), start + CRC_AT);
+    if (flexible) out[at++] = 0; // the partition's tagged fields
+  }
+  if (flexible) {
+    out[at++] = 0; // the topic's tagged fields
+    out[at++] = 0; // the request's
+  }
+  return out;
+}
+
+/** Kafka's next sequence number after `count` more messages: it wraps to 0 past the largest int32. */
+export function nextSequence(sequence: number, count: number): number {
+  return sequence > 0x7fffffff - count ? count - (0x7fffffff - sequence) - 1 : sequence + count;
+}
