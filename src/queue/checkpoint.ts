@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 
 /**
@@ -22,14 +22,14 @@ import type Database from 'better-sqlite3';
  * (gateway.ts), as PostgreSQL stops on a failed fsync.
  */
 
-/** SQLite's default: a checkpoint once the log holds 1,000 pages. */
+/** SQLite's default: a checkpoint after a commit that leaves the log at 1,000 pages or more. */
 const CHECKPOINT_PAGES = 1000;
 /**
- * Pages a commit adds to the log besides its records' bytes. An estimate: measured on the queue's
- * 1 KiB pages, a single reading's commit adds 1.2 pages, a batch of 10 (0.4 KB) 2.5, of 100 (1.8
- * to 4 KB) 5 to 7, of 1,000 (41 KB) 44. The log is checkpointed at 1,000 to 2,000 pages.
+ * Where the wal-index header in the `-shm` file keeps the number of the log's last committed
+ * page, `mxFrame` (https://www.sqlite.org/walformat.html, 2.1), in the machine's byte order:
+ * little-endian on every machine the gateway runs on.
  */
-const PAGES_PER_COMMIT = 1;
+const MX_FRAME_OFFSET = 16;
 /** How long a checkpoint that must run (truncating the log) waits for another thread's. */
 const LOCK_WAIT_MS = 1000;
 /** The shared state's slots: set once a checkpoint's pages were lost; held while one runs. */
@@ -60,24 +60,47 @@ export function newCheckpointState(): SharedArrayBuffer {
   return new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT);
 }
 
+/**
+ * The queue file and its wal-index, open for the fsync after each checkpoint and for reading the
+ * log's length. Opened by the writer and lent to the delivery thread (descriptors are the
+ * process's): closing a descriptor of a file releases every POSIX lock the process holds on it,
+ * SQLite's included, so they are closed only after the process's last connection.
+ */
+export interface CheckpointFiles {
+  db: number;
+  shm: number;
+}
+
+/** Opens the files of the queue file `path` (in log mode, so its `-shm` is there). */
+export function openCheckpointFiles(path: string): CheckpointFiles {
+  return { db: openSync(path, 'r'), shm: openSync(`${path}-shm`, 'r') };
+}
+
+/** Closes them, once no connection to the queue file is open in this process. */
+export function closeCheckpointFiles(files: CheckpointFiles): void {
+  for (const fd of [files.db, files.shm]) {
+    try {
+      closeSync(fd);
+    } catch {
+      // Read-only descriptors: a dead disk's EIO at close loses nothing.
+    }
+  }
+}
+
 /** Checkpoints one connection's commits, one checkpoint at a time in the process. */
 export class Checkpointer {
   readonly #db: Database.Database;
   readonly #state: Int32Array;
   readonly #onLost: (error: QueueSyncLostError) => void;
-  readonly #pageSize: number;
-  /** The queue file, for the fsync after each checkpoint; open from before the first. */
-  #fd: number | undefined;
-  /** Pages this connection's commits may have added to the log since its last checkpoint. */
-  #pages = 0;
+  readonly #files: CheckpointFiles;
+  readonly #header = Buffer.alloc(4);
 
   /** `onLost` is called once, in the thread whose checkpoint's pages were lost. */
-  constructor(db: Database.Database, state: SharedArrayBuffer, onLost: (error: QueueSyncLostError) => void) {
+  constructor(db: Database.Database, state: SharedArrayBuffer, files: CheckpointFiles, onLost: (error: QueueSyncLostError) => void) {
     this.#db = db;
     this.#state = new Int32Array(state);
+    this.#files = files;
     this.#onLost = onLost;
-    this.#pageSize = db.pragma('page_size', { simple: true }) as number;
-    this.#fd = openSync(db.name, 'r');
   }
 
   /** A checkpoint's pages were lost, in this thread or another. */
@@ -86,32 +109,28 @@ export class Checkpointer {
   }
 
   /**
-   * After a commit of about `bytes` of records: a passive checkpoint once the log may hold
-   * CHECKPOINT_PAGES, as SQLite's automatic one would. Never throws: the commit stands, and a loss
-   * is reported to `onLost`. As SQLite's, a checkpoint that failed (a full disk, its fsync) or
-   * found another running is tried again at the next commit, since the log only grows meanwhile;
-   * one that readers held to part of the log, after a tenth of the pages.
+   * After a commit: a passive checkpoint when the log holds CHECKPOINT_PAGES or more, whichever
+   * connection's commits put them there, as SQLite's automatic one would. Never throws: the commit
+   * stands, and a loss is reported to `onLost`. As SQLite's, a checkpoint that failed (a full
+   * disk, its fsync), found another running, or that readers held to part of the log is tried
+   * again at the next commit.
    */
-  afterCommit(bytes: number): void {
-    this.#pages += PAGES_PER_COMMIT + bytes / this.#pageSize;
-    if (this.#pages >= CHECKPOINT_PAGES) this.#passive();
-  }
-
-  /**
-   * At open: a passive checkpoint of what an earlier process left in the log, which the count of
-   * pages here does not know of; if it cannot complete, the next commit tries again.
-   */
-  afterOpen(): void {
-    this.#pages = CHECKPOINT_PAGES;
-    this.#passive();
-  }
-
-  #passive(): void {
+  afterCommit(): void {
+    if (this.#logPages() < CHECKPOINT_PAGES) return;
     try {
-      const result = this.run('PASSIVE');
-      if (result.busy !== 0 || result.checkpointed < result.log) this.#pages = CHECKPOINT_PAGES * 0.9;
+      this.run('PASSIVE');
     } catch {
-      // A full disk, SQLite's fsync failed, or lost (reported): the count stays, so the next commit tries again.
+      // A full disk, SQLite's fsync failed, or lost (reported): the next commit tries again.
+    }
+  }
+
+  /** The log's committed pages, from the wal-index header (a torn read only makes a checkpoint early or late). */
+  #logPages(): number {
+    try {
+      if (readSync(this.#files.shm, this.#header, 0, 4, MX_FRAME_OFFSET) < 4) return 0;
+      return this.#header.readUInt32LE(0);
+    } catch {
+      return 0;
     }
   }
 
@@ -139,7 +158,6 @@ export class Checkpointer {
         }
         throw error;
       }
-      this.#pages = 0;
       if (result.checkpointed > 0) {
         try {
           this.#fsync();
@@ -156,14 +174,8 @@ export class Checkpointer {
     }
   }
 
-  /** Lets go of the file's descriptor (the connection's close). */
-  close(): void {
-    if (this.#fd !== undefined) closeSync(this.#fd);
-    this.#fd = undefined;
-  }
-
   #fsync(): void {
-    if (this.#fd !== undefined) fsyncSync(this.#fd);
+    fsyncSync(this.#files.db);
   }
 
   /** Takes the process's checkpoint lock, waiting up to `waitMs` for another thread to let go of it. */

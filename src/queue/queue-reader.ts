@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
-import { Checkpointer, newCheckpointState, type QueueSyncLostError } from './checkpoint.js';
+import { Checkpointer, type CheckpointFiles, type QueueSyncLostError } from './checkpoint.js';
 import {
   openQueueFile,
   readProgress,
@@ -77,7 +77,8 @@ export class QueueReader {
   readonly #reserve: DiskReserve | undefined;
   readonly #onReserveReleased: () => void;
   readonly #db: Database.Database;
-  readonly #checkpointer: Checkpointer;
+  /** Undefined without the writer's files (a reader made apart from the gateway): it then makes no checkpoints. */
+  readonly #checkpointer: Checkpointer | undefined;
   readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
   #progress: Progress;
   #cursor: Progress;
@@ -95,8 +96,8 @@ export class QueueReader {
       keeps: boolean;
       reserve?: boolean;
       onReserveReleased?: () => void;
-      /** The writer's `checkpointState`, and what to do when a checkpoint here fails (checkpoint.ts). */
-      checkpoints?: { state: SharedArrayBuffer; onLost: (error: QueueSyncLostError) => void };
+      /** The writer's `checkpointState` and `checkpointFiles`, and what to do on a loss (checkpoint.ts). */
+      checkpoints?: { state: SharedArrayBuffer; files: CheckpointFiles; onLost: (error: QueueSyncLostError) => void };
     } = { keeps: false },
   ) {
     this.sink = sink;
@@ -113,11 +114,8 @@ export class QueueReader {
     }
     this.#progress = mark;
     this.#cursor = mark;
-    this.#checkpointer = new Checkpointer(
-      db,
-      options.checkpoints?.state ?? newCheckpointState(),
-      options.checkpoints?.onLost ?? (() => undefined),
-    );
+    const checkpoints = options.checkpoints;
+    this.#checkpointer = checkpoints && new Checkpointer(db, checkpoints.state, checkpoints.files, checkpoints.onLost);
     // Written only when it changes: a start on a full disk must not fail for want of a page.
     const kept = readKeptMark(db, sink);
     if (options.keeps) {
@@ -190,7 +188,7 @@ export class QueueReader {
     if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
     this.#dropPassed(common);
-    this.#checkpointer.afterCommit(0);
+    this.#checkpointer?.afterCommit();
     this.#giveBackLog();
     return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
   }
@@ -208,7 +206,7 @@ export class QueueReader {
     this.#write(() => this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate());
     this.#kept = mark;
     this.#dropPassed(readProgress(this.#db));
-    this.#checkpointer.afterCommit(0);
+    this.#checkpointer?.afterCommit();
   }
 
   /**
@@ -236,7 +234,7 @@ export class QueueReader {
     if (reserve === undefined || (reserve.present && reserve.roomToResume())) return;
     this.#db.pragma('busy_timeout = 1000');
     try {
-      this.#checkpointer.run('TRUNCATE');
+      this.#checkpointer?.run('TRUNCATE');
     } catch {
       // Busy or still full (or a failed checkpoint, reported): the next completion tries again.
     } finally {
@@ -312,7 +310,6 @@ export class QueueReader {
   }
 
   close(): void {
-    this.#checkpointer.close();
     this.#db.close();
   }
 }

@@ -1,7 +1,14 @@
 import type Database from 'better-sqlite3';
 import { QUEUE_FULL_MESSAGE, QueueRefusedError, SYNC_LOST_MESSAGE, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
-import { Checkpointer, newCheckpointState, QueueSyncLostError } from './checkpoint.js';
+import {
+  Checkpointer,
+  type CheckpointFiles,
+  closeCheckpointFiles,
+  newCheckpointState,
+  openCheckpointFiles,
+  QueueSyncLostError,
+} from './checkpoint.js';
 import {
   countQueued,
   createSegment,
@@ -154,6 +161,8 @@ export class QueueWriter {
   readonly #diskReserve: DiskReserve;
   /** Shared with the delivery thread's connections: one checkpoint at a time, and a loss stops theirs too. */
   readonly checkpointState = newCheckpointState();
+  /** The queue file's descriptors the checkpoints use, lent to the delivery thread (checkpoint.ts). */
+  readonly checkpointFiles: CheckpointFiles;
   readonly #checkpointer: Checkpointer;
   readonly #onSyncLost: (error: QueueSyncLostError) => void;
   /** A commit failed for want of disk space, and none has succeeded since. */
@@ -170,7 +179,8 @@ export class QueueWriter {
     this.#db = openQueueFile(options.dataDir, options.durability, { create: true });
     const db = this.#db;
     this.#onSyncLost = options.onSyncLost ?? (() => undefined);
-    this.#checkpointer = new Checkpointer(db, this.checkpointState, this.#onSyncLost);
+    this.checkpointFiles = openCheckpointFiles(this.path);
+    this.#checkpointer = new Checkpointer(db, this.checkpointState, this.checkpointFiles, this.#onSyncLost);
     this.registered = registerSinks(db, options.sinks ?? [{ name: 'questdb', backfill: true }]);
     const end: Progress = { segment: Number.MAX_SAFE_INTEGER, lastId: Number.MAX_SAFE_INTEGER };
     for (const [name, mark] of readSinkMarks(db)) this.#sinkBacklogAtOpen.set(name, totalsBetween(db, mark, end).readings);
@@ -192,9 +202,6 @@ export class QueueWriter {
     this.#diskReserve = new DiskReserve(options.dataDir, options.diskReserve === true);
     this.reserveReady = this.#diskReserve.ensure();
     this.#totals = { ...this.#base };
-    // What an earlier process left in the log goes into the file now (or at the first commit), so
-    // the log cannot grow across restarts.
-    this.#checkpointer.afterOpen();
   }
 
   static open(options: QueueOptions): QueueWriter {
@@ -302,7 +309,6 @@ export class QueueWriter {
     this.#lastWriteFailureMs = undefined;
     this.#diskFull = false;
     this.#commits += 1;
-    let bytes = 0;
     for (const item of batch) {
       this.#segmentRecords += 1;
       this.#segmentBytes += item.bytes;
@@ -312,10 +318,9 @@ export class QueueWriter {
       this.#totals.records += 1;
       this.#totals.readings += item.readings;
       this.#totals.bytes += item.bytes;
-      bytes += item.bytes;
       item.resolve();
     }
-    this.#checkpointer.afterCommit(bytes);
+    this.#checkpointer.afterCommit();
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
   }
 
@@ -552,8 +557,9 @@ export class QueueWriter {
       return false;
     } finally {
       if (!this.#checkpointer.lost) {
-        this.#checkpointer.close();
         this.#db.close();
+        // After the last connection: closing them releases the process's locks on the files.
+        closeCheckpointFiles(this.checkpointFiles);
       }
     }
   }

@@ -253,21 +253,11 @@ describe('QueueWriter and QueueReader', () => {
     expect(statSync(`${queue.path}-wal`).size).toBeGreaterThan(0);
   });
 
-  it('checkpoints at open what an earlier process left in its log, so restarts cannot let the log grow', async () => {
-    const first = openQueue({ maxBytes: 64 * 1024 * 1024 });
-    const batch = Array.from({ length: 100 }, (_, i) => `${i}\tship\tcargo\t${i}`).join('\n');
-    // Fewer pages than a checkpoint waits for; the first writer is left open, as a killed one leaves its log.
-    for (let i = 0; i < 100; i++) await first.append(batch, 100, i);
-    const before = statSync(first.path).size;
-    openQueue({ dataDir: first.dataDir, maxBytes: 64 * 1024 * 1024 });
-    expect(statSync(first.path).size).toBeGreaterThan(before + 100 * 1024);
-  });
-
-  it('checkpoints its log itself after about a thousand pages of commits, so the log starts over instead of growing', async () => {
+  it('checkpoints its log itself once it holds a thousand pages, so the log starts over instead of growing', async () => {
     const queue = openQueue({ maxBytes: 64 * 1024 * 1024 });
     const batch = Array.from({ length: 100 }, (_, i) => `${i}\tship\tcargo\t${i}`).join('\n');
     // About 5,300 pages of commits, 5.5 MB of log if nothing were checkpointed.
     for (let i = 0; i < 1000; i++) await queue.append(batch, 100, i);
-    expect(statSync(`${queue.path}-wal`).size).toBeLessThan(3 * 1024 * 1024);
+    expect(statSync(`${queue.path}-wal`).size).toBeLessThan(1.2 * 1024 * 1024);
   });
 });

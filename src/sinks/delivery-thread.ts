@@ -36,7 +36,7 @@ export class DeliveryThread {
     private readonly stats: GatewayStats,
     private readonly log: Logger,
   ) {
-    this.data = { ...data, appended: this.#appended.buffer, checkpoints: queue.checkpointState };
+    this.data = { ...data, appended: this.#appended.buffer, checkpoints: { state: queue.checkpointState, files: queue.checkpointFiles } };
     for (const spec of data.sinks) stats.sink(spec.name);
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
     this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');

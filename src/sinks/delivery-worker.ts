@@ -4,7 +4,7 @@ import type pino from 'pino';
 import { createLogger } from '../log/logger.js';
 import type { Durability, Progress } from '../queue/queue-file.js';
 import { QueueReader } from '../queue/queue-reader.js';
-import { newCheckpointState } from '../queue/checkpoint.js';
+import type { CheckpointFiles } from '../queue/checkpoint.js';
 import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
 import { SinkLoop } from './sink-loop.js';
@@ -20,8 +20,8 @@ export interface DeliveryWorkerData {
   sinks: SinkSpec[];
   /** Ingest's commit count (AppendSignal), set by DeliveryThread: idle sinks sleep until it changes. */
   appended?: SharedArrayBuffer;
-  /** The queue writer's checkpoint state (checkpoint.ts), set by DeliveryThread. */
-  checkpoints?: SharedArrayBuffer;
+  /** The queue writer's checkpoint state and files (checkpoint.ts), set by DeliveryThread. */
+  checkpoints?: { state: SharedArrayBuffer; files: CheckpointFiles };
 }
 
 export type ToDelivery = { type: 'wake' } | { type: 'pressure'; bytes: number } | { type: 'stop'; deadline: number };
@@ -72,8 +72,8 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
           { event: 'queue_reserve_used', sink: spec.name },
           'the disk is full: the queue reserve was used to record deliveries; ingest resumes once the delivered readings made room',
         ),
-      checkpoints: {
-        state: data.checkpoints ?? newCheckpointState(),
+      checkpoints: data.checkpoints && {
+        ...data.checkpoints,
         onLost: (error) => post({ type: 'queue_sync_lost', message: String((error.cause as Error | undefined)?.message ?? error.message) }),
       },
     });
