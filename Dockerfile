@@ -26,9 +26,10 @@ RUN groupadd --system harbor \
  && install -d -o harbor -g harbor -m 0750 /var/lib/harbor-gateway
 WORKDIR /opt/harbor-gateway
 COPY --from=build /out ./
-# NODE_OPTIONS: the V8 heap settings of scripts/lib/node-options.mjs.
+# NODE_OPTIONS and GLIBC_TUNABLES: the V8 heap and malloc settings of scripts/lib/node-options.mjs.
 ENV NODE_ENV=production \
     NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=96" \
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 \
     DATA_DIR=/var/lib/harbor-gateway \
     HOST=0.0.0.0 \
     PORT=8000 \

@@ -3,9 +3,10 @@
 // directory, sends one reading (so the table is set up and one delivery went out), waits `--settle`
 // seconds, then measures `--window` seconds of doing nothing: CPU time (utime + stime of all
 // threads, as a share of one core), wake-ups (voluntary context switches) per thread, and at the
-// end resident and private memory (RssAnon), the V8 heaps of both threads and the process's
-// mappings grouped. `--bundle` adds another build, run alternately with this one (its runs first in
-// odd runs). Prints a Markdown table of medians (min–max) with the load average at start and end.
+// end resident, peak resident (VmHWM) and private memory (RssAnon), the V8 heaps of both threads
+// and the process's mappings grouped. `--bundle` adds another build, run alternately with this one
+// (its runs first in odd runs), with `--bundle-env NAME=VALUE` added to its environment only.
+// Prints a Markdown table of medians (min–max) with the load average at start and end.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { sleep, waitFor } from './lib/harness.mjs';
-import { loadAverage, standaloneBench } from './lib/standalone.mjs';
+import { envPairs, loadAverage, standaloneBench } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -23,6 +24,7 @@ const { values: args } = parseArgs({
     window: { type: 'string', default: '60' },
     bundle: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
+    'bundle-env': { type: 'string', multiple: true, default: [] },
   },
 });
 const runs = Number(args.runs);
@@ -30,6 +32,8 @@ const settleS = Number(args.settle);
 const windowS = Number(args.window);
 const load = loadAverage;
 const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standaloneBench('idle-', args);
+// The other build's environment as its release shipped it (`GLIBC_TUNABLES=` for one from before the malloc setting).
+const bundleEnv = envPairs(args['bundle-env']);
 
 /** Voluntary context switches (the thread slept and was woken) and CPU ticks per thread. @param {number} pid */
 function wakeUps(pid) {
@@ -86,7 +90,13 @@ async function idleRun(build) {
   const gateway = await startBenchGateway({
     bundle: build.bundle,
     apiKey,
-    env: { DATA_DIR: dataDir, QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: `idle_${randomBytes(4).toString('hex')}`, ...extraEnv },
+    env: {
+      DATA_DIR: dataDir,
+      QUESTDB_URL: questdb.httpUrl,
+      QUESTDB_TABLE: `idle_${randomBytes(4).toString('hex')}`,
+      ...extraEnv,
+      ...(build.bundle === args.bundle ? bundleEnv : {}),
+    },
   });
   try {
     const response = await fetch(`${gateway.url}/api/v2/ingest/`, {
@@ -117,6 +127,7 @@ async function idleRun(build) {
       cpuShare: (after.cpuSeconds - before.cpuSeconds) / windowS,
       rssMb: after.rssKb / 1024,
       anonMb: after.anonKb / 1024,
+      hwmMb: after.hwmKb / 1024,
       ingestHeapMb: (memory.heapTotalBytes ?? 0) / 2 ** 20,
       ingestHeapUsedMb: memory.heapUsedBytes / 2 ** 20,
       deliveryHeapMb: (memory.deliveryHeapTotalBytes ?? 0) / 2 ** 20,
@@ -162,6 +173,7 @@ const rows = [
   ['idle CPU, % of a core', (/** @type {any} */ r) => r.cpuShare * 100, 3],
   ['RSS, MB', (/** @type {any} */ r) => r.rssMb, 1],
   ['private (RssAnon), MB', (/** @type {any} */ r) => r.anonMb, 1],
+  ['peak RSS since start (VmHWM), MB', (/** @type {any} */ r) => r.hwmMb, 1],
   ['ingest thread heap, committed MB', (/** @type {any} */ r) => r.ingestHeapMb, 1],
   ['ingest thread heap, used MB', (/** @type {any} */ r) => r.ingestHeapUsedMb, 1],
   ['delivery thread heap, committed MB', (/** @type {any} */ r) => r.deliveryHeapMb, 1],

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { GATEWAY_NODE_OPTIONS } from './lib/node-options.mjs';
+import { GATEWAY_GLIBC_TUNABLES, GATEWAY_NODE_OPTIONS } from './lib/node-options.mjs';
 import { freePort } from './lib/ports.mjs';
 import { projectRoot } from './lib/paths.mjs';
 import { QUESTDB_VERSION, startQuestDb } from './lib/questdb.mjs';
@@ -95,6 +95,7 @@ gateway = spawn(process.execPath, [join(projectRoot, 'dist', 'gateway.mjs')], {
   detached: true,
   env: {
     NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
+    GLIBC_TUNABLES: GATEWAY_GLIBC_TUNABLES,
     DATA_DIR: dataDir,
     QUESTDB_URL: questdb.httpUrl,
     ...process.env,

@@ -1,7 +1,7 @@
 // The built gateway as its own process, for the tests, the fault runs and the benchmarks: the V8
 // heap settings it ships with, its JSON log lines kept, and its address once it listens.
 import { spawn } from 'node:child_process';
-import { GATEWAY_NODE_OPTIONS } from './node-options.mjs';
+import { GATEWAY_GLIBC_TUNABLES, GATEWAY_NODE_OPTIONS } from './node-options.mjs';
 
 /**
  * @typedef {object} GatewayProcess
@@ -24,6 +24,7 @@ export async function startGatewayProcess(options) {
   const env = {
     PATH: process.env.PATH ?? '',
     NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
+    GLIBC_TUNABLES: GATEWAY_GLIBC_TUNABLES,
     HOST: '127.0.0.1',
     PORT: '0',
     HTTPS_PORT: '0',

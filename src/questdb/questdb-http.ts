@@ -1,4 +1,4 @@
-import { Pool } from 'undici';
+import { Pool } from './undici-dispatchers.js';
 
 export interface QuestDbOptions {
   url: string;

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { Agent, ProxyAgent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent, ProxyAgent } from '../../questdb/undici-dispatchers.js';
 
 /** Where distributions keep the system's CA bundle (Debian/Ubuntu, Fedora/RHEL, Alpine/macOS). */
 const SYSTEM_CA_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
