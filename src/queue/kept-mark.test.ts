@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
 import { QueueReader } from './queue-reader.js';
 import { QueueWriter } from './queue-writer.js';
+import { appendApart } from '../../test/support/queue-appends.js';
 
 // A sink's kept mark: the records between it and the progress mark were delivered but stay in the
 // file, across a restart, and a replay reads them again without counting them twice.
@@ -72,9 +73,7 @@ describe('kept mark', () => {
   it('never lets go past the progress mark, and keeps segments until the kept mark passed them', async () => {
     const dataDir = tempDir('kept');
     const queue = open(dataDir);
-    for (let i = 0; i < 17_000; i += 1000) {
-      await Promise.all(Array.from({ length: 1000 }, (_, j) => queue.append(`${i + j}\ts\tc\t1`, 1, i + j)));
-    }
+    for (let i = 0; i < 17_000; i += 1000) await appendApart(queue, i, 1000);
     await queue.append('17000\ts\tc\t1', 1, 17_000);
     const reader = keepingReader(queue);
     reader.complete(reader.readOldest(20_000, 1 << 30));

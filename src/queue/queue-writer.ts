@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { QUEUE_FULL_MESSAGE, QueueRefusedError, SYNC_LOST_MESSAGE, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
+import { commitRows, type QueueRow } from './commit-rows.js';
 import {
   Checkpointer,
   type CheckpointFiles,
@@ -95,12 +96,7 @@ export interface RequestConnection {
 const isClosed = (connection: RequestConnection | undefined): boolean =>
   connection !== undefined && (connection.destroyed || connection.readableEnded);
 
-interface PendingAppend {
-  payload: string;
-  readings: number;
-  bytes: number;
-  receivedMs: number;
-  site: string | null;
+interface PendingAppend extends QueueRow {
   connection: RequestConnection | undefined;
   /** The turn of the event loop it was appended in. */
   turn: number;
@@ -135,7 +131,7 @@ export class QueueWriter {
   readonly #ledgerAtOpen: Ledger;
   /** What this thread appended since opening. */
   readonly #appended: Totals = { records: 0, readings: 0, bytes: 0 };
-  readonly #insertMany: (batch: PendingAppend[]) => void;
+  readonly #insertMany: (rows: QueueRow[]) => void;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
   readonly #commitWindowMs: number;
@@ -191,9 +187,9 @@ export class QueueWriter {
       this.#segmentRecords += 1;
       this.#segmentBytes += bytes;
     }
-    this.#insertMany = db.transaction((batch: PendingAppend[]) => {
+    this.#insertMany = db.transaction((rows: QueueRow[]) => {
       const insert = this.#insert;
-      for (const item of batch) insert.run(item.receivedMs, item.readings, item.bytes, item.payload, item.site, null);
+      for (const row of rows) insert.run(row.receivedMs, row.readings, row.bytes, row.payload, row.site, null);
     });
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
     this.#ledgerAtOpen = this.#readLedger();
@@ -297,8 +293,9 @@ export class QueueWriter {
       for (const item of batch) item.reject(refusal);
       return;
     }
+    const rows = commitRows(batch);
     try {
-      this.#insertMany(batch);
+      this.#insertMany(rows);
     } catch (error) {
       const refusal = classifyWriteError(error);
       if (isDiskFull(error)) this.#diskFull = true;
@@ -309,17 +306,17 @@ export class QueueWriter {
     this.#lastWriteFailureMs = undefined;
     this.#diskFull = false;
     this.#commits += 1;
-    for (const item of batch) {
+    for (const row of rows) {
       this.#segmentRecords += 1;
-      this.#segmentBytes += item.bytes;
+      this.#segmentBytes += row.bytes;
       this.#appended.records += 1;
-      this.#appended.readings += item.readings;
-      this.#appended.bytes += item.bytes;
+      this.#appended.readings += row.readings;
+      this.#appended.bytes += row.bytes;
       this.#totals.records += 1;
-      this.#totals.readings += item.readings;
-      this.#totals.bytes += item.bytes;
-      item.resolve();
+      this.#totals.readings += row.readings;
+      this.#totals.bytes += row.bytes;
     }
+    for (const item of batch) item.resolve();
     this.#checkpointer.afterCommit();
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
   }

@@ -7,6 +7,7 @@ import { QueueReader } from './queue-reader.js';
 import { countAdded, listSegments, segmentInsert } from './queue-file.js';
 import { QueueWriter, type QueueOptions } from './queue-writer.js';
 import { tempDir } from '../../test/support/temp-dir.js';
+import { appendApart } from '../../test/support/queue-appends.js';
 
 const open: QueueWriter[] = [];
 const openQueue = (options: Partial<QueueOptions> = {}): QueueWriter => {
@@ -27,7 +28,8 @@ describe('QueueWriter and QueueReader', () => {
   it('commits appends made in the same turn of the event loop together (group commit)', async () => {
     const queue = openQueue();
     await Promise.all(Array.from({ length: 200 }, (_, i) => queue.append(`${i}\tship\tcargo\t${i}`, 1, 1000 + i)));
-    expect(queue.stats()).toMatchObject({ commits: 1, records: 200, readings: 200 });
+    // One commit, and one row for all 200: small records of one site share a row.
+    expect(queue.stats()).toMatchObject({ commits: 1, records: 1, readings: 200 });
     await queue.append('1\ts\tc\t1', 1, 5000);
     expect(queue.stats().commits).toBe(2);
   });
@@ -43,7 +45,7 @@ describe('QueueWriter and QueueReader', () => {
     expect(settled).toEqual([]);
     await Promise.all([first, second]);
     expect(performance.now() - started).toBeGreaterThanOrEqual(1500);
-    expect(queue.stats()).toMatchObject({ commits: 1, records: 2 });
+    expect(queue.stats()).toMatchObject({ commits: 1, records: 1, readings: 2 });
     // The next append opens a window of its own.
     await queue.append('3\ts\tc\t3', 1, 3);
     expect(queue.stats().commits).toBe(2);
@@ -148,7 +150,7 @@ describe('QueueWriter and QueueReader', () => {
 
   it('keeps its totals exact whoever changes the file, a reopen included', async () => {
     const queue = openQueue();
-    await Promise.all(Array.from({ length: 4500 }, (_, i) => queue.append(`${i}\ts\tc\t1`, 1, i)));
+    await appendApart(queue, 0, 4500);
     // What the operator's CLI does: insert and record it in the ledger, in one transaction.
     const outsider = new Database(queue.path);
     outsider.transaction(() => {
@@ -209,9 +211,7 @@ describe('QueueWriter and QueueReader', () => {
         db.close();
       }
     };
-    for (let round = 0; round < 3; round++) {
-      await Promise.all(Array.from({ length: 10_000 }, (_, i) => queue.append(`${round * 10_000 + i}\ts\tc\t1`, 1, i)));
-    }
+    for (let round = 0; round < 3; round++) await appendApart(queue, round * 10_000, 10_000);
     expect(segments()).toEqual([1, 2]);
     const reader = new QueueReader(queue.dataDir, 'process-crash', 'questdb');
     // Segment 1 took the first two commits (20,000 records), segment 2 the third.

@@ -2,7 +2,8 @@ import type { Reading } from '../reading/reading-schema.js';
 import type { ReceiveClock } from '../reading/receive-clock.js';
 
 /**
- * A queue record holds the readings of one request as text lines `time_ns \t ship_id \t cargo_id \t value`.
+ * A queue record holds the readings of one request (or of small ones committed together, commit-rows.ts)
+ * as text lines `time_ns \t ship_id \t cargo_id \t value`.
  * Ids cannot contain control characters (validation refuses them), so tab and newline need no escaping.
  * Missing times are resolved here, once, so a replay after a crash sends identical rows.
  */

@@ -4,6 +4,7 @@ import { tempDir } from '../../test/support/temp-dir.js';
 import { QueueReader } from './queue-reader.js';
 import { QueueWriter } from './queue-writer.js';
 import type { SinkRegistration } from './sink-marks.js';
+import { appendApart } from '../../test/support/queue-appends.js';
 
 // One progress mark per sink: the queue keeps what any sink still needs, and adding, removing or
 // skipping a sink never moves another sink's mark.
@@ -65,9 +66,7 @@ describe('sink progress marks', () => {
   it('drops a segment only when every sink has passed it', async () => {
     const queue = openWriter(tempDir('marks'), [LOCAL, UPSTREAM]);
     // More records than a segment holds, appended in groups as concurrent requests are.
-    for (let i = 0; i < 17_000; i += 1000) {
-      await Promise.all(Array.from({ length: 1000 }, (_, j) => queue.append(`${i + j}\ts\tc\t1`, 1, i + j)));
-    }
+    for (let i = 0; i < 17_000; i += 1000) await appendApart(queue, i, 1000);
     // The writer has started segment 2: this one goes there.
     await queue.append('17000\ts\tc\t1', 1, 17_000);
     const segments = (): number => {
