@@ -10,7 +10,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../scripts/lib/ports.mjs';
 import { projectRoot } from '../scripts/lib/paths.mjs';
-import { GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
+import { GATEWAY_GLIBC_TUNABLES, GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { median } from '../scripts/lib/stats.mjs';
@@ -41,7 +41,8 @@ const server = `
 const port = await freePort();
 const child = spawn('taskset', ['-c', '0', process.execPath, ...GATEWAY_NODE_OPTIONS.split(' '), '--input-type=module', '-e', server], {
   cwd: projectRoot,
-  env: { ...process.env, PORT: String(port) },
+  // The gateway's own malloc setting too, so the floor differs from it only in the handler.
+  env: { ...process.env, PORT: String(port), GLIBC_TUNABLES: GATEWAY_GLIBC_TUNABLES },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 await new Promise((resolve, reject) => {

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { inject } from 'vitest';
-import { GATEWAY_NODE_OPTIONS } from '../../scripts/lib/node-options.mjs';
+import { GATEWAY_GLIBC_TUNABLES, GATEWAY_NODE_OPTIONS } from '../../scripts/lib/node-options.mjs';
 import { waitUntil } from './wait.js';
 
 /** The built gateway on a terminal of its own, as a person starts it in a shell. */
@@ -18,6 +18,7 @@ export async function startOnTerminal(env: Record<string, string>): Promise<Term
   const settings = {
     PATH: process.env['PATH'] ?? '',
     NODE_OPTIONS: GATEWAY_NODE_OPTIONS,
+    GLIBC_TUNABLES: GATEWAY_GLIBC_TUNABLES,
     QUESTDB_URL: inject('questdbUrl'),
     HEALTH_REPORT: 'false',
     HOST: '127.0.0.1',
