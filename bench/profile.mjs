@@ -50,6 +50,8 @@ const apiKey = `bench-${randomBytes(16).toString('hex')}`;
 const questdb = await startQuestDb({ dataDir: join(work, 'questdb') });
 pin(/** @type {number} */ (questdb.pid), '1');
 let wrk;
+/** Requests accepted and the queue's commits since the start, warm-up included. */
+let commits = { requests: 0, commits: 0 };
 /** The measured window on V8's clock. */
 const window = { fromUs: 0, toUs: 0 };
 try {
@@ -76,6 +78,8 @@ try {
   window.fromUs = monotonicUs();
   wrk = await runWrk({ ...run, durationS });
   window.toUs = monotonicUs();
+  const status = await gateway.status();
+  commits = { requests: status.totals.acceptedRequests, commits: status.queue.commits };
   const exit = await gateway.stop('SIGTERM');
   // Lines that are not the gateway's JSON log are Node's own (what `--node-arg` asked it to print).
   const nodeLines = gateway.logs.filter((l) => Object.keys(l).length === 1 && typeof l.msg === 'string').map((l) => l.msg);
@@ -91,7 +95,8 @@ const pct = (/** @type {number} */ share) => `${(share * 100).toFixed(1)} %`;
 const loadName = batch === undefined ? 'single push' : `batches of ${batch}`;
 const lines = [
   `${loadName[0]?.toUpperCase()}${loadName.slice(1)}, ${args.mode}, ${connections} connections, ${durationS} s measured (after 2 s of warm-up; only the measured seconds are profiled): ` +
-    `${Math.round(wrk.requests / (wrk.durationUs / 1e6)).toLocaleString('en-US')} requests/s, p99 ${(wrk.latencyUs.p99 / 1000).toFixed(2)} ms.`,
+    `${Math.round(wrk.requests / (wrk.durationUs / 1e6)).toLocaleString('en-US')} requests/s, p99 ${(wrk.latencyUs.p99 / 1000).toFixed(2)} ms; ` +
+    `${(commits.requests / Math.max(1, commits.commits)).toFixed(1)} requests a commit (${commits.commits.toLocaleString('en-US')} commits, warm-up included).`,
   '',
 ];
 /** @type {Record<string, unknown>} */
