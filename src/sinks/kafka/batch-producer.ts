@@ -17,7 +17,7 @@ import {
   type ResponseParser,
   Writer,
 } from '@platformatic/kafka';
-import { encodeProduceRequest, type MessageList, nextSequence, type PartitionMessages } from './produce-request.js';
+import { encodeProduceRequest, type MessageList, nextSequence, type PartitionMessages, ScratchBuffer } from './produce-request.js';
 
 /** Messages with their keys' partition hashes (murmur2 of the key, unsigned). */
 export interface KeyedMessages extends MessageList {
@@ -61,6 +61,7 @@ export class BatchProducer extends Base {
   #identity: Promise<ProducerIdentity> | undefined;
   /** The next sequence number of each `topic:partition` this producer sent to. */
   readonly #sequences = new Map<string, number>();
+  readonly #scratch = new ScratchBuffer();
 
   constructor(options: BaseOptions) {
     super({ ...options, maxInflights: 1, retries: Number.MAX_SAFE_INTEGER });
@@ -134,7 +135,6 @@ export class BatchProducer extends Base {
     request: { topic: string; messages: MessageList; partitions: readonly PartitionMessages[]; timestampMs: number } & ProducerIdentity,
     repeatOnStaleMetadata: boolean,
   ): Promise<unknown> {
-    let encoded: { version: number; body: Buffer } | undefined;
     return new Promise((resolve, reject) => {
       this[kPerformWithRetry]<unknown>(
         'produce',
@@ -149,12 +149,13 @@ export class BatchProducer extends Base {
               const parser = RESPONSE_PARSERS[api.version];
               if (parser === undefined)
                 return retry(new Error(`Produce API version ${api.version} is not one this sink encodes`), undefined);
-              if (encoded?.version !== api.version)
-                encoded = {
-                  version: api.version,
-                  body: encodeProduceRequest({ ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout! }),
-                };
-              const body = encoded.body;
+              // Encoded again for each attempt (the same bytes: same messages, sequences and time) into
+              // the producer's one buffer, which the connection copies into the request it queues
+              // before send returns: no buffer a request, and none kept through the retries.
+              const body = encodeProduceRequest(
+                { ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout! },
+                this.#scratch,
+              );
               const flexible = api.version >= 9;
               connection.send(PRODUCE_API, api.version, () => new Writer(new DynamicBuffer(body)), parser, flexible, flexible, retry);
             });

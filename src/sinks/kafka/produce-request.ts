@@ -33,6 +33,17 @@ export interface ProduceRequest {
   partitions: readonly PartitionMessages[];
 }
 
+/** A buffer written again for each request, grown to the largest. */
+export class ScratchBuffer {
+  #buffer = Buffer.alloc(0);
+
+  /** `bytes` of it, whose contents are the next caller's to overwrite. */
+  take(bytes: number): Buffer {
+    if (this.#buffer.length < bytes) this.#buffer = Buffer.allocUnsafe(Math.max(bytes, 2 * this.#buffer.length));
+    return this.#buffer.subarray(0, bytes);
+  }
+}
+
 const MAGIC = 2;
 // Batch header from partitionLeaderEpoch to the record count, after baseOffset and batchLength.
 const BATCH_HEADER_BYTES = 4 + 1 + 4 + 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4;
@@ -60,12 +71,12 @@ function batchBytes(messages: MessageList, indices: readonly number[]): number {
 }
 
 /**
- * A Produce request's body in one buffer, each partition's messages one RecordBatch (magic 2,
+ * A Produce request's body in one buffer (of `scratch`, when given), each partition's messages one RecordBatch (magic 2,
  * uncompressed, no headers, CRC-32C), byte for byte what the client library's Produce API writes
  * for the same messages: consumers read the same records, and the broker deduplicates a resent
  * request by the producer id, epoch and sequence numbers in it.
  */
-export function encodeProduceRequest(request: ProduceRequest): Buffer {
+export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchBuffer): Buffer {
   const flexible = request.version >= 9;
   const topic = Buffer.from(request.topic);
   const messages = request.messages;
@@ -76,7 +87,7 @@ export function encodeProduceRequest(request: ProduceRequest): Buffer {
   for (const size of sizes) total += 4 + (flexible ? uvarintBytes(size + 1) + 1 : 4) + size;
   if (flexible) total += 2;
 
-  const out = Buffer.allocUnsafe(total);
+  const out = scratch?.take(total) ?? Buffer.allocUnsafe(total);
   let at = 0;
   const uvarint = (n: number): void => {
     while (n >= 0x80) {

@@ -93,6 +93,39 @@ describe("a batch's Kafka messages written from its queue records", () => {
     expect(deadLetters[0]!.line).toBe(records[1]!.payload);
   });
 
+  it("finds the records corrupt that the queue codec's scanRecord does, with its reason, and takes the others' readings", () => {
+    const field = (...choices: string[]) => fc.constantFrom(...choices);
+    const line = fc.oneof(
+      fc
+        .tuple(
+          field('1', '1795780800123456789', '', 'x1', '12345678901234567890', '007'),
+          field('ship', '', 'MV Ærø', 'a"b'),
+          field('temp', '', 'c\\d'),
+          field('1', '-0.5', '', 'NaN', 'Infinity', '1e999', ' 5', '0x10', '-', '1.', 'abc', '1e-7', '9'.repeat(400)),
+        )
+        .map((fields) => fields.join('\t')),
+      field('', '1\ta\tb', '1\ta\tb\t2\t3', '\t\t\t'),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.array(line, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 4 }), (lines) => {
+        const records = lines.map((l, r) => record(r + 1, l.join('\n')));
+        const messages = new ReadingMessages();
+        const ours: DeadLetterInput[] = [];
+        const codec: DeadLetterInput[] = [];
+        messages.load(records, ours, 'pier 7');
+        const taken = [...eachReading(records, codec, 'pier 7')];
+        expect(ours).toEqual(codec);
+        expect(Array.from({ length: messages.length }, (_, i) => messages.reading(i))).toEqual(taken.map((t) => t.reading));
+        for (const [i, t] of taken.entries()) {
+          const out = Buffer.alloc(messages.valueBytes(i));
+          messages.writeValue(i, out, 0);
+          expect(out.toString()).toBe(readingJson(t.reading, t.siteJson, t.valueText));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('keeps no queue record alive once released, nor through an id it keeps', () => {
     const messages = new ReadingMessages();
     const retained = retainedHeapBytes(() => {

@@ -1,5 +1,5 @@
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { RecordCorruptError, scanRecord, type LineVisitor, type QueuedReading } from '../../queue/record-codec.js';
+import { isTimeNs, RecordCorruptError, scanRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { corruptRecordLetter } from '../dead-letter-reason.js';
 import { jsonValueText } from '../outgoing-readings.js';
 import { BytesCache } from './bytes-cache.js';
@@ -36,12 +36,16 @@ function isPlain(text: string, start: number, end: number): boolean {
 
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
+// Longest value text taken as it stands: a decimal of fewer digits, without exponent, is finite.
+const MAX_PLAIN_NUMBER = 300;
+
 /**
- * JSON's number grammar on `text[start, end)`: the queue's text of a value (String of the double
- * received) passes it and is sent as it stands; `jsonValueText` decides the same with a regular
- * expression, on a string of its own.
+ * JSON's number grammar without exponent on `text[start, end)`, at most MAX_PLAIN_NUMBER
+ * characters: the queue's text of a value (String of the double received) mostly is one, finite
+ * and sent as it stands. Any other text is parsed and formatted as `jsonValueText` does.
  */
-function isJsonNumber(text: string, start: number, end: number): boolean {
+function isPlainNumber(text: string, start: number, end: number): boolean {
+  if (end - start > MAX_PLAIN_NUMBER) return false;
   let i = start;
   if (text.charCodeAt(i) === 0x2d) i++;
   if (i >= end || !isDigit(text.charCodeAt(i))) return false;
@@ -52,14 +56,18 @@ function isJsonNumber(text: string, start: number, end: number): boolean {
     if (i >= end || !isDigit(text.charCodeAt(i))) return false;
     while (i < end && isDigit(text.charCodeAt(i))) i++;
   }
-  if (i < end && (text.charCodeAt(i) | 0x20) === 0x65) {
-    i++;
-    const sign = text.charCodeAt(i);
-    if (sign === 0x2b || sign === 0x2d) i++;
-    if (i >= end || !isDigit(text.charCodeAt(i))) return false;
-    while (i < end && isDigit(text.charCodeAt(i))) i++;
-  }
   return i === end;
+}
+
+/** The queue codec's own account of what is wrong with a record found malformed here. */
+function corruption(payload: string): RecordCorruptError {
+  try {
+    scanRecord(payload, () => undefined);
+  } catch (error) {
+    if (error instanceof RecordCorruptError) return error;
+    throw error;
+  }
+  return new RecordCorruptError('queue record is malformed');
 }
 
 /** What a reading that is not plain ASCII writes instead of its record's characters: bytes made once per distinct text. */
@@ -113,72 +121,100 @@ export class ReadingMessages implements MessageList {
     this.release();
     this.#records = records;
     const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
-    let r = 0;
-    let siteBytes = 0;
-    const take: LineVisitor = (text, time, tab1, tab2, tab3, value, end) => {
-      const n = this.#length;
-      if (n === this.#record.length) this.#grow();
-      let flags = 0;
-      let keyBytes: number;
-      let idsBytes: number;
-      let valueBytes: number;
-      let odd: OddParts | undefined;
-      if (isPlain(text, tab1 + 1, tab2)) {
-        flags |= SHIP_PLAIN;
-        keyBytes = tab2 - tab1 - 1;
-        idsBytes = keyBytes + 2;
-        this.#hash[n] = murmur2Ascii(text, tab1 + 1, tab2);
-      } else {
-        const shipId = text.slice(tab1 + 1, tab2);
-        odd = { key: this.#keys.of(shipId), ship: this.#ids.of(shipId), cargo: undefined, value: undefined };
-        keyBytes = odd.key!.length;
-        idsBytes = odd.ship!.length;
-        this.#hash[n] = murmur2(odd.key!);
-      }
-      if (isPlain(text, tab2 + 1, tab3)) {
-        flags |= CARGO_PLAIN;
-        idsBytes += tab3 - tab2 + 1;
-      } else {
-        odd ??= { key: undefined, ship: undefined, cargo: undefined, value: undefined };
-        odd.cargo = this.#ids.of(text.slice(tab2 + 1, tab3));
-        idsBytes += odd.cargo.length;
-      }
-      if (isJsonNumber(text, tab3 + 1, end)) {
-        flags |= VALUE_PLAIN;
-        valueBytes = end - tab3 - 1;
-      } else {
-        odd ??= { key: undefined, ship: undefined, cargo: undefined, value: undefined };
-        odd.value = jsonValueText({ timeNs: '', shipId: '', cargoId: '', value });
-        valueBytes = odd.value.length;
-      }
-      if (odd !== undefined) this.#odd.set(n, odd);
-      this.#record[n] = r;
-      this.#time[n] = time;
-      this.#tab1[n] = tab1;
-      this.#tab2[n] = tab2;
-      this.#tab3[n] = tab3;
-      this.#end[n] = end;
-      this.#flags[n] = flags;
-      this.#bytes[n] = keyBytes + FIXED_BYTES + idsBytes + valueBytes + siteBytes;
-      this.#length = n + 1;
-    };
-    for (; r < records.length; r++) {
+    for (let r = 0; r < records.length; r++) {
       const record = records[r]!;
       const siteJson = site === undefined ? undefined : record.site === undefined ? ownSiteJson : JSON.stringify(record.site);
       const siteBuffer = siteJson === undefined ? undefined : this.#siteBytes.of(siteJson);
       this.#sites.push(siteBuffer);
-      siteBytes = siteBuffer === undefined ? 0 : SITE.length + siteBuffer.length;
       const first = this.#length;
-      try {
-        scanRecord(record.payload, take);
-      } catch (error) {
-        if (!(error instanceof RecordCorruptError)) throw error;
+      if (!this.#takeRecord(record.payload, r, siteBuffer === undefined ? 0 : SITE.length + siteBuffer.length)) {
         // None of a corrupt record's readings is sent: the record is one dead letter.
         for (let i = first; i < this.#length; i++) this.#odd.delete(i);
         this.#length = first;
-        deadLetters.push(corruptRecordLetter(record, error));
+        deadLetters.push(corruptRecordLetter(record, corruption(record.payload)));
       }
     }
+  }
+
+  /**
+   * Indexes record `r`'s lines `time_ns \t ship_id \t cargo_id \t value`; false at the first
+   * malformed one, as the queue codec's scanRecord decides, without a string or number per line.
+   */
+  #takeRecord(text: string, r: number, siteBytes: number): boolean {
+    const length = text.length;
+    let start = 0;
+    for (;;) {
+      let end = text.indexOf('\n', start);
+      if (end === -1) end = length;
+      const tab1 = text.indexOf('\t', start);
+      const tab2 = tab1 === -1 ? -1 : text.indexOf('\t', tab1 + 1);
+      const tab3 = tab2 === -1 ? -1 : text.indexOf('\t', tab2 + 1);
+      if (tab3 === -1 || tab3 >= end || tab3 + 1 === end || tab2 === tab1 + 1 || tab3 === tab2 + 1 || !isTimeNs(text, start, tab1))
+        return false;
+      const extra = text.indexOf('\t', tab3 + 1);
+      if ((extra !== -1 && extra < end) || !this.#takeLine(text, r, start, tab1, tab2, tab3, end, siteBytes)) return false;
+      if (end === length) return true;
+      start = end + 1;
+    }
+  }
+
+  /** One well-formed line but for its value, which is checked here: false when it is no finite number. */
+  #takeLine(text: string, r: number, time: number, tab1: number, tab2: number, tab3: number, end: number, siteBytes: number): boolean {
+    const n = this.#length;
+    let flags = 0;
+    let keyBytes: number;
+    let idsBytes: number;
+    let valueBytes: number;
+    let odd: OddParts | undefined;
+    if (isPlainNumber(text, tab3 + 1, end)) {
+      flags |= VALUE_PLAIN;
+      valueBytes = end - tab3 - 1;
+    } else {
+      const valueText = text.slice(tab3 + 1, end);
+      const value = Number(valueText);
+      if (!Number.isFinite(value)) return false;
+      odd = {
+        key: undefined,
+        ship: undefined,
+        cargo: undefined,
+        value: jsonValueText({ timeNs: '', shipId: '', cargoId: '', value }, valueText),
+      };
+      valueBytes = odd.value!.length;
+    }
+    if (n === this.#record.length) this.#grow();
+    if (isPlain(text, tab1 + 1, tab2)) {
+      flags |= SHIP_PLAIN;
+      keyBytes = tab2 - tab1 - 1;
+      idsBytes = keyBytes + 2;
+      this.#hash[n] = murmur2Ascii(text, tab1 + 1, tab2);
+    } else {
+      const shipId = text.slice(tab1 + 1, tab2);
+      odd ??= { key: undefined, ship: undefined, cargo: undefined, value: undefined };
+      odd.key = this.#keys.of(shipId);
+      odd.ship = this.#ids.of(shipId);
+      keyBytes = odd.key.length;
+      idsBytes = odd.ship.length;
+      this.#hash[n] = murmur2(odd.key);
+    }
+    if (isPlain(text, tab2 + 1, tab3)) {
+      flags |= CARGO_PLAIN;
+      idsBytes += tab3 - tab2 + 1;
+    } else {
+      odd ??= { key: undefined, ship: undefined, cargo: undefined, value: undefined };
+      odd.cargo = this.#ids.of(text.slice(tab2 + 1, tab3));
+      idsBytes += odd.cargo.length;
+    }
+    if (odd !== undefined) this.#odd.set(n, odd);
+    this.#record[n] = r;
+    this.#time[n] = time;
+    this.#tab1[n] = tab1;
+    this.#tab2[n] = tab2;
+    this.#tab3[n] = tab3;
+    this.#end[n] = end;
+    this.#flags[n] = flags;
+    this.#bytes[n] = keyBytes + FIXED_BYTES + idsBytes + valueBytes + siteBytes;
+    this.#length = n + 1;
+    return true;
   }
 
   /** Lets go of the batch's records. */
