@@ -14,9 +14,10 @@ type KafkaClient = typeof import('./batch-producer.js');
 /**
  * Most message bytes in one produce request. Kafka refuses a partition's batch over the topic's
  * `max.message.bytes` (1 MiB by default); staying well under it keeps a large batch from being
- * refused whole, and a smaller limit is found by halving. A request is one buffer
- * (`produce-request.ts`) written from the queue records (docs/benchmarks.md measured 512 KiB,
- * 128, 64 and 32 when each message was objects of its own).
+ * refused whole, and a smaller limit is found by halving. It also bounds the duplicates a broker
+ * failure leaves: the failed request's readings the broker wrote without acknowledging. Written
+ * straight from the queue records, larger requests would cost less CPU per reading
+ * (docs/benchmarks.md measured 64 and 256 KiB) but raise that bound.
  */
 const MAX_REQUEST_BYTES = 64 * 1024;
 // After a timed-out send is abandoned, how long its client may take to give up its retries.
