@@ -120,6 +120,10 @@ export class ReadingMessages implements MessageList {
   load(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): void {
     this.release();
     this.#records = records;
+    // Room for the readings the records say they hold, so a batch's arrays are no larger than it.
+    let readings = 0;
+    for (const record of records) readings += record.readings;
+    if (readings > this.#record.length) this.#grow(readings);
     const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
     for (let r = 0; r < records.length; r++) {
       const record = records[r]!;
@@ -181,7 +185,7 @@ export class ReadingMessages implements MessageList {
       };
       valueBytes = odd.value!.length;
     }
-    if (n === this.#record.length) this.#grow();
+    if (n === this.#record.length) this.#grow(n * 2);
     if (isPlain(text, tab1 + 1, tab2)) {
       flags |= SHIP_PLAIN;
       keyBytes = tab2 - tab1 - 1;
@@ -319,8 +323,9 @@ export class ReadingMessages implements MessageList {
     return at;
   }
 
-  #grow(): void {
-    const size = Math.max(1024, this.#record.length * 2);
+  /** Room for at least `readings` (and 1,024). */
+  #grow(readings: number): void {
+    const size = Math.max(1024, readings);
     const grown = <T extends Int32Array | Uint32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
       const next = make(size);
       next.set(old);
