@@ -74,7 +74,7 @@ function receiveTimeOffsets(readings: readonly Reading[]): { of: number[] | unde
 }
 
 /** 1 to 19 ASCII digits: an epoch in nanoseconds as written by encodeRecord. */
-function isTimeNs(text: string, start: number, end: number): boolean {
+export function isTimeNs(text: string, start: number, end: number): boolean {
   if (end <= start || end - start > 19) return false;
   for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i);

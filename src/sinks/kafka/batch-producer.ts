@@ -17,13 +17,11 @@ import {
   type ResponseParser,
   Writer,
 } from '@platformatic/kafka';
-import { encodeProduceRequest, nextSequence, type OutgoingMessage, type PartitionMessages } from './produce-request.js';
+import { encodeProduceRequest, type MessageList, nextSequence, type PartitionMessages, ScratchBuffer } from './produce-request.js';
 
-export { murmur2 } from '@platformatic/kafka';
-
-/** A message with its key's partition hash (murmur2 of the key, unsigned). */
-export interface KeyedMessage extends OutgoingMessage {
-  hash: number;
+/** Messages with their keys' partition hashes (murmur2 of the key, unsigned). */
+export interface KeyedMessages extends MessageList {
+  hash(i: number): number;
 }
 
 // Acknowledged by every in-sync replica: what an idempotent producer requires.
@@ -63,39 +61,42 @@ export class BatchProducer extends Base {
   #identity: Promise<ProducerIdentity> | undefined;
   /** The next sequence number of each `topic:partition` this producer sent to. */
   readonly #sequences = new Map<string, number>();
+  readonly #scratch = new ScratchBuffer();
 
   constructor(options: BaseOptions) {
     super({ ...options, maxInflights: 1, retries: Number.MAX_SAFE_INTEGER });
   }
 
   /**
-   * Sends `messages` to `topic`, each to the partition of its hash modulo the topic's partitions,
-   * in order, all stamped `timestampMs`; resolves once every partition's leader acknowledged them.
+   * Sends messages `from` to `to` (exclusive) to `topic`, each to the partition of its hash modulo
+   * the topic's partitions, in order, all stamped `timestampMs`; resolves once every partition's
+   * leader acknowledged them.
    */
-  async send(topic: string, messages: readonly KeyedMessage[], timestampMs: number): Promise<void> {
+  async send(topic: string, messages: KeyedMessages, from: number, to: number, timestampMs: number): Promise<void> {
     const identity = await this.#producerIdentity();
     const metadata = await this.#metadata(topic);
     const partitionsCount = metadata.topics.get(topic)!.partitionsCount;
-    const byPartition: KeyedMessage[][] = [];
-    for (const message of messages) {
-      const partition = message.hash % partitionsCount;
+    const byPartition: number[][] = [];
+    for (let i = from; i < to; i++) {
+      const partition = messages.hash(i) % partitionsCount;
       const own = byPartition[partition];
-      if (own === undefined) byPartition[partition] = [message];
-      else own.push(message);
+      if (own === undefined) byPartition[partition] = [i];
+      else own.push(i);
     }
     const batches: PartitionMessages[] = [];
-    byPartition.forEach((partitionMessages, partition) => {
+    byPartition.forEach((indices, partition) => {
       const baseSequence = this.#sequences.get(`${topic}:${partition}`) ?? 0;
-      batches.push({ partition, baseSequence, messages: partitionMessages });
+      batches.push({ partition, baseSequence, indices });
     });
-    await this.#sendToLeaders(topic, batches, timestampMs, identity, metadata, true);
-    for (const { partition, baseSequence, messages: sent } of batches)
-      this.#sequences.set(`${topic}:${partition}`, nextSequence(baseSequence, sent.length));
+    await this.#sendToLeaders(topic, messages, batches, timestampMs, identity, metadata, true);
+    for (const { partition, baseSequence, indices } of batches)
+      this.#sequences.set(`${topic}:${partition}`, nextSequence(baseSequence, indices.length));
   }
 
   /** One request to each leader of the batches' partitions, at once; fails when any fails, once all answered. */
   async #sendToLeaders(
     topic: string,
+    messages: MessageList,
     batches: readonly PartitionMessages[],
     timestampMs: number,
     identity: ProducerIdentity,
@@ -113,12 +114,12 @@ export class BatchProducer extends Base {
     const outcomes = await Promise.allSettled(
       [...byLeader].map(async ([leader, own]) => {
         try {
-          await this.#produce(metadata, leader, { topic, partitions: own, timestampMs, ...identity }, repeatOnStaleMetadata);
+          await this.#produce(metadata, leader, { topic, messages, partitions: own, timestampMs, ...identity }, repeatOnStaleMetadata);
         } catch (error) {
           if (!repeatOnStaleMetadata || !hasStaleMetadata(error)) throw error;
           // A leader moved: once more, each partition to its leader now.
           this.clearMetadata();
-          await this.#sendToLeaders(topic, own, timestampMs, identity, await this.#metadata(topic), false);
+          await this.#sendToLeaders(topic, messages, own, timestampMs, identity, await this.#metadata(topic), false);
         }
       }),
     );
@@ -131,10 +132,9 @@ export class BatchProducer extends Base {
   #produce(
     metadata: ClusterMetadata,
     leader: number,
-    request: { topic: string; partitions: readonly PartitionMessages[]; timestampMs: number } & ProducerIdentity,
+    request: { topic: string; messages: MessageList; partitions: readonly PartitionMessages[]; timestampMs: number } & ProducerIdentity,
     repeatOnStaleMetadata: boolean,
   ): Promise<unknown> {
-    let encoded: { version: number; body: Buffer } | undefined;
     return new Promise((resolve, reject) => {
       this[kPerformWithRetry]<unknown>(
         'produce',
@@ -149,12 +149,13 @@ export class BatchProducer extends Base {
               const parser = RESPONSE_PARSERS[api.version];
               if (parser === undefined)
                 return retry(new Error(`Produce API version ${api.version} is not one this sink encodes`), undefined);
-              if (encoded?.version !== api.version)
-                encoded = {
-                  version: api.version,
-                  body: encodeProduceRequest({ ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout! }),
-                };
-              const body = encoded.body;
+              // Encoded again for each attempt (the same bytes: same messages, sequences and time) into
+              // the producer's one buffer, which the connection copies into the request it queues
+              // before send returns: no buffer a request, and none kept through the retries.
+              const body = encodeProduceRequest(
+                { ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout! },
+                this.#scratch,
+              );
               const flexible = api.version >= 9;
               connection.send(PRODUCE_API, api.version, () => new Writer(new DynamicBuffer(body)), parser, flexible, flexible, retry);
             });

@@ -1,35 +1,27 @@
 import { readFileSync } from 'node:fs';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import type { QueuedReading } from '../../queue/record-codec.js';
 import type { Delivery, SinkTarget } from '../sink.js';
 import { describeKafka } from './describe-kafka.js';
 import { classifyFailure, type KafkaFailure } from './kafka-failure.js';
 import type { KafkaSinkConfig } from '../../config/config.js';
 import { readingLetter, reasonText } from '../dead-letter-reason.js';
-import { eachReading } from '../outgoing-readings.js';
 import { BrokerClock } from './broker-clock.js';
-import { ShipKeys } from './ship-keys.js';
-import type { BatchProducer, KeyedMessage } from './batch-producer.js';
-import { ReadingValues } from './reading-value.js';
+import type { BatchProducer } from './batch-producer.js';
+import { ReadingMessages } from './reading-messages.js';
 
 type KafkaClient = typeof import('./batch-producer.js');
 
 /**
  * Most message bytes in one produce request. Kafka refuses a partition's batch over the topic's
  * `max.message.bytes` (1 MiB by default); staying well under it keeps a large batch from being
- * refused whole, and a smaller limit is found by halving. A request is one buffer
- * (`produce-request.ts`); its messages' texts live until it is written, so requests stay small
- * enough for them to die young (docs/benchmarks.md measured 512 KiB, 128, 64 and 32).
+ * refused whole, and a smaller limit is found by halving. It also bounds the duplicates a broker
+ * failure leaves: the failed request's readings the broker wrote without acknowledging. Written
+ * straight from the queue records, larger requests would cost less CPU per reading
+ * (docs/benchmarks.md measured 64 and 256 KiB) but raise that bound.
  */
 const MAX_REQUEST_BYTES = 64 * 1024;
 // After a timed-out send is abandoned, how long its client may take to give up its retries.
 const ABANDON_WAIT_MS = 5_000;
-
-interface Item extends KeyedMessage {
-  reading: QueuedReading;
-  record: QueueRecord;
-  bytes: number;
-}
 
 class SendFailed extends Error {
   constructor(readonly failure: KafkaFailure) {
@@ -57,11 +49,12 @@ export class KafkaTarget implements SinkTarget {
   readonly #config: KafkaSinkConfig;
   readonly #site: string;
   readonly #clock: BrokerClock;
-  readonly #values = new ReadingValues();
+  /** The batch being delivered, reused from batch to batch (a send abandoned still holding it gets it to keep). */
+  #messages = new ReadingMessages();
   #producer: BatchProducer | undefined;
-  #client: Promise<{ kafka: KafkaClient; keys: ShipKeys }> | undefined;
-  /** How far the last, failed batch got: its first record, the items settled in order, the refused ones among them. */
-  #settled: { segment: number; id: number; items: number; refused: DeadLetterInput[] } | undefined;
+  #client: Promise<KafkaClient> | undefined;
+  /** How far the last, failed batch got: its first record, the readings settled in order, the refused ones among them. */
+  #settled: { segment: number; id: number; readings: number; refused: DeadLetterInput[] } | undefined;
 
   /** `now`: the site's wall clock (epoch ms); tests set it hours off. */
   constructor(config: KafkaSinkConfig, options: { site: string; now?: () => number }) {
@@ -77,9 +70,10 @@ export class KafkaTarget implements SinkTarget {
   }
 
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
-    const { keys } = await this.#loadClient();
+    await this.#loadClient();
     const deadLetters: DeadLetterInput[] = [];
-    const items = this.#items(records, deadLetters, keys);
+    const messages = this.#messages;
+    messages.load(records, deadLetters, this.#site);
     // The sink loop sends a failed batch again from the same first record: what the broker
     // acknowledged of it then (or refused for good) is not sent twice.
     const first = records[0];
@@ -88,40 +82,44 @@ export class KafkaTarget implements SinkTarget {
         ? this.#settled
         : undefined;
     this.#settled = undefined;
-    let settled = 0;
-    // What was settled before is taken (so its records' dead letters are counted) and not sent.
-    while (settled < (resumed?.items ?? 0) && !items.next().done) settled += 1;
+    let settled = Math.min(resumed?.readings ?? 0, messages.length);
     const refused: DeadLetterInput[] = [...(resumed?.refused ?? [])];
     let requests = 0;
-    const sendAll = async (chunk: Item[]): Promise<void> => {
+    const sendAll = async (from: number, to: number): Promise<void> => {
       try {
         requests += 1;
-        await this.#sendOnBrokerTime(chunk);
-        settled += chunk.length;
+        await this.#sendOnBrokerTime(messages, from, to);
+        settled = to;
       } catch (error) {
         if (!(error instanceof SendFailed) || error.failure.kind !== 'content') throw error;
-        if (chunk.length === 1) {
-          const { record, reading } = chunk[0]!;
-          refused.push(readingLetter(record, reading, reasonText(`Kafka refused the reading: ${error.failure.message}`)));
-          settled += 1;
+        if (to - from === 1) {
+          const reason = reasonText(`Kafka refused the reading: ${error.failure.message}`);
+          refused.push(readingLetter(messages.record(from), messages.reading(from), reason));
+          settled = to;
           return;
         }
         // Which message the broker refused is not told per message: halve until it is found.
-        const half = chunk.length >> 1;
-        await sendAll(chunk.slice(0, half));
-        await sendAll(chunk.slice(half));
+        const half = from + ((to - from) >> 1);
+        await sendAll(from, half);
+        await sendAll(half, to);
       }
     };
     try {
-      for (const chunk of chunksByBytes(items)) await sendAll(chunk);
+      for (let from = settled; from < messages.length; ) {
+        const to = requestEnd(messages, from);
+        await sendAll(from, to);
+        from = to;
+      }
     } catch (error) {
-      if (first !== undefined) this.#settled = { segment: first.segment, id: first.id, items: settled, refused };
+      if (first !== undefined) this.#settled = { segment: first.segment, id: first.id, readings: settled, refused };
       const failure = error instanceof SendFailed ? error.failure : classifyFailure(error);
       const message =
         failure.kind === 'clock'
           ? `Kafka refused the message times, readings stay queued: ${failure.message}`
           : `Kafka: ${failure.message}`;
       return { ok: false, message, level: failure.kind === 'operator' ? 'error' : 'warn' };
+    } finally {
+      if (this.#messages === messages) messages.release();
     }
     return { ok: true, requests, deadLetters: [...deadLetters, ...refused] };
   }
@@ -132,33 +130,24 @@ export class KafkaTarget implements SinkTarget {
     await producer?.close();
   }
 
-  /** The batch's messages, made as they are sent: a batch of many requests holds one request's at a time. */
-  *#items(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], keys: ShipKeys): Generator<Item> {
-    for (const taken of eachReading(records, deadLetters, this.#site)) {
-      const key = keys.keyOf(taken.reading.shipId);
-      const value = this.#values.of(taken);
-      yield { reading: taken.reading, record: taken.record, key, hash: keys.hashOf(key), value, bytes: key.length + value.bytes };
-    }
-  }
-
   /**
    * One request stamped with the broker's time as the site knows it; when the broker refuses the
    * timestamps and tells its clock, once more on that clock (the refused request wrote nothing).
    */
-  async #sendOnBrokerTime(items: Item[]): Promise<void> {
+  async #sendOnBrokerTime(messages: ReadingMessages, from: number, to: number): Promise<void> {
     try {
-      await this.#send(items);
+      await this.#send(messages, from, to);
     } catch (error) {
       if (!(error instanceof SendFailed) || error.failure.kind !== 'clock' || error.failure.brokerNowMs === undefined) throw error;
       if (!this.#clock.learn(error.failure.brokerNowMs)) throw error;
-      await this.#send(items);
+      await this.#send(messages, from, to);
     }
   }
 
   /** One produce call, bounded by the sink's timeout; any failure retires the producer. */
-  async #send(items: Item[]): Promise<void> {
+  async #send(messages: ReadingMessages, from: number, to: number): Promise<void> {
     const producer = await this.#openProducer();
-    const sent = producer.send(this.#config.topic, items, this.#clock.brokerNow());
+    const sent = producer.send(this.#config.topic, messages, from, to, this.#clock.brokerNow());
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.#config.timeoutMs);
@@ -172,8 +161,9 @@ export class KafkaTarget implements SinkTarget {
       clearTimeout(timer);
     }
     // Still retrying (the broker is away): closing the client ends its retries, and the errors
-    // they collected say why.
+    // they collected say why. Until it has, it may encode the messages again: they stay its own.
     this.#retire(producer);
+    if (this.#messages === messages) this.#messages = new ReadingMessages();
     const abandoned = await Promise.race([
       sent.then(
         () => undefined,
@@ -190,7 +180,7 @@ export class KafkaTarget implements SinkTarget {
 
   async #openProducer(): Promise<BatchProducer> {
     if (this.#producer !== undefined) return this.#producer;
-    const { kafka } = await this.#loadClient();
+    const kafka = await this.#loadClient();
     const { brokers, clientId, tls, tlsCaFile, sasl } = this.#config;
     this.#producer = new kafka.BatchProducer({
       clientId,
@@ -206,8 +196,8 @@ export class KafkaTarget implements SinkTarget {
    * Loaded on first use: the client compiles its option schemas as it loads, memory and start-up
    * time every gateway would pay, Kafka sink or not, as the bundle is one file.
    */
-  #loadClient(): Promise<{ kafka: KafkaClient; keys: ShipKeys }> {
-    this.#client ??= import('./batch-producer.js').then((kafka) => ({ kafka, keys: new ShipKeys(kafka.murmur2) }));
+  #loadClient(): Promise<KafkaClient> {
+    this.#client ??= import('./batch-producer.js');
     return this.#client;
   }
 
@@ -218,18 +208,10 @@ export class KafkaTarget implements SinkTarget {
   }
 }
 
-/** Consecutive runs of items of at most MAX_REQUEST_BYTES each (at least one item). */
-function* chunksByBytes(items: Iterator<Item>): Generator<Item[]> {
-  let next = items.next();
-  while (!next.done) {
-    const chunk: Item[] = [next.value];
-    let bytes = next.value.bytes;
-    next = items.next();
-    while (!next.done && bytes + next.value.bytes <= MAX_REQUEST_BYTES) {
-      chunk.push(next.value);
-      bytes += next.value.bytes;
-      next = items.next();
-    }
-    yield chunk;
-  }
+/** Where the request that starts at reading `from` ends: at most MAX_REQUEST_BYTES of messages, at least one. */
+function requestEnd(messages: ReadingMessages, from: number): number {
+  let bytes = messages.bytes(from);
+  let to = from + 1;
+  while (to < messages.length && bytes + messages.bytes(to) <= MAX_REQUEST_BYTES) bytes += messages.bytes(to++);
+  return to;
 }

@@ -1,32 +1,60 @@
 import { describe, expect, it } from 'vitest';
 import { Reader, produceV7, produceV8, produceV9, produceV10, produceV11, readRecordsBatch } from '@platformatic/kafka';
 import fc from 'fast-check';
-import { encodeProduceRequest, type MessageValue, nextSequence, type ProduceRequest } from './produce-request.js';
+import { encodeProduceRequest, type MessageList, nextSequence, type ProduceRequest } from './produce-request.js';
 
-/** A value of any text; `told` stands in for a value that miscounts its bytes. */
-class TextValue implements MessageValue {
-  readonly bytes: number;
-  constructor(
-    readonly text: string,
-    told?: number,
-  ) {
-    this.bytes = told ?? Buffer.byteLength(text);
+/** A message of any key and value text; `told` stands in for a value that miscounts its bytes. */
+interface TextMessage {
+  key: string;
+  value: string;
+  told?: number;
+}
+
+/** Messages of any text, as a request's MessageList. */
+class TextMessages implements MessageList {
+  constructor(readonly list: readonly TextMessage[]) {}
+  keyBytes(i: number): number {
+    return Buffer.byteLength(this.list[i]!.key);
   }
-  writeTo(out: Buffer, at: number): number {
-    return at + out.write(this.text, at, 'utf8');
+  valueBytes(i: number): number {
+    return this.list[i]!.told ?? Buffer.byteLength(this.list[i]!.value);
   }
+  writeKey(i: number, out: Buffer, at: number): number {
+    return at + out.write(this.list[i]!.key, at, 'utf8');
+  }
+  writeValue(i: number, out: Buffer, at: number): number {
+    return at + out.write(this.list[i]!.value, at, 'utf8');
+  }
+}
+
+/** A request whose partitions hold these messages in turn, with the indices of each. */
+function withMessages(
+  request: Omit<ProduceRequest, 'messages' | 'partitions'>,
+  partitions: readonly { partition: number; baseSequence: number; messages: readonly TextMessage[] }[],
+): ProduceRequest {
+  const list: TextMessage[] = [];
+  return {
+    ...request,
+    partitions: partitions.map(({ partition, baseSequence, messages }) => ({
+      partition,
+      baseSequence,
+      indices: messages.map((m) => list.push(m) - 1),
+    })),
+    messages: new TextMessages(list),
+  };
 }
 
 const CLIENT_APIS = { 7: produceV7, 8: produceV8, 9: produceV9, 10: produceV10, 11: produceV11 } as const;
 
 /** The same request as the client library's Produce API writes it for its producer. */
 function clientEncoding(request: ProduceRequest): Buffer {
-  const messages = request.partitions.flatMap(({ partition, messages }) =>
-    messages.map((m) => ({
+  const { list } = request.messages as TextMessages;
+  const messages = request.partitions.flatMap(({ partition, indices }) =>
+    indices.map((i) => ({
       topic: request.topic,
       partition,
-      key: m.key,
-      value: Buffer.from((m.value as TextValue).text),
+      key: Buffer.from(list[i]!.key),
+      value: Buffer.from(list[i]!.value),
       headers: new Map<Buffer, Buffer>(),
       timestamp: BigInt(request.timestampMs),
     })),
@@ -58,17 +86,12 @@ const request = fc
       { minLength: 1, maxLength: 4, selector: (p) => p.partition },
     ),
   })
-  .map(
-    (r): ProduceRequest => ({
-      ...r,
-      // In ascending order, as the client puts them (and as the sink sends them).
-      partitions: [...r.partitions]
-        .sort((a, b) => a.partition - b.partition)
-        .map((p) => ({
-          ...p,
-          messages: p.messages.map((m) => ({ key: Buffer.from(m.key), value: new TextValue(m.value) })),
-        })),
-    }),
+  // Partitions in ascending order, as the client puts them (and as the sink sends them).
+  .map(({ partitions, ...r }) =>
+    withMessages(
+      r,
+      [...partitions].sort((a, b) => a.partition - b.partition),
+    ),
   );
 
 describe('a Produce request encoded in one buffer', () => {
@@ -80,37 +103,34 @@ describe('a Produce request encoded in one buffer', () => {
   });
 
   it('holds record batches whose CRC-32C, records and sequence the client reads back', () => {
-    const messages = Array.from({ length: 150 }, (_, i) => {
-      const value = `{"time":"2026-11-27T12:00:00.000000001Z","ship_id":"MV Ærø ${i}","value":${i}}`;
-      return { key: Buffer.from(`MV Ærø ${i % 7}`), value: new TextValue(value) };
-    });
-    const body = encodeProduceRequest({
-      version: 11,
-      acks: -1,
-      timeoutMs: 5000,
-      topic: 'readings',
-      producerId: 4242n,
-      producerEpoch: 3,
-      timestampMs: 1_795_780_800_123,
-      partitions: [{ partition: 2, baseSequence: 9000, messages }],
-    });
+    const messages = Array.from({ length: 150 }, (_, i) => ({
+      key: `MV Ærø ${i % 7}`,
+      value: `{"time":"2026-11-27T12:00:00.000000001Z","ship_id":"MV Ærø ${i}","value":${i}}`,
+    }));
+    const body = encodeProduceRequest(
+      withMessages(
+        { version: 11, acks: -1, timeoutMs: 5000, topic: 'readings', producerId: 4242n, producerEpoch: 3, timestampMs: 1_795_780_800_123 },
+        [{ partition: 2, baseSequence: 9000, messages }],
+      ),
+    );
     // transactional_id, acks, timeout, one topic named "readings", one partition (2), then the batch's length.
     const reader = Reader.from(body.subarray(1 + 2 + 4 + 1 + 1 + 8 + 1 + 4 + 2));
     const batch = readRecordsBatch(reader);
     expect(batch).toMatchObject({ magic: 2, attributes: 0, producerId: 4242n, producerEpoch: 3, firstSequence: 9000 });
     expect(batch.firstTimestamp).toBe(1_795_780_800_123n);
-    expect(batch.records.map((r) => [r.key.toString(), r.value.toString()])).toEqual(messages.map((m) => [m.key.toString(), m.value.text]));
+    expect(batch.records.map((r) => [r.key.toString(), r.value.toString()])).toEqual(messages.map((m) => [m.key, m.value]));
   });
 
   it('refuses a value that writes other than the bytes it told, rather than send a batch its lengths belie', () => {
-    const encode = (value: MessageValue) =>
-      encodeProduceRequest({
-        ...{ version: 11, acks: -1, timeoutMs: 1, topic: 't', producerId: 1n, producerEpoch: 0, timestampMs: 0 },
-        partitions: [{ partition: 0, baseSequence: 0, messages: [{ key: Buffer.from('k'), value }] }],
-      });
-    expect(() => encode(new TextValue('Ærø', 3))).toThrow(/wrote 5 bytes, not the 3 it told/);
-    expect(() => encode(new TextValue('Ærø', 6))).toThrow(/wrote 5 bytes, not the 6 it told/);
-    expect(encode(new TextValue('Ærø'))).toBeInstanceOf(Buffer);
+    const encode = (message: TextMessage) =>
+      encodeProduceRequest(
+        withMessages({ version: 11, acks: -1, timeoutMs: 1, topic: 't', producerId: 1n, producerEpoch: 0, timestampMs: 0 }, [
+          { partition: 0, baseSequence: 0, messages: [message] },
+        ]),
+      );
+    expect(() => encode({ key: 'k', value: 'Ærø', told: 3 })).toThrow(/wrote 5 bytes, not the 3 it told/);
+    expect(() => encode({ key: 'k', value: 'Ærø', told: 6 })).toThrow(/wrote 5 bytes, not the 6 it told/);
+    expect(encode({ key: 'k', value: 'Ærø' })).toBeInstanceOf(Buffer);
   });
 });
 

@@ -1,22 +1,21 @@
 import { crc32c } from './crc32c.js';
 
-/** A message's value, which writes its own bytes: `bytes` of them into `out` at `at`, returning where it ended. */
-export interface MessageValue {
-  readonly bytes: number;
-  writeTo(out: Buffer, at: number): number;
+/**
+ * The messages a request is made of, by index: each writes its own key and value, `keyBytes(i)`
+ * and `valueBytes(i)` of them into `out` at `at`, returning where it ended.
+ */
+export interface MessageList {
+  keyBytes(i: number): number;
+  valueBytes(i: number): number;
+  writeKey(i: number, out: Buffer, at: number): number;
+  writeValue(i: number, out: Buffer, at: number): number;
 }
 
-/** One message as the sink sends it. */
-export interface OutgoingMessage {
-  key: Buffer;
-  value: MessageValue;
-}
-
-/** A partition's messages in order, and the idempotent producer's sequence number of the first. */
+/** A partition's messages in order (indices into the request's messages), and the idempotent producer's sequence number of the first. */
 export interface PartitionMessages {
   partition: number;
   baseSequence: number;
-  messages: readonly OutgoingMessage[];
+  indices: readonly number[];
 }
 
 /** A Produce request's body (after the request header) for one topic. */
@@ -30,7 +29,19 @@ export interface ProduceRequest {
   producerEpoch: number;
   /** Every message's timestamp (epoch ms): a request's messages are stamped alike. */
   timestampMs: number;
+  messages: MessageList;
   partitions: readonly PartitionMessages[];
+}
+
+/** A buffer written again for each request, grown to the largest. */
+export class ScratchBuffer {
+  #buffer = Buffer.alloc(0);
+
+  /** `bytes` of it, whose contents are the next caller's to overwrite. */
+  take(bytes: number): Buffer {
+    if (this.#buffer.length < bytes) this.#buffer = Buffer.allocUnsafe(Math.max(bytes, 2 * this.#buffer.length));
+    return this.#buffer.subarray(0, bytes);
+  }
 }
 
 const MAGIC = 2;
@@ -45,36 +56,38 @@ const uvarintBytes = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n <
 const varintBytes = (n: number): number => uvarintBytes(n * 2);
 
 /** A record's bytes after its length: attributes, timestamp delta (0), offset delta, key, value, no headers. */
-const recordBodyBytes = (m: OutgoingMessage, offsetDelta: number): number =>
-  1 + 1 + varintBytes(offsetDelta) + varintBytes(m.key.length) + m.key.length + varintBytes(m.value.bytes) + m.value.bytes + 1;
+const recordBodyBytes = (keyBytes: number, valueBytes: number, offsetDelta: number): number =>
+  1 + 1 + varintBytes(offsetDelta) + varintBytes(keyBytes) + keyBytes + varintBytes(valueBytes) + valueBytes + 1;
 
-/** A RecordBatch (magic 2) of `messages`, uncompressed, from its baseOffset to its last record. */
-function batchBytes(messages: readonly OutgoingMessage[]): number {
+/** A RecordBatch (magic 2) of the messages at `indices`, uncompressed, from its baseOffset to its last record. */
+function batchBytes(messages: MessageList, indices: readonly number[]): number {
   let bytes = 8 + 4 + BATCH_HEADER_BYTES;
-  for (let i = 0; i < messages.length; i++) {
-    const body = recordBodyBytes(messages[i]!, i);
+  for (let i = 0; i < indices.length; i++) {
+    const m = indices[i]!;
+    const body = recordBodyBytes(messages.keyBytes(m), messages.valueBytes(m), i);
     bytes += varintBytes(body) + body;
   }
   return bytes;
 }
 
 /**
- * A Produce request's body in one buffer, each partition's messages one RecordBatch (magic 2,
+ * A Produce request's body in one buffer (of `scratch`, when given), each partition's messages one RecordBatch (magic 2,
  * uncompressed, no headers, CRC-32C), byte for byte what the client library's Produce API writes
  * for the same messages: consumers read the same records, and the broker deduplicates a resent
  * request by the producer id, epoch and sequence numbers in it.
  */
-export function encodeProduceRequest(request: ProduceRequest): Buffer {
+export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchBuffer): Buffer {
   const flexible = request.version >= 9;
   const topic = Buffer.from(request.topic);
-  const sizes = request.partitions.map((p) => batchBytes(p.messages));
+  const messages = request.messages;
+  const sizes = request.partitions.map((p) => batchBytes(messages, p.indices));
   let total = (flexible ? 1 : 2) + 2 + 4;
   total += flexible ? 1 + uvarintBytes(topic.length + 1) + uvarintBytes(request.partitions.length + 1) : 4 + 2 + 4;
   total += topic.length;
   for (const size of sizes) total += 4 + (flexible ? uvarintBytes(size + 1) + 1 : 4) + size;
   if (flexible) total += 2;
 
-  const out = Buffer.allocUnsafe(total);
+  const out = scratch?.take(total) ?? Buffer.allocUnsafe(total);
   let at = 0;
   const uvarint = (n: number): void => {
     while (n >= 0x80) {
@@ -103,7 +116,7 @@ export function encodeProduceRequest(request: ProduceRequest): Buffer {
 
   const timestamp = BigInt(request.timestampMs);
   for (let p = 0; p < request.partitions.length; p++) {
-    const { partition, baseSequence, messages } = request.partitions[p]!;
+    const { partition, baseSequence, indices } = request.partitions[p]!;
     const size = sizes[p]!;
     at = out.writeInt32BE(partition, at);
     if (flexible) uvarint(size + 1);
@@ -115,24 +128,28 @@ export function encodeProduceRequest(request: ProduceRequest): Buffer {
     out[at++] = MAGIC;
     at += 4; // the CRC, once the rest is written
     at = out.writeInt16BE(0, at); // attributes: uncompressed, no transaction
-    at = out.writeInt32BE(messages.length - 1, at);
+    at = out.writeInt32BE(indices.length - 1, at);
     at = out.writeBigInt64BE(timestamp, at);
     at = out.writeBigInt64BE(timestamp, at);
     at = out.writeBigInt64BE(request.producerId, at);
     at = out.writeInt16BE(request.producerEpoch, at);
     at = out.writeInt32BE(baseSequence, at);
-    at = out.writeInt32BE(messages.length, at);
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i]!;
-      varint(recordBodyBytes(m, i));
+    at = out.writeInt32BE(indices.length, at);
+    for (let i = 0; i < indices.length; i++) {
+      const m = indices[i]!;
+      const keyBytes = messages.keyBytes(m);
+      const valueBytes = messages.valueBytes(m);
+      varint(recordBodyBytes(keyBytes, valueBytes, i));
       out[at++] = 0; // attributes
       out[at++] = 0; // timestamp delta
       varint(i);
-      varint(m.key.length);
-      at += m.key.copy(out, at);
-      varint(m.value.bytes);
-      const end = m.value.writeTo(out, at);
-      if (end - at !== m.value.bytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${m.value.bytes} it told`);
+      varint(keyBytes);
+      let end = messages.writeKey(m, out, at);
+      if (end - at !== keyBytes) throw new Error(`a message key wrote ${end - at} bytes, not the ${keyBytes} it told`);
+      at = end;
+      varint(valueBytes);
+      end = messages.writeValue(m, out, at);
+      if (end - at !== valueBytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${valueBytes} it told`);
       at = end;
       out[at++] = 0; // headers
     }
