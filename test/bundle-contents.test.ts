@@ -8,8 +8,11 @@ import { bundleOptions } from '../build.mjs';
 describe('the bundle', () => {
   it('carries zod with its English messages only', async () => {
     const result = await build({ ...bundleOptions, write: false, metafile: true, sourcemap: false, legalComments: 'none' });
-    const inputs = Object.keys(result.metafile.outputs['dist/gateway.mjs']?.inputs ?? {});
+    // Modules that contribute code (zod's locale index contributes an empty initialiser).
+    const inputs = Object.entries(result.metafile.outputs['dist/gateway.mjs']?.inputs ?? {})
+      .filter(([, input]) => input.bytesInOutput > 0)
+      .map(([path]) => path);
     expect(inputs.some((input) => input.includes('node_modules/zod/'))).toBe(true);
-    expect(inputs.filter((input) => /node_modules\/zod\/.*\/locales\//.test(input))).toEqual(['node_modules/zod/v4/locales/en.js']);
+    expect(inputs.filter((input) => /node_modules\/zod\/.*\/locales\/(?!index\.js$)/.test(input))).toEqual(['node_modules/zod/v4/locales/en.js']);
   });
 });
