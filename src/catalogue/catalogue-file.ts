@@ -1,5 +1,5 @@
 import { parseDocument } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The site's catalogue: what its ship and cargo ids mean, for the dashboards and alerts. One YAML

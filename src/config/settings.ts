@@ -1,5 +1,5 @@
 import cron from 'node-cron';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseByteSize } from './size.js';
 
 /**

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { isSiteId } from '../keys/key-file.js';
 import type { GatewayState } from './gateway-state.js';
 import { sinkHealthRow } from './sink-health.js';

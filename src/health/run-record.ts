@@ -1,6 +1,6 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { GatewayEvent } from './gateway-events.js';
 import { formatDuration } from './gateway-state.js';
 import type { StopReasonCode } from './stop-reason.js';

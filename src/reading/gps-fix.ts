@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { fastValidate } from './fast-validate.js';
 import { MAX_REPORTED_PROBLEMS, type ParseResult, type Validator } from './parse-readings.js';
 import { toReadingIssues, type Loc, type ReadingIssue } from './reading-issues.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Loc } from './reading-issues.js';
 import type { TimeWindow } from './time-window.js';
 import { parseTimestampNs, type TimeBounds, type TimestampProblem } from './timestamp.js';
