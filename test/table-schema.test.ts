@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import { QuestDbHttp } from '../src/questdb/questdb-http.js';
+import { setUpTable } from '../src/sinks/questdb/table-setup.js';
 import { startTestGateway } from './support/gateway.js';
 import { sql, storedCounts, uniqueTable, waitForDrained } from './support/questdb-sql.js';
 
@@ -36,6 +38,34 @@ describe('a table that cannot hold readings exactly', () => {
       expect(gw.gateway.queue.deadLetterCount()).toBe(0);
     } finally {
       await gw.stop();
+    }
+  });
+});
+
+describe('the table check', () => {
+  it('asks QuestDB two questions of a table already as needed, and alters nothing', async () => {
+    const table = uniqueTable('check');
+    const questdb = new QuestDbHttp({ url: inject('questdbUrl'), timeoutMs: 10_000, username: undefined, password: undefined });
+    const asked: string[] = [];
+    const counting = {
+      write: questdb.write.bind(questdb),
+      close: questdb.close.bind(questdb),
+      reconnect: questdb.reconnect.bind(questdb),
+      exec: <T>(statement: string): Promise<T> => {
+        asked.push(statement);
+        return questdb.exec<T>(statement);
+      },
+    };
+    try {
+      const created = await setUpTable(counting, table, 30);
+      expect(created).toMatchObject({ created: true, altered: false });
+      asked.length = 0;
+      const checked = await setUpTable(counting, table, 30);
+      expect(checked).toEqual({ ...created, created: false });
+      expect(asked).toHaveLength(2);
+      expect(asked.some((statement) => /ALTER|CREATE/.test(statement))).toBe(false);
+    } finally {
+      await questdb.close();
     }
   });
 });

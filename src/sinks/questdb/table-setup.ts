@@ -40,19 +40,28 @@ export interface TableSetupResult {
  * and checks that an existing table can take our rows, so a schema mismatch stops the QuestDB sink
  * instead of sending every reading to the dead letters. A table already as needed is not altered:
  * every ALTER rewrites QuestDB's table metadata, which a power cut during the rewrite can damage.
+ * Such a table costs two queries, its state and its columns: the sink checks it every few seconds
+ * while it keeps readings for replay.
  */
 export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number | undefined): Promise<TableSetupResult> {
-  const existed = (await tableState(questdb, table)) !== undefined;
+  let state = await tableState(questdb, table);
+  const existed = state !== undefined;
   const ttl = retentionDays === undefined || retentionDays === 0 ? '' : ` TTL ${retentionDays} DAYS`;
-  if (!existed) {
+  if (state === undefined) {
     await questdb.exec(
       `CREATE TABLE IF NOT EXISTS "${table}" (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE, site SYMBOL)` +
         ` TIMESTAMP(time) PARTITION BY DAY${ttl} WAL DEDUP UPSERT KEYS(${DEDUP_KEYS.join(', ')})`,
     );
-  } else {
-    await addSiteColumn(questdb, table);
+    state = await tableState(questdb, table);
   }
-  const { state, timestampType, dedupsOnReadingKey } = await describeTable(questdb, table);
+  if (state === undefined) throw new TableSchemaError(`table ${table} does not exist`);
+  let columns = await tableColumns(questdb, table);
+  // A table of a release before sites gains the column in place (its rows keep a null site).
+  if (existed && !columns.has('site')) {
+    await questdb.exec(`ALTER TABLE "${table}" ADD COLUMN site SYMBOL`);
+    columns = await tableColumns(questdb, table);
+  }
+  const { timestampType, dedupsOnReadingKey } = describeTable(table, state, columns);
   let altered = false;
   if (retentionDays !== undefined && ttlHours(state) !== retentionDays * 24) {
     await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
@@ -65,12 +74,6 @@ export async function setUpTable(questdb: QuestDbClient, table: string, retentio
   return { created: !existed, timestampType, id: state.id, altered: altered && existed };
 }
 
-/** A table of a release before sites gains the column in place (its rows keep a null site); others are not altered. */
-async function addSiteColumn(questdb: QuestDbClient, table: string): Promise<void> {
-  const columns = await questdb.exec<{ dataset: [string][] }>(`SELECT "column" FROM table_columns('${table}') WHERE "column" = 'site'`);
-  if (columns.dataset.length === 0) await questdb.exec(`ALTER TABLE "${table}" ADD COLUMN site SYMBOL`);
-}
-
 /** The table's TTL in hours (0: none); NaN for units a number of days cannot equal (months, years). */
 function ttlHours(state: TableState): number {
   return state.ttlValue === 0 ? 0 : state.ttlValue * (HOURS_PER_TTL_UNIT[state.ttlUnit] ?? Number.NaN);
@@ -78,32 +81,38 @@ function ttlHours(state: TableState): number {
 
 /** Throws TableSchemaError unless the table can store readings exactly; returns the timestamp type. */
 export async function checkTable(questdb: QuestDbClient, table: string): Promise<string> {
-  return (await describeTable(questdb, table)).timestampType;
-}
-
-/** checkTable's work, with the table's state and whether its upsert keys are exactly DEDUP_KEYS. */
-async function describeTable(
-  questdb: QuestDbClient,
-  table: string,
-): Promise<{ state: TableState; timestampType: string; dedupsOnReadingKey: boolean }> {
   const state = await tableState(questdb, table);
   if (state === undefined) throw new TableSchemaError(`table ${table} does not exist`);
+  return describeTable(table, state, await tableColumns(questdb, table)).timestampType;
+}
+
+type Column = { type: string; designated: boolean; upsertKey: boolean };
+
+/** Throws TableSchemaError unless the table can store readings exactly; its timestamp type, and whether its upsert keys are exactly DEDUP_KEYS. */
+function describeTable(
+  table: string,
+  state: TableState,
+  columns: ReadonlyMap<string, Column>,
+): { timestampType: string; dedupsOnReadingKey: boolean } {
   if (!state.walEnabled) throw new TableSchemaError(`table ${table} is not a WAL table; deduplication of replays needs WAL`);
-  const columns = await questdb.exec<ColumnsAnswer>(`SELECT "column", type, designated, upsertKey FROM table_columns('${table}')`);
-  const byName = new Map(columns.dataset.map(([name, type, designated, upsertKey]) => [name, { type, designated, upsertKey }]));
   for (const [name, types] of Object.entries(ACCEPTED_TYPES)) {
-    const column = byName.get(name);
+    const column = columns.get(name);
     if (column === undefined || !types.includes(column.type)) {
       throw new TableSchemaError(
         `table ${table} has ${column === undefined ? `no column ${name}` : `column ${name} of type ${column.type}`}; expected ${types.join(' or ')}`,
       );
     }
   }
-  const time = byName.get('time')!;
+  const time = columns.get('time')!;
   if (!time.designated) throw new TableSchemaError(`table ${table}: column time is not the designated timestamp`);
-  const upsertKeys = columns.dataset.filter(([, , , upsertKey]) => upsertKey).map(([name]) => name);
+  const upsertKeys = [...columns].filter(([, column]) => column.upsertKey).map(([name]) => name);
   const dedupsOnReadingKey = upsertKeys.length === DEDUP_KEYS.length && DEDUP_KEYS.every((key) => upsertKeys.includes(key));
-  return { state, timestampType: time.type, dedupsOnReadingKey };
+  return { timestampType: time.type, dedupsOnReadingKey };
+}
+
+async function tableColumns(questdb: QuestDbClient, table: string): Promise<Map<string, Column>> {
+  const answer = await questdb.exec<ColumnsAnswer>(`SELECT "column", type, designated, upsertKey FROM table_columns('${table}')`);
+  return new Map(answer.dataset.map(([name, type, designated, upsertKey]) => [name, { type, designated, upsertKey }]));
 }
 
 interface TableState {
