@@ -1,18 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { queuedReading } from '../../test/support/queued-reading.js';
 import { ReceiveClock } from '../reading/receive-clock.js';
 import { JOIN_MAX_BYTES, type QueueRow, commitRows } from './commit-rows.js';
 import { decodeRecord, encodeRecord } from './record-codec.js';
 
-const id = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }).filter((s) => !/\p{Cc}/u.test(s));
-const reading = fc.record({
-  timeNs: fc.bigInt({ min: 0n, max: 9_183_110_399_999_999_999n }).map(String),
-  shipId: id,
-  cargoId: id,
-  value: fc.double({ noNaN: true, noDefaultInfinity: true }),
-});
 const request = fc.record({
-  readings: fc.array(reading, { minLength: 1, maxLength: 400 }),
+  readings: fc.array(queuedReading(12), { minLength: 1, maxLength: 400 }),
   site: fc.constantFrom(null, 'north', 'south'),
   receivedMs: fc.integer({ min: 0, max: 2 ** 42 }),
 });
