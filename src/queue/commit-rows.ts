@@ -22,17 +22,22 @@ export const JOIN_MAX_BYTES = 16 * 1024;
  */
 export function commitRows(records: readonly QueueRow[]): QueueRow[] {
   const rows: QueueRow[] = [];
-  let last: QueueRow | undefined;
+  // A record alone is its own row; a row is copied only when a second record joins it.
+  let joined = false;
   for (const record of records) {
-    if (last !== undefined && joinable(last, record)) {
-      last.payload += `\n${record.payload}`;
-      last.readings += record.readings;
-      last.bytes += 1 + record.bytes;
-      if (record.receivedMs > last.receivedMs) last.receivedMs = record.receivedMs;
+    const last = rows.at(-1);
+    if (last === undefined || !joinable(last, record)) {
+      rows.push(record);
+      joined = false;
       continue;
     }
-    last = { payload: record.payload, readings: record.readings, bytes: record.bytes, receivedMs: record.receivedMs, site: record.site };
-    rows.push(last);
+    const row = joined ? last : { ...last };
+    row.payload += `\n${record.payload}`;
+    row.readings += record.readings;
+    row.bytes += 1 + record.bytes;
+    if (record.receivedMs > row.receivedMs) row.receivedMs = record.receivedMs;
+    rows[rows.length - 1] = row;
+    joined = true;
   }
   return rows;
 }
