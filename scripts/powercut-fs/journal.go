@@ -17,7 +17,9 @@ package main
 //
 // A failed fsync (-fsync-eio) leaves its writes as the kernel does after a writeback error: still
 // readable, no longer dirty, and so never written by a later fsync that reports success
-// ("fsyncgate"); the disk holds them only if it happened to write them before the failure. A lying
+// ("fsyncgate"); the disk holds them only if it happened to write them before the failure. As
+// Linux has since 4.13 (errseq), the failure is also reported once to every other descriptor of
+// the file that was open when it happened, at that descriptor's next fsync. A lying
 // flush (-lying-flush) reports success at once and makes durable only a while later.
 
 import (
@@ -114,6 +116,9 @@ type journal struct {
 	fsyncCommitsEntries bool
 	faults              faults
 	now                 func() time.Time
+	// writebackErrors counts, by backing inode number, the fsyncs of the file that failed: a
+	// descriptor reports the ones made since it was opened (or last reported) at its next fsync.
+	writebackErrors map[uint64]uint64
 }
 
 func newJournal(root, trash string, fsyncCommitsEntries bool, f faults) *journal {
@@ -122,6 +127,7 @@ func newJournal(root, trash string, fsyncCommitsEntries bool, f faults) *journal
 	}
 	return &journal{
 		files:               map[uint64]*pendingFile{},
+		writebackErrors:     map[uint64]uint64{},
 		dirs:                map[uint64]*dirRef{},
 		root:                root,
 		trash:               trash,
@@ -257,6 +263,7 @@ func (j *journal) fsyncFile(fd int) error {
 	if pf := j.files[st.Ino]; pf != nil && hasPending(pf, now) {
 		if j.faults.fsyncFails(&j.faults.failFiles) {
 			j.faults.fsyncEIOs++
+			j.writebackErrors[st.Ino]++
 			// The kernel's writeback failed: the pages stay readable but count as written.
 			for i := range pf.changes {
 				if c := &pf.changes[i]; c.state == pending && c.isWrite() && !c.isDurable(now) {
@@ -277,6 +284,32 @@ func (j *journal) fsyncFile(fd int) error {
 		j.commitAllEntries(now)
 	}
 	return nil
+}
+
+// fsyncDescriptor is an fsync through an open file description that has reported `seen` of its
+// file's failed fsyncs: besides its own failure, it reports once (EIO) any other descriptor's since
+// then, as Linux does. Called with mu held.
+func (j *journal) fsyncDescriptor(fd int, seen *uint64) error {
+	err := j.fsyncFile(fd)
+	failed, statErr := j.failedFsyncs(fd)
+	if statErr != nil || *seen == failed {
+		return err
+	}
+	*seen = failed
+	if err == nil {
+		return syscall.EIO
+	}
+	return err
+}
+
+// failedFsyncs is how many fsyncs of the file open at fd have failed: a descriptor opened now
+// reports none of them. Called with mu held.
+func (j *journal) failedFsyncs(fd int) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return 0, err
+	}
+	return j.writebackErrors[st.Ino], nil
 }
 
 // settle makes a change durable, or, behind a lying flush, durable a while from now.

@@ -655,3 +655,33 @@ func TestAWriteRefusedOnACleanFileLeavesNoRecordForTheCut(t *testing.T) {
 		t.Errorf("the cut found %+v, want the one write to the other file pending", report)
 	}
 }
+
+func TestAFailedFsyncIsReportedOnceToEveryOtherDescriptorOpenWhenItFailed(t *testing.T) {
+	d := newDisk(t, false, faults{})
+	d.durable("log", string(repeat('.', 1024)))
+	fd := d.open("log", syscall.O_RDONLY)
+	d.j.mu.Lock()
+	opened, _ := d.j.failedFsyncs(fd)
+	before, other := opened, opened
+	d.j.mu.Unlock()
+	d.mustWrite("log", "NEW", 0)
+	d.j.faults.failFiles = 1
+	d.j.mu.Lock()
+	defer d.j.mu.Unlock()
+	if err := d.j.fsyncDescriptor(fd, &other); err != syscall.EIO {
+		t.Fatalf("the failing fsync answered %v, want EIO", err)
+	}
+	if err := d.j.fsyncDescriptor(fd, &other); err != nil {
+		t.Fatalf("the same descriptor's next fsync answered %v, want success: it reported the failure", err)
+	}
+	if err := d.j.fsyncDescriptor(fd, &before); err != syscall.EIO {
+		t.Fatalf("another descriptor open before the failure answered %v, want EIO although nothing is left to write", err)
+	}
+	if err := d.j.fsyncDescriptor(fd, &before); err != nil {
+		t.Fatalf("its next fsync answered %v, want success: the failure is reported once", err)
+	}
+	after, _ := d.j.failedFsyncs(fd)
+	if err := d.j.fsyncDescriptor(fd, &after); err != nil {
+		t.Fatalf("a descriptor opened after the failure answered %v, want success", err)
+	}
+}

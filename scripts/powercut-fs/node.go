@@ -85,17 +85,26 @@ func (n *node) resize(f fs.FileHandle, size int64, apply func() syscall.Errno) s
 // the backing file without the journal seeing them.
 type file struct {
 	*fs.LoopbackFile
+	// seenFailures: the file's failed fsyncs this descriptor has reported, or that were before it
+	// was opened (journal.fsyncDescriptor).
+	seenFailures uint64
 }
 
 func (f *file) PassthroughFd() (int, bool) {
 	return 0, false
 }
 
-func wrap(fh fs.FileHandle) fs.FileHandle {
-	if lf, ok := fh.(*fs.LoopbackFile); ok {
-		return &file{lf}
+// wrap makes an opened loopback file one of ours; the journal must be held.
+func (n *node) wrap(fh fs.FileHandle) fs.FileHandle {
+	lf, ok := fh.(*fs.LoopbackFile)
+	if !ok {
+		return fh
 	}
-	return fh
+	f := &file{LoopbackFile: lf}
+	if fd, err := fdOf(f); err == nil {
+		f.seenFailures, _ = n.j.failedFsyncs(fd)
+	}
+	return f
 }
 
 // fdOf is the backing descriptor of an open file.
@@ -145,7 +154,12 @@ func (n *node) Writev(ctx context.Context, f fs.FileHandle, data [][]byte, off i
 var _ = (fs.NodeFsyncer)((*node)(nil))
 
 func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
-	return n.changeFile(f, n.j.fsyncFile)
+	return n.changeFile(f, func(fd int) error {
+		if of, ok := f.(*file); ok {
+			return n.j.fsyncDescriptor(fd, &of.seenFailures)
+		}
+		return n.j.fsyncFile(fd)
+	})
 }
 
 var _ = (fs.NodeSetattrer)((*node)(nil))
@@ -184,15 +198,18 @@ var _ = (fs.NodeOpener)((*node)(nil))
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_TRUNC == 0 {
 		fh, fuseFlags, errno := n.LoopbackNode.Open(ctx, flags)
-		return wrap(fh), fuseFlags, errno
+		n.j.mu.Lock()
+		defer n.j.mu.Unlock()
+		return n.wrap(fh), fuseFlags, errno
 	}
 	var fh fs.FileHandle
 	var fuseFlags uint32
 	errno := n.resize(nil, 0, func() (errno syscall.Errno) {
 		fh, fuseFlags, errno = n.LoopbackNode.Open(ctx, flags)
+		fh = n.wrap(fh)
 		return errno
 	})
-	return wrap(fh), fuseFlags, errno
+	return fh, fuseFlags, errno
 }
 
 var _ = (fs.NodeCreater)((*node)(nil))
@@ -221,7 +238,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			return nil, nil, 0, fs.ToErrno(err)
 		}
 	}
-	return inode, wrap(fh), fuseFlags, errno
+	return inode, n.wrap(fh), fuseFlags, errno
 }
 
 // add makes a new name with the loopback's make and records it.
