@@ -333,7 +333,7 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     onSyncLost: (error) => {
       logger.fatal(
         { event: 'queue_sync_lost', err: error },
-        'a checkpoint could not make the queue file durable (a failing disk?); exiting without closing it: the next start recovers every answered reading from its log',
+        'the queue file or its log could not be made durable (a failing disk?); exiting without closing it: the next start recovers every answered reading from its log',
       );
       process.exit(EXIT_QUEUE_SYNC_LOST);
     },

@@ -15,6 +15,7 @@ import {
   openCheckpointFiles,
   QueueSyncLostError,
 } from '../src/queue/checkpoint.js';
+import { LogSync } from '../src/queue/log-sync.js';
 import { queuePath } from '../src/queue/queue-file.js';
 import { QueueWriter } from '../src/queue/queue-writer.js';
 import { loadServerCertificate } from '../src/tls/certificate-store.js';
@@ -190,6 +191,38 @@ describe('the queue file on a disk whose fsyncs fail', () => {
       'committed before',
       '2\tship\tcargo\t2',
     ]);
+  });
+});
+
+// In power-loss mode ingest syncs the log of its commits itself, off the event loop, and answers
+// an append only after that sync (src/queue/log-sync.ts).
+describe('ingest’s log sync on a disk whose fsyncs fail', () => {
+  it('fails when a sink’s commit failed to sync the pages that wait for it, as Linux reports a failed writeback to every descriptor open then', async () => {
+    disk = await createPowercutDisk();
+    const fs = await disk.mount();
+    const path = join(fs.mountPoint, 'queue.db');
+    const ingest = new Database(path);
+    for (const pragma of ['journal_mode = WAL', 'synchronous = NORMAL', 'wal_autocheckpoint = 0']) ingest.pragma(pragma);
+    ingest.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+    const sync = new LogSync(path);
+    sync.now();
+    ingest.prepare('INSERT INTO t (v) VALUES (?)').run('committed, waiting for its sync');
+    const sink = new Database(path);
+    sink.pragma('synchronous = FULL');
+
+    // The sink's commit syncs the log, ingest's waiting pages with it; the disk drops them.
+    await fs.failFsyncs('file');
+    expect(() => sink.prepare('INSERT INTO t (v) VALUES (?)').run('a mark')).toThrow(
+      expect.objectContaining({ code: 'SQLITE_IOERR_FSYNC' }),
+    );
+    const failed = await new Promise<Error | null>((resolve) => sync.start(resolve));
+    expect(failed).toMatchObject({ code: 'EIO' });
+    // Reported once, as the kernel does: what the queue does then is stop (the test above).
+    expect(() => sync.now()).not.toThrow();
+
+    sync.close();
+    sink.close();
+    ingest.close();
   });
 });
 

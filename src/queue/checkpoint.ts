@@ -47,11 +47,11 @@ export interface CheckpointResult {
   checkpointed: number;
 }
 
-/** A checkpoint's pages were dropped by the disk; none may run again until a new process opens the file. */
+/** Pages of a checkpoint or of a commit were dropped by the disk; no checkpoint may run again until a new process opens the file. */
 export class QueueSyncLostError extends Error {
   override name = 'QueueSyncLostError';
   constructor(options?: ErrorOptions) {
-    super('a checkpoint could not make the queue file durable; its log keeps every commit for the next start', options);
+    super('an fsync of the queue file or its log failed; the log keeps every commit for the next start', options);
   }
 }
 
@@ -109,6 +109,16 @@ export class Checkpointer {
   }
 
   /**
+   * The disk dropped pages the file was to keep (a checkpoint's, or a commit's whose log sync
+   * failed, log-sync.ts): no checkpoint runs again in this process, and `onLost` hears of it once.
+   */
+  lose(cause: unknown): QueueSyncLostError {
+    const lost = new QueueSyncLostError({ cause });
+    if (Atomics.compareExchange(this.#state, LOST, 0, 1) === 0) this.#onLost(lost);
+    return lost;
+  }
+
+  /**
    * After a commit: a passive checkpoint when the log holds CHECKPOINT_PAGES or more, whichever
    * connection's commits put them there, as SQLite's automatic one would. Never throws: the commit
    * stands, and a loss is reported to `onLost`. As SQLite's, a checkpoint that failed (a full
@@ -162,9 +172,7 @@ export class Checkpointer {
         try {
           this.#fsync();
         } catch (error) {
-          const lost = new QueueSyncLostError({ cause: error });
-          if (Atomics.compareExchange(this.#state, LOST, 0, 1) === 0) this.#onLost(lost);
-          throw lost;
+          throw this.lose(error);
         }
       }
       return result;

@@ -157,8 +157,16 @@ function settleLeftLog(walPath: string): void {
   }
 }
 
-/** Opens (and on first use creates) the queue file with the pragmas every connection needs. */
-export function openQueueFile(dataDir: string, durability: Durability, options: { create: boolean }): Database.Database {
+/**
+ * Opens (and on first use creates) the queue file with the pragmas every connection needs.
+ * `syncedElsewhere`: in `power-loss` mode, the caller syncs the log after each commit itself
+ * (log-sync.ts), off the event loop; every other connection has SQLite sync each commit.
+ */
+export function openQueueFile(
+  dataDir: string,
+  durability: Durability,
+  options: { create: boolean; syncedElsewhere?: boolean },
+): Database.Database {
   if (options.create) makeDataDir(dataDir);
   const path = queuePath(dataDir);
   // Before the first write: even the journal mode pragma below may change a newer release's file.
@@ -177,11 +185,13 @@ export function openQueueFile(dataDir: string, durability: Durability, options: 
   if (isNew) db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
   // FULL fsyncs the WAL on every commit; NORMAL leaves commits in the OS page cache until checkpoint.
-  // The sinks' commits too, though losing one would only send readings again: a commit SQLite has
-  // indexed but not synced is lost when a later fsync fails and the kernel drops the file's
-  // unwritten pages, and recovery after a power cut then ends the log at that hole, dropping the
-  // answered commits behind it (docs/benchmarks.md, "Bytes written per reading").
-  db.pragma(`synchronous = ${durability === 'power-loss' ? 'FULL' : 'NORMAL'}`);
+  // In power-loss mode the sinks' commits are synced too, though losing one would only send
+  // readings again: a commit SQLite has indexed but not synced is lost when a later fsync fails and
+  // the kernel drops the file's unwritten pages, and recovery after a power cut then ends the log at
+  // that hole, dropping the answered commits behind it (docs/benchmarks.md, "Bytes written per
+  // reading"). Ingest's commits are synced by ingest (log-sync.ts), which answers none after such a
+  // failure.
+  db.pragma(`synchronous = ${durability === 'power-loss' && options.syncedElsewhere !== true ? 'FULL' : 'NORMAL'}`);
   // Two threads write the file (ingest appends, the sinks' marks); a writer waits for the other.
   db.pragma('busy_timeout = 10000');
   db.pragma('journal_size_limit = 67108864');

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { QUEUE_FULL_MESSAGE, QueueRefusedError, SYNC_LOST_MESSAGE, RequestAbandonedError, classifyWriteError } from './queue-errors.js';
 import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import { commitRows, type QueueRow } from './commit-rows.js';
+import { LogSync } from './log-sync.js';
 import {
   Checkpointer,
   type CheckpointFiles,
@@ -109,7 +110,8 @@ interface PendingAppend extends QueueRow {
 /**
  * The ingest side of the SQLite write-ahead queue. Appends made while the event loop is busy are
  * committed together in one transaction (group commit), and each append's promise settles only
- * after that commit. Each sink reads records and moves its progress mark through the other half, QueueReader, on its own connection.
+ * after that commit is durable: committed, and in power-loss mode synced too, off the event loop
+ * (log-sync.ts). Each sink reads records and moves its progress mark through the other half, QueueReader, on its own connection.
  */
 export class QueueWriter {
   readonly path: string;
@@ -134,6 +136,10 @@ export class QueueWriter {
   readonly #insertMany: (rows: QueueRow[]) => void;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
+  /** In power-loss mode: syncs ingest's commits off the event loop (log-sync.ts). */
+  readonly #logSync: LogSync | undefined;
+  /** Appends committed and not yet answered: they wait for the log sync that runs. */
+  #syncing: PendingAppend[] = [];
   readonly #commitWindowMs: number;
   #windowTimer: NodeJS.Timeout | undefined;
   /** Turns of the event loop counted while appends wait (a check-phase callback each). */
@@ -172,8 +178,10 @@ export class QueueWriter {
     this.durability = options.durability;
     this.maxBytes = options.maxBytes;
     this.#commitWindowMs = options.commitWindowMs ?? 0;
-    this.#db = openQueueFile(options.dataDir, options.durability, { create: true });
+    const syncedHere = options.durability === 'power-loss';
+    this.#db = openQueueFile(options.dataDir, options.durability, { create: true, syncedElsewhere: syncedHere });
     const db = this.#db;
+    this.#logSync = syncedHere ? new LogSync(this.path) : undefined;
     this.#onSyncLost = options.onSyncLost ?? (() => undefined);
     this.checkpointFiles = openCheckpointFiles(this.path);
     this.#checkpointer = new Checkpointer(db, this.checkpointState, this.checkpointFiles, this.#onSyncLost);
@@ -235,11 +243,15 @@ export class QueueWriter {
         resolve,
         reject,
       });
-      if (!this.#ticking) {
-        this.#ticking = true;
-        setImmediate(this.#tick);
-      }
+      this.#kick();
     });
+  }
+
+  /** Turns the event loop until what is pending is committed; ticks run in its check phase only. */
+  #kick(): void {
+    if (this.#ticking) return;
+    this.#ticking = true;
+    setImmediate(this.#tick);
   }
 
   /**
@@ -249,6 +261,8 @@ export class QueueWriter {
    * on meanwhile is not committed. Everything appended in between goes in the same commit.
    * With a commit window the commit also waits until the oldest append has waited the window
    * (on a timer, not turning the loop), so appends that come meanwhile share its write and fsync.
+   * While the log sync of the commit before runs, appends that have waited their turn wait for its
+   * end (without turning the loop) and then share one commit and one sync.
    */
   readonly #tick = (): void => {
     const oldest = this.#pending[0];
@@ -265,10 +279,13 @@ export class QueueWriter {
       }
     }
     this.#turn += 1;
-    let due = 0;
-    while (due < this.#pending.length && this.#pending[due]!.turn <= this.#turn - 2) due += 1;
-    if (due > 0) this.#commit(this.#pending.splice(0, due));
-    if (this.#pending.length > 0) setImmediate(this.#tick);
+    if (this.#logSync?.running !== true) {
+      let due = 0;
+      while (due < this.#pending.length && this.#pending[due]!.turn <= this.#turn - 2) due += 1;
+      if (due > 0) this.#commit(this.#pending.splice(0, due));
+    }
+    const newest = this.#pending.at(-1);
+    if (newest !== undefined && newest.turn > this.#turn - 2) setImmediate(this.#tick);
     else this.#ticking = false;
   };
 
@@ -280,6 +297,11 @@ export class QueueWriter {
   #commit(appends: PendingAppend[]): void {
     let batch = appends;
     for (const item of batch) this.#reserved -= item.bytes;
+    if (this.#checkpointer.lost) {
+      const refusal = new QueueRefusedError('io_error', SYNC_LOST_MESSAGE);
+      for (const item of batch) item.reject(refusal);
+      return;
+    }
     if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
     if (batch.length === 0) return;
     if (!this.#diskFull && !this.#diskReserve.roomFor(batch.reduce((sum, item) => sum + item.bytes, 0))) {
@@ -316,9 +338,52 @@ export class QueueWriter {
       this.#totals.readings += row.readings;
       this.#totals.bytes += row.bytes;
     }
-    for (const item of batch) item.resolve();
-    this.#checkpointer.afterCommit();
+    if (this.#logSync === undefined) this.#settle(batch, null);
+    else {
+      for (const item of batch) this.#syncing.push(item);
+      if (!this.#logSync.running) this.#logSync.start(this.#synced);
+    }
     if (this.#segmentRecords >= SEGMENT_MAX_RECORDS || this.#segmentBytes >= SEGMENT_MAX_BYTES) this.#startSegment();
+  }
+
+  /** The log sync ended: answers the appends it made durable, and lets the next commit go. */
+  readonly #synced = (error: Error | null): void => {
+    const batch = this.#syncing;
+    this.#syncing = [];
+    // Empty when close() synced and answered them already.
+    if (batch.length > 0) this.#settle(batch, error);
+    if (this.#pending.length > 0 && !this.#closed) this.#kick();
+  };
+
+  /** Syncs the log on this thread and answers what waited for it (at close). */
+  #syncNow(): void {
+    if (this.#logSync === undefined || this.#syncing.length === 0) return;
+    const batch = this.#syncing;
+    this.#syncing = [];
+    let error: Error | null = null;
+    try {
+      this.#logSync.now();
+    } catch (failure) {
+      error = failure as Error;
+    }
+    this.#settle(batch, error);
+  }
+
+  /**
+   * Answers committed appends once durable. After a failed log sync none is: the disk may have
+   * dropped their pages, and any after them would sit behind that hole in the log, so the queue
+   * stops as after a lost checkpoint, and the next start rewrites the whole log (queue-file.ts).
+   */
+  #settle(batch: PendingAppend[], error: Error | null): void {
+    if (error !== null) {
+      this.#checkpointer.lose(error);
+      const refusal = new QueueRefusedError('io_error', SYNC_LOST_MESSAGE);
+      for (const item of batch) item.reject(refusal);
+      return;
+    }
+    for (const item of batch) item.resolve();
+    // After the sync: a checkpoint's own sync of the log then has none of these pages left to write.
+    this.#checkpointer.afterCommit();
   }
 
   /** Refuses the appends whose client went away while they waited: they are not committed. */
@@ -545,6 +610,7 @@ export class QueueWriter {
     if (this.#closed) return true;
     clearTimeout(this.#windowTimer);
     if (this.#pending.length > 0) this.#commit(this.#pending.splice(0));
+    this.#syncNow();
     this.#closed = true;
     if (this.#checkpointer.lost) return false;
     try {
@@ -557,6 +623,7 @@ export class QueueWriter {
         this.#db.close();
         // After the last connection: closing them releases the process's locks on the files.
         closeCheckpointFiles(this.checkpointFiles);
+        this.#logSync?.close();
       }
     }
   }
