@@ -10,6 +10,8 @@
 // the best and the first that did not. The figure is the highest rate that kept up with
 // p99 ≤ `--p99` ms; the highest that kept up at all and each step's CPU are printed beside it,
 // since on a machine shared with other work the latency is the neighbours' as much as the gateway's.
+// `--fsync-delay-ms N` makes every fsync of the gateway N ms slower (bench/lib/slow-fsync.mjs), as
+// a card's may be; `--loads single` or `batch` runs one of the two searches.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +22,9 @@ import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { percentile } from '../scripts/lib/stats.mjs';
 import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
 import { pin, waitFor } from './lib/harness.mjs';
+import { list } from './lib/options.mjs';
 import { pacedLoad } from './lib/paced.mjs';
+import { slowFsyncEnv } from './lib/slow-fsync.mjs';
 import { benchWorkDir, loadAverage } from './lib/standalone.mjs';
 
 const { values: args } = parseArgs({
@@ -30,12 +34,17 @@ const { values: args } = parseArgs({
     mode: { type: 'string', default: 'power-loss' },
     step: { type: 'string', default: '15' },
     p99: { type: 'string', default: '100' },
+    'fsync-delay-ms': { type: 'string', default: '0' },
+    loads: { type: 'string', default: 'single,batch' },
     bundle: { type: 'string', default: join(projectRoot, 'dist', 'gateway.mjs') },
   },
 });
 const share = Number(args['cpu-share']);
 const stepS = Number(args.step);
 const p99LimitMs = Number(args.p99);
+const fsyncDelayMs = Number(args['fsync-delay-ms']);
+const batches = list(args.loads).map((load) => ({ single: 1, batch: 100 })[load] ?? Number.NaN);
+if (batches.some(Number.isNaN)) throw new Error(`--loads takes single and batch, not ${args.loads}`);
 const PERIOD_US = 100_000;
 const load = loadAverage;
 
@@ -120,6 +129,7 @@ async function search(batch) {
       DURABILITY: args.mode,
       QUESTDB_URL: questdb.httpUrl,
       QUESTDB_TABLE: `pi_${randomBytes(4).toString('hex')}`,
+      ...slowFsyncEnv(fsyncDelayMs),
     },
     // Joins the group before it becomes node, so every thread the gateway starts is in it.
     wrap: [
@@ -196,14 +206,16 @@ async function search(batch) {
 
 const results = [];
 try {
-  for (const batch of [1, 100]) results.push(await search(batch));
+  for (const batch of batches) results.push(await search(batch));
 } finally {
   await questdb.stop();
   rmSync(workDir, { recursive: true, force: true });
   rmdirSync(cgroup.dir);
   if (cgroup.memoryDir !== undefined) rmdirSync(cgroup.memoryDir);
 }
-process.stdout.write(`\n${cgroup.kind}; ${args.mode}; steps of ${stepS} s; load average at end ${load()}\n\n`);
+process.stdout.write(
+  `\n${cgroup.kind}; ${args.mode}; steps of ${stepS} s${fsyncDelayMs > 0 ? `; every fsync ${fsyncDelayMs} ms slower` : ''}; load average at end ${load()}\n\n`,
+);
 process.stdout.write(
   `| Load | Requests/s at p99 ≤ ${p99LimitMs} ms | Highest requests/s kept up with | Readings/s there | p99 ms there | Gateway CPU there, % of a core | Peak RSS MB |\n|---|---:|---:|---:|---:|---:|---:|\n`,
 );
