@@ -1,9 +1,9 @@
 // Forward throughput of each sink beside local delivery: `npm run bench:forward` (builds the bundle
 // first; `-- --help`). Each run, for each sink, queues the same backlog while no destination is
 // reachable, then starts the gateway with that sink alone able to deliver, and measures readings/s
-// and the gateway's CPU seconds per million readings. Each run also forwards a small backlog first
-// (`--one-off-readings`), so the CPU a sink pays once a process (loading its client, connecting) is
-// shown apart from its cost per reading. Prints the runs and their medians as Markdown.
+// and the gateway's CPU seconds per million readings: with what a sink pays once a process included
+// (loading its client, compiling its code), and in the steady state, after the first
+// `--warm-up-readings` were delivered. Prints the runs and their medians as Markdown.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -28,10 +28,10 @@ const HELP = `Usage: npm run bench:forward [-- options]
   --bundle PATH  the gateway build to run (default dist/gateway.mjs)
   --cpu-prof DIR run the site gateway under node --cpu-prof, a directory per run and sink under DIR,
                  and print each thread's self time by area and function over the delivery
-  --one-off-readings N
-                 before each run's backlog, forward one of N readings (a multiple of 1000, default
-                 1000; 0: none) with a gateway of its own, and report the sink's one-off CPU and its
-                 steady-state CPU per million beside the figure with the one-off included
+  --warm-up-readings N
+                 the steady state starts once N readings were delivered (default 100000; 0: not
+                 measured): its CPU per million, and the one-off CPU beyond that rate, are
+                 reported beside the figure with the one-off included
 `;
 
 const { values: args } = parseArgs({
@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     sinks: { type: 'string', default: SINKS.join(',') },
     bundle: { type: 'string', default: join(projectRoot, 'dist', 'gateway.mjs') },
     'cpu-prof': { type: 'string' },
-    'one-off-readings': { type: 'string', default: '1000' },
+    'warm-up-readings': { type: 'string', default: '100000' },
     help: { type: 'boolean' },
   },
 });
@@ -52,9 +52,9 @@ if (args.help) {
 const runs = Number(args.runs);
 const total = Number(args.readings);
 const sinks = args.sinks.split(',').map((s) => s.trim());
-const small = Number(args['one-off-readings']);
+const warmUp = Number(args['warm-up-readings']);
 if (!(runs >= 1) || !(total >= 1000) || total % 1000 !== 0) throw new Error(`bad options: --runs ${args.runs} --readings ${args.readings}`);
-if (!(small >= 0) || small % 1000 !== 0 || small >= total) throw new Error(`bad option --one-off-readings ${args['one-off-readings']}`);
+if (!(warmUp >= 0 && warmUp < total)) throw new Error(`bad option --warm-up-readings ${args['warm-up-readings']}: 0 up to the backlog`);
 const unknown = sinks.filter((s) => !SINKS.includes(s));
 if (sinks.length === 0 || unknown.length > 0)
   throw new Error(`bad option --sinks: ${unknown.join(',') || 'empty'} (known: ${SINKS.join(',')})`);
@@ -77,9 +77,8 @@ const questdb = await startQuestDb({ dataDir: join(work, 'questdb'), heap: '512m
  * @param {string} unreachable
  * @param {string} table
  * @param {string[] | undefined} nodeArgs the site gateway's
- * @param {number} count the backlog's readings
  */
-async function measure(sink, dataDir, unreachable, table, nodeArgs, count) {
+async function measure(sink, dataDir, unreachable, table, nodeArgs) {
   /**
    * The site gateway with `env` beside its own, by default delivering into QuestDB's `table`.
    * @param {Record<string, string>} env
@@ -90,10 +89,11 @@ async function measure(sink, dataDir, unreachable, table, nodeArgs, count) {
       bundle,
       apiKey,
       sink,
-      total: count,
+      total,
       nodeArgs,
+      warmUp,
       destinationPid: questdb.pid,
-      done: () => tableHolds(questdb.httpUrl, table, count),
+      done: () => tableHolds(questdb.httpUrl, table, total),
       ...options,
       env: { DATA_DIR: dataDir, ...gatewayEnv, ...env },
     });
@@ -126,7 +126,7 @@ async function measure(sink, dataDir, unreachable, table, nodeArgs, count) {
   // The Kafka sink joins with backfill, so it starts at the oldest queued reading; QuestDB stays unreachable.
   return site(
     { QUESTDB_URL: unreachable, KAFKA_BROKERS: kafka.bootstrap, KAFKA_TOPIC: topic, KAFKA_BACKFILL: 'on' },
-    { destinationPid: kafka.pid(), done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === count },
+    { destinationPid: kafka.pid(), done: async () => (await topicMessages(kafka.bootstrap, topic)) - before === total },
   );
 }
 
@@ -167,57 +167,29 @@ function profileSummary(dir, window) {
   return `${lines.join('\n')}\n`;
 }
 
-/**
- * One sink forwarding a backlog of `count` readings queued afresh, as the run's figures count it.
- * @param {number} run
- * @param {string} sink
- * @param {number} count
- * @param {string | undefined} profileDir
- */
-async function forwardBacklog(run, sink, count, profileDir) {
-  const dataDir = join(work, `gateway-${run}-${sink}-${count}`);
-  const table = `bench_forward_${sink.replace('-', '_')}_${run}_${Date.now()}`;
-  const unreachable = `http://127.0.0.1:${await freePort()}`;
-  // Only the local sink, pointed nowhere, while the backlog is queued: the sink under test joins with backfill.
-  await fillQueue({ bundle, apiKey, total: count, env: { DATA_DIR: dataDir, ...gatewayEnv, QUESTDB_URL: unreachable } });
-  const destinationPort = Number(
-    (sink === 'kafka' ? /** @type {NonNullable<typeof broker>} */ (broker).bootstrap : questdb.httpUrl).split(':').at(-1),
-  );
-  const waitingBefore = timeWaitTo(destinationPort);
-  const nodeArgs = profileDir === undefined ? undefined : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
-  const result = await measure(sink, dataDir, unreachable, table, nodeArgs, count);
-  if (profileDir !== undefined) process.stderr.write(profileSummary(profileDir, result.window));
-  const closedConnections = [...timeWaitTo(destinationPort)].filter((end) => !waitingBefore.has(end)).length;
-  if (sink !== 'kafka') await settleAndDrop(questdb.httpUrl, table);
-  rmSync(dataDir, { recursive: true, force: true });
-  return { ...result, closedConnections };
-}
-
-/**
- * The site's CPU split by a straight line through the two backlogs' CPU seconds: what each
- * reading adds (per million) and what is left at none, the one-off (loading the sink's client,
- * connecting, its first requests).
- * @param {{ siteCpuPerMillion: number }} large  the run's backlog of `total`
- * @param {{ siteCpuPerMillion: number } | undefined} smallRun  the one of `small` before it
- */
-function oneOffSplit(large, smallRun) {
-  if (smallRun === undefined) return { steadyCpuPerMillion: undefined, oneOffCpu: undefined };
-  const cpuLarge = (large.siteCpuPerMillion * total) / 1e6;
-  const cpuSmall = (smallRun.siteCpuPerMillion * small) / 1e6;
-  const perReading = (cpuLarge - cpuSmall) / (total - small);
-  return { steadyCpuPerMillion: perReading * 1e6, oneOffCpu: cpuSmall - perReading * small };
-}
-
-/** @type {Record<string, (Awaited<ReturnType<typeof forwardBacklog>> & ReturnType<typeof oneOffSplit>)[]>} */
+/** @type {Record<string, (Awaited<ReturnType<typeof forward>> & { closedConnections: number })[]>} */
 const results = Object.fromEntries(sinks.map((s) => [s, []]));
 try {
   if (broker) await createKafkaTopic(broker.bootstrap, topic, 3);
   for (let run = 1; run <= runs; run++) {
     for (const sink of sinks) {
-      const smallRun = small === 0 ? undefined : await forwardBacklog(run, sink, small, undefined);
+      const dataDir = join(work, `gateway-${run}-${sink}`);
+      const table = `bench_forward_${sink.replace('-', '_')}_${run}_${Date.now()}`;
+      const unreachable = `http://127.0.0.1:${await freePort()}`;
+      // Only the local sink, pointed nowhere, while the backlog is queued: the sink under test joins with backfill.
+      await fillQueue({ bundle, apiKey, total, env: { DATA_DIR: dataDir, ...gatewayEnv, QUESTDB_URL: unreachable } });
+      const destinationPort = Number(
+        (sink === 'kafka' ? /** @type {NonNullable<typeof broker>} */ (broker).bootstrap : questdb.httpUrl).split(':').at(-1),
+      );
+      const waitingBefore = timeWaitTo(destinationPort);
       const profileDir = args['cpu-prof'] === undefined ? undefined : join(args['cpu-prof'], `${run}-${sink}`);
-      const result = await forwardBacklog(run, sink, total, profileDir);
-      results[sink]?.push({ ...result, ...oneOffSplit(result, smallRun) });
+      const nodeArgs = profileDir === undefined ? undefined : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
+      const result = { ...(await measure(sink, dataDir, unreachable, table, nodeArgs)), closedConnections: 0 };
+      if (profileDir !== undefined) process.stderr.write(profileSummary(profileDir, result.window));
+      result.closedConnections = [...timeWaitTo(destinationPort)].filter((end) => !waitingBefore.has(end)).length;
+      if (sink !== 'kafka') await settleAndDrop(questdb.httpUrl, table);
+      rmSync(dataDir, { recursive: true, force: true });
+      results[sink]?.push(result);
       process.stderr.write(`run ${run}: ${sink} ${Math.round(result.readingsPerSec)} readings/s\n`);
     }
   }
@@ -252,9 +224,9 @@ process.stdout.write(
     `Backlog of ${total.toLocaleString('en-US')} readings per run, ${runs} runs; QuestDB ${QUESTDB_VERSION}${broker ? `, Kafka ${KAFKA_VERSION} (single node, 3 partitions)` : ''}.`,
     `Machine: ${os.cpus()[0]?.model.trim()}, ${os.cpus().length} cores, Node ${process.version}; load average (1, 5, 15 min) ${load(loadAtStart)} at the start, ${load(os.loadavg())} at the end; processes not pinned.`,
     '',
-    small === 0
-      ? 'No one-off backlog (--one-off-readings 0): the site CPU per million includes what a sink pays once.'
-      : `Site CPU: with the one-off included (the backlog of ${total.toLocaleString('en-US')} alone); steady state and one-off from it and a backlog of ${small.toLocaleString('en-US')} forwarded just before, by a gateway of its own (a straight line through the two).`,
+    warmUp === 0
+      ? 'Site CPU with what a sink pays once a process included; the steady state not measured (--warm-up-readings 0).'
+      : `Site CPU: with what a sink pays once a process included (loading its client, compiling its code), over the whole backlog; in the steady state, from when ${warmUp.toLocaleString('en-US')} readings were delivered to the end; the one-off, the CPU beyond the steady rate.`,
     '',
     '| Sink | Run | Readings/s | Site gateway CPU s per million, one-off included | Site CPU s per million, steady state | Site one-off CPU s | Central gateway CPU s per million | Destination CPU s per million | Deliveries | Connections to the destination closed (TIME_WAIT) |',
     '|---|---|---|---|---|---|---|---|---|---|',
