@@ -4,20 +4,13 @@
 // encoded into Produce requests of at most 64 KiB over 3 partitions, as the sink sends them; the
 // CRC-32C of the requests' record batches is measured apart, beside the client's own CRC-32C.
 // Medians of 5 runs.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
 import { jsCRC32C } from '@platformatic/kafka';
-import { projectRoot } from '../scripts/lib/paths.mjs';
 import { batchTemplate, fillBatchBody } from '../scripts/lib/readings.mjs';
+import { importSources, medianOfFive } from './lib/micro.mjs';
 
-const work = join(projectRoot, 'bench', '.work');
-mkdirSync(work, { recursive: true });
-const bundle = join(work, 'kafka-encode.mjs');
-await build({
-  stdin: {
-    contents: `
+const k = await importSources(
+  'kafka-encode',
+  `
       export { parseBatch } from '../../src/reading/parse-readings.ts';
       export { readingSchema } from '../../src/reading/reading-schema.ts';
       export { encodeRecord } from '../../src/queue/record-codec.ts';
@@ -26,17 +19,7 @@ await build({
       export { encodeProduceRequest, ScratchBuffer } from '../../src/sinks/kafka/produce-request.ts';
       export { crc32c } from '../../src/sinks/kafka/crc32c.ts';
     `,
-    resolveDir: work,
-    sourcefile: join(work, 'kafka-encode-entry.ts'),
-    loader: 'ts',
-  },
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  outfile: bundle,
-  logLevel: 'warning',
-});
-const k = await import(pathToFileURL(bundle).href);
+);
 
 const BATCH = 20_000;
 const RECORD = 1000;
@@ -86,19 +69,6 @@ const encode = (/** @type {(typeof requests)[number]} */ partitions) =>
 const encoded = requests.map((partitions) => Buffer.from(encode(partitions)));
 const requestBytes = encoded.reduce((n, b) => n + b.length, 0);
 
-/** Runs `fn` until `ms` elapsed, returns microseconds per call. @param {() => unknown} fn */
-function measure(fn, ms = 500) {
-  for (let i = 0; i < 5; i++) fn();
-  let calls = 0;
-  const started = performance.now();
-  while (performance.now() - started < ms) {
-    fn();
-    calls += 1;
-  }
-  return ((performance.now() - started) * 1000) / calls;
-}
-const median = (/** @type {number[]} */ values) => /** @type {number} */ ([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]);
-
 /** Every request's bytes through `crc` (all of it, header included: nearly all is its record batches). @param {(b: Buffer) => number} crc */
 const checksumAll = (crc) => () => {
   for (const b of encoded) crc(b);
@@ -125,6 +95,6 @@ console.log(
 console.log('| Piece | µs per batch | ns per reading | MB/s of request bytes |');
 console.log('|---|---:|---:|---:|');
 for (const [name, fn] of cases) {
-  const us = median(Array.from({ length: 5 }, () => measure(fn)));
+  const us = medianOfFive(fn);
   console.log(`| ${name} | ${us.toFixed(0)} | ${((us * 1000) / BATCH).toFixed(0)} | ${(requestBytes / us).toFixed(0)} |`);
 }
