@@ -1,19 +1,11 @@
 // Micro-benchmarks of the hot path's pieces, one core, no I/O: `npm run bench:hot-path`.
 // Compares each piece the gateway does itself with the library it stands in for (zod for the
 // reading check, @questdb/nodejs-client for ILP encoding). Medians of 5 runs.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
-import { projectRoot } from '../scripts/lib/paths.mjs';
+import { importSources, medianOfFive } from './lib/micro.mjs';
 
-const work = join(projectRoot, 'bench', '.work');
-mkdirSync(work, { recursive: true });
-const entry = join(work, 'hot-path-entry.ts');
-const bundle = join(work, 'hot-path.mjs');
-await build({
-  stdin: {
-    contents: `
+const hot = await importSources(
+  'hot-path',
+  `
       export { parseBatch } from '../../src/reading/parse-readings.ts';
       export { readingSchema } from '../../src/reading/reading-schema.ts';
       export { encodeRecord, decodeRecord } from '../../src/queue/record-codec.ts';
@@ -23,17 +15,7 @@ await build({
       export { withoutExpired } from '../../src/sinks/questdb/expired-readings.ts';
       export { ShipTable } from '../../src/console/activity/ship-table.ts';
     `,
-    resolveDir: work,
-    sourcefile: entry,
-    loader: 'ts',
-  },
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  outfile: bundle,
-  logLevel: 'warning',
-});
-const hot = await import(pathToFileURL(bundle).href);
+);
 const { SenderBufferV2 } = await import('@questdb/nodejs-client');
 
 const READINGS = 1000;
@@ -72,17 +54,6 @@ const feedSingles = () => {
   for (const one of singles) ships.record('bench-key', one, now);
 };
 
-/** Runs `fn` until `ms` elapsed, returns microseconds per call. @param {() => unknown} fn */
-function measure(fn, ms = 400) {
-  for (let i = 0; i < 20; i++) fn();
-  let calls = 0;
-  const started = performance.now();
-  while (performance.now() - started < ms) {
-    fn();
-    calls += 1;
-  }
-  return ((performance.now() - started) * 1000) / calls;
-}
 const median = (/** @type {number[]} */ values) => /** @type {number} */ ([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]);
 
 /** @type {[string, () => unknown][]} */
@@ -144,7 +115,7 @@ console.log(`per ${READINGS} readings (body ${body.length} bytes), median of 5 r
 console.log('| Piece | µs per 1,000 readings | readings/s on one core |');
 console.log('|---|---|---|');
 for (const [name, fn] of cases) {
-  const us = median(Array.from({ length: 5 }, () => measure(fn)));
+  const us = medianOfFive(fn);
   console.log(`| ${name} | ${us.toFixed(0)} | ${Math.round((READINGS / us) * 1e6).toLocaleString('en-US')} |`);
 }
 

@@ -78,6 +78,30 @@ async function drained(gw, sink, total) {
   return lines();
 }
 
+/**
+ * Watches `gw`'s log for `sink`'s deliveries and, once they count `warmUp` readings, notes the
+ * process's CPU seconds and the readings delivered by then: the start of the steady state, once
+ * the sink's client is loaded and its code compiled. Polled every 2 ms, so the CPU noted is at
+ * most that late (the next delivery has begun, and it counts into the steady state).
+ * @param {import('./gateway.mjs').BenchGateway} gw
+ * @param {string} sink
+ * @param {number} warmUp
+ */
+function watchWarmUp(gw, sink, warmUp) {
+  const mark = { cpu: /** @type {number | undefined} */ (undefined), readings: 0 };
+  let seen = 0;
+  const timer = setInterval(() => {
+    for (; seen < gw.logs.length; seen++) {
+      const line = /** @type {Record<string, unknown>} */ (gw.logs[seen]);
+      if (line.event === 'delivered' && line.sink === sink) mark.readings += Number(line.readings);
+    }
+    if (mark.readings < warmUp) return;
+    mark.cpu = cpuSeconds(gw.pid);
+    clearInterval(timer);
+  }, 2);
+  return { mark, stop: () => clearInterval(timer) };
+}
+
 const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ before) =>
   pid === undefined ? undefined : (cpuSeconds(pid) ?? 0) - before;
 
@@ -86,12 +110,15 @@ const cpuSince = (/** @type {number | undefined} */ pid, /** @type {number} */ b
  * backlog (and, with a `central` gateway, until the central has delivered it to its QuestDB).
  * Returns the rate, from the start of the site's first delivery to the end of the last delivery
  * (the central's when there is one), as logged; the site's, the central's and the destination's
- * CPU seconds per million readings over that time.
+ * CPU seconds per million readings over that time. With `warmUp`, the site's CPU per million
+ * once that many readings were delivered (the steady state), and what the site spent beyond that
+ * rate over the whole backlog (the one-off: loading the sink's client, compiling, connecting).
  * `nodeArgs` go to the site gateway's node (such as `--cpu-prof`).
  * @param {{ bundle: string, apiKey: string, total: number, env: Record<string, string>, sink: string,
- *   done: () => Promise<boolean>, destinationPid?: number, central?: import('./gateway.mjs').BenchGateway, nodeArgs?: string[] }} options
+ *   done: () => Promise<boolean>, destinationPid?: number, central?: import('./gateway.mjs').BenchGateway, nodeArgs?: string[],
+ *   warmUp?: number }} options
  */
-export async function forward({ bundle, apiKey, total, env, sink, done, destinationPid, central, nodeArgs }) {
+export async function forward({ bundle, apiKey, total, env, sink, done, destinationPid, central, nodeArgs, warmUp = 0 }) {
   const gw = await startBenchGateway({ bundle, apiKey, env, nodeArgs });
   try {
     const before = {
@@ -101,8 +128,10 @@ export async function forward({ bundle, apiKey, total, env, sink, done, destinat
     };
     // On V8's profile clock: the delivery, without the gateway's start.
     const window = { fromUs: monotonicUs(), toUs: 0 };
+    const warm = warmUp > 0 ? watchWarmUp(gw, sink, warmUp) : undefined;
     const deliveries = await drained(gw, sink, total);
     window.toUs = monotonicUs();
+    warm?.stop();
     const centralDeliveries = central === undefined ? [] : await drained(central, 'questdb', total);
     const site = cpuSince(gw.pid, before.site) ?? 0;
     const centralCpu = cpuSince(central?.pid, before.central);
@@ -114,9 +143,15 @@ export async function forward({ bundle, apiKey, total, env, sink, done, destinat
     if (delivered !== total) throw new Error(`${sink}: delivered ${delivered} readings, expected ${total}`);
     if (!(await done())) throw new Error(`${sink}: the destination does not hold the ${total} readings`);
     const perMillion = (/** @type {number | undefined} */ cpu) => (cpu === undefined ? undefined : (cpu / total) * 1e6);
+    const steady =
+      warm?.mark.cpu === undefined || warm.mark.readings >= total
+        ? undefined
+        : ((before.site + site - warm.mark.cpu) / (total - warm.mark.readings)) * 1e6;
     return {
       readingsPerSec: total / seconds,
       siteCpuPerMillion: /** @type {number} */ (perMillion(site)),
+      steadyCpuPerMillion: steady,
+      oneOffCpu: steady === undefined ? undefined : site - (steady * total) / 1e6,
       centralCpuPerMillion: perMillion(centralCpu),
       destinationCpuPerMillion: perMillion(destination),
       deliveries: deliveries.length,

@@ -59,6 +59,22 @@ const varintBytes = (n: number): number => uvarintBytes(n * 2);
 const recordBodyBytes = (keyBytes: number, valueBytes: number, offsetDelta: number): number =>
   1 + 1 + varintBytes(offsetDelta) + varintBytes(keyBytes) + keyBytes + varintBytes(valueBytes) + valueBytes + 1;
 
+/**
+ * Writes `n` as an unsigned varint at `at`, returning where it ended. A function of its own, not a
+ * closure over the encoder's position: a position captured and written by a closure lives in a
+ * context object, and every byte the encoder writes reads and writes it.
+ */
+function putUvarint(out: Buffer, at: number, n: number): number {
+  while (n >= 0x80) {
+    out[at++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
+  }
+  out[at++] = n;
+  return at;
+}
+
+const putVarint = (out: Buffer, at: number, n: number): number => putUvarint(out, at, n * 2);
+
 /** A RecordBatch (magic 2) of the messages at `indices`, uncompressed, from its baseOffset to its last record. */
 function batchBytes(messages: MessageList, indices: readonly number[]): number {
   let bytes = 8 + 4 + BATCH_HEADER_BYTES;
@@ -89,14 +105,6 @@ export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchB
 
   const out = scratch?.take(total) ?? Buffer.allocUnsafe(total);
   let at = 0;
-  const uvarint = (n: number): void => {
-    while (n >= 0x80) {
-      out[at++] = (n & 0x7f) | 0x80;
-      n >>>= 7;
-    }
-    out[at++] = n;
-  };
-  const varint = (n: number): void => uvarint(n * 2);
 
   // transactional_id: none
   if (flexible) out[at++] = 0;
@@ -104,14 +112,14 @@ export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchB
   at = out.writeInt16BE(request.acks, at);
   at = out.writeInt32BE(request.timeoutMs, at);
   if (flexible) {
-    uvarint(2);
-    uvarint(topic.length + 1);
+    at = putUvarint(out, at, 2);
+    at = putUvarint(out, at, topic.length + 1);
   } else {
     at = out.writeInt32BE(1, at);
     at = out.writeInt16BE(topic.length, at);
   }
   at += topic.copy(out, at);
-  if (flexible) uvarint(request.partitions.length + 1);
+  if (flexible) at = putUvarint(out, at, request.partitions.length + 1);
   else at = out.writeInt32BE(request.partitions.length, at);
 
   const timestamp = BigInt(request.timestampMs);
@@ -119,7 +127,7 @@ export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchB
     const { partition, baseSequence, indices } = request.partitions[p]!;
     const size = sizes[p]!;
     at = out.writeInt32BE(partition, at);
-    if (flexible) uvarint(size + 1);
+    if (flexible) at = putUvarint(out, at, size + 1);
     else at = out.writeInt32BE(size, at);
     const start = at;
     at = out.writeBigInt64BE(0n, at); // baseOffset: the broker assigns it
@@ -139,15 +147,15 @@ export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchB
       const m = indices[i]!;
       const keyBytes = messages.keyBytes(m);
       const valueBytes = messages.valueBytes(m);
-      varint(recordBodyBytes(keyBytes, valueBytes, i));
+      at = putVarint(out, at, recordBodyBytes(keyBytes, valueBytes, i));
       out[at++] = 0; // attributes
       out[at++] = 0; // timestamp delta
-      varint(i);
-      varint(keyBytes);
+      at = putVarint(out, at, i);
+      at = putVarint(out, at, keyBytes);
       let end = messages.writeKey(m, out, at);
       if (end - at !== keyBytes) throw new Error(`a message key wrote ${end - at} bytes, not the ${keyBytes} it told`);
       at = end;
-      varint(valueBytes);
+      at = putVarint(out, at, valueBytes);
       end = messages.writeValue(m, out, at);
       if (end - at !== valueBytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${valueBytes} it told`);
       at = end;
