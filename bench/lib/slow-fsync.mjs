@@ -45,7 +45,11 @@ int fdatasync(int fd) {
 }
 `;
 
-/** The environment that slows every fsync of a process by `ms`; empty for 0. @param {number} ms */
+/**
+ * The environment that slows every fsync of a process by `ms`; empty for 0.
+ * @param {number} ms
+ * @returns {Record<string, string>}
+ */
 export function slowFsyncEnv(ms) {
   if (ms <= 0) return {};
   return { LD_PRELOAD: slowFsyncLibrary(), HARBOR_FSYNC_DELAY_US: String(Math.round(ms * 1000)) };
