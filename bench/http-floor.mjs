@@ -3,6 +3,8 @@
 // validation, no queue. `npm run bench:http-floor [-- --runs N --duration S]`. Medians of runs.
 // With `--gateway` (after `npm run build`) each run also loads the built gateway in both durability
 // modes, on the same CPU, right after the floor and in turns, and prints each mode's share of the floor.
+// `--bundle PATH` loads another build instead of dist/gateway.mjs; `--fsync-delay-ms N` makes every
+// fsync of the gateways N ms slower (bench/lib/slow-fsync.mjs), as a card's may be.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -17,9 +19,14 @@ import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { waitFor } from './lib/harness.mjs';
 import { parseLoadArgs } from './lib/options.mjs';
+import { slowFsyncEnv } from './lib/slow-fsync.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 
-const { runs, durationS, connections, extra } = parseLoadArgs(5, { gateway: { type: 'boolean', default: false } });
+const { runs, durationS, connections, extra } = parseLoadArgs(5, {
+  gateway: { type: 'boolean', default: false },
+  bundle: { type: 'string', default: join(projectRoot, 'dist', 'gateway.mjs') },
+  'fsync-delay-ms': { type: 'string', default: '0' },
+});
 const gatewayToo = extra.gateway === true;
 
 ensureWrk();
@@ -65,10 +72,11 @@ try {
   for (const mode of MODES) {
     if (questdb === undefined) break;
     const gw = await startBenchGateway({
-      bundle: join(projectRoot, 'dist', 'gateway.mjs'),
+      bundle: String(extra.bundle),
       apiKey,
       cpus: '0',
       env: {
+        ...slowFsyncEnv(Number(extra['fsync-delay-ms'])),
         DATA_DIR: join(dataDir, mode),
         DURABILITY: mode,
         QUESTDB_URL: questdb.httpUrl,
