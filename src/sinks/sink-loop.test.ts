@@ -2,7 +2,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { QueueRecord } from '../queue/queue-reader.js';
 import type { Delivery, Recovery, SinkTarget } from './sink.js';
-import { STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
+import { type ReplaySettings, STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
 import { AppendSignal } from './append-signal.js';
 
 // The loop around any destination, on fake timers: how long it waits when a destination asks for
@@ -69,7 +69,7 @@ function start(target: ScriptedTarget, queue: SinkQueue, failures: string[], eve
 }
 
 /** A loop that sleeps while the queue is empty, woken by `appended`. */
-function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: AppendSignal): void {
+function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: AppendSignal, replay?: ReplaySettings): void {
   loop = new SinkLoop({
     reader: queue,
     target,
@@ -77,6 +77,7 @@ function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: Appe
     options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
     events: { delivered: () => undefined, failed: () => undefined },
     appended,
+    ...(replay === undefined ? {} : { replay }),
   });
   loop.start();
 }
@@ -223,16 +224,8 @@ describe('SinkLoop', () => {
     ]);
     const appended = new AppendSignal();
     const checkMs = 300;
-    loop = new SinkLoop({
-      reader: queue,
-      target,
-      logger: pino({ level: 'silent' }),
-      options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
-      events: { delivered: () => undefined, failed: () => undefined },
-      replay: { windowMs: 60_000, checkMs, queue: { cursor: { segment: 1, lastId: 1 }, keep: () => undefined, replay: () => 0 } },
-      appended,
-    });
-    loop.start();
+    const keptQueue = { cursor: { segment: 1, lastId: 1 }, keep: () => undefined, replay: () => 0 };
+    startSignalled(target, queue, appended, { windowMs: 60_000, checkMs, queue: keptQueue });
     await new Promise((r) => setTimeout(r, 1_400));
     expect(target.sent).toHaveLength(1);
     // A check every checkMs, as before, and one read of the queue with each: not one every 50 ms.
