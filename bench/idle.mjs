@@ -35,12 +35,17 @@ const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standa
 // The other build's environment as its release shipped it (`GLIBC_TUNABLES=` for one from before the malloc setting).
 const bundleEnv = envPairs(args['bundle-env']);
 
-/** Voluntary context switches (the thread slept and was woken) and CPU ticks per thread. @param {number} pid */
+/**
+ * Voluntary context switches (the thread slept and was woken), CPU ticks and run time in ns (from
+ * `schedstat`, which resolves what a tick of 10 ms cannot) per thread. @param {number} pid
+ */
 function wakeUps(pid) {
   /** @type {Record<string, number>} */
   const byName = {};
   /** @type {Record<string, number>} */
   const ticks = {};
+  /** @type {Record<string, number>} */
+  const runNs = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       // Worker, libuv and V8 threads are all called "node": the main thread apart, the rest together.
@@ -49,12 +54,14 @@ function wakeUps(pid) {
       byName[name] = (byName[name] ?? 0) + switches;
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks[name] = Number(fields[11]) + Number(fields[12]);
+      ticks[name] = (ticks[name] ?? 0) + Number(fields[11]) + Number(fields[12]);
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      runNs[name] = (runNs[name] ?? 0) + ns;
     } catch {
       // The thread ended between the listing and the read.
     }
   }
-  return { byName, ticks };
+  return { byName, ticks, runNs };
 }
 
 /** Private resident kB of the process's mappings, grouped: heap-like anonymous, node's binary, libraries, the rest. @param {number} pid */
@@ -123,8 +130,13 @@ async function idleRun(build) {
       const used = n - (wokeBefore.ticks[thread] ?? 0);
       if (used > 0) ticks[thread] = used;
     }
+    /** @type {Record<string, number>} */
+    const runMs = {};
+    for (const [thread, ns] of Object.entries(wokeAfter.runNs)) runMs[thread] = (ns - (wokeBefore.runNs[thread] ?? 0)) / 1e6;
     return {
       cpuShare: (after.cpuSeconds - before.cpuSeconds) / windowS,
+      runShare: Object.values(runMs).reduce((a, b) => a + b, 0) / 1000 / windowS,
+      runMs,
       rssMb: after.rssKb / 1024,
       anonMb: after.anonKb / 1024,
       hwmMb: after.hwmKb / 1024,
@@ -157,7 +169,10 @@ try {
       process.stdout.write(
         `run ${run}, ${build.name}: CPU ${(result.cpuShare * 100).toFixed(3)} % of a core, RSS ${result.rssMb.toFixed(1)} MB, ` +
           `private ${result.anonMb.toFixed(1)} MB, heaps ${result.ingestHeapMb.toFixed(1)} + ${result.deliveryHeapMb.toFixed(1)} MB; wake-ups/s: ${woke}; ` +
-          `CPU ticks by thread: ${JSON.stringify(result.ticks)}\n`,
+          `CPU ticks by thread: ${JSON.stringify(result.ticks)}; run time ${(result.runShare * 100).toFixed(3)} % of a core, ms by thread: ` +
+          `${Object.entries(result.runMs)
+            .map(([t, ms]) => `${t} ${ms.toFixed(1)}`)
+            .join(', ')}\n`,
       );
     }
   }
@@ -171,6 +186,9 @@ const cell = (values, digits) =>
   `${(median(values) ?? 0).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
 const rows = [
   ['idle CPU, % of a core', (/** @type {any} */ r) => r.cpuShare * 100, 3],
+  ["idle CPU by threads' run time, % of a core", (/** @type {any} */ r) => r.runShare * 100, 3],
+  ["main thread's run time, ms", (/** @type {any} */ r) => r.runMs['main thread'] ?? 0, 1],
+  ["other threads' run time, ms", (/** @type {any} */ r) => r.runMs['other threads'] ?? 0, 1],
   ['RSS, MB', (/** @type {any} */ r) => r.rssMb, 1],
   ['private (RssAnon), MB', (/** @type {any} */ r) => r.anonMb, 1],
   ['peak RSS since start (VmHWM), MB', (/** @type {any} */ r) => r.hwmMb, 1],

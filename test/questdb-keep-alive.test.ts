@@ -44,6 +44,22 @@ describe('QuestDB writes on kept-alive connections', () => {
     expect(proxy.accepted).toBeLessThanOrEqual(3);
   });
 
+  it('checks the table every 5 s on the connections it has, though QuestDB hints at closing them after 5 s', async () => {
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    started.push({ stop: () => proxy.close() });
+    const gw = await startTestGateway({ QUESTDB_URL: proxy.url });
+    started.push(gw);
+    expect((await gw.post('/api/v2/ingest/batch', batch(0, 5))).status).toBe(200);
+    await waitForDrained(gw);
+    const opened = proxy.accepted;
+    const sent = proxy.sentBytes;
+    // Two checks of the table while the sink keeps the readings for its replay window (60 s).
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    expect(gw.gateway.stats.sink('questdb').failures).toBe(0);
+    expect(proxy.sentBytes - sent).toBeGreaterThan(1_000);
+    expect(proxy.accepted).toBe(opened);
+  });
+
   it('sends again what QuestDB acknowledged into a table dropped and made anew by hand between two checks', async () => {
     const table = uniqueTable('remade');
     const gw: TestGateway = await startTestGateway({ QUESTDB_TABLE: table });

@@ -6,6 +6,7 @@ import { freePort } from '../scripts/lib/ports.mjs';
 import { type QuestDbServer, startQuestDb } from '../scripts/lib/questdb.mjs';
 import { QuestDbHttp } from '../src/questdb/questdb-http.js';
 import { recoverWal, walStatus } from '../src/questdb/wal-recovery.js';
+import { QuestDbTarget } from '../src/sinks/questdb/questdb-target.js';
 import { tempDir } from './support/temp-dir.js';
 import { waitUntil } from './support/wait.js';
 
@@ -81,6 +82,41 @@ describe('WAL recovery', () => {
     expect(recovery).toMatchObject({ wasSuspended: true, suspended: false, skipped: [] });
     await applied(table);
     expect(await values(table)).toEqual([1, 2]);
+  });
+
+  it("the sink's check asks two questions, the table's state with its WAL state and its columns, and resumes a suspended table", async () => {
+    const table = `wal_recovery_${++tables}`;
+    await client.exec(
+      `CREATE TABLE ${table} (time TIMESTAMP_NS, ship_id SYMBOL, cargo_id SYMBOL, value DOUBLE, site SYMBOL) TIMESTAMP(time) PARTITION BY DAY WAL DEDUP UPSERT KEYS(time, ship_id, cargo_id, site)`,
+    );
+    await client.exec(`INSERT INTO ${table} (time, ship_id, cargo_id, value) VALUES ('2026-01-01T00:00:01Z', 'ship', 'cargo', 1)`);
+    await applied(table);
+    const asked: string[] = [];
+    const counting = {
+      write: client.write.bind(client),
+      close: async () => undefined,
+      reconnect: async () => undefined,
+      exec: <T>(statement: string): Promise<T> => {
+        asked.push(statement);
+        return client.exec<T>(statement);
+      },
+    };
+    const target = new QuestDbTarget({
+      questdb: counting,
+      logger,
+      options: { name: 'questdb', describe: 'local', table, retentionDays: undefined, site: 'site-a', resumesWal: true },
+    });
+    expect(await target.recover()).toEqual({ ok: true, resumed: true });
+    asked.length = 0;
+    expect(await target.recover()).toEqual({ ok: true, resumed: false });
+    expect(asked).toHaveLength(2);
+
+    await client.exec(`ALTER TABLE ${table} SUSPEND WAL`);
+    await client.exec(`INSERT INTO ${table} (time, ship_id, cargo_id, value) VALUES ('2026-01-01T00:00:02Z', 'ship', 'cargo', 2)`);
+    expect(await target.recover()).toEqual({ ok: true, resumed: true });
+    await applied(table);
+    expect(await values(table)).toEqual([1, 2]);
+    expect(logs.some((line) => line.event === 'questdb_wal_suspended' && line.table === table)).toBe(true);
   });
 
   it('skips the transactions whose WAL files are gone, logs each as an error, and the table takes writes again', async () => {

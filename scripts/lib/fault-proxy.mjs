@@ -10,6 +10,8 @@ export class FaultProxy {
   delayMs = 0;
   /** Connections clients opened through the proxy since it started. */
   accepted = 0;
+  /** Bytes clients sent through the proxy since it started. */
+  sentBytes = 0;
   /** @type {Set<import('node:net').Socket>} */
   #sockets = new Set();
   /** @type {import('node:net').Server} */
@@ -70,6 +72,9 @@ export class FaultProxy {
     upstream.on('close', () => {
       this.#sockets.delete(upstream);
       client.destroy();
+    });
+    client.on('data', (/** @type {Buffer} */ chunk) => {
+      this.sentBytes += chunk.length;
     });
     client.pipe(upstream);
     upstream.on('data', (/** @type {Buffer} */ chunk) => {

@@ -147,7 +147,13 @@ function newPool(options: QuestDbOptions): Pool {
   return new Pool(options.url, {
     connections: 2,
     pipelining: 1,
+    // Idle connections are kept 10 s, longer than the QuestDB sink's 5 s between table checks.
+    // QuestDB answers `Keep-Alive: timeout=5` but keeps an idle connection open far longer; undici
+    // would take the hint less 2 s, close each connection 3 s after its request, and open new ones
+    // (and destroy the old with an error and its stack trace) at every check.
     keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 10_000,
+    keepAliveTimeoutThreshold: -10_000,
     ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
   });
 }

@@ -27,15 +27,25 @@ type Sql = Pick<QuestDbClient, 'exec'>;
 
 const POLL_MS = 100;
 
+/** The columns of `wal_tables()` a WalStatus is read from, in `walStatusOf`'s order. */
+export const WAL_STATUS_COLUMNS = ['suspended', 'writerTxn', 'sequencerTxn', 'errorTag', 'errorMessage'] as const;
+
+/** A row's WAL_STATUS_COLUMNS as a WalStatus; undefined when they are null (no WAL table, in a LEFT JOIN). */
+export function walStatusOf(
+  row: readonly [suspended: boolean | null, writerTxn: number | null, sequencerTxn: number | null, errorTag: string, errorMessage: string],
+): WalStatus | undefined {
+  const [suspended, writerTxn, sequencerTxn, errorTag, errorMessage] = row;
+  if (typeof suspended !== 'boolean') return undefined;
+  return { suspended, writerTxn: Number(writerTxn), sequencerTxn: Number(sequencerTxn), errorTag, errorMessage };
+}
+
 /** The table's WAL state, or undefined when QuestDB knows no WAL table of that name. */
 export async function walStatus(questdb: Sql, table: string): Promise<WalStatus | undefined> {
-  const answer = await questdb.exec<{ dataset: [string, boolean, number, number, string, string][] }>(
-    `SELECT name, suspended, writerTxn, sequencerTxn, errorTag, errorMessage FROM wal_tables() WHERE name = '${table.replaceAll("'", "''")}'`,
+  const answer = await questdb.exec<{ dataset: [boolean, number, number, string, string][] }>(
+    `SELECT ${WAL_STATUS_COLUMNS.join(', ')} FROM wal_tables() WHERE name = '${table.replaceAll("'", "''")}'`,
   );
   const row = answer.dataset[0];
-  if (row === undefined) return undefined;
-  const [, suspended, writerTxn, sequencerTxn, errorTag, errorMessage] = row;
-  return { suspended, writerTxn: Number(writerTxn), sequencerTxn: Number(sequencerTxn), errorTag, errorMessage };
+  return row === undefined ? undefined : walStatusOf(row);
 }
 
 /**
@@ -44,13 +54,19 @@ export async function walStatus(questdb: Sql, table: string): Promise<WalStatus 
  * were not. The transaction is first retried (`RESUME WAL`); when it fails again it is skipped
  * (`RESUME WAL FROM TXN n+1`), which loses its rows: the caller sends its recent readings again.
  * Every suspension is logged as an error with the transaction, so an operator sees what happened.
- * Gives up (still suspended) after `timeoutMs`.
+ * Gives up (still suspended) after `timeoutMs`. `known`: the table's state just read (with its other
+ * state, in one question), so it is not asked again.
  */
-export async function recoverWal(questdb: Sql, table: string, log: Logger, timeoutMs = 30_000): Promise<WalRecovery> {
-  const deadline = Date.now() + timeoutMs;
+export async function recoverWal(
+  questdb: Sql,
+  table: string,
+  log: Logger,
+  options: { timeoutMs?: number; known?: WalStatus } = {},
+): Promise<WalRecovery> {
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   const quoted = `"${table.replaceAll('"', '""')}"`;
   const skipped: number[] = [];
-  let status = await walStatus(questdb, table);
+  let status = options.known ?? (await walStatus(questdb, table));
   const wasSuspended = status?.suspended === true;
   let retried: number | undefined;
   while (status?.suspended === true && Date.now() < deadline) {

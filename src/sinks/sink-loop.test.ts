@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { QueueRecord } from '../queue/queue-reader.js';
-import type { Delivery, SinkTarget } from './sink.js';
-import { STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
+import type { Delivery, Recovery, SinkTarget } from './sink.js';
+import { type ReplaySettings, STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
 import { AppendSignal } from './append-signal.js';
 
 // The loop around any destination, on fake timers: how long it waits when a destination asks for
@@ -69,7 +69,7 @@ function start(target: ScriptedTarget, queue: SinkQueue, failures: string[], eve
 }
 
 /** A loop that sleeps while the queue is empty, woken by `appended`. */
-function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: AppendSignal): void {
+function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: AppendSignal, replay?: ReplaySettings): void {
   loop = new SinkLoop({
     reader: queue,
     target,
@@ -77,8 +77,18 @@ function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: Appe
     options: { intervalMs: 50, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
     events: { delivered: () => undefined, failed: () => undefined },
     appended,
+    ...(replay === undefined ? {} : { replay }),
   });
   loop.start();
+}
+
+/** A destination with a replay window: every check is recorded (its time) and finds the table as needed. */
+class CheckedTarget extends ScriptedTarget {
+  readonly checks: number[] = [];
+  async recover(): Promise<Recovery> {
+    this.checks.push(performance.now());
+    return { ok: true, resumed: false };
+  }
 }
 
 const requeued = (id: number, sink?: string): QueueRecord => ({ ...record, id, ...(sink === undefined ? {} : { sink }) });
@@ -197,6 +207,41 @@ describe('SinkLoop', () => {
     await vi.waitFor(() => expect(target.sent).toHaveLength(1), { timeout: 2000, interval: 10 });
     expect(target.attempts[0]! - committed).toBeGreaterThanOrEqual(45);
     expect(reads).toBe(2);
+  });
+
+  it('with readings kept, sleeps from one check of the destination to the next instead of reading the queue every interval', async () => {
+    vi.useRealTimers();
+    const queue = new ListQueue([requeued(1)]);
+    let reads = 0;
+    const read = queue.readOldest.bind(queue);
+    queue.readOldest = () => {
+      reads += 1;
+      return read();
+    };
+    const target = new CheckedTarget([
+      () => ({ ok: true, requests: 1, deadLetters: [] }),
+      () => ({ ok: true, requests: 1, deadLetters: [] }),
+    ]);
+    const appended = new AppendSignal();
+    const checkMs = 300;
+    const keptQueue = { cursor: { segment: 1, lastId: 1 }, keep: () => undefined, replay: () => 0 };
+    startSignalled(target, queue, appended, { windowMs: 60_000, checkMs, queue: keptQueue });
+    await new Promise((r) => setTimeout(r, 1_400));
+    expect(target.sent).toHaveLength(1);
+    // A check every checkMs, as before, and one read of the queue with each: not one every 50 ms.
+    expect(target.checks.length).toBeGreaterThanOrEqual(4);
+    expect(target.checks.length).toBeLessThanOrEqual(6);
+    for (let i = 1; i < target.checks.length; i++) {
+      expect(target.checks[i]! - target.checks[i - 1]!).toBeGreaterThanOrEqual(checkMs);
+      expect(target.checks[i]! - target.checks[i - 1]!).toBeLessThan(checkMs + 150);
+    }
+    expect(reads).toBeLessThanOrEqual(target.checks.length + 1);
+    // A reading committed meanwhile goes an interval later, not at the next check.
+    queue.records.push(requeued(2));
+    const committed = performance.now();
+    appended.appended();
+    await vi.waitFor(() => expect(target.sent).toHaveLength(2), { timeout: 2000, interval: 5 });
+    expect(performance.now() - committed).toBeLessThan(checkMs - 50);
   });
 
   it('sees a commit made between its read of the queue and its sleep', async () => {

@@ -36,6 +36,8 @@ export type SinkQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
 export interface ReplaySettings {
   windowMs: number;
   queue: Pick<QueueReader, 'cursor' | 'keep' | 'replay'>;
+  /** How often the destination is checked while readings are kept: KEEP_CHECK_MS unless given. */
+  checkMs?: number;
 }
 
 /** `full`: a whole batch went, so more is probably waiting. */
@@ -79,7 +81,7 @@ export class SinkLoop {
   #loop: Promise<void> | undefined;
   /** The next batch, read while the previous one was on its way. */
   #readAhead: QueueRecord[] | undefined;
-  readonly #replay: (ReplaySettings & { window: ReplayWindow<Progress> }) | undefined;
+  readonly #replay: (ReplaySettings & { window: ReplayWindow<Progress>; checkMs: number }) | undefined;
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
@@ -106,7 +108,7 @@ export class SinkLoop {
     this.#replay =
       deps.replay === undefined || deps.replay.windowMs <= 0
         ? undefined
-        : { ...deps.replay, window: new ReplayWindow(deps.replay.windowMs) };
+        : { ...deps.replay, window: new ReplayWindow(deps.replay.windowMs), checkMs: deps.replay.checkMs ?? KEEP_CHECK_MS };
     this.#target = deps.target;
     this.#events = deps.events;
     this.#log = deps.logger;
@@ -155,8 +157,12 @@ export class SinkLoop {
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
       else delay = this.#options.intervalMs;
-      // Nothing to deliver and nothing kept: sleep until ingest commits, then gather readings for an interval.
-      if (outcome === 'empty' && this.#appended !== undefined && !this.#keepsAny()) await this.#idle(this.#appended);
+      // Nothing to deliver: sleep until ingest commits, then gather readings for an interval. With
+      // readings kept, no longer than until the next check of the destination is due.
+      if (outcome === 'empty' && this.#appended !== undefined) {
+        if (!this.#keepsAny()) await this.#idle(this.#appended, IDLE_POLL_MS);
+        else if (!this.#mustRecover) await this.#idle(this.#appended, this.#untilCheckMs() - delay);
+      }
     }
     // Last delivery: drain while the destination answers, until the queue is empty or stop() gives up.
     for (
@@ -180,18 +186,26 @@ export class SinkLoop {
     });
   }
 
-  /** Until ingest commits after the last read, `wake()` or `stop()`, or IDLE_POLL_MS. */
-  #idle(appended: AppendSignal): Promise<void> {
-    if (this.#stopping) return Promise.resolve();
+  /** Until ingest commits after the last read, `wake()` or `stop()`, or `ms`. */
+  #idle(appended: AppendSignal, ms: number): Promise<void> {
+    if (this.#stopping || ms <= 0) return Promise.resolve();
     const interrupt = new Promise<void>((resolve) => {
       this.#wake = () => {
         this.#wake = undefined;
         resolve();
       };
     });
-    return appended.changed(this.#seenAppended, IDLE_POLL_MS, interrupt).finally(() => {
+    return appended.changed(this.#seenAppended, ms, interrupt).finally(() => {
       this.#wake = undefined;
     });
+  }
+
+  /**
+   * Until the next check of the destination is due (see #recoverAndRelease), and a millisecond more:
+   * a timer may fire up to a millisecond before its time by the monotonic clock.
+   */
+  #untilCheckMs(): number {
+    return Math.ceil(this.#lastKeepCheck + (this.#replay?.checkMs ?? KEEP_CHECK_MS) - performance.now()) + 1;
   }
 
   /** Readings delivered and kept for the replay window, or a check owed: the sink keeps its timer. */
@@ -227,7 +241,7 @@ export class SinkLoop {
     // Checked every few seconds, not only when something is to be let go: a destination that comes
     // back from a cut may stop applying writes a while after it answered the first check.
     // Monotonic: a step of the wall clock back must not stop the checks until it catches up.
-    if (!this.#mustRecover && performance.now() - this.#lastKeepCheck < KEEP_CHECK_MS) return undefined;
+    if (!this.#mustRecover && performance.now() - this.#lastKeepCheck < replay.checkMs) return undefined;
     this.#lastKeepCheck = performance.now();
     const recovery = await this.#target.recover();
     if (!recovery.ok) {

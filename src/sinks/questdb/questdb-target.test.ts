@@ -80,7 +80,7 @@ class FakeQuestDb implements QuestDbClient {
   }
 
   async exec<T>(sql: string): Promise<T> {
-    if (sql.includes('FROM tables()')) return { dataset: [[1, true, false, 0, 'HOUR']] } as T;
+    if (sql.includes('FROM tables()')) return { dataset: [[1, true, false, 0, 'HOUR', false, 1, 1, '', '']] } as T;
     if (sql.includes('table_columns')) {
       const columns = [
         ['time', 'TIMESTAMP_NS', true],

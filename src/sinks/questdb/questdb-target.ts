@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../questdb/questdb-http.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, type QueuedReading } from '../../queue/record-codec.js';
-import { recoverWal } from '../../questdb/wal-recovery.js';
+import { recoverWal, type WalStatus } from '../../questdb/wal-recovery.js';
 import { corruptRecordLetter, readingLetter, reasonText } from '../dead-letter-reason.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { withoutExpired } from './expired-readings.js';
@@ -120,7 +120,7 @@ export class QuestDbTarget implements SinkTarget {
       const table = await this.#checkTable();
       if (!table.ok) return { ok: false, message: table.message, level: 'error' };
       if (!this.#options.resumesWal) return { ok: true, resumed: table.replaced };
-      const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log);
+      const recovery = await recoverWal(this.#questdb, this.#options.table, this.#log, table.wal === undefined ? {} : { known: table.wal });
       if (recovery.suspended)
         return { ok: false, message: `table ${this.#options.table} stays suspended: ${recovery.status?.errorMessage}`, level: 'error' };
       return { ok: true, resumed: recovery.wasSuspended || table.replaced };
@@ -138,7 +138,7 @@ export class QuestDbTarget implements SinkTarget {
    * which stops the sink until an operator drops it. The readings delivered to a dropped table went
    * with it: `replaced` asks for what the sink keeps to be sent again.
    */
-  async #checkTable(): Promise<{ ok: true; replaced: boolean } | { ok: false; message: string }> {
+  async #checkTable(): Promise<{ ok: true; replaced: boolean; wal: WalStatus | undefined } | { ok: false; message: string }> {
     const name = this.#options.table;
     let table: TableSetupResult;
     try {
@@ -168,7 +168,7 @@ export class QuestDbTarget implements SinkTarget {
       );
     }
     this.#tableId = table.id;
-    return { ok: true, replaced };
+    return { ok: true, replaced, wal: table.wal };
   }
 
   close(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { QuestDbClient } from '../../questdb/questdb-http.js';
+import { WAL_STATUS_COLUMNS, type WalStatus, walStatusOf } from '../../questdb/wal-recovery.js';
 
 export class TableSchemaError extends Error {
   override name = 'TableSchemaError';
@@ -9,7 +10,14 @@ interface ColumnsAnswer {
 }
 
 interface TableAnswer {
-  dataset: [id: number, walEnabled: boolean, dedup: boolean, ttlValue: number, ttlUnit: string][];
+  dataset: [
+    id: number,
+    walEnabled: boolean,
+    dedup: boolean,
+    ttlValue: number,
+    ttlUnit: string,
+    ...wal: [suspended: boolean | null, writerTxn: number | null, sequencerTxn: number | null, errorTag: string, errorMessage: string],
+  ][];
 }
 
 // `site`: two sites' readings of the same ship, cargo and time are two rows.
@@ -32,6 +40,11 @@ export interface TableSetupResult {
   id: number;
   /** The TTL or deduplication differed from what the gateway needs and was set again. */
   altered: boolean;
+  /**
+   * The table's WAL state (`wal_tables()`), asked with its other state, when setup changed nothing
+   * since: the check of a table already as needed need not ask for it again.
+   */
+  wal: WalStatus | undefined;
 }
 
 /**
@@ -40,8 +53,8 @@ export interface TableSetupResult {
  * and checks that an existing table can take our rows, so a schema mismatch stops the QuestDB sink
  * instead of sending every reading to the dead letters. A table already as needed is not altered:
  * every ALTER rewrites QuestDB's table metadata, which a power cut during the rewrite can damage.
- * Such a table costs two queries, its state and its columns: the sink checks it every few seconds
- * while it keeps readings for replay.
+ * Such a table costs two queries, its state (with its WAL state) and its columns: the sink checks it
+ * every few seconds while it keeps readings for replay.
  */
 export async function setUpTable(questdb: QuestDbClient, table: string, retentionDays: number | undefined): Promise<TableSetupResult> {
   let state = await tableState(questdb, table);
@@ -56,13 +69,14 @@ export async function setUpTable(questdb: QuestDbClient, table: string, retentio
   }
   if (state === undefined) throw new TableSchemaError(`table ${table} does not exist`);
   let columns = await tableColumns(questdb, table);
+  let altered = false;
   // A table of a release before sites gains the column in place (its rows keep a null site).
   if (existed && !columns.has('site')) {
     await questdb.exec(`ALTER TABLE "${table}" ADD COLUMN site SYMBOL`);
     columns = await tableColumns(questdb, table);
+    altered = true;
   }
   const { timestampType, dedupsOnReadingKey } = describeTable(table, state, columns);
-  let altered = false;
   if (retentionDays !== undefined && ttlHours(state) !== retentionDays * 24) {
     await questdb.exec(`ALTER TABLE "${table}" SET TTL ${retentionDays} DAYS`);
     altered = true;
@@ -71,7 +85,13 @@ export async function setUpTable(questdb: QuestDbClient, table: string, retentio
     await questdb.exec(`ALTER TABLE "${table}" DEDUP ENABLE UPSERT KEYS(${DEDUP_KEYS.join(', ')})`);
     altered = true;
   }
-  return { created: !existed, timestampType, id: state.id, altered: altered && existed };
+  return {
+    created: !existed,
+    timestampType,
+    id: state.id,
+    altered: altered && existed,
+    wal: existed && !altered ? state.wal : undefined,
+  };
 }
 
 /** The table's TTL in hours (0: none); NaN for units a number of days cannot equal (months, years). */
@@ -121,12 +141,17 @@ interface TableState {
   dedup: boolean;
   ttlValue: number;
   ttlUnit: string;
+  wal: WalStatus | undefined;
 }
 
 async function tableState(questdb: QuestDbClient, table: string): Promise<TableState | undefined> {
+  // wal_tables() in the same question: one request fewer in each check of the table.
   const answer = await questdb.exec<TableAnswer>(
-    `SELECT id, walEnabled, dedup, ttlValue, ttlUnit FROM tables() WHERE table_name = '${table}'`,
+    `SELECT t.id, t.walEnabled, t.dedup, t.ttlValue, t.ttlUnit, ${WAL_STATUS_COLUMNS.map((c) => `w.${c}`).join(', ')}` +
+      ` FROM tables() t LEFT JOIN wal_tables() w ON (w.name = t.table_name) WHERE t.table_name = '${table}'`,
   );
   const row = answer.dataset[0];
-  return row === undefined ? undefined : { id: row[0], walEnabled: row[1], dedup: row[2], ttlValue: row[3], ttlUnit: row[4] };
+  if (row === undefined) return undefined;
+  const [id, walEnabled, dedup, ttlValue, ttlUnit, ...wal] = row;
+  return { id, walEnabled, dedup, ttlValue, ttlUnit, wal: walStatusOf(wal) };
 }
