@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFailed } from 'vitest';
 import { aptInstall } from '../scripts/lib/apt.mjs';
 import { TEST_KEY } from './support/gateway.js';
 import { gatewayEnv, spawnGateway } from './support/process.js';
@@ -35,6 +35,11 @@ describe('a gateway whose clock is stepped', () => {
     const env = gatewayEnv('clockstep', { ...clock.env, FLUSH_INTERVAL_MS: '50', REPLAY_WINDOW_MS: String(REPLAY_WINDOW_MS) });
     const [table, dataDir] = [env.QUESTDB_TABLE, env.DATA_DIR];
     const gateway = await spawnGateway(env);
+    // What the gateway did, for a failure that a rerun does not show again.
+    onTestFailed(() => {
+      const lines = gateway.logs.slice(-60);
+      console.error(`the gateway's last log lines:\n${lines.map((l) => JSON.stringify(l)).join('\n')}\n${gateway.stderr()}`);
+    });
     let sent = 0;
     /** One time-less reading a request, as fast as they are answered, for `ms`. */
     const pushFor = async (ms: number) => {
@@ -78,7 +83,8 @@ describe('a gateway whose clock is stepped', () => {
       });
       const delivered = marks().progress;
       clock.step('+1d');
-      // The sink checks its table every 5 s and lets go of what was acknowledged a whole window ago.
+      // The sink checks its table 5 s after the delivery, then when what it acknowledged is a whole
+      // window old (by the monotonic clock), and lets it go.
       await new Promise((resolve) => setTimeout(resolve, 6_500));
       expect(marks().kept).not.toEqual(delivered);
       await waitUntil('the kept readings let go once the window passed', () => marks().kept.join() === delivered.join(), 45_000);

@@ -5,8 +5,8 @@ import { sql, storedCounts, uniqueTable, waitForCount, waitForDrained, waitForWa
 
 // The QuestDB sink writes on kept-alive connections. QuestDB acknowledges the first write on a
 // connection that had a table open after the table was dropped, and loses those rows; the sink
-// keeps what it delivered for REPLAY_WINDOW_MS and checks the table's identity every 5 s, so such
-// a write is sent again, whether the table is still missing or was made anew by hand meanwhile.
+// keeps what it delivered for REPLAY_WINDOW_MS and checks the table's identity 5 s after a delivery,
+// so such a write is sent again, whether the table is still missing or was made anew by hand meanwhile.
 
 const started: { stop(): Promise<void> }[] = [];
 afterAll(async () => {
@@ -40,7 +40,7 @@ describe('QuestDB writes on kept-alive connections', () => {
     await waitForWalApplied(gw.table);
     expect(await storedCounts(gw.table)).toEqual({ rows: 5000, distinct: 5000 });
     expect(gw.gateway.stats.sink('questdb').deliveries).toBeGreaterThanOrEqual(50);
-    // One connection for the writes and one for SQL (table setup, the checks every 5 s), opened once.
+    // One connection for the writes and one for SQL (table setup, the checks after deliveries), opened once.
     expect(proxy.accepted).toBeLessThanOrEqual(3);
   });
 
@@ -52,12 +52,34 @@ describe('QuestDB writes on kept-alive connections', () => {
     expect((await gw.post('/api/v2/ingest/batch', batch(0, 5))).status).toBe(200);
     await waitForDrained(gw);
     const opened = proxy.accepted;
-    const sent = proxy.sentBytes;
-    // Two checks of the table while the sink keeps the readings for its replay window (60 s).
-    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const asked = proxy.sqlRequests;
+    // A reading a second for 11 s: a delivery since each check, so two more checks of the table.
+    for (let i = 0; i < 11; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect((await gw.post('/api/v2/ingest/batch', batch(5 + i, 1))).status).toBe(200);
+    }
     expect(gw.gateway.stats.sink('questdb').failures).toBe(0);
-    expect(proxy.sentBytes - sent).toBeGreaterThan(1_000);
+    // Two questions a check.
+    expect(proxy.sqlRequests - asked).toBeGreaterThanOrEqual(4);
     expect(proxy.accepted).toBe(opened);
+  });
+
+  it('asks nothing more of QuestDB while nothing new is delivered, until the kept readings may go', async () => {
+    const proxy = await FaultProxy.start(inject('questdbUrl'));
+    started.push({ stop: () => proxy.close() });
+    const gw = await startTestGateway({ QUESTDB_URL: proxy.url, REPLAY_WINDOW_MS: '15000' });
+    started.push(gw);
+    expect((await gw.post('/api/v2/ingest/batch', batch(0, 5))).status).toBe(200);
+    await waitForDrained(gw);
+    const delivered = Date.now();
+    // The check 5 s after the delivery, then none until the window lets the readings go.
+    await new Promise((resolve) => setTimeout(resolve, 7_000));
+    const asked = proxy.sqlRequests;
+    await new Promise((resolve) => setTimeout(resolve, delivered + 13_000 - Date.now()));
+    expect(proxy.sqlRequests).toBe(asked);
+    await new Promise((resolve) => setTimeout(resolve, delivered + 18_000 - Date.now()));
+    expect(proxy.sqlRequests).toBeGreaterThan(asked);
+    expect(gw.gateway.stats.sink('questdb').failures).toBe(0);
   });
 
   it('sends again what QuestDB acknowledged into a table dropped and made anew by hand between two checks', async () => {

@@ -10,8 +10,8 @@ export class FaultProxy {
   delayMs = 0;
   /** Connections clients opened through the proxy since it started. */
   accepted = 0;
-  /** Bytes clients sent through the proxy since it started. */
-  sentBytes = 0;
+  /** QuestDB SQL requests (`GET /exec`) clients sent since it started, each seen at the start of a chunk. */
+  sqlRequests = 0;
   /** @type {Set<import('node:net').Socket>} */
   #sockets = new Set();
   /** @type {import('node:net').Server} */
@@ -74,7 +74,7 @@ export class FaultProxy {
       client.destroy();
     });
     client.on('data', (/** @type {Buffer} */ chunk) => {
-      this.sentBytes += chunk.length;
+      if (chunk.subarray(0, 9).toString('latin1') === 'GET /exec') this.sqlRequests += 1;
     });
     client.pipe(upstream);
     upstream.on('data', (/** @type {Buffer} */ chunk) => {

@@ -32,6 +32,12 @@ export class ReplayWindow<Position> {
     return this.#acknowledged.length > 0;
   }
 
+  /** When (by `now`) the oldest acknowledgement kept reaches `windowMs`, if any is kept. */
+  get nextExpiry(): number | undefined {
+    const oldest = this.#acknowledged[0];
+    return oldest === undefined ? undefined : oldest.at + this.#windowMs;
+  }
+
   /** The newest position acknowledged at least `windowMs` ago, if any: what may be let go. */
   expired(): Position | undefined {
     const limit = this.#now() - this.#windowMs;

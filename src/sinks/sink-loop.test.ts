@@ -209,7 +209,7 @@ describe('SinkLoop', () => {
     expect(reads).toBe(2);
   });
 
-  it('with readings kept, sleeps from one check of the destination to the next instead of reading the queue every interval', async () => {
+  it('with readings kept and nothing new delivered, checks once soon after the delivery, then not until the kept readings may go', async () => {
     vi.useRealTimers();
     const queue = new ListQueue([requeued(1)]);
     let reads = 0;
@@ -223,25 +223,49 @@ describe('SinkLoop', () => {
       () => ({ ok: true, requests: 1, deadLetters: [] }),
     ]);
     const appended = new AppendSignal();
-    const checkMs = 300;
-    const keptQueue = { cursor: { segment: 1, lastId: 1 }, keep: () => undefined, replay: () => 0 };
-    startSignalled(target, queue, appended, { windowMs: 60_000, checkMs, queue: keptQueue });
-    await new Promise((r) => setTimeout(r, 1_400));
+    const [checkMs, windowMs] = [200, 1_000];
+    const kept: unknown[] = [];
+    const keptQueue = { cursor: { segment: 1, lastId: 1 }, keep: (at: unknown) => void kept.push(at), replay: () => 0 };
+    startSignalled(target, queue, appended, { windowMs, checkMs, queue: keptQueue });
+    await new Promise((r) => setTimeout(r, 1_600));
     expect(target.sent).toHaveLength(1);
-    // A check every checkMs, as before, and one read of the queue with each: not one every 50 ms.
-    expect(target.checks.length).toBeGreaterThanOrEqual(4);
-    expect(target.checks.length).toBeLessThanOrEqual(6);
-    for (let i = 1; i < target.checks.length; i++) {
-      expect(target.checks[i]! - target.checks[i - 1]!).toBeGreaterThanOrEqual(checkMs);
-      expect(target.checks[i]! - target.checks[i - 1]!).toBeLessThan(checkMs + 150);
-    }
-    expect(reads).toBeLessThanOrEqual(target.checks.length + 1);
+    // The check before the first delivery, one checkMs after it, and one when the window let the
+    // reading go: none in between, and none once nothing is kept.
+    expect(target.checks).toHaveLength(3);
+    const [first, afterDelivery, release] = target.checks as [number, number, number];
+    expect(afterDelivery - first).toBeGreaterThanOrEqual(checkMs);
+    expect(afterDelivery - first).toBeLessThan(checkMs + 150);
+    expect(release - first).toBeGreaterThanOrEqual(windowMs);
+    expect(release - first).toBeLessThan(windowMs + 150);
+    expect(kept).toEqual([keptQueue.cursor]);
+    expect(reads).toBeLessThanOrEqual(target.checks.length + 2);
     // A reading committed meanwhile goes an interval later, not at the next check.
     queue.records.push(requeued(2));
     const committed = performance.now();
     appended.appended();
     await vi.waitFor(() => expect(target.sent).toHaveLength(2), { timeout: 2000, interval: 5 });
     expect(performance.now() - committed).toBeLessThan(checkMs - 50);
+  });
+
+  it('while deliveries go on, checks the destination every checkMs', async () => {
+    vi.useRealTimers();
+    const queue = new ListQueue([]);
+    const target = new CheckedTarget(Array.from({ length: 20 }, () => () => ({ ok: true, requests: 1, deadLetters: [] })));
+    const appended = new AppendSignal();
+    const checkMs = 300;
+    const keptQueue = { cursor: { segment: 1, lastId: 1 }, keep: () => undefined, replay: () => 0 };
+    startSignalled(target, queue, appended, { windowMs: 60_000, checkMs, queue: keptQueue });
+    for (let id = 1; id <= 14; id++) {
+      queue.records.push(requeued(id));
+      appended.appended();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(target.sent.length).toBeGreaterThanOrEqual(10);
+    expect(target.checks.length).toBeGreaterThanOrEqual(4);
+    for (let i = 1; i < target.checks.length; i++) {
+      expect(target.checks[i]! - target.checks[i - 1]!).toBeGreaterThanOrEqual(checkMs);
+      expect(target.checks[i]! - target.checks[i - 1]!).toBeLessThan(checkMs + 150);
+    }
   });
 
   it('sees a commit made between its read of the queue and its sleep', async () => {

@@ -46,8 +46,14 @@ type Outcome = 'empty' | 'delivered' | 'full' | 'failed';
 const BACKOFF_BASE_MS = 250;
 /** Longest wait a destination's Retry-After can ask for: a wrong header must not park a sink for days. */
 const RETRY_AFTER_MAX_MS = 10 * 60 * 1000;
-/** How often the destination of a sink with a replay window is checked (and kept readings let go). */
+/** How soon after a delivery the destination of a sink with a replay window is checked (and kept readings let go). */
 const KEEP_CHECK_MS = 5_000;
+/**
+ * With nothing delivered since the last check, the next one waits until kept readings may be let
+ * go, but no longer than this: a quiet gateway then asks its destination once a window, not every
+ * KEEP_CHECK_MS, and a table suspended meanwhile is still found within a minute.
+ */
+const QUIET_CHECK_MAX_MS = 60_000;
 /**
  * How long a sink with nothing to deliver and nothing kept sleeps when no commit wakes it: records
  * re-queued by the command line, another process, are found this late at most. Such a wake-up is one
@@ -85,6 +91,8 @@ export class SinkLoop {
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
+  /** The destination acknowledged a delivery after the last check: the next one is due KEEP_CHECK_MS after it. */
+  #deliveredSinceCheck = false;
   /** The clock offset last reported, so a change is reported once. */
   #clockAhead: number | undefined;
   readonly #appended: AppendSignal | undefined;
@@ -205,7 +213,20 @@ export class SinkLoop {
    * a timer may fire up to a millisecond before its time by the monotonic clock.
    */
   #untilCheckMs(): number {
-    return Math.ceil(this.#lastKeepCheck + (this.#replay?.checkMs ?? KEEP_CHECK_MS) - performance.now()) + 1;
+    return Math.ceil(this.#nextCheckAt() - performance.now()) + 1;
+  }
+
+  /**
+   * When the next check is due, by the monotonic clock: `checkMs` after the last one when something
+   * was delivered since (a table dropped under that delivery must be found soon); otherwise when
+   * the oldest kept readings may be let go, within QUIET_CHECK_MAX_MS.
+   */
+  #nextCheckAt(): number {
+    const checkMs = this.#replay?.checkMs ?? KEEP_CHECK_MS;
+    const soon = this.#lastKeepCheck + checkMs;
+    if (this.#deliveredSinceCheck) return soon;
+    const release = this.#replay?.window.nextExpiry ?? Number.POSITIVE_INFINITY;
+    return Math.max(soon, Math.min(release, this.#lastKeepCheck + Math.max(checkMs, QUIET_CHECK_MAX_MS)));
   }
 
   /** Readings delivered and kept for the replay window, or a check owed: the sink keeps its timer. */
@@ -238,11 +259,12 @@ export class SinkLoop {
     const replay = this.#replay;
     if (replay === undefined || this.#target.recover === undefined) return undefined;
     const expired = replay.window.expired();
-    // Checked every few seconds, not only when something is to be let go: a destination that comes
-    // back from a cut may stop applying writes a while after it answered the first check.
-    // Monotonic: a step of the wall clock back must not stop the checks until it catches up.
-    if (!this.#mustRecover && performance.now() - this.#lastKeepCheck < replay.checkMs) return undefined;
+    // Checked a few seconds after each delivery, not only when something is to be let go: a
+    // destination that comes back from a cut may stop applying writes a while after it answered the
+    // first check. Monotonic: a step of the wall clock back must not stop the checks until it catches up.
+    if (!this.#mustRecover && performance.now() < this.#nextCheckAt()) return undefined;
     this.#lastKeepCheck = performance.now();
+    this.#deliveredSinceCheck = false;
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
       this.#mustRecover = true;
@@ -348,7 +370,10 @@ export class SinkLoop {
         started,
       );
     }
-    if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
+    if (this.#replay !== undefined) {
+      this.#replay.window.acknowledged(this.#replay.queue.cursor);
+      this.#deliveredSinceCheck = true;
+    }
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
     const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
