@@ -120,11 +120,12 @@ describe('a sink with a replay window', () => {
     vi.setSystemTime(Date.now() + 86_400_000);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(reader.kept).toEqual({ segment: 1, lastId: 0 });
-    // And back by two: the checks go on, and the readings go once the window has passed.
+    // And back by two: the readings go once the window has passed, at the check due then (before
+    // the first delivery, 5 s after it, and when the window ends: nothing new was delivered).
     vi.setSystemTime(Date.now() - 2 * 86_400_000);
     await vi.advanceTimersByTimeAsync(WINDOW_MS);
     expect(reader.kept).toEqual(reader.progress);
-    expect(target.recoveries).toBeGreaterThan(WINDOW_MS / 5_000);
+    expect(target.recoveries).toBe(3);
   });
 
   it('lets nothing go while the destination cannot be recovered', async () => {
