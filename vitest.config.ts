@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 // Grafana, the appliance's first boot). `npm test` runs all three.
 const integrationSetup = {
   globalSetup: ['test/support/global-setup.ts'],
+  setupFiles: ['test/support/property-sizes.ts'],
   hookTimeout: 120_000,
 };
 
@@ -18,7 +19,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'], setupFiles: ['test/support/unit-guard.ts'] },
+        test: { name: 'unit', include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'], setupFiles: ['test/support/unit-guard.ts', 'test/support/property-sizes.ts'] },
       },
       { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], ...integrationSetup } },
       { extends: true, test: { name: 'deploy', include: ['test/deploy/**/*.test.ts'], ...integrationSetup } },
