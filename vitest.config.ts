@@ -19,7 +19,11 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'], setupFiles: ['test/support/unit-guard.ts', 'test/support/property-sizes.ts'] },
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          setupFiles: ['test/support/unit-guard.ts', 'test/support/property-sizes.ts'],
+        },
       },
       { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], ...integrationSetup } },
       { extends: true, test: { name: 'deploy', include: ['test/deploy/**/*.test.ts'], ...integrationSetup } },
