@@ -91,6 +91,8 @@ export class SinkLoop {
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
+  /** The destination acknowledged a delivery after the last check: the next one is due KEEP_CHECK_MS after it. */
+  #deliveredSinceCheck = false;
   /** The clock offset last reported, so a change is reported once. */
   #clockAhead: number | undefined;
   readonly #appended: AppendSignal | undefined;
@@ -211,22 +213,19 @@ export class SinkLoop {
    * a timer may fire up to a millisecond before its time by the monotonic clock.
    */
   #untilCheckMs(): number {
-    return Math.ceil(this.#nextCheckAt(false) - performance.now()) + 1;
+    return Math.ceil(this.#nextCheckAt() - performance.now()) + 1;
   }
 
   /**
    * When the next check is due, by the monotonic clock: `checkMs` after the last one when something
-   * was delivered since (a table dropped under that delivery must be found soon) or `toDeliver`
-   * (readings wait to go); otherwise when the oldest kept readings may be let go, within
-   * QUIET_CHECK_MAX_MS.
+   * was delivered since (a table dropped under that delivery must be found soon); otherwise when
+   * the oldest kept readings may be let go, within QUIET_CHECK_MAX_MS.
    */
-  #nextCheckAt(toDeliver: boolean): number {
+  #nextCheckAt(): number {
     const checkMs = this.#replay?.checkMs ?? KEEP_CHECK_MS;
     const soon = this.#lastKeepCheck + checkMs;
-    const window = this.#replay?.window;
-    // The window's acknowledgements and the checks are timed by the same monotonic clock.
-    if (toDeliver || (window?.newestAcknowledgedAt ?? Number.NEGATIVE_INFINITY) >= this.#lastKeepCheck) return soon;
-    const release = window?.nextExpiry ?? Number.POSITIVE_INFINITY;
+    if (this.#deliveredSinceCheck) return soon;
+    const release = this.#replay?.window.nextExpiry ?? Number.POSITIVE_INFINITY;
     return Math.max(soon, Math.min(release, this.#lastKeepCheck + Math.max(checkMs, QUIET_CHECK_MAX_MS)));
   }
 
@@ -256,15 +255,16 @@ export class SinkLoop {
    * destination acknowledged last. Then the kept readings acknowledged a whole window ago, in this
    * run, are let go, if the destination still applies writes.
    */
-  async #recoverAndRelease(toDeliver: boolean): Promise<(Recovery & { ok: false }) | undefined> {
+  async #recoverAndRelease(): Promise<(Recovery & { ok: false }) | undefined> {
     const replay = this.#replay;
     if (replay === undefined || this.#target.recover === undefined) return undefined;
     const expired = replay.window.expired();
     // Checked a few seconds after each delivery, not only when something is to be let go: a
     // destination that comes back from a cut may stop applying writes a while after it answered the
     // first check. Monotonic: a step of the wall clock back must not stop the checks until it catches up.
-    if (!this.#mustRecover && performance.now() < this.#nextCheckAt(toDeliver)) return undefined;
+    if (!this.#mustRecover && performance.now() < this.#nextCheckAt()) return undefined;
     this.#lastKeepCheck = performance.now();
+    this.#deliveredSinceCheck = false;
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
       this.#mustRecover = true;
@@ -319,13 +319,15 @@ export class SinkLoop {
     const ready = (await this.#target.ready?.()) ?? { ok: true };
     if (!ready.ok) return this.#failed(ready, 0, started);
     if (this.#abandoned) return { outcome: 'failed' };
-    // Read before the check: readings waiting to go get the check a delivery gets. With nothing
-    // kept and no check owed, the destination is checked only when there is something for it: a
-    // quiet gateway sends it no queries.
-    let records: QueueRecord[] | undefined = this.#readAhead ?? this.#read();
-    if (records.length === 0 && !this.#keepsAny()) return { outcome: 'empty' };
+    // With nothing kept and no check owed, the destination is checked only when there is something
+    // for it: a quiet gateway sends it no queries.
+    let records = this.#readAhead;
+    if (records === undefined && this.#replay !== undefined && !this.#keepsAny()) {
+      records = this.#read();
+      if (records.length === 0) return { outcome: 'empty' };
+    }
     const replays = this.#replays;
-    const unrecovered = await this.#recoverAndRelease(records.length > 0);
+    const unrecovered = await this.#recoverAndRelease();
     if (unrecovered !== undefined) return this.#failed(unrecovered, 0, started);
     if (this.#abandoned) return { outcome: 'failed' };
     if (this.#replays !== replays) records = undefined;
@@ -368,7 +370,10 @@ export class SinkLoop {
         started,
       );
     }
-    if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
+    if (this.#replay !== undefined) {
+      this.#replay.window.acknowledged(this.#replay.queue.cursor);
+      this.#deliveredSinceCheck = true;
+    }
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
     const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
