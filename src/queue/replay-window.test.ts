@@ -21,19 +21,22 @@ describe('ReplayWindow', () => {
     expect(window.expired()).toBe(2);
   });
 
-  it('tells when its oldest kept acknowledgement may be let go', () => {
+  it('tells when its newest kept acknowledgement was made and when its oldest may be let go', () => {
     const time = clock();
     const window = new ReplayWindow<number>(10_000, time.now);
     expect(window.nextExpiry).toBeUndefined();
+    expect(window.newestAcknowledgedAt).toBeUndefined();
     window.acknowledged(1);
     time.advance(4_000);
     window.acknowledged(2);
     expect(window.nextExpiry).toBe(1_010_000);
+    expect(window.newestAcknowledgedAt).toBe(1_004_000);
     time.advance(6_000);
     window.released(window.expired()!);
     expect(window.nextExpiry).toBe(1_014_000);
     window.replaying();
     expect(window.nextExpiry).toBeUndefined();
+    expect(window.newestAcknowledgedAt).toBeUndefined();
   });
 
   it('forgets what it released and keeps the younger acknowledgements', () => {

@@ -32,6 +32,11 @@ export class ReplayWindow<Position> {
     return this.#acknowledged.length > 0;
   }
 
+  /** When (by `now`) the newest acknowledgement kept was made, if any is kept. */
+  get newestAcknowledgedAt(): number | undefined {
+    return this.#acknowledged.at(-1)?.at;
+  }
+
   /** When (by `now`) the oldest acknowledgement kept reaches `windowMs`, if any is kept. */
   get nextExpiry(): number | undefined {
     const oldest = this.#acknowledged[0];

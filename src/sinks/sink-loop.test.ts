@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Progress } from '../queue/queue-file.js';
 import type { QueueRecord } from '../queue/queue-reader.js';
 import type { Delivery, Recovery, SinkTarget } from './sink.js';
 import { type ReplaySettings, STALL_NOTICE_MS, SinkLoop, type SinkEvents, type SinkQueue } from './sink-loop.js';
@@ -21,12 +22,13 @@ class OneRecordQueue implements SinkQueue {
   }
 }
 
-/** Records in memory, read from a mark; complete() moves it and counts what it passed. */
+/** Records of one reading each in memory, read from a mark (or `from`); complete() moves it and counts what it passed. */
 class ListQueue implements SinkQueue {
   mark = 0;
   constructor(readonly records: QueueRecord[]) {}
-  readOldest(): QueueRecord[] {
-    return this.records.filter((r) => r.id > this.mark);
+  readOldest(maxReadings = Number.POSITIVE_INFINITY, _maxBytes?: number, from?: Progress): QueueRecord[] {
+    const after = from?.lastId ?? this.mark;
+    return this.records.filter((r) => r.id > after).slice(0, maxReadings);
   }
   complete(records: readonly QueueRecord[]): { records: number; readings: number; deadLettered: number } {
     this.mark = records.at(-1)!.id;
@@ -266,6 +268,21 @@ describe('SinkLoop', () => {
       expect(target.checks[i]! - target.checks[i - 1]!).toBeGreaterThanOrEqual(checkMs);
       expect(target.checks[i]! - target.checks[i - 1]!).toBeLessThan(checkMs + 150);
     }
+  });
+
+  it('delivers what ingest commits after a whole batch whose read-ahead found nothing', async () => {
+    vi.useRealTimers();
+    // Exactly one batch (10 readings): the read made while it was on its way finds the queue empty.
+    const queue = new ListQueue(Array.from({ length: 10 }, (_, i) => requeued(i + 1)));
+    const target = new ScriptedTarget(Array.from({ length: 2 }, () => () => ({ ok: true, requests: 1, deadLetters: [] })));
+    const appended = new AppendSignal();
+    startSignalled(target, queue, appended);
+    await vi.waitFor(() => expect(target.sent).toHaveLength(1), { timeout: 1000, interval: 10 });
+    await new Promise((r) => setTimeout(r, 200));
+    queue.records.push(requeued(11));
+    appended.appended();
+    await vi.waitFor(() => expect(target.sent).toHaveLength(2), { timeout: 1000, interval: 10 });
+    expect(target.sent[1]!.map((r) => r.id)).toEqual([11]);
   });
 
   it('sees a commit made between its read of the queue and its sleep', async () => {

@@ -91,8 +91,6 @@ export class SinkLoop {
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
-  /** The destination acknowledged a delivery after the last check: the next one is due KEEP_CHECK_MS after it. */
-  #deliveredSinceCheck = false;
   /** The clock offset last reported, so a change is reported once. */
   #clockAhead: number | undefined;
   readonly #appended: AppendSignal | undefined;
@@ -224,8 +222,10 @@ export class SinkLoop {
   #nextCheckAt(): number {
     const checkMs = this.#replay?.checkMs ?? KEEP_CHECK_MS;
     const soon = this.#lastKeepCheck + checkMs;
-    if (this.#deliveredSinceCheck) return soon;
-    const release = this.#replay?.window.nextExpiry ?? Number.POSITIVE_INFINITY;
+    const window = this.#replay?.window;
+    // The window's acknowledgements and the checks are timed by the same monotonic clock.
+    if ((window?.newestAcknowledgedAt ?? Number.NEGATIVE_INFINITY) >= this.#lastKeepCheck) return soon;
+    const release = window?.nextExpiry ?? Number.POSITIVE_INFINITY;
     return Math.max(soon, Math.min(release, this.#lastKeepCheck + Math.max(checkMs, QUIET_CHECK_MAX_MS)));
   }
 
@@ -264,7 +264,6 @@ export class SinkLoop {
     // first check. Monotonic: a step of the wall clock back must not stop the checks until it catches up.
     if (!this.#mustRecover && performance.now() < this.#nextCheckAt()) return undefined;
     this.#lastKeepCheck = performance.now();
-    this.#deliveredSinceCheck = false;
     const recovery = await this.#target.recover();
     if (!recovery.ok) {
       this.#mustRecover = true;
@@ -370,10 +369,7 @@ export class SinkLoop {
         started,
       );
     }
-    if (this.#replay !== undefined) {
-      this.#replay.window.acknowledged(this.#replay.queue.cursor);
-      this.#deliveredSinceCheck = true;
-    }
+    if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
     const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
