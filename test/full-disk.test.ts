@@ -75,6 +75,12 @@ async function gatewayOnTmpfs(label: string, sizeMb: number, env: Record<string,
     queued: async () =>
       ((await (await fetch(`${url}/status`, { headers: { 'x-api-key': TEST_KEY } })).json()) as { queue: { readings: number } }).queue
         .readings,
+    /** After a failed step: stops the gateway and the proxy, so that step's error is the one reported. */
+    async abandon() {
+      gateway.child.kill('SIGKILL');
+      await gateway.exited;
+      await proxy.close();
+    },
     /** SIGTERM; exits 0, and every reading answered 200 is in QuestDB once. */
     async stop() {
       gateway.child.kill('SIGTERM');
@@ -128,31 +134,36 @@ describe('full disk (ENOSPC on the data directory)', () => {
 
       gw.proxy.set('pass');
       await waitUntil('the queue drained', async () => (await gw.queued()) === 0, 30_000);
-    } finally {
-      await gw.stop();
+    } catch (error) {
+      await gw.abandon();
+      throw error;
     }
+    await gw.stop();
   }, 60_000);
 
   it('delivers a backlog that filled the disk itself once QuestDB is back, says not ready meanwhile, and takes readings again', async () => {
-    const gw = await gatewayOnTmpfs('selffull', 6, { REPLAY_WINDOW_MS: '3000' });
+    const gw = await gatewayOnTmpfs('selffull', 6, { REPLAY_WINDOW_MS: '3000', DURABILITY: 'power-loss' });
     try {
-      // Until the disk is full for good: the first refusals may still be followed by a few answers,
-      // once the log the queue had written was folded into the queue file.
+      // Four devices at once, each commit synced: many small commits, so the log holds many pages.
       let refusal: Awaited<ReturnType<typeof gw.postBatch>> | undefined;
-      let refusedSince: number | undefined;
-      for (let i = 0; i < 10_000 && (refusedSince === undefined || Date.now() - refusedSince < 3_000); i++) {
-        const result = await gw.postBatch();
-        if (result.status === 200) refusedSince = undefined;
-        else {
-          refusal ??= result;
-          refusedSince ??= Date.now();
-          await new Promise((resolve) => setTimeout(resolve, 50));
+      const device = async () => {
+        for (let i = 0; i < 5_000 && refusal === undefined; i++) {
+          const result = await gw.postBatch();
+          if (result.status !== 200) refusal ??= result;
         }
-      }
+      };
+      await Promise.all([device(), device(), device(), device()]);
       expect(refusal).toMatchObject({ status: 503, type: 'queue_disk_full' });
       expect(gw.accepted).toBeGreaterThan(5000);
+      // The log was folded into the queue file before the first refusal, so no later fold makes
+      // room: every request is refused and the gateway is not ready until QuestDB takes the backlog.
+      const answers: number[] = [];
+      for (const until = Date.now() + 3_000; Date.now() < until; ) {
+        answers.push((await gw.postBatch()).status, await gw.ready());
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(answers.filter((status) => status !== 503)).toEqual([]);
       // Not ready while ingest cannot write, also once no request has tried for a while.
-      expect(await gw.ready()).toBe(503);
       await new Promise((resolve) => setTimeout(resolve, 6_000));
       expect(await gw.ready()).toBe(503);
 
@@ -164,9 +175,11 @@ describe('full disk (ENOSPC on the data directory)', () => {
       expect(gw.logs.filter((l) => l['event'] === 'delivery_exited' || l['event'] === 'delivery_crashed')).toEqual([]);
       expect(gw.logs.filter((l) => l['event'] === 'replay').length).toBeLessThanOrEqual(1);
       await waitUntil('the new readings delivered', async () => (await gw.queued()) === 0, 30_000);
-    } finally {
-      await gw.stop();
+    } catch (error) {
+      await gw.abandon();
+      throw error;
     }
+    await gw.stop();
   }, 180_000);
 
   it('delivers its backlog when something else took the last byte of the disk, and takes readings again once that is gone', async () => {
@@ -205,8 +218,10 @@ describe('full disk (ENOSPC on the data directory)', () => {
       expect(existsSync(join(gw.inside, 'queue.reserve'))).toBe(true);
       expect((await gw.postBatch()).status).toBe(200);
       await waitUntil('the new readings delivered', async () => (await gw.queued()) === 0, 30_000);
-    } finally {
-      await gw.stop();
+    } catch (error) {
+      await gw.abandon();
+      throw error;
     }
+    await gw.stop();
   }, 180_000);
 });

@@ -90,12 +90,13 @@ export async function recoverWal(
     await questdb.exec(skip ? `ALTER TABLE ${quoted} RESUME WAL FROM TXN ${failed + 1}` : `ALTER TABLE ${quoted} RESUME WAL`);
     if (skip) skipped.push(failed);
     retried = failed;
-    status = await settled(questdb, table, failed, deadline);
+    // A skip marks the failed transaction applied at once: only the next one shows the apply job ran.
+    status = await settled(questdb, table, skip ? failed + 1 : failed, deadline);
   }
   return { wasSuspended, suspended: status?.suspended === true, skipped, status };
 }
 
-/** Waits until the apply job got past `txn` or suspended again, or the deadline passed. */
+/** Waits until the apply job applied `txn` (or all the sequencer holds, when fewer), suspended again, or the deadline passed. */
 async function settled(questdb: Sql, table: string, txn: number, deadline: number): Promise<WalStatus | undefined> {
   for (;;) {
     const status = await walStatus(questdb, table);

@@ -9,8 +9,9 @@ import { join } from 'node:path';
  * the log holds to the database file): the backlog could never move again. So:
  *
  * - ingest commits only while the file system keeps a margin free (`roomFor`): the size of the
- *   reserve plus twice the commit; below it ingest refuses, and resumes only once twice the margin
- *   is free again (`roomToResume`), after the sinks' delivered segments were handed back;
+ *   reserve plus twice the commit; below it the log is folded into the queue file, and when that
+ *   gives too little back ingest refuses, and resumes only once twice the margin is free again
+ *   (`roomToResume`), after the sinks' delivered segments were handed back;
  * - `DATA_DIR/queue.reserve`, a file of that size, covers a disk that something else filled: the
  *   delivery thread deletes it on SQLITE_FULL and records its deliveries in the room it gives;
  *   the ingest thread makes it again before ingest resumes.

@@ -304,12 +304,7 @@ export class QueueWriter {
     }
     if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
     if (batch.length === 0) return;
-    if (!this.#diskFull && !this.#diskReserve.roomFor(batch.reduce((sum, item) => sum + item.bytes, 0))) {
-      this.#diskFull = true;
-      // While the margin is still free: the pages the log holds go into the queue file now.
-      this.#roomMadeAt = Number.NEGATIVE_INFINITY;
-      this.#roomToWrite();
-    }
+    if (!this.#diskFull && !this.#roomForCommit(batch.reduce((sum, item) => sum + item.bytes, 0))) this.#diskFull = true;
     if (this.#diskFull) {
       const refusal = classifyWriteError({ code: 'SQLITE_FULL' });
       for (const item of batch) item.reject(refusal);
@@ -422,6 +417,24 @@ export class QueueWriter {
     this.#totals = { records: total('records'), readings: total('readings'), bytes: total('bytes') };
     if (this.#totals.bytes + this.#reserved < this.maxBytes * RESUME_FILL) this.#full = false;
     if (this.#diskFull) this.#roomToWrite();
+  }
+
+  /**
+   * Whether a commit of `bytes` leaves the margin free. When it would not, the pages the log holds
+   * go into the queue file first, while the margin is still free, and the commit is refused only
+   * when that did not make room: a later truncation then has nothing to give back, so ingest does
+   * not resume until the sinks hand segments back or space returns.
+   */
+  #roomForCommit(bytes: number): boolean {
+    if (this.#diskReserve.roomFor(bytes)) return true;
+    this.#roomMadeAt = performance.now();
+    try {
+      this.#makeRoom();
+      return this.#diskReserve.ensure() && this.#diskReserve.roomFor(bytes);
+    } catch {
+      // A checkpoint or compaction that could not write: refused, and the next look tries again.
+      return false;
+    }
   }
 
   /**
