@@ -2,7 +2,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../scripts/lib/ports.mjs';
+import { freePorts } from '../scripts/lib/ports.mjs';
 import { type QuestDbServer, startQuestDb } from '../scripts/lib/questdb.mjs';
 import { QuestDbHttp } from '../src/questdb/questdb-http.js';
 import { recoverWal, walStatus } from '../src/questdb/wal-recovery.js';
@@ -26,7 +26,8 @@ const start = async () => {
 };
 
 beforeAll(async () => {
-  ports = { httpPort: await freePort(), pgPort: await freePort() };
+  const [httpPort, pgPort] = await freePorts(2);
+  ports = { httpPort: httpPort!, pgPort: pgPort! };
   await start();
 });
 

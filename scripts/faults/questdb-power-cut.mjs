@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGatewayProcess } from '../lib/gateway-process.mjs';
 import { createPowercutDisk } from '../lib/powercut-fs.mjs';
-import { freePort } from '../lib/ports.mjs';
+import { freePorts } from '../lib/ports.mjs';
 import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
@@ -52,8 +52,7 @@ export async function runQuestDbPowerCuts({
   log,
 }) {
   const settings = unitSettings();
-  const httpPort = await freePort();
-  const pgPort = await freePort();
+  const [httpPort, pgPort] = await freePorts(2);
   const gatewayStorage = await powerCutStorage();
   const questdbDisk = await createPowercutDisk(
     model === 'realistic'

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Admin, Producer } from '@platformatic/kafka';
 import { aptInstall } from './apt.mjs';
 import { cacheDir } from './paths.mjs';
-import { freePort } from './ports.mjs';
+import { freePorts } from './ports.mjs';
 import { findJava } from './questdb.mjs';
 
 /** The newest Kafka on Maven Central whose broker runs on Java 17 (its classes target 17). */
@@ -120,9 +120,9 @@ export async function startKafka(options = {}) {
     throw new Error(`Kafka ${KAFKA_VERSION} needs Java 17 or newer: set JAVA_HOME or put java on PATH`);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'harbor-kafka-'));
-  const [port, controllerPort] = [await freePort(), await freePort()];
-  const saslPort = options.sasl ? await freePort() : undefined;
-  const tlsPort = options.tls ? await freePort() : undefined;
+  const [port, controllerPort, saslChoice, tlsChoice] = /** @type {number[]} */ (await freePorts(4));
+  const saslPort = options.sasl ? saslChoice : undefined;
+  const tlsPort = options.tls ? tlsChoice : undefined;
   const listeners = [`PLAINTEXT://127.0.0.1:${port}`, `CONTROLLER://127.0.0.1:${controllerPort}`];
   const advertised = [`PLAINTEXT://127.0.0.1:${port}`];
   const properties = [

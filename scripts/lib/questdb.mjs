@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { cacheDir } from './paths.mjs';
-import { freePort } from './ports.mjs';
+import { freePorts } from './ports.mjs';
 
 /** The newest QuestDB on Maven Central that runs on Java 17 (9.4 and later need Java 25). */
 export const QUESTDB_VERSION = '9.3.4';
@@ -108,8 +108,9 @@ export async function startQuestDb(options) {
   const java = findJava();
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
-  const httpPort = options.httpPort ?? (await freePort());
-  const pgPort = options.pgPort ?? (await freePort());
+  const [chosenHttp, chosenPg] = await freePorts(2);
+  const httpPort = options.httpPort ?? /** @type {number} */ (chosenHttp);
+  const pgPort = options.pgPort ?? /** @type {number} */ (chosenPg);
   // Another server on the port would answer the readiness check below in QuestDB's place.
   await assertPortFree(httpPort, 'HTTP');
   await assertPortFree(pgPort, 'PostgreSQL wire');

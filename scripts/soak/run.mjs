@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { sql, walApplied } from '../lib/questdb-sql.mjs';
 import { startGatewayProcess } from '../lib/gateway-process.mjs';
 import { QUESTDB_VERSION, startQuestDb } from '../lib/questdb.mjs';
-import { freePort } from '../lib/ports.mjs';
+import { freePorts } from '../lib/ports.mjs';
 import { projectRoot } from '../lib/paths.mjs';
 import { median } from '../lib/stats.mjs';
 import { sampleProcess } from '../lib/proc.mjs';
@@ -56,7 +56,8 @@ const log = (/** @type {string} */ line) => process.stdout.write(`[soak ${new Da
 const work = mkdtempSync(join(tmpdir(), 'harbor-soak-'));
 const questdbDir = join(work, 'questdb');
 const dataDir = join(work, 'gateway');
-const questdbPorts = { httpPort: await freePort(), pgPort: await freePort() };
+const [httpPort, pgPort] = /** @type {number[]} */ (await freePorts(2));
+const questdbPorts = { httpPort, pgPort };
 let questdb = await startQuestDb({ dataDir: questdbDir, ...questdbPorts });
 const questdbUrl = questdb.httpUrl;
 const table = `soak_${Date.now()}`;
