@@ -1,4 +1,5 @@
 import { Hono, type Context } from 'hono';
+import { TrieRouter } from 'hono/router/trie-router';
 import type { Logger } from 'pino';
 import type { Validator } from '../reading/parse-readings.js';
 import type { ReceiveClock } from '../reading/receive-clock.js';
@@ -8,6 +9,7 @@ import { apiKey } from './middleware/api-key/index.js';
 import { InflightBudget } from './inflight-budget.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problem } from './problem-details.js';
+import { StaticPathRouter } from './static-path-router.js';
 import { HEALTH_ROUTES, registerHealthRoutes, type HealthDeps } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
 import { FLEET_REPORT_PATH, registerFleetRoutes, type FleetDeps } from './routes/fleet.js';
@@ -51,7 +53,10 @@ const clientAddress = (c: Context): string =>
 /** The HTTP API: ingest paths behind the API key, health and status, JSON errors for everything else. */
 export function createApp(deps: AppDeps): Hono {
   // strict: false matches every path with and without a trailing slash, as existing clients use both.
-  const app = new Hono({ strict: false });
+  // The trie is the router Hono would choose itself (its RegExpRouter cannot hold both
+  // /api/v2/ingest/:harbor and /api/v2/ingest/ingest/:harbor); the wrapper spares the ingest
+  // endpoints' search on every request.
+  const app = new Hono({ strict: false, router: new StaticPathRouter(new TrieRouter()) });
   const requireApiKey = apiKey({
     keys: deps.keys,
     delay: deps.failureDelay,
