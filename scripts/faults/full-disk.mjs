@@ -2,8 +2,9 @@
 // (a private mount namespace), QuestDB is away (a proxy refuses), and devices push readings until
 // the queue fills the disk and ingest answers 503. Then QuestDB comes back while the devices go on:
 // the backlog must be delivered, ingest must take readings again by itself, the delivery thread
-// must not die, and /readyz must say not ready while ingest cannot write. Afterwards every reading
-// answered 2xx is in QuestDB exactly once and none answered otherwise is there.
+// must not die, and while ingest cannot write /readyz must say not ready and every request sent be
+// refused. Afterwards every reading answered 2xx is in QuestDB exactly once and none answered
+// otherwise is there.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +44,7 @@ export async function runFullDisk({ bundlePath, questdbUrl, diskMb = 8, afterMs 
   });
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
-  const counts = { requests: 0, diskFull: 0, okAfterFull: 0 };
+  const counts = { requests: 0, diskFull: 0, okAfterFull: 0, okWhileFull: 0 };
   let phase = /** @type {'filling' | 'full' | 'back'} */ ('filling');
   let sequence = 0n;
   let running = true;
@@ -61,6 +62,8 @@ export async function runFullDisk({ bundlePath, questdbUrl, diskMb = 8, afterMs 
         };
       });
       let outcome = /** @type {'ok' | 'error' | 'unknown'} */ ('unknown');
+      // Sent after the first refusal was seen and before QuestDB is back: ingest must refuse it.
+      const sentWhileFull = phase === 'full';
       try {
         const response = await fetch(`${gateway.url}/api/v2/ingest/batch`, {
           method: 'POST',
@@ -71,6 +74,7 @@ export async function runFullDisk({ bundlePath, questdbUrl, diskMb = 8, afterMs 
         outcome = response.status === 200 ? 'ok' : 'error';
         if (body.details?.[0]?.type === 'queue_disk_full') counts.diskFull += 1;
         if (outcome === 'ok' && phase === 'back' && counts.diskFull > 0) counts.okAfterFull += 1;
+        if (outcome === 'ok' && sentWhileFull) counts.okWhileFull += 1;
       } catch {
         // Not answered: it may or may not be stored; it counts for neither side.
       }
@@ -154,6 +158,7 @@ export async function runFullDisk({ bundlePath, questdbUrl, diskMb = 8, afterMs 
   const summary = {
     ...report,
     diskFullAnswers: counts.diskFull,
+    answeredWhileFull: counts.okWhileFull,
     answeredAfterQuestDbBack: counts.okAfterFull,
     readyWhileFull: `${readyWhileFull} of ${fullChecks}`,
     readyAtEnd,
@@ -169,6 +174,7 @@ export async function runFullDisk({ bundlePath, questdbUrl, diskMb = 8, afterMs 
     report.strangers === 0 &&
     counts.diskFull > 0 &&
     counts.okAfterFull > 0 &&
+    counts.okWhileFull === 0 &&
     readyWhileFull === 0 &&
     readyAtEnd &&
     deliveryDeaths === 0;
