@@ -5,17 +5,15 @@
 // modes, on the same CPU, right after the floor and in turns, and prints each mode's share of the floor.
 // `--bundle PATH` loads another build instead of dist/gateway.mjs; `--fsync-delay-ms N` makes every
 // fsync of the gateways N ms slower (bench/lib/slow-fsync.mjs), as a card's may be.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../scripts/lib/ports.mjs';
 import { projectRoot } from '../scripts/lib/paths.mjs';
-import { GATEWAY_GLIBC_TUNABLES, GATEWAY_NODE_OPTIONS } from '../scripts/lib/node-options.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { median } from '../scripts/lib/stats.mjs';
+import { startFloorServer } from './lib/floor-server.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { waitFor } from './lib/harness.mjs';
 import { parseLoadArgs } from './lib/options.mjs';
@@ -34,30 +32,9 @@ const work = join(projectRoot, 'bench', '.work');
 mkdirSync(work, { recursive: true });
 const load = writeLoadFile(join(work, 'floor-single.txt'), 'single', 1);
 
-// The server runs as its own process on CPU 0, like the gateway in `npm run bench`; wrk on CPU 1.
-const server = `
-  import { Hono } from 'hono';
-  import { serve } from '@hono/node-server';
-  const app = new Hono();
-  app.post('/api/v2/ingest/', async (c) => {
-    const reading = JSON.parse(await c.req.text());
-    return c.json({ status: 'Data received and queued', ship_id: reading.ship_id, cargo_id: reading.cargo_id });
-  });
-  serve({ fetch: app.fetch, hostname: '127.0.0.1', port: Number(process.env.PORT) }, () => process.stdout.write('listening\\n'));
-`;
-const port = await freePort();
-const child = spawn('taskset', ['-c', '0', process.execPath, ...GATEWAY_NODE_OPTIONS.split(' '), '--input-type=module', '-e', server], {
-  cwd: projectRoot,
-  // The gateway's own malloc setting too, so the floor differs from it only in the handler.
-  env: { ...process.env, PORT: String(port), GLIBC_TUNABLES: GATEWAY_GLIBC_TUNABLES },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-await new Promise((resolve, reject) => {
-  child.stdout.on('data', (chunk) => String(chunk).includes('listening') && resolve(undefined));
-  child.once('exit', (code) => reject(new Error(`floor server exited with ${code}`)));
-});
-
-const floorUrl = `http://127.0.0.1:${port}/api/v2/ingest/`;
+// The floor runs as its own process on CPU 0, like the gateway in `npm run bench`; wrk on CPU 1.
+const floor = await startFloorServer({ cpus: '0' });
+const floorUrl = floor.url;
 const MODES = ['process-crash', 'power-loss'];
 const apiKey = randomBytes(24).toString('base64url');
 const dataDir = join(work, `floor-${process.pid}`);
@@ -148,7 +125,7 @@ try {
     }
   }
 } finally {
-  child.kill();
+  await floor.stop();
   for (const gw of gateways) await gw.stop('SIGTERM');
   await questdb?.stop();
   rmSync(dataDir, { recursive: true, force: true });
