@@ -6,11 +6,11 @@
 // the ingest thread's and the delivery thread's apart. `--bundle` runs another build alternately
 // (its round first in odd rounds).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
-import { CLOCK_TICKS } from '../scripts/lib/proc.mjs';
+import { threadCpuSeconds } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { batchTemplate, fillBatchBody } from '../scripts/lib/readings.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
@@ -42,16 +42,9 @@ const template = batchTemplate(BATCH);
 function threadSeconds(pid) {
   let main = 0;
   let others = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-      if (tid === String(pid)) main += seconds;
-      else others += seconds;
-    } catch {
-      // The thread ended meanwhile.
-    }
+  for (const [tid, { user, system }] of threadCpuSeconds(pid)) {
+    if (tid === String(pid)) main += user + system;
+    else others += user + system;
   }
   return { main, others };
 }

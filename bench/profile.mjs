@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { projectRoot } from '../scripts/lib/paths.mjs';
+import { threadCpuSeconds } from '../scripts/lib/proc.mjs';
 import { startQuestDb } from '../scripts/lib/questdb.mjs';
 import { writeLoadFile } from '../scripts/lib/readings.mjs';
 import { monotonicUs, summarizeProfile } from './lib/cpu-profile.mjs';
@@ -60,6 +61,8 @@ let wrk;
 let commits = { requests: 0, commits: 0 };
 /** The measured window on V8's clock. */
 const window = { fromUs: 0, toUs: 0 };
+/** The gateway's threads' CPU in the window, from /proc: what the profiles do not show (libuv's pool, V8's helpers). */
+const threads = { pid: '', before: new Map(), after: new Map() };
 const profileArgs = ['--cpu-prof', `--cpu-prof-dir=${outDir}`, ...args['node-arg']];
 try {
   const server = floor
@@ -84,9 +87,15 @@ try {
     env: { BENCH_KIND: kind, BENCH_FILE: load.path, BENCH_API_KEY: apiKey },
   };
   await runWrk({ ...run, durationS: 2 });
+  const pid = 'pid' in server ? server.pid : undefined;
+  if (pid !== undefined) {
+    threads.pid = String(pid);
+    threads.before = threadCpuSeconds(pid);
+  }
   window.fromUs = monotonicUs();
   wrk = await runWrk({ ...run, durationS });
   window.toUs = monotonicUs();
+  if (pid !== undefined) threads.after = threadCpuSeconds(pid);
   if ('pid' in server) {
     const status = await server.status();
     commits = { requests: status.totals.acceptedRequests, commits: status.queue.commits };
@@ -141,7 +150,24 @@ for (const file of files.sort()) {
     lines.push(`| \`${f.functionName}\` | ${f.source || f.area} | ${Math.round(f.ms)} ms | ${perRequest(f.ms)} | ${pct(f.share)} |`);
   lines.push('');
 }
+/** @type {{ thread: string, user: number, system: number }[]} */
+const threadRows = [];
+for (const [tid, end] of threads.after) {
+  const start = threads.before.get(tid) ?? { user: 0, system: 0 };
+  const main = tid === threads.pid;
+  const row = { thread: main ? `${tid} (ingest)` : tid, user: end.user - start.user, system: end.system - start.system };
+  if (main) threadRows.unshift(row);
+  else if (row.user + row.system >= 0.01) threadRows.push(row);
+}
+if (threadRows.length > 0) {
+  // Node names every thread "node": the main one is ingest; the delivery thread, libuv's pool and V8's helpers are the others.
+  lines.push(`#### Each thread of the gateway in the window, from /proc (10 ms or more)`, '');
+  lines.push('| Thread | user s | system s | µs a request |', '|---|---:|---:|---:|');
+  for (const r of threadRows)
+    lines.push(`| ${r.thread} | ${r.user.toFixed(2)} | ${r.system.toFixed(2)} | ${perRequest((r.user + r.system) * 1000)} |`);
+  lines.push('');
+}
 const markdown = lines.join('\n');
 writeFileSync(join(outDir, 'summary.md'), `${markdown}\n`);
-writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify({ args, wrk, summaries }, null, 1)}\n`);
+writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify({ args, wrk, summaries, threads: threadRows }, null, 1)}\n`);
 process.stdout.write(`${markdown}\nProfiles and summary: ${outDir}\n`);

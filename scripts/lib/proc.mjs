@@ -1,6 +1,6 @@
 // Readings of a process's footprint from Linux's /proc: memory, CPU time and bytes sent to disk.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Kernel clock ticks per second, the unit of utime and stime in /proc/<pid>/stat. */
 export const CLOCK_TICKS = (() => {
@@ -52,6 +52,27 @@ export function cpuSecondsFromStat(statText) {
   const fields = statText.slice(statText.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of the line (utime, stime) are 12 and 13 after the name.
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/**
+ * User and system CPU seconds of each thread of a process, by thread id (the main thread's is the
+ * pid); a thread that ends between the listing and its read is left out.
+ * @param {number} pid
+ * @returns {Map<string, { user: number, system: number }>}
+ */
+export function threadCpuSeconds(pid) {
+  /** @type {Map<string, { user: number, system: number }>} */
+  const threads = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      threads.set(tid, { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS });
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return threads;
 }
 
 /**
