@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
-import type { SinkSpec } from './sinks/registry.js';
+import type { QuestDbSinkSpec, SinkSpec } from './sinks/registry.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
 import { startHttpServer, type HttpServer } from './http/server.js';
@@ -20,10 +20,11 @@ import { ReceiveClock } from './reading/receive-clock.js';
 import { CatalogueStore } from './catalogue/catalogue-store.js';
 import { HealthLifecycle, within } from './health/health-lifecycle.js';
 import { HealthReporter } from './health/health-reporter.js';
-import { FleetRecorder } from './health/fleet-rows.js';
+import { createFleetSinkTable, createFleetSiteTable, FleetRecorder } from './health/fleet-rows.js';
 import { FleetReporter, type FleetDestination } from './health/fleet-reporter.js';
 import { REMOTE_QUESTDB_SINK, remoteQuestDbSpec } from './sinks/remote-questdb/remote-questdb-spec.js';
 import { SiteReportSender, siteReportUrl } from './sinks/upstream/site-report.js';
+import { setUpTable } from './sinks/questdb/table-setup.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
@@ -55,8 +56,11 @@ export interface Gateway {
 
 /** Delivery requests are bounded in bytes too, so a backlog of long ids cannot build a huge request. */
 const BATCH_BYTES = 16 * 1024 * 1024;
-/** How long a start waits for QuestDB to take the dashboards' tables. */
-const HEALTH_TABLES_WAIT_MS = 1000;
+/**
+ * How long a start waits for QuestDB to take the dashboards' tables: long enough for a board under
+ * load to create a dozen tables, short enough that a QuestDB that does not answer holds up little.
+ */
+const DASHBOARD_TABLES_WAIT_MS = 5000;
 /** How often the catalogue file is checked for changes. */
 const CATALOGUE_POLL_MS = 2000;
 
@@ -100,19 +104,21 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   let certificate = loadServerCertificate(certificateLocation);
   const sinks = sinkSpecs(config);
   const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
-  // Before anything else that can fail: the dashboards then find empty tables rather than none.
-  // A QuestDB that does not answer within a second holds up nothing: the reports create them later.
+  // Before anything else that can fail, and before the gateway answers anyone: the dashboards and
+  // alert rules then find empty tables rather than none. A QuestDB that does not answer within the
+  // wait holds up nothing: the reports, the catalogue and the sinks create them later.
   const questdb = healthQuestDb(sinks);
   const health = healthLifecycle(config, questdb, logger, startedAt);
-  await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
   const catalogue = new CatalogueStore({
     path: config.catalogueFile,
     pollMs: CATALOGUE_POLL_MS,
     gateway: config.gatewayName,
+    site: config.siteId,
     questdb: health === undefined ? undefined : questdb,
     logger,
   });
-  void catalogue.publish();
+  const tablesReady = dashboardTables(sinks, questdb, health, catalogue);
+  await within(tablesReady, DASHBOARD_TABLES_WAIT_MS);
   const queue = openQueue(config, sinks, logger);
   health?.recordStart();
   const stats = new GatewayStats();
@@ -161,8 +167,8 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
   const http = await listen(app, config, certificate, queue).catch(async (error: unknown) => {
-    // A gateway that keeps failing to start still leaves the tables, given a moment to create them.
-    await within(health?.prepared ?? Promise.resolve(true), HEALTH_TABLES_WAIT_MS);
+    // A gateway that keeps failing to start still leaves the tables, and says why it stopped.
+    await within(Promise.all([tablesReady, health?.failedStart((error as Error).message)]), DASHBOARD_TABLES_WAIT_MS);
     await questdb?.close();
     throw error;
   });
@@ -473,6 +479,29 @@ function healthLifecycle(config: Config, questdb: QuestDbHttp | undefined, logge
   if (!config.healthReport || questdb === undefined) return undefined;
   const reporter = new HealthReporter(questdb, config.gatewayName, logger);
   return new HealthLifecycle({ dataDir: config.dataDir, gateway: config.gatewayName, version: VERSION, reporter, logger, startedAt });
+}
+
+/**
+ * Every table the dashboards and alert rules read, in the QuestDB the health rows go to: the
+ * readings table (as its sink sets it up), the health and event tables, the catalogue (its
+ * current version) and the fleet tables, empty unless sites report here. Never rejects.
+ */
+function dashboardTables(
+  sinks: readonly SinkSpec[],
+  questdb: QuestDbHttp | undefined,
+  health: HealthLifecycle | undefined,
+  catalogue: CatalogueStore,
+): Promise<unknown> {
+  const readings = sinks.find((s): s is QuestDbSinkSpec => s.kind === 'questdb');
+  if (questdb === undefined || health === undefined || readings === undefined) return Promise.resolve();
+  const quietly = (step: Promise<unknown>) => step.catch(() => undefined);
+  return Promise.all([
+    health.prepared,
+    catalogue.publish(),
+    // A table the sink would refuse is its to report, when it starts.
+    quietly(setUpTable(questdb, readings.table, readings.retentionDays)),
+    quietly(questdb.exec(createFleetSiteTable()).then(() => questdb.exec(createFleetSinkTable()))),
+  ]);
 }
 
 /**

@@ -59,7 +59,12 @@ describe('a run of the gateway as its health rows tell it', () => {
     gw = await start(name, dataDir);
     const events = await eventsOf(name, 3);
     expect(events[1]).toEqual(['stopped', 'upgrade', 'stopped — for an upgrade: to the next release']);
-    expect(events[2]).toEqual(['started', 'upgrade', expect.stringMatching(/^started \S+ after an upgrade, down \d+ s$/)]);
+    // The same version came back: a restart, though the stop was announced as an upgrade.
+    expect(events[2]).toEqual([
+      'started',
+      'restart',
+      expect.stringMatching(/^started \S+ after a restart \(stopped for an upgrade; the version is the same\), down \d+ s$/),
+    ]);
     // No hint this time: the signal is the reason.
     await stop(gw, 'SIGINT');
     await waitUntil('the second stop row', async () => (await lastRow(name))[1] !== 'stopped — for an upgrade: to the next release');

@@ -97,8 +97,10 @@ describe('alert rule queries on QuestDB', () => {
     expect(await firing('harbor-ship-silent')).toEqual([' / quiet / quiet']);
   });
 
-  it('alerts for a series silent for over an hour while its ship still reports', async () => {
-    expect(await firing('harbor-series-silent')).toEqual([' / busy / old_sensor']);
+  it('alerts for a series silent for over an hour while its ship still reports, with its names', async () => {
+    // Labels site, ship_id, ship, cargo_id, cargo; quiet (silent 30 minutes) is the ship rule's.
+    expect(await firing('harbor-series-silent')).toEqual([' / busy / busy / old_sensor / old_sensor']);
+    expect((await evaluate('harbor-series-silent')).map((i) => i.labels.ship_id)).not.toContain('quiet');
   });
 
   it('alerts for a gateway whose oldest queued reading is over 10 minutes old, from its latest report', async () => {
@@ -135,6 +137,6 @@ describe('alert rule queries on QuestDB', () => {
 
   it('answers every rule with no instances, not an error, on a fresh install', async () => {
     for (const r of rules.filter((r) => r.uid !== 'harbor-tables-missing')) expect(await evaluate(r.uid, empty), r.uid).toEqual([]);
-    expect(await evaluate('harbor-tables-missing', empty)).toEqual([{ labels: {}, value: 5, firing: false }]);
+    expect(await evaluate('harbor-tables-missing', empty)).toEqual([{ labels: {}, value: 9, firing: false }]);
   });
 });

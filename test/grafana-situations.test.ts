@@ -197,8 +197,8 @@ describe('a fresh gateway without readings', () => {
     }
     const counts = {
       'Readings A': [{ readings: '0' }],
-      'Ships reporting now A': [{ reporting: '0', seen: '0' }],
-      'Cargo outside the normal range A': [{ outside: '0' }],
+      'Ships reporting now A': [{ reporting: '0', silent: '0', seen: '0' }],
+      'Cargo outside the normal range A': [{ outside: '0', left_last_hour: '0' }],
     };
     for (const [key, rows] of Object.entries(answers)) expect(rows, key).toEqual(counts[key as keyof typeof counts] ?? []);
 
@@ -232,8 +232,11 @@ describe('a central QuestDB with readings of two sites and of before sites exist
     expect((await gw.post('/api/v2/ingest/batch', centre)).status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, 4)).toBe(4);
     // A reading stored before the table had sites: the gateway adds the column, old rows have none.
-    await sql(`INSERT INTO "${gw.table}" (time, ship_id, cargo_id, value) VALUES ('${ago(3)}', 'old-barge', 'draught', 3.5)`);
-    expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE site IS NULL`, 1)).toBe(1);
+    // And pump-1's readings of before the upgrade: the same ship as a site's pump-1 since, never a silent one of its own.
+    await sql(
+      `INSERT INTO "${gw.table}" (time, ship_id, cargo_id, value) VALUES ('${ago(3)}', 'old-barge', 'draught', 3.5), ('${ago(40)}', 'pump-1', 'pressure', 99)`,
+    );
+    expect(await waitForCount(`SELECT count() FROM "${gw.table}" WHERE site IS NULL`, 2)).toBe(2);
     rules = loadAlertRules().groups.flatMap((g) => g.rules);
   });
 
@@ -279,7 +282,14 @@ describe('a central QuestDB with readings of two sites and of before sites exist
       ['pump-1', '1', 20],
     ]);
     expect(await glance(['centre'])).toEqual([['pump-1', '2', 1]]);
-    expect((await glance()).map(([ship]) => ship)).toEqual(['crane-n', 'old-barge', 'pump-1']);
+    // Under All each site's pump-1 is a row of its own.
+    const all = await run(find('Ships at a glance').rawSql, { tables });
+    expect(all.rows.map((r) => [r.site, r.ship, Math.floor(Number(r.last_seen) / 60)])).toEqual([
+      ['north', 'crane-n', 1],
+      ['', 'old-barge', 3],
+      ['centre', 'pump-1', 1],
+      ['north', 'pump-1', 20],
+    ]);
   });
 
   it("alerts for north's silent pump-1 with its site, though pump-1 of the centre reports", async () => {

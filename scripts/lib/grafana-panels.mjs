@@ -123,6 +123,7 @@ export function gatewayStatePanel(id, gridPos) {
 SELECT gateway,
   CASE
     WHEN state = 'stopped' THEN concat(text, ' (', ${ago('time')}, ' ago)')
+    WHEN kind = 'started' AND time < dateadd('m', -2, now()) THEN concat('no report since its start ', ${ago('time')}, ' ago — it failed to start, or cannot reach QuestDB')
     WHEN kind = 'started' THEN concat('starting: ', text)
     WHEN time < dateadd('m', -2, now()) THEN concat('no report for ', ${ago('time')}, ' — stopped without a word (crash or power cut), or cut off from QuestDB')
     ELSE coalesce(text, 'reporting; this gateway version does not name its state')
@@ -133,7 +134,7 @@ WHERE kind != 'retired'
 ORDER BY gateway`),
     ],
     description:
-      "Each gateway's state as it last reported it (every 10 s): delivering, catching up, buffering, refusing; stopped with the reason it gave (an upgrade, a restart, a shutdown); or no report for a while, when it stopped without a word or lost its way to QuestDB.",
+      "Each gateway's state as it last reported it (every 10 s): delivering, catching up, buffering, refusing; stopped with the reason it gave (an upgrade, a restart, a shutdown); failed to start, and why; or no report for a while, when it stopped without a word or lost its way to QuestDB.",
     defaults: { custom: { align: 'auto' }, noValue: 'No gateway has reported yet' },
     overrides: [
       colouredText('state', [
@@ -141,7 +142,7 @@ ORDER BY gateway`),
         ['^delivering, .*', 'yellow'],
         ['^catching up.*', 'yellow'],
         ['^(stopped|starting).*', 'blue'],
-        ['^(buffering|refusing|no report).*', 'red'],
+        ['^(buffering|refusing|no report|failed to start).*', 'red'],
       ]),
       byName('gateway', { 'custom.width': 200 }),
       byName('last_report', { 'custom.width': 220, unit: 'dateTimeAsIso' }),

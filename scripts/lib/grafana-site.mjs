@@ -24,8 +24,10 @@ import {
   cargoNow,
   cargoState,
   IS_CARGO,
+  joinShipNames,
+  labelledBySite,
   LATITUDE_IDS,
-  latestReadings,
+  latestOf,
   LONGITUDE_IDS,
   matchesId,
   named,
@@ -35,6 +37,7 @@ import {
   SHIP_NAMES,
   SHIPS_SEEN,
   SITE_FILTER,
+  siteOf,
 } from './grafana-sql.mjs';
 
 const variable = (/** @type {string} */ name, /** @type {string} */ label, /** @type {string} */ query) => ({
@@ -58,16 +61,26 @@ const variable = (/** @type {string} */ name, /** @type {string} */ label, /** @
 
 /**
  * Sites seen within the window: a central QuestDB holds many, a site's own one. Readings stored
- * before sites existed have none; All alone shows them.
+ * before sites existed have none; All alone shows them. LATEST ON stops at the newest reading of
+ * each site, where DISTINCT reads the whole window.
  */
-const SITE_VARIABLE = `SELECT DISTINCT site FROM cargo_data WHERE time > ${SHIPS_SEEN} AND site IS NOT NULL ORDER BY site`;
+const SITE_VARIABLE = `SELECT site FROM (
+  SELECT site, time FROM cargo_data WHERE time > ${SHIPS_SEEN}
+  LATEST ON time PARTITION BY site
+) WHERE site IS NOT NULL
+ORDER BY site`;
 
-/** Ships of the selected sites seen within the window, by display name. */
+/**
+ * Ships of the selected sites seen within the window, by display name; an id that two sites name
+ * apart (or one names and one does not) is listed by its id, and selects that id at every site.
+ */
 const SHIP_VARIABLE = `WITH seen AS (
-  SELECT DISTINCT ship_id FROM cargo_data WHERE time > ${SHIPS_SEEN} AND ${SITE_FILTER}
-), ${SHIP_NAMES}
-SELECT s.ship_id AS __value, coalesce(n.name, s.ship_id) AS __text
-FROM seen s LEFT JOIN ship_names n ON s.ship_id = n.ship_id
+  ${latestOf(`time > ${SHIPS_SEEN} AND ${SITE_FILTER}`, ['site', 'ship_id'], [])}
+), ${SHIP_NAMES}, labels AS (
+  SELECT s.ship_id, coalesce(n.name, s.ship_id) AS label FROM seen s ${joinShipNames('s')}
+)
+SELECT ship_id AS __value, CASE WHEN min(label) = max(label) THEN min(label) ELSE ship_id END AS __text
+FROM labels
 ORDER BY __text`;
 
 /** Cargo ids of the selected ships within the window, by catalogue name; positions and radio fields are not cargo. */
@@ -85,11 +98,25 @@ ORDER BY __text`;
 /** A value rounded to the catalogue's decimals where it gives them (`m` is a row of `named`). */
 const rounded = (/** @type {string} */ value) => `CASE WHEN m.decimals IS NULL THEN ${value} ELSE round(${value}, m.decimals) END`;
 
-/** Each ship of the selection seen within the window, with the time of its last reading. */
+/** Each ship of the selection (a site and a ship id) seen within the window, with the time of its last reading. */
 const SEEN_SHIPS = `seen AS (
-  SELECT ship_id, time FROM cargo_data WHERE time > ${SHIPS_SEEN} AND ${SHIP_FILTER}
-  LATEST ON time PARTITION BY ship_id
+  ${latestOf(`time > ${SHIPS_SEEN} AND ${SHIP_FILTER}`, ['site', 'ship_id'], [])}
 )`;
+
+/**
+ * `recent`: the latest reading of each series of the selection where `where` holds, with the
+ * count, lowest and highest of its readings in the last hour (null without one): a reading that
+ * left the normal range and came back shows there. One pass over each, joined on the series.
+ */
+const latestWithLastHour = (/** @type {string} */ where) => `latest AS (
+  ${latestOf(`${where} AND ${SHIP_FILTER}`)}
+), hour AS (
+  SELECT site, ship_id, cargo_id, count() AS readings, min(value) AS low, max(value) AS high
+  FROM cargo_data WHERE time > dateadd('h', -1, now()) AND ${SHIP_FILTER}
+), recent AS (
+  SELECT l.time, l.site, l.ship_id, l.cargo_id, l.value, h.readings, h.low, h.high
+  FROM latest l LEFT JOIN hour h ON l.site = h.site AND l.ship_id = h.ship_id AND l.cargo_id = h.cargo_id
+), ${named('recent', ['time', 'site', 'ship_id', 'cargo_id', 'value', 'readings', 'low', 'high'])}`;
 
 /** What the stat and table panels show when a query answers no rows. */
 const NO_READINGS = 'No readings yet';
@@ -97,40 +124,41 @@ const NO_READINGS = 'No readings yet';
 function glance() {
   const ships = panel(3, 'table', 'Ships at a glance', [0, 5, 16, 9], {
     targets: [
-      target(`WITH ${SEEN_SHIPS}, hour AS (
-  SELECT ship_id, count() AS readings FROM cargo_data WHERE time > dateadd('h', -1, now()) AND ${SHIP_FILTER}
-), ${latestReadings(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}, ${named('recent', ['time', 'ship_id', 'cargo_id', 'value'])}, classified AS (
-  SELECT time, ship_id, value, normal_min, normal_max,
+      target(`WITH ${SEEN_SHIPS}, ${latestWithLastHour(`time > ${SHIPS_SEEN}`)}, classified AS (
+  SELECT time, site, ship_id, value, readings, low, high, normal_min, normal_max,
     CASE WHEN cargo_id ~ '${LATITUDE_IDS}' THEN 'latitude' WHEN cargo_id ~ '${LONGITUDE_IDS}' THEN 'longitude' WHEN ${IS_CARGO} THEN 'cargo' END AS field
   FROM named
 ), fields AS (
-  SELECT ship_id, value, normal_min, normal_max, field, row_number() OVER (PARTITION BY ship_id, field ORDER BY time DESC) AS newest
+  SELECT site, ship_id, time, value, readings, low, high, normal_min, normal_max, field,
+    row_number() OVER (PARTITION BY site, ship_id, field ORDER BY time DESC) AS newest
   FROM classified
 ), per_ship AS (
-  SELECT ship_id,
+  SELECT site, ship_id,
     max(CASE WHEN field = 'latitude' AND newest = 1 THEN value END) AS latitude,
     max(CASE WHEN field = 'longitude' AND newest = 1 THEN value END) AS longitude,
-    sum(CASE WHEN field = 'cargo' THEN 1 ELSE 0 END) AS series,
-    sum(CASE WHEN field = 'cargo' AND (value > normal_max OR value < normal_min) THEN 1 ELSE 0 END) AS outside,
-    sum(CASE WHEN field = 'cargo' AND (normal_min IS NOT NULL OR normal_max IS NOT NULL) THEN 1 ELSE 0 END) AS ranged
+    coalesce(sum(readings), 0) AS readings,
+    sum(CASE WHEN field = 'cargo' AND time > dateadd('d', -1, now()) THEN 1 ELSE 0 END) AS series,
+    sum(CASE WHEN field = 'cargo' AND time > dateadd('d', -1, now()) AND (value > normal_max OR value < normal_min) THEN 1 ELSE 0 END) AS outside,
+    sum(CASE WHEN field = 'cargo' AND (high > normal_max OR low < normal_min) THEN 1 ELSE 0 END) AS left_range,
+    sum(CASE WHEN field = 'cargo' AND time > dateadd('d', -1, now()) AND (normal_min IS NOT NULL OR normal_max IS NOT NULL) THEN 1 ELSE 0 END) AS ranged
   FROM fields
 ), ${SHIP_NAMES}
-SELECT coalesce(n.name, s.ship_id) AS ship, datediff('s', s.time, now()) AS last_seen, coalesce(h.readings, 0) AS readings_last_hour,
+SELECT ${siteOf('s')}, coalesce(n.name, s.ship_id) AS ship, datediff('s', s.time, now()) AS last_seen, coalesce(p.readings, 0) AS readings_last_hour,
   p.latitude, p.longitude,
   CASE
     WHEN p.outside > 0 THEN concat(p.outside, ' of ', p.series, ' outside the normal range')
+    WHEN p.left_range > 0 THEN concat('within the normal range now; ', p.left_range, ' left it in the last hour')
     WHEN p.ranged > 0 THEN 'all within the normal range'
     WHEN p.series > 0 THEN 'no normal range set'
     ELSE 'no cargo reading in the last day'
   END AS cargo,
   s.ship_id
 FROM seen s
-LEFT JOIN hour h ON s.ship_id = h.ship_id
-LEFT JOIN per_ship p ON s.ship_id = p.ship_id
-LEFT JOIN ship_names n ON s.ship_id = n.ship_id
-ORDER BY ship`),
+LEFT JOIN per_ship p ON s.site = p.site AND s.ship_id = p.ship_id
+${joinShipNames('s')}
+ORDER BY ship, site`),
     ],
-    description: `One row per ship seen within the window (30 days unless SHIPS_SEEN_DAYS says otherwise): how long since its last reading (red after ${REPORTING_MINUTES} min), its readings in the last hour, its last position within the last day, and its worst cargo state by the catalogue's normal ranges. Click a ship to show only it.`,
+    description: `One row per ship of each site seen within the window (30 days unless SHIPS_SEEN_DAYS says otherwise): how long since its last reading (red after ${REPORTING_MINUTES} min), its readings in the last hour, its last position within the window, and its worst cargo state by the catalogue's normal ranges: cargo outside the range now (red), or back within it after leaving it in the last hour (orange). Click a ship to show only it.`,
     defaults: { custom: { align: 'auto', filterable: true }, noValue: NO_READINGS },
     overrides: [
       byName('ship', {
@@ -138,7 +166,7 @@ ORDER BY ship`),
           {
             // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own ${name} syntax, not a template literal
             title: 'Show ${__data.fields.ship}',
-            url: `/d/${SITE_UID}?var-ship=\${__data.fields.ship_id:percentencode}&\${site:queryparam}&\${__url_time_range}`,
+            url: `/d/${SITE_UID}?var-ship=\${__data.fields.ship_id:percentencode}&var-site=\${__data.fields.site:percentencode}&\${__url_time_range}`,
           },
         ],
       }),
@@ -153,6 +181,7 @@ ORDER BY ship`),
       byName('longitude', { decimals: 5 }),
       colouredText('cargo', [
         ['outside', 'red'],
+        ['left it', 'orange'],
         ['^all within', 'green'],
       ]),
       byName('ship_id', { displayName: 'id' }),
@@ -189,28 +218,36 @@ function overview() {
   const reporting = panel(1, 'stat', 'Ships reporting now', [0, 0, 6, 4], {
     targets: [
       target(`WITH ${SEEN_SHIPS}
-SELECT coalesce(sum(CASE WHEN time > dateadd('m', -${REPORTING_MINUTES}, now()) THEN 1 ELSE 0 END), 0) AS reporting, count() AS seen
+SELECT coalesce(sum(CASE WHEN time > dateadd('m', -${REPORTING_MINUTES}, now()) THEN 1 ELSE 0 END), 0) AS reporting,
+  coalesce(sum(CASE WHEN time > dateadd('m', -${REPORTING_MINUTES}, now()) THEN 0 ELSE 1 END), 0) AS silent,
+  count() AS seen
 FROM seen`),
     ],
-    description: `Ships with a reading in the last ${REPORTING_MINUTES} minutes, of the ships seen within the window (30 days unless SHIPS_SEEN_DAYS says otherwise).`,
-    defaults: { unit: 'short', decimals: 0, color: { mode: 'fixed', fixedColor: 'green' } },
+    description: `Ships with a reading in the last ${REPORTING_MINUTES} minutes, ships silent longer (red from one), and the ships seen within the window (30 days unless SHIPS_SEEN_DAYS says otherwise); the same ship id at two sites is two ships.`,
+    defaults: { unit: 'short', decimals: 0, color: { mode: 'fixed', fixedColor: 'text' } },
     overrides: [
       byName('reporting', { displayName: 'reporting now' }),
-      byName('seen', { displayName: 'seen', color: { mode: 'fixed', fixedColor: 'text' } }),
+      byName('silent', { displayName: 'silent', color: { mode: 'thresholds' }, thresholds: steps(['green'], [1, 'red']) }),
+      byName('seen', { displayName: 'seen' }),
     ],
     options: statOptions('value_and_name'),
   });
   const outside = panel(2, 'stat', 'Cargo outside the normal range', [6, 0, 6, 4], {
     targets: [
-      target(`WITH ${cargoNow(`time > dateadd('d', -1, now()) AND ${SHIP_FILTER}`)}
-SELECT coalesce(sum(CASE WHEN m.value > m.normal_max OR m.value < m.normal_min THEN 1 ELSE 0 END), 0) AS outside
+      target(`WITH ${latestWithLastHour("time > dateadd('d', -1, now())")}
+SELECT coalesce(sum(CASE WHEN m.value > m.normal_max OR m.value < m.normal_min THEN 1 ELSE 0 END), 0) AS outside,
+  coalesce(sum(CASE WHEN m.high > m.normal_max OR m.low < m.normal_min THEN 1 ELSE 0 END), 0) AS left_last_hour
 FROM named m
 WHERE ${CARGO_ONLY}`),
     ],
     description:
-      "Cargo series whose latest reading of the last day lies outside the catalogue's normal range (Cargo now lists them). Ids without a range in the catalogue are not counted.",
+      "Cargo series whose latest reading of the last day lies outside the catalogue's normal range (Cargo now lists them), and those with a reading outside it in the last hour, back within it since or not (Cargo summary shows how far). Ids without a range in the catalogue are not counted.",
     defaults: { unit: 'short', decimals: 0, color: { mode: 'thresholds' }, thresholds: steps(['green'], [1, 'red']) },
-    options: statOptions('value'),
+    overrides: [
+      byName('outside', { displayName: 'outside now' }),
+      byName('left_last_hour', { displayName: 'outside in the last hour', thresholds: steps(['green'], [1, 'orange']) }),
+    ],
+    options: statOptions('value_and_name'),
   });
   const readings = panel(5, 'stat', 'Readings', [12, 0, 5, 4], {
     targets: [
@@ -243,13 +280,13 @@ function cargo(y) {
   const now = panel(8, 'table', 'Cargo now', [0, y + 1, 24, 9], {
     targets: [
       target(`WITH ${cargoNow(`$__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}`)}, ${SHIP_NAMES}
-SELECT coalesce(n.name, m.ship_id) AS ship, m.cargo, ${rounded('m.value')} AS value,
+SELECT ${siteOf('m')}, coalesce(n.name, m.ship_id) AS ship, m.cargo, ${rounded('m.value')} AS value,
   coalesce(m.unit, '') AS unit, ${normalRange} AS normal_range, ${cargoState('m.value')} AS state,
   m.time, m.ship_id, m.cargo_id
 FROM named m
-LEFT JOIN ship_names n ON m.ship_id = n.ship_id
+${joinShipNames('m')}
 WHERE ${CARGO_ONLY}
-ORDER BY ship, cargo`),
+ORDER BY ship, site, cargo`),
     ],
     description:
       "The latest reading of each ship's cargo in the time range, named, with its unit and normal range from the site's catalogue: red above the range, blue below it. Ids the catalogue does not know show as they are. Positions and radio fields are in their own rows below.",
@@ -281,14 +318,16 @@ ORDER BY ship, cargo`),
     targets: [
       target(
         `WITH v AS (
-  SELECT time, ship_id, cargo_id, avg(value) AS value
+  SELECT time, site, ship_id, avg(value) AS value
   FROM cargo_data
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}
   SAMPLE BY \${__interval_ms}T
-), ${SHIP_NAMES}
-SELECT v.time, coalesce(n.name, v.ship_id) AS metric, v.value
-FROM v LEFT JOIN ship_names n ON v.ship_id = n.ship_id
-ORDER BY v.time`,
+), ${SHIP_NAMES}, lines AS (
+  SELECT v.time, v.site, v.value, coalesce(n.name, v.ship_id) AS label FROM v ${joinShipNames('v')}
+)
+SELECT time, label AS metric, value
+FROM (${labelledBySite('lines', ['time', 'value'])})
+ORDER BY time`,
         { format: 'time_series' },
       ),
       target(
@@ -338,7 +377,7 @@ LIMIT 1`,
   const summary = panel(10, 'table', 'Cargo summary', [0, y + 19, 24, 8], {
     targets: [
       target(`WITH s AS (
-  SELECT ship_id, cargo_id, min(value) AS min, avg(value) AS avg, max(value) AS max, count() AS readings
+  SELECT site, ship_id, cargo_id, min(value) AS min, avg(value) AS avg, max(value) AS max, count() AS readings
   FROM cargo_data
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}
 ), ids AS (
@@ -346,19 +385,45 @@ LIMIT 1`,
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND ${CARGO_FILTER}
   LATEST ON time PARTITION BY cargo_id
 ), ${named('ids', ['cargo_id'], 'cargo_id')}, ${SHIP_NAMES}
-SELECT coalesce(n.name, s.ship_id) AS ship, m.cargo,
-  ${rounded('s.min')} AS min, ${rounded('s.avg')} AS avg, ${rounded('s.max')} AS max, coalesce(m.unit, '') AS unit, s.readings
+SELECT ${siteOf('s')}, coalesce(n.name, s.ship_id) AS ship, m.cargo,
+  ${rounded('s.min')} AS min, ${rounded('s.avg')} AS avg, ${rounded('s.max')} AS max, coalesce(m.unit, '') AS unit,
+  CASE
+    WHEN s.max > m.normal_max AND s.min < m.normal_min THEN 'above and below'
+    WHEN s.max > m.normal_max THEN 'above'
+    WHEN s.min < m.normal_min THEN 'below'
+    WHEN m.normal_min IS NULL AND m.normal_max IS NULL THEN 'no range'
+    ELSE 'normal'
+  END AS range_state, s.readings
 FROM s
 JOIN named m ON s.cargo_id = m.cargo_id
-LEFT JOIN ship_names n ON s.ship_id = n.ship_id
+${joinShipNames('s')}
 WHERE ${CARGO_ONLY}
-ORDER BY ship, cargo`),
+ORDER BY ship, site, cargo`),
     ],
     // Positions and radio fields are left out by the cargo id of `named` (a few rows): QuestDB would
     // push a filter on `s` down into the scan, a regular expression on every reading.
-    description: 'Lowest, average and highest reading and the number of readings of each ship and cargo id in the time range.',
+    description:
+      "Lowest, average and highest reading and the number of readings of each ship and cargo id in the time range, and whether any left the catalogue's normal range: a spike that came back shows here in red (above) or blue (below).",
     defaults: { custom: { align: 'auto', filterable: true }, noValue: NO_READINGS },
-    overrides: [byName('readings', { decimals: 0 })],
+    overrides: [
+      byName('range_state', {
+        displayName: 'in the time range',
+        'custom.cellOptions': { type: 'color-background' },
+        mappings: [
+          {
+            type: 'value',
+            options: {
+              'above and below': { text: 'went above and below the range', color: 'red', index: 0 },
+              above: { text: 'went above the range', color: 'red', index: 1 },
+              below: { text: 'went below the range', color: 'blue', index: 2 },
+              normal: { text: 'stayed within the range', color: 'green', index: 3 },
+              'no range': { text: 'no range set', color: 'transparent', index: 4 },
+            },
+          },
+        ],
+      }),
+      byName('readings', { decimals: 0 }),
+    ],
     options: TABLE_OPTIONS,
   });
   return [row(7, 'Cargo', y), now, overTime, summary];
@@ -366,45 +431,45 @@ ORDER BY ship, cargo`),
 
 /** The map's queries: GPS halves paired within 2 s into positions (the track), and each device's latest. */
 const positionsSql = (/** @type {boolean} */ latest) => `WITH lat AS (
-  SELECT time, ship_id, regexp_replace(cargo_id, '(?i)^(?:(.*)_)?(?:latitude|lat)$', '$1') AS prefix, value AS latitude
+  SELECT time, site, ship_id, regexp_replace(cargo_id, '(?i)^(?:(.*)_)?(?:latitude|lat)$', '$1') AS prefix, value AS latitude
   FROM cargo_data
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND cargo_id ~ '${LATITUDE_IDS}'
 ), lon AS (
-  SELECT time, ship_id, regexp_replace(cargo_id, '(?i)^(?:(.*)_)?(?:longitude|long|lon|lng)$', '$1') AS prefix, value AS longitude
+  SELECT time, site, ship_id, regexp_replace(cargo_id, '(?i)^(?:(.*)_)?(?:longitude|long|lon|lng)$', '$1') AS prefix, value AS longitude
   FROM cargo_data
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND cargo_id ~ '${LONGITUDE_IDS}'
 ), last_lat AS (
-  SELECT max(time) AS fix, ship_id, prefix, last(latitude) AS latitude FROM lat SAMPLE BY \${__interval_ms}T
+  SELECT max(time) AS fix, site, ship_id, prefix, last(latitude) AS latitude FROM lat SAMPLE BY \${__interval_ms}T
 ), last_lon AS (
-  SELECT max(time) AS fix, ship_id, prefix, last(longitude) AS longitude FROM lon SAMPLE BY \${__interval_ms}T
+  SELECT max(time) AS fix, site, ship_id, prefix, last(longitude) AS longitude FROM lon SAMPLE BY \${__interval_ms}T
 ), pairs AS (
-  SELECT l.fix AS lat_time, lon.time AS lon_time, l.ship_id, l.prefix, l.latitude, lon.longitude
+  SELECT l.fix AS lat_time, lon.time AS lon_time, l.site, l.ship_id, l.prefix, l.latitude, lon.longitude
   FROM ((SELECT * FROM last_lat ORDER BY fix) timestamp(fix)) l
-  ASOF JOIN lon ON (ship_id, prefix) TOLERANCE 2s
+  ASOF JOIN lon ON (site, ship_id, prefix) TOLERANCE 2s
   UNION
-  SELECT lat.time, o.fix, o.ship_id, o.prefix, lat.latitude, o.longitude
+  SELECT lat.time, o.fix, o.site, o.ship_id, o.prefix, lat.latitude, o.longitude
   FROM ((SELECT * FROM last_lon ORDER BY fix) timestamp(fix)) o
-  ASOF JOIN lat ON (ship_id, prefix) TOLERANCE 2s
+  ASOF JOIN lat ON (site, ship_id, prefix) TOLERANCE 2s
 ), candidates AS (
-  SELECT CASE WHEN lat_time > lon_time THEN lat_time ELSE lon_time END AS time, ship_id,
+  SELECT CASE WHEN lat_time > lon_time THEN lat_time ELSE lon_time END AS time, site, ship_id,
     CASE WHEN prefix = '' THEN ship_id ELSE concat(ship_id, ' / ', prefix) END AS device, latitude, longitude,
     abs(cast(lat_time AS long) - cast(lon_time AS long)) AS gap
   FROM pairs
   WHERE lat_time IS NOT NULL AND lon_time IS NOT NULL
 ), positions AS (
-  SELECT time, ship_id, device, latitude, longitude,
-    row_number() OVER (PARTITION BY device, timestamp_floor('\${__interval_ms}T', time) ORDER BY gap, time DESC) AS choice
+  SELECT time, site, ship_id, device, latitude, longitude,
+    row_number() OVER (PARTITION BY site, device, timestamp_floor('\${__interval_ms}T', time) ORDER BY gap, time DESC) AS choice
   FROM candidates
 )
-SELECT time, ship_id, device, latitude, longitude
+SELECT time, coalesce(site, '') AS site, ship_id, device, latitude, longitude
 ${
   latest
     ? `FROM ((SELECT * FROM positions WHERE choice = 1 ORDER BY time) timestamp(time))
-LATEST ON time PARTITION BY device
-ORDER BY device`
+LATEST ON time PARTITION BY site, device
+ORDER BY device, site`
     : `FROM positions
 WHERE choice = 1
-ORDER BY device, time`
+ORDER BY device, site, time`
 }`;
 
 /** @param {number} y @param {Record<string, any>} mapPanel */
@@ -412,10 +477,9 @@ function positions(y, mapPanel) {
   const details = panel(12, 'table', 'Position details', [16, y + 1, 8, 14], {
     targets: [
       target(`WITH recent AS (
-  SELECT time, ship_id, cargo_id, value FROM cargo_data WHERE $__timeFilter(time) AND ${SHIP_FILTER}
-  LATEST ON time PARTITION BY ship_id, cargo_id
+  ${latestOf(`$__timeFilter(time) AND ${SHIP_FILTER}`)}
 ), fields AS (
-  SELECT ship_id, time, value,
+  SELECT site, ship_id, time, value,
     CASE
       WHEN cargo_id ~ '${LATITUDE_IDS}' THEN 'latitude'
       WHEN cargo_id ~ '${LONGITUDE_IDS}' THEN 'longitude'
@@ -424,20 +488,20 @@ function positions(y, mapPanel) {
     END AS field
   FROM recent
 ), newest AS (
-  SELECT ship_id, time, value, field FROM (
-    SELECT ship_id, time, value, field, row_number() OVER (PARTITION BY ship_id, field ORDER BY time DESC) AS pick
+  SELECT site, ship_id, time, value, field FROM (
+    SELECT site, ship_id, time, value, field, row_number() OVER (PARTITION BY site, ship_id, field ORDER BY time DESC) AS pick
     FROM fields WHERE field IS NOT NULL
   ) WHERE pick = 1
 ), ${SHIP_NAMES}
-SELECT coalesce(n.name, p.ship_id) AS ship, p.latitude, p.longitude, p.altitude, p.satellites, p.time AS fix_time, p.ship_id
+SELECT ${siteOf('p')}, coalesce(n.name, p.ship_id) AS ship, p.latitude, p.longitude, p.altitude, p.satellites, p.time AS fix_time, p.ship_id
 FROM (
-  SELECT ship_id, max(CASE WHEN field = 'latitude' THEN value END) AS latitude, max(CASE WHEN field = 'longitude' THEN value END) AS longitude,
+  SELECT site, ship_id, max(CASE WHEN field = 'latitude' THEN value END) AS latitude, max(CASE WHEN field = 'longitude' THEN value END) AS longitude,
     max(CASE WHEN field = 'altitude' THEN value END) AS altitude, max(CASE WHEN field = 'satellites' THEN value END) AS satellites,
     max(time) AS time
   FROM newest
 ) p
-LEFT JOIN ship_names n ON p.ship_id = n.ship_id
-ORDER BY ship`),
+${joinShipNames('p')}
+ORDER BY ship, site`),
     ],
     description:
       "Each ship's latest position fields in the time range (latitude and longitude in any naming the map pairs, altitude, satellites): position readings, not cargo.",
@@ -462,14 +526,16 @@ function link(y) {
     targets: [
       target(
         `WITH v AS (
-  SELECT time, ship_id, cargo_id, avg(value) AS value
+  SELECT time, site, ship_id, cargo_id, avg(value) AS value
   FROM cargo_data
   WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND cargo_id IN ('rssi', 'snr')
   SAMPLE BY \${__interval_ms}T
-), ${SHIP_NAMES}
-SELECT v.time, concat(coalesce(n.name, v.ship_id), ' ', v.cargo_id) AS metric, v.value
-FROM v LEFT JOIN ship_names n ON v.ship_id = n.ship_id
-ORDER BY v.time`,
+), ${SHIP_NAMES}, lines AS (
+  SELECT v.time, v.site, v.cargo_id, v.value, coalesce(n.name, v.ship_id) AS label FROM v ${joinShipNames('v')}
+)
+SELECT time, concat(label, ' ', cargo_id) AS metric, value
+FROM (${labelledBySite('lines', ['time', 'cargo_id', 'value'])})
+ORDER BY time`,
         { format: 'time_series' },
       ),
     ],
@@ -482,20 +548,18 @@ ORDER BY v.time`,
   const now = panel(16, 'table', 'Radio link now', [12, y + 1, 12, 8], {
     targets: [
       target(`WITH recent AS (
-  SELECT time, ship_id, cargo_id, value FROM cargo_data
-  WHERE $__timeFilter(time) AND ${SHIP_FILTER} AND cargo_id IN ('rssi', 'channel_rssi', 'snr', 'spreading_factor', 'bandwidth', 'frequency')
-  LATEST ON time PARTITION BY ship_id, cargo_id
+  ${latestOf(`$__timeFilter(time) AND ${SHIP_FILTER} AND cargo_id IN ('rssi', 'channel_rssi', 'snr', 'spreading_factor', 'bandwidth', 'frequency')`)}
 ), ${SHIP_NAMES}
-SELECT coalesce(n.name, r.ship_id) AS ship, r.rssi, r.channel_rssi, r.snr, r.spreading_factor, r.bandwidth, r.frequency, r.time AS last_uplink, r.ship_id
+SELECT ${siteOf('r')}, coalesce(n.name, r.ship_id) AS ship, r.rssi, r.channel_rssi, r.snr, r.spreading_factor, r.bandwidth, r.frequency, r.time AS last_uplink, r.ship_id
 FROM (
-  SELECT ship_id, max(CASE WHEN cargo_id = 'rssi' THEN value END) AS rssi, max(CASE WHEN cargo_id = 'channel_rssi' THEN value END) AS channel_rssi,
+  SELECT site, ship_id, max(CASE WHEN cargo_id = 'rssi' THEN value END) AS rssi, max(CASE WHEN cargo_id = 'channel_rssi' THEN value END) AS channel_rssi,
     max(CASE WHEN cargo_id = 'snr' THEN value END) AS snr, max(CASE WHEN cargo_id = 'spreading_factor' THEN value END) AS spreading_factor,
     max(CASE WHEN cargo_id = 'bandwidth' THEN value END) AS bandwidth, max(CASE WHEN cargo_id = 'frequency' THEN value END) AS frequency,
     max(time) AS time
   FROM recent
 ) r
-LEFT JOIN ship_names n ON r.ship_id = n.ship_id
-ORDER BY ship`),
+${joinShipNames('r')}
+ORDER BY ship, site`),
     ],
     description: "Each LoRaWAN device's latest radio fields in the time range.",
     defaults: { custom: { align: 'auto' }, noValue: 'No LoRaWAN uplinks in the time range' },

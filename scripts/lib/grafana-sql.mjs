@@ -34,11 +34,45 @@ export const IS_CARGO = `cargo_id !~ '(?i)^(${POSITION_NAMES}|${LINK_NAMES})$'`;
 const newestVersion = (/** @type {string} */ table) =>
   `${table} c JOIN (SELECT max(time) AS version FROM ${table}) v ON c.time = v.version`;
 
-/** `ship_names`: display names by ship id, from the site's catalogue. */
+/**
+ * `ship_names`: display names by site and ship id, from the newest catalogue of each site. Ship
+ * ids repeat from site to site, so a catalogue names its own site's ships only; join on both,
+ * `ON s.site = n.site AND s.ship_id = n.ship_id` (QuestDB's joins match a null site with a null
+ * site: readings stored before sites existed keep the names of a catalogue of that time).
+ */
 export const SHIP_NAMES = `ship_names AS (
-  SELECT c.ship_id, c.name FROM ${newestVersion('ship_catalogue')}
+  SELECT c.site, c.ship_id, c.name
+  FROM ship_catalogue c JOIN (SELECT site, max(time) AS version FROM ship_catalogue) v ON c.site = v.site AND c.time = v.version
   WHERE c.ship_id IS NOT NULL
 )`;
+
+/** Joins `ship_names` as `n` to the rows of `alias`. */
+export const joinShipNames = (/** @type {string} */ alias) =>
+  `LEFT JOIN ship_names n ON ${alias}.site = n.site AND ${alias}.ship_id = n.ship_id`;
+
+/** A row's site as the panels show it: empty for readings stored before sites existed. */
+export const siteOf = (/** @type {string} */ alias) => `coalesce(${alias}.site, '') AS site`;
+
+/**
+ * The rows of `source` (a subquery with a `site` column and one row per site and `key`), less
+ * those without a site whose `key` also has rows of a site: readings stored before sites existed
+ * are the same ship or series as the site's readings since, which speak for it. Without this, a
+ * table upgraded in place would show each ship twice, one of them silent since the upgrade.
+ * @param {string} source @param {string[]} columns @param {string} key
+ */
+export const withoutPresiteTwins = (source, columns, key) => `SELECT ${columns.join(', ')} FROM (
+    SELECT ${columns.join(', ')}, count(site) OVER (PARTITION BY ${key}) AS sited FROM ${source}
+  ) WHERE site IS NOT NULL OR sited = 0`;
+
+/**
+ * `label` with its site, `label (site)`, when the rows of `source` (with `site` and `label`
+ * columns) hold more than one site: a chart's lines of two sites' ship-1 stay apart, and a single
+ * site's are not cluttered. Each row keeps `columns`, and `label`.
+ * @param {string} source @param {string[]} columns
+ */
+export const labelledBySite = (source, columns) => `SELECT ${columns.join(', ')},
+    CASE WHEN max(site_rank) OVER () > 1 THEN concat(label, ' (', coalesce(site, 'no site'), ')') ELSE label END AS label
+  FROM (SELECT ${columns.join(', ')}, site, label, dense_rank() OVER (ORDER BY site) AS site_rank FROM ${source})`;
 
 /** `catalogue`: the entries of the newest version of the cargo catalogue. */
 export const CATALOGUE = `catalogue AS (
@@ -63,7 +97,7 @@ export const matchesId = (/** @type {string} */ id) => `length(${id}) BETWEEN c.
  * @param {string[]} columns
  * @param {string} key  the columns that tell the rows of `source` apart
  */
-export const named = (source, columns, key = 'ship_id, cargo_id') => `${CATALOGUE}, matched AS (
+export const named = (source, columns, key = 'site, ship_id, cargo_id') => `${CATALOGUE}, matched AS (
   SELECT ${columns.map((c) => `l.${c}`).join(', ')},
     CASE WHEN c.name IS NULL THEN l.cargo_id WHEN c.min_length = c.max_length THEN c.name ELSE concat(c.name, ' (', l.cargo_id, ')') END AS cargo,
     c.unit, c.normal_min, c.normal_max, c.decimals,
@@ -99,14 +133,27 @@ export const crossedLimit = `CASE
     WHEN m.value < m.normal_min THEN concat('below ', ${number('m.normal_min')}, ' ', coalesce(m.unit, ''))
     ELSE concat('within ', ${normalRange.replace(/\n {4}/g, '\n      ')}) END`;
 
-/** What tells series apart: a ship and a cargo id. The alert rules add the site, since ship ids repeat from site to site. */
-const SERIES = ['ship_id', 'cargo_id'];
+/** What tells series apart: a site, a ship and a cargo id (ship ids repeat from site to site). */
+export const SERIES = ['site', 'ship_id', 'cargo_id'];
 
-/** `recent`: the latest reading of each series (`keys`) where `where` holds (a filter on time and ship keeps LATEST ON fast). */
+/**
+ * The latest row of each series (`keys`, the site first) where `where` holds (a filter on time and
+ * ship keeps LATEST ON fast), without the twins of readings stored before sites existed.
+ */
+export const latestOf = (/** @type {string} */ where, keys = SERIES, columns = ['value']) =>
+  withoutPresiteTwins(
+    `(
+    SELECT ${['time', ...keys, ...columns].join(', ')} FROM cargo_data
+    WHERE ${where}
+    LATEST ON time PARTITION BY ${keys.join(', ')}
+  )`,
+    ['time', ...keys, ...columns],
+    keys.filter((k) => k !== 'site').join(', '),
+  );
+
+/** `recent`: the latest reading of each series where `where` holds. */
 export const latestReadings = (/** @type {string} */ where, keys = SERIES) => `recent AS (
-  SELECT time, ${keys.join(', ')}, value FROM cargo_data
-  WHERE ${where}
-  LATEST ON time PARTITION BY ${keys.join(', ')}
+  ${latestOf(where, keys)}
 )`;
 
 /**

@@ -9,6 +9,8 @@ export interface CatalogueStoreOptions {
   path: string | undefined;
   pollMs: number;
   gateway: string;
+  /** The site whose ships the catalogue names (`SITE_ID`). */
+  site: string;
   questdb: QuestDbClient | undefined;
   logger: Logger;
   tables?: CatalogueTables;
@@ -91,7 +93,7 @@ export class CatalogueStore {
 
   /** Writes the catalogue to QuestDB unless it is there already; true once it is. */
   async publish(now = Date.now()): Promise<boolean> {
-    const { questdb, gateway, logger } = this.#options;
+    const { questdb, gateway, site, logger } = this.#options;
     if (questdb === undefined) return false;
     if (!this.#unpublished) return true;
     this.#unpublished = false;
@@ -100,7 +102,7 @@ export class CatalogueStore {
         for (const statement of createCatalogueTables(this.#tables)) await questdb.exec(statement);
         this.#tablesReady = true;
       }
-      const outcome = await questdb.write(encodeCatalogue(this.#catalogue, gateway, now, this.#tables));
+      const outcome = await questdb.write(encodeCatalogue(this.#catalogue, gateway, site, now, this.#tables));
       if (!outcome.ok) throw new Error(outcome.message);
       return true;
     } catch (error) {

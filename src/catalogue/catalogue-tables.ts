@@ -23,20 +23,24 @@ export const createCatalogueTables = (tables: CatalogueTables = CATALOGUE_TABLES
   name VARCHAR, unit VARCHAR, normal_min DOUBLE, normal_max DOUBLE, decimals INT
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`,
   `CREATE TABLE IF NOT EXISTS ${tables.ships} (
-  time TIMESTAMP, gateway SYMBOL, ship_id VARCHAR, name VARCHAR
+  time TIMESTAMP, gateway SYMBOL, site SYMBOL, ship_id VARCHAR, name VARCHAR
 ) TIMESTAMP(time) PARTITION BY DAY TTL 30 DAYS WAL`,
+  // Ship ids repeat from site to site: a name is the writing gateway's site's (tables of before sites gain the column).
+  `ALTER TABLE ${tables.ships} ADD COLUMN IF NOT EXISTS site SYMBOL`,
 ];
 
-/** One version of the catalogue as ILP lines, stamped `version` (epoch ms). */
+/** One version of the catalogue as ILP lines, stamped `version` (epoch ms); its ship names are `site`'s. */
 export function encodeCatalogue(
   catalogue: Catalogue,
   gateway: string,
+  site: string,
   version: number,
   tables: CatalogueTables = CATALOGUE_TABLES,
 ): Buffer {
   const at = `${version}000000n`;
   const tag = `gateway=${escapeIlp(gateway)}`;
-  const lines = [`${tables.cargo},${tag} position=0i ${at}`, `${tables.ships},${tag} name="" ${at}`];
+  const shipTags = `${tag},site=${escapeIlp(site)}`;
+  const lines = [`${tables.cargo},${tag} position=0i ${at}`, `${tables.ships},${shipTags} name="" ${at}`];
   catalogue.cargo.forEach((entry, index) => {
     const pattern = cargoPattern(entry.match);
     const columns = [
@@ -54,6 +58,6 @@ export function encodeCatalogue(
     if (entry.decimals !== undefined) columns.push(`decimals=${entry.decimals}i`);
     lines.push(`${tables.cargo},${tag} ${columns.join(',')} ${at}`);
   });
-  for (const [ship, name] of catalogue.ships) lines.push(`${tables.ships},${tag} ship_id=${text(ship)},name=${text(name)} ${at}`);
+  for (const [ship, name] of catalogue.ships) lines.push(`${tables.ships},${shipTags} ship_id=${text(ship)},name=${text(name)} ${at}`);
   return Buffer.from(`${lines.join('\n')}\n`);
 }

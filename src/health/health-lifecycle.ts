@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { HealthReporter } from './health-reporter.js';
-import { readRunRecord, startEvents, writeRunRecord, type RunRecord } from './run-record.js';
+import { FAILED_START, readRunRecord, startEvents, writeRunRecord, type RunRecord } from './run-record.js';
 import type { GatewaySnapshot } from './snapshot.js';
 import { stopReason } from './stop-reason.js';
 
@@ -44,6 +44,17 @@ export class HealthLifecycle {
 
   report(snapshot: GatewaySnapshot): Promise<boolean> {
     return this.#options.reporter.report(snapshot);
+  }
+
+  /**
+   * A start that failed after the tables (a port in use): its `stopped` event says so and why, so
+   * the dashboards show it stopped rather than starting, and the next start knows what came before.
+   */
+  failedStart(message: string, now = Date.now()): Promise<boolean> {
+    const { reporter, version } = this.#options;
+    reporter.event({ time: now, event: 'stopped', reason: FAILED_START, text: `failed to start — ${message}`, version });
+    this.#writeRecord({ ...this.#record, stopped: now, stopReason: FAILED_START });
+    return reporter.prepare();
   }
 
   /** Writes the last row (within the deadline, or a second) and records the clean stop. */

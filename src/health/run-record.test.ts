@@ -18,7 +18,7 @@ describe('the run record and the start it words', () => {
     expect(readRunRecord(dir)).toBeUndefined();
   });
 
-  it('tells a first start, an upgrade, a restart and an unclean stop apart', () => {
+  it('tells a first start, an upgrade, a restart, a failed start and an unclean stop apart', () => {
     const current = { gateway: 'gw', version: '0.5.0', at };
     const previous = { gateway: 'gw', version: '0.5.0', started: at - minutes(600), stopped: at - minutes(2), stopReason: 'restart' };
     expect(startEvents(undefined, current)).toEqual([
@@ -35,6 +35,13 @@ describe('the run record and the start it words', () => {
     ]);
     expect(startEvents({ ...previous, version: '0.4.0', stopReason: 'upgrade' }, current).map((e) => [e.reason, e.text])).toEqual([
       ['upgrade', 'started 0.5.0 after an upgrade from 0.4.0, down 2 min'],
+    ]);
+    // A stop announced as an upgrade that left the version as it was is no upgrade.
+    expect(startEvents({ ...previous, stopReason: 'upgrade' }, current).map((e) => [e.reason, e.text])).toEqual([
+      ['restart', 'started 0.5.0 after a restart (stopped for an upgrade; the version is the same), down 2 min'],
+    ]);
+    expect(startEvents({ ...previous, stopReason: 'failed_start' }, current).map((e) => [e.reason, e.text])).toEqual([
+      ['failed_start', 'started 0.5.0 after a failed start, down 2 min'],
     ]);
     expect(startEvents({ ...previous, stopped: null, stopReason: null }, current).map((e) => [e.reason, e.text])).toEqual([
       ['crash', 'started 0.5.0 after an unclean stop (crash, kill or power cut) of a run begun 10 h before'],

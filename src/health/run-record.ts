@@ -42,12 +42,18 @@ export function writeRunRecord(dataDir: string, record: RunRecord): void {
   renameSync(temporary, path);
 }
 
-const AFTER: Record<StopReasonCode, string> = {
-  upgrade: 'an upgrade',
+/** The stop reason of a start that failed, in its `stopped` event and the run record. */
+export const FAILED_START = 'failed_start';
+
+/** What came before a start, by the reason the previous run stopped with. */
+const AFTER: Record<StopReasonCode | typeof FAILED_START, string> = {
+  // The version tells an upgrade: a stop announced as one that left it as it was is a restart.
+  upgrade: 'a restart (stopped for an upgrade; the version is the same)',
   restart: 'a restart',
   reboot: 'a reboot',
   shutdown: 'a shutdown',
   stop: 'a stop',
+  [FAILED_START]: 'a failed start',
 };
 
 /**
@@ -72,8 +78,9 @@ export function startEvents(previous: RunRecord | undefined, current: { gateway:
   if (upgraded !== '') {
     events.push(started('upgrade', `started ${version} after an upgrade${upgraded}, down ${down}`));
   } else {
-    const stopped = (previous.stopReason ?? 'stop') as StopReasonCode;
-    events.push(started(stopped, `started ${version} after ${AFTER[stopped] ?? AFTER.stop}, down ${down}`));
+    const stopped = (previous.stopReason ?? 'stop') as keyof typeof AFTER;
+    const reason = stopped === 'upgrade' ? 'restart' : stopped;
+    events.push(started(reason, `started ${version} after ${AFTER[stopped] ?? AFTER.stop}, down ${down}`));
   }
   return events;
 }

@@ -296,11 +296,13 @@ describe('Grafana provisioning files', () => {
     }
   });
 
-  it('links each ship at a glance to the site dashboard showing only that ship, of the sites selected', () => {
+  it('links each ship at a glance to the site dashboard showing only that ship, at its site', () => {
     const glance = site.panels.find((p) => p.title === 'Ships at a glance')!;
     const ship = glance.fieldConfig!.overrides.find((o) => o.matcher.options === 'ship')!;
     const [link] = ship.properties.find((p) => p.id === 'links')!.value as { url: string }[];
-    expect(link!.url).toBe(`/d/${site.uid}?var-ship=\${__data.fields.ship_id:percentencode}&\${site:queryparam}&\${__url_time_range}`);
+    expect(link!.url).toBe(
+      `/d/${site.uid}?var-ship=\${__data.fields.ship_id:percentencode}&var-site=\${__data.fields.site:percentencode}&\${__url_time_range}`,
+    );
   });
 });
 
@@ -349,7 +351,14 @@ const KINDS: Record<string, number[]> = {
 type Kind = keyof typeof KINDS;
 const columns = (...pairs: [string, Kind][]) => pairs;
 const timeSeries = (value: string) => columns(['time', 'time'], ['metric', 'string'], [value, 'number']);
-const positions = columns(['time', 'time'], ['ship_id', 'string'], ['device', 'string'], ['latitude', 'number'], ['longitude', 'number']);
+const positions = columns(
+  ['time', 'time'],
+  ['site', 'string'],
+  ['ship_id', 'string'],
+  ['device', 'string'],
+  ['latitude', 'number'],
+  ['longitude', 'number'],
+);
 const gatewayState = columns(['gateway', 'string'], ['state', 'string'], ['last_report', 'time']);
 
 /** The columns each query must return, by panel title (variables by name, annotations by name) and refId. */
@@ -357,11 +366,12 @@ const EXPECTED: Record<string, [string, Kind][]> = {
   'site variable': columns(['site', 'string']),
   'ship variable': columns(['__value', 'string'], ['__text', 'string']),
   'cargo variable': columns(['__value', 'string'], ['__text', 'string']),
-  'Ships reporting now A': columns(['reporting', 'number'], ['seen', 'number']),
-  'Cargo outside the normal range A': columns(['outside', 'number']),
+  'Ships reporting now A': columns(['reporting', 'number'], ['silent', 'number'], ['seen', 'number']),
+  'Cargo outside the normal range A': columns(['outside', 'number'], ['left_last_hour', 'number']),
   'Readings A': columns(['readings', 'number']),
   'Gateway A': gatewayState,
   'Ships at a glance A': columns(
+    ['site', 'string'],
     ['ship', 'string'],
     ['last_seen', 'number'],
     ['readings_last_hour', 'number'],
@@ -371,6 +381,7 @@ const EXPECTED: Record<string, [string, Kind][]> = {
     ['ship_id', 'string'],
   ),
   'Cargo now A': columns(
+    ['site', 'string'],
     ['ship', 'string'],
     ['cargo', 'string'],
     ['value', 'number'],
@@ -384,17 +395,20 @@ const EXPECTED: Record<string, [string, Kind][]> = {
   [`${OVER_TIME} A`]: timeSeries('value'),
   [`${OVER_TIME} B`]: columns(['unit', 'string'], ['decimals', 'number'], ['low', 'number'], ['high', 'number']),
   'Cargo summary A': columns(
+    ['site', 'string'],
     ['ship', 'string'],
     ['cargo', 'string'],
     ['min', 'number'],
     ['avg', 'number'],
     ['max', 'number'],
     ['unit', 'string'],
+    ['range_state', 'string'],
     ['readings', 'number'],
   ),
   'Positions and tracks A': positions,
   'Positions and tracks B': positions,
   'Position details A': columns(
+    ['site', 'string'],
     ['ship', 'string'],
     ['latitude', 'number'],
     ['longitude', 'number'],
@@ -405,6 +419,7 @@ const EXPECTED: Record<string, [string, Kind][]> = {
   ),
   'Radio link quality A': timeSeries('value'),
   'Radio link now A': columns(
+    ['site', 'string'],
     ['ship', 'string'],
     ['rssi', 'number'],
     ['channel_rssi', 'number'],
@@ -552,7 +567,8 @@ describe('dashboard queries on QuestDB', () => {
   const query = (title: string, refId = 'A') => find(title, refId).rawSql;
 
   beforeAll(async () => {
-    gw = await startTestGateway();
+    // The catalogue's ship names are its site's: the readings are this site's own.
+    gw = await startTestGateway({ SITE_ID: 'site-1' });
     const response = await gw.post('/api/v2/ingest/batch', readings, { 'x-api-key': TEST_KEY });
     expect(response.status).toBe(200);
     expect(await waitForCount(`SELECT count() FROM "${gw.table}"`, readings.length)).toBe(readings.length);
@@ -607,6 +623,7 @@ describe('dashboard queries on QuestDB', () => {
       path: file,
       pollMs: 60_000,
       gateway: 'gw-1',
+      site: 'site-1',
       questdb,
       logger: log,
       tables: { cargo: tables.cargoCatalogue, ships: tables.shipCatalogue },
@@ -735,7 +752,17 @@ describe('dashboard queries on QuestDB', () => {
   it('summarises, counts and shows the latest value of the selected series, named and measured by the catalogue', async () => {
     const selection = { ship: ['ship-a'], cargo: ['temperature'] };
     expect((await run(query('Cargo summary'), selection)).rows).toEqual([
-      { ship: 'MV Alpha', cargo: 'Temperature (temperature)', min: 20, avg: 21, max: 22, unit: '°C', readings: '3' },
+      {
+        site: 'site-1',
+        ship: 'MV Alpha',
+        cargo: 'Temperature (temperature)',
+        min: 20,
+        avg: 21,
+        max: 22,
+        unit: '°C',
+        range_state: 'above',
+        readings: '3',
+      },
     ]);
     expect((await run(query('Readings'), selection)).rows).toEqual([{ readings: '3' }]);
     expect((await run(query('Readings'))).rows).toEqual([{ readings: String(readings.length) }]);

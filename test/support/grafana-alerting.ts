@@ -104,3 +104,40 @@ export async function evaluateRule(
     };
   });
 }
+
+/** A Go string literal's text: the escapes the provisioned templates use. */
+const goString = (literal: string): string => literal.replace(/\\(["\\])/g, '$1');
+
+/** Go's `printf "%.Nf"` (JavaScript rounds ties up where Go rounds them to even; the tests use no ties). */
+const fixed = (format: string, value: number): string => {
+  const match = /^%\.(\d)f$/.exec(format);
+  if (match === null) throw new Error(`printf format ${format} not emulated`);
+  return value.toFixed(Number(match[1]));
+};
+
+/**
+ * An annotation of an alert instance as Grafana's alerting writes it from the rule's Go template:
+ * `{{ $labels.name }}`, `{{ if $labels.name }}…{{ end }}`, `{{ printf "%.Nf" $values.A.Value }}`
+ * and `reReplaceAll` of such a printf. Any other action throws, so a template the tests cannot
+ * read is never taken as right.
+ */
+export function renderTemplate(template: string, instance: AlertInstance): string {
+  const label = (name: string): string => {
+    const value = instance.labels[name];
+    if (value === undefined) throw new Error(`template names label ${name}, which the query does not answer`);
+    return value;
+  };
+  const value = instance.value ?? Number.NaN;
+  const conditional = template.replace(/\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}/g, (_, name: string, inner: string) =>
+    label(name) === '' ? '' : inner,
+  );
+  return conditional.replace(/\{\{ (.*?) \}\}/g, (_, action: string) => {
+    let match = /^\$labels\.(\w+)$/.exec(action);
+    if (match !== null) return label(match[1]!);
+    match = /^printf "([^"]*)" \$values\.A\.Value$/.exec(action);
+    if (match !== null) return fixed(match[1]!, value);
+    match = /^reReplaceAll "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)" \(printf "([^"]*)" \$values\.A\.Value\)$/.exec(action);
+    if (match !== null) return fixed(match[3]!, value).replace(new RegExp(goString(match[1]!), 'g'), goString(match[2]!));
+    throw new Error(`template action {{ ${action} }} not emulated`);
+  });
+}

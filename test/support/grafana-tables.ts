@@ -3,6 +3,7 @@
 // QuestDB, and each sees only its tables.
 import { inject } from 'vitest';
 import { createCatalogueTables } from '../../src/catalogue/catalogue-tables.js';
+import { createFleetSinkTable, createFleetSiteTable } from '../../src/health/fleet-rows.js';
 import { createEventsTable } from '../../src/health/gateway-events.js';
 import { createHealthTable, createKeyHealthTable } from '../../src/health/health-reporter.js';
 import { createSinkHealthTable } from '../../src/health/sink-health.js';
@@ -18,6 +19,8 @@ export interface DashboardTables {
   events: string;
   cargoCatalogue: string;
   shipCatalogue: string;
+  fleetSites: string;
+  fleetSinks: string;
 }
 
 /** The name each table has in the provisioned SQL. */
@@ -29,6 +32,8 @@ const PROVISIONED: Record<keyof DashboardTables, string> = {
   events: 'gateway_events',
   cargoCatalogue: 'cargo_catalogue',
   shipCatalogue: 'ship_catalogue',
+  fleetSites: 'fleet_site_health',
+  fleetSinks: 'fleet_sink_health',
 };
 
 /** Fresh names for one test's tables; nothing is created yet. */
@@ -39,7 +44,7 @@ export function dashboardTableNames(): DashboardTables {
   return names as unknown as DashboardTables;
 }
 
-/** Creates every table as the gateway does at its start (the readings table as its QuestDB sink does). */
+/** Creates every table as the gateway does at its start (the readings table as its QuestDB sink does, the fleet tables empty). */
 export async function createDashboardTables(tables: DashboardTables = dashboardTableNames()): Promise<DashboardTables> {
   const questdb = new QuestDbHttp({ url: inject('questdbUrl'), timeoutMs: 10_000, username: undefined, password: undefined });
   try {
@@ -52,6 +57,8 @@ export async function createDashboardTables(tables: DashboardTables = dashboardT
   await sql(createSinkHealthTable(tables.sinks));
   await sql(createEventsTable(tables.events));
   for (const statement of createCatalogueTables({ cargo: tables.cargoCatalogue, ships: tables.shipCatalogue })) await sql(statement);
+  await sql(createFleetSiteTable(tables.fleetSites));
+  await sql(createFleetSinkTable(tables.fleetSinks));
   return tables;
 }
 
