@@ -67,3 +67,20 @@ describe('who reaches the console and /metrics', () => {
     expect(await scraped.text()).toMatch(/^# HELP harbor_gateway_info /);
   });
 });
+
+describe('names from the request', () => {
+  it('find no asset by a name every object inherits: 404, without a session, without an error', async () => {
+    const hono = app(undefined);
+    let failed: unknown;
+    hono.onError((error, c) => {
+      failed = error;
+      return c.text('failed', 500);
+    });
+    for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty']) {
+      const answer = await hono.request(`https://gateway.local:8443/console/assets/${name}`, {}, from('192.168.1.7', true));
+      expect(answer.status, name).toBe(404);
+    }
+    expect(failed).toBeUndefined();
+    expect((await hono.request('https://gateway.local:8443/console/assets/console.css', {}, from('192.168.1.7', true))).status).toBe(200);
+  });
+});

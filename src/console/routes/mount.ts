@@ -25,7 +25,7 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
   app.use(`${CONSOLE_PATH}/*`, consoleTransport(console));
 
   app.get(`${CONSOLE_PATH}/assets/:name`, (c) => {
-    const asset = ASSETS[c.req.param('name')];
+    const asset = ASSETS.get(c.req.param('name'));
     if (asset === undefined) return c.text('Not found', 404);
     const cache = c.req.query('v') === ASSET_VERSION ? 'public, max-age=31536000, immutable' : 'no-cache';
     return c.body(asset.body, 200, { 'Content-Type': asset.type, 'Cache-Control': cache });
