@@ -135,6 +135,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     delivery,
     password: config.consolePassword,
     metricsToken: config.metricsToken,
+    loginAttemptsPerMinute: config.loginAttemptsPerMinute,
     env: options.env ?? process.env,
   });
   const idempotency = idempotencyKeys(config, logger);

@@ -385,6 +385,12 @@ export const SETTINGS = {
     schema: apiKeyText,
     secret: true,
   }),
+  loginAttemptsPerMinute: define({
+    env: 'LOGIN_ATTEMPTS_PER_MINUTE',
+    default: '30',
+    doc: 'Console login attempts whose password is checked in any minute, from every address but loopback together; past it a login is answered 429 with `Retry-After` at once, its password not checked. Each host (an IPv4 address, an IPv6 /64) is also held to its own spacing: 250 ms between attempts, doubling with each failure up to 8 s. Device traffic is never counted.',
+    schema: integer(1, 10_000),
+  }),
   metricsTokenFile: define({
     env: 'METRICS_TOKEN_FILE',
     default: undefined,

@@ -20,6 +20,8 @@ function describeProblem(problem: { message: string; details: { loc: (string | n
   return first === undefined ? problem.message : `${problem.message}: ${first.loc.join('.')}: ${first.msg}`;
 }
 
+const DEFAULT_LOGIN_ATTEMPTS_PER_MINUTE = 30;
+
 /** How often the console samples the accepted-readings counter and watches for delivery outages. */
 const SAMPLE_MS = 10_000;
 
@@ -38,6 +40,8 @@ export interface ConsoleDeps {
   delivery: { notifyAppended(): void };
   password: string | undefined;
   metricsToken: string | undefined;
+  /** Login attempts checked per minute, all sources but loopback together (`LOGIN_ATTEMPTS_PER_MINUTE`). */
+  loginAttemptsPerMinute?: number;
   /** The environment the gateway started with: the settings page shows it (secrets masked) and checks it. */
   env: Record<string, string | undefined>;
 }
@@ -52,7 +56,7 @@ export class GatewayConsole {
   readonly refusals = new RefusalTable();
   readonly minutes: CounterMinutes;
   readonly sessions = new SessionStore();
-  readonly throttle = new LoginThrottle();
+  readonly throttle: LoginThrottle;
   readonly password: ConsolePassword;
   /** The HTTPS port as listening (known once the servers are up). */
   httpsPort = 0;
@@ -63,6 +67,7 @@ export class GatewayConsole {
   constructor(readonly deps: ConsoleDeps) {
     this.minutes = new CounterMinutes(() => deps.stats.acceptedReadings);
     this.password = new ConsolePassword(deps.password);
+    this.throttle = new LoginThrottle(deps.loginAttemptsPerMinute ?? DEFAULT_LOGIN_ATTEMPTS_PER_MINUTE);
   }
 
   /** Starts sampling until the gateway stops; the timer never keeps the process alive. */
