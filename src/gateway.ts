@@ -28,6 +28,7 @@ import { setUpTable } from './sinks/questdb/table-setup.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
+import { ConnectionGate } from './http/connection-gate.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
@@ -143,7 +144,13 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const clock = receiveClock(queue, logger);
   const inflight = new InflightBudget(config.maxInflightBytes);
   const validator = validatorOf(config);
+  // Made before the app, whose API-key check tells it which connections are devices'.
+  const gate = new ConnectionGate(
+    { maxConnections: config.maxConnections, maxUnproven: config.maxUnprovenConnections, unprovenTimeoutMs: config.unprovenTimeoutMs },
+    logger,
+  );
   const app = createApp({
+    gate,
     queue,
     delivery,
     clock,
@@ -167,7 +174,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     idempotency,
     recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
-  const http = await listen(app, config, certificate, queue).catch(async (error: unknown) => {
+  const http = await listen(app, config, certificate, queue, gate).catch(async (error: unknown) => {
     // A gateway that keeps failing to start still leaves the tables, and says why it stopped.
     await within(Promise.all([tablesReady, health?.failedStart((error as Error).message)]), DASHBOARD_TABLES_WAIT_MS);
     await questdb?.close();
@@ -466,9 +473,15 @@ async function startMqttWhenOn(
 }
 
 /** Both ports listening; the queue is closed again when they cannot. */
-async function listen(app: Hono, config: Config, certificate: ServerCertificate, queue: QueueWriter): Promise<HttpServer> {
+async function listen(
+  app: Hono,
+  config: Config,
+  certificate: ServerCertificate,
+  queue: QueueWriter,
+  gate: ConnectionGate,
+): Promise<HttpServer> {
   try {
-    return await startHttpServer(app, { ...config, certificate });
+    return await startHttpServer(app, { ...config, certificate, gate });
   } catch (error) {
     queue.close();
     throw error;

@@ -77,6 +77,13 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).not.toContain('xxxx');
   });
 
+  it('keeps part of MAX_CONNECTIONS for devices', () => {
+    expect(loadConfig({})).toMatchObject({ maxConnections: 1024, maxUnprovenConnections: 128, unprovenTimeoutMs: 5000 });
+    expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_UNPROVEN_CONNECTIONS: '100' })).toEqual([
+      'MAX_UNPROVEN_CONNECTIONS (100) must be less than MAX_CONNECTIONS (100): the rest is kept for devices',
+    ]);
+  });
+
   it('refuses a wrong-key delay that would outlast the read timeouts of device stacks', () => {
     expect(problemsOf({ AUTH_FAILURE_DELAY_MAX_MS: '5000' })[0]).toMatch(/^AUTH_FAILURE_DELAY_MAX_MS must be at most 1000/);
     expect(loadConfig({ AUTH_FAILURE_DELAY_MAX_MS: '1000' }).authFailureDelayMaxMs).toBe(1000);

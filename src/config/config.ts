@@ -251,6 +251,15 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   if (partial.localQuestdb === false && !forwards) {
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
   }
+  if (
+    partial.maxUnprovenConnections !== undefined &&
+    partial.maxConnections !== undefined &&
+    partial.maxUnprovenConnections >= partial.maxConnections
+  ) {
+    problems.push(
+      `MAX_UNPROVEN_CONNECTIONS (${partial.maxUnprovenConnections}) must be less than MAX_CONNECTIONS (${partial.maxConnections}): the rest is kept for devices`,
+    );
+  }
   const readingTimes = readingTimesOf(partial);
   const localKeepS = localKeepSeconds(partial);
   if (localKeepS !== undefined && localKeepS <= 0) {
