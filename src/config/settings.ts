@@ -125,7 +125,13 @@ export const SETTINGS = {
   host: define({
     env: 'HOST',
     default: '0.0.0.0',
-    doc: 'Address the HTTP server binds to. Sensors reach the gateway over the LAN, so all interfaces by default.',
+    doc: 'Address the HTTP, HTTPS and MQTT servers bind to. Sensors reach the gateway over the LAN, so all interfaces by default; but in development while `API_KEY` is unset, `127.0.0.1`, as the development key is public. Beyond loopback the gateway refuses to start with an unset, empty or shipped `API_KEY` (see `PUBLISHED_ADDRESS`).',
+    schema: text(255),
+  }),
+  publishedAddress: define({
+    env: 'PUBLISHED_ADDRESS',
+    default: undefined,
+    doc: 'Where the gateway\'s ports are reachable when something in front of it forwards them: the host address a container\'s ports are published on (compose.yaml passes the one it publishes on). Unset: `HOST`. The gateway judges by it whether it is reachable beyond loopback, where it refuses an unset, empty or shipped `API_KEY`, and a shipped `GRAFANA_ADMIN_PASSWORD` (Grafana is published on the same address). Set it only to the address the ports are really published on.',
     schema: text(255),
   }),
   port: define({
@@ -155,7 +161,7 @@ export const SETTINGS = {
   apiKey: define({
     env: 'API_KEY',
     default: undefined,
-    doc: 'A key devices send in `X-API-Key`, known as the key named `default` (allowed every ship): printable ASCII without spaces. Per-device keys live in `API_KEYS_FILE`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
+    doc: 'A key devices send in `X-API-Key`, known as the key named `default` (allowed every ship): printable ASCII without spaces. Per-device keys live in `API_KEYS_FILE`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`, on loopback only: where the gateway is reachable beyond loopback (`HOST`, `PUBLISHED_ADDRESS`) an unset, empty or shipped key stops the start.',
     schema: apiKeyText,
     secret: true,
   }),
@@ -367,7 +373,7 @@ export const SETTINGS = {
   grafanaAdminPassword: define({
     env: 'GRAFANA_ADMIN_PASSWORD',
     default: undefined,
-    doc: "The stack's Grafana admin password, given to the gateway only so production refuses to start while it is a shipped default. Prefer `GRAFANA_ADMIN_PASSWORD_FILE`.",
+    doc: "The stack's Grafana admin password, given to the gateway only so it refuses to start while it is a shipped default in production, or anywhere the stack is published beyond loopback (`PUBLISHED_ADDRESS`). Prefer `GRAFANA_ADMIN_PASSWORD_FILE`.",
     schema: text(),
     secret: true,
   }),
