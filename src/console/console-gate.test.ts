@@ -84,3 +84,23 @@ describe('names from the request', () => {
     expect((await hono.request('https://gateway.local:8443/console/assets/console.css', {}, from('192.168.1.7', true))).status).toBe(200);
   });
 });
+
+describe('requests without a session', () => {
+  it('are answered 429 with Retry-After at once past their shared rate; loopback is not counted', async () => {
+    const hono = app('metrics-token-0123456789');
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const answer = await hono.request('https://gateway.local:8443/console/login', {}, from(`192.0.2.${i}`, true));
+      statuses.push(answer.status);
+      if (answer.status === 429) expect(answer.headers.get('retry-after')).toBe('1');
+    }
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(40);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThan(50);
+    expect(statuses.at(-1)).toBe(429);
+    expect((await hono.request('/metrics', {}, from('192.0.2.1'))).status).toBe(429);
+    expect((await hono.request('http://localhost:8000/console/login', {}, from('127.0.0.1'))).status).toBe(200);
+    expect((await hono.request('/metrics', {}, from('127.0.0.1'))).status).toBe(200);
+    const bearer = { headers: { authorization: 'Bearer metrics-token-0123456789' } };
+    expect((await hono.request('/metrics', bearer, from('192.0.2.1'))).status).toBe(200);
+  });
+});

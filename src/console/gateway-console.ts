@@ -9,6 +9,7 @@ import { RefusalTable } from './activity/refusal-table.js';
 import { ShipTable } from './activity/ship-table.js';
 import { ConsolePassword } from './auth/password.js';
 import { LoginThrottle } from './auth/login-throttle.js';
+import { RequestRate } from './auth/request-rate.js';
 import { SessionStore } from './auth/sessions.js';
 import type { CertificateFacts } from './pages/settings.js';
 import { peerAddress } from './request-facts.js';
@@ -21,6 +22,9 @@ function describeProblem(problem: { message: string; details: { loc: (string | n
 }
 
 const DEFAULT_LOGIN_ATTEMPTS_PER_MINUTE = 30;
+/** Console requests without a session a second, and at once: a person's browser needs a handful per page. */
+const UNAUTHENTICATED_PER_SECOND = 20;
+const UNAUTHENTICATED_BURST = 40;
 
 /** How often the console samples the accepted-readings counter and watches for delivery outages. */
 const SAMPLE_MS = 10_000;
@@ -57,6 +61,8 @@ export class GatewayConsole {
   readonly minutes: CounterMinutes;
   readonly sessions = new SessionStore();
   readonly throttle: LoginThrottle;
+  /** Console and `/metrics` requests from the network without a session or token, all together. */
+  readonly unauthenticated = new RequestRate(UNAUTHENTICATED_PER_SECOND, UNAUTHENTICATED_BURST);
   readonly password: ConsolePassword;
   /** The HTTPS port as listening (known once the servers are up). */
   httpsPort = 0;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fromSameOrigin, tokensMatch } from './csrf.js';
 import { hostOf, LoginThrottle } from './login-throttle.js';
+import { RequestRate } from './request-rate.js';
 import { ConsolePassword } from './password.js';
 import { IDLE_MS, LIFETIME_MS, MAX_SESSIONS, SessionStore } from './sessions.js';
 import type { Context } from 'hono';
@@ -138,5 +139,19 @@ describe('form checks', () => {
     expect(fromSameOrigin(context({ host: 'gw:8443', origin: 'null' }))).toBe(false);
     expect(fromSameOrigin(context({ host: 'gw:8443', 'sec-fetch-site': 'same-site' }))).toBe(false);
     expect(fromSameOrigin(context({ host: 'gw:8443', 'sec-fetch-site': 'cross-site' }))).toBe(false);
+  });
+});
+
+describe('request rate', () => {
+  it('lets a burst through, then as many a second as it allows', () => {
+    let now = 0;
+    const rate = new RequestRate(20, 40, () => now);
+    const burst = Array.from({ length: 41 }, () => rate.take());
+    expect(burst.filter(Boolean)).toHaveLength(40);
+    now = 50;
+    expect(rate.take()).toBe(true);
+    expect(rate.take()).toBe(false);
+    now = 10_000;
+    expect(Array.from({ length: 50 }, () => rate.take()).filter(Boolean)).toHaveLength(40);
   });
 });
