@@ -6,6 +6,20 @@ import { ConnectionGate } from './connection-gate.js';
 /** What the gate uses of a socket: `once('close')` and `destroy()`, which closes it a moment later. */
 class FakeSocket extends EventEmitter {
   destroyed = false;
+  pending: Buffer | null = null;
+  read(): Buffer | null {
+    const chunk = this.pending;
+    this.pending = null;
+    return chunk;
+  }
+  unshift(chunk: Buffer): void {
+    this.pending = chunk;
+  }
+  /** The client sends its first bytes (a TLS ClientHello, a request line). */
+  send(bytes: string): void {
+    this.pending = Buffer.from(bytes);
+    this.emit('readable');
+  }
   destroy(): this {
     if (!this.destroyed) {
       this.destroyed = true;
@@ -37,6 +51,35 @@ describe('connection gate', () => {
     expect([b!.destroyed, d!.destroyed]).toEqual([false, true]);
     expect(gate.sizes).toEqual({ open: 3, unproven: 3 });
     expect(gate.counts.evicted).toBe(3);
+  });
+
+  it('closes connections that never sent a byte before one that did: a device sends at once, an idle socket never', () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 3, unprovenTimeoutMs: 5000 });
+    const [device, idle1, idle2, next1, next2, next3] = sockets(6);
+    const handedOn: Socket[] = [];
+    const sniffed = (socket: Socket) => {
+      gate.admit(socket);
+      gate.sniff(
+        socket,
+        (s) => handedOn.push(s),
+        (s) => handedOn.push(s),
+        () => true,
+      );
+    };
+    sniffed(device!);
+    device!.send('\x16\x03\x01');
+    sniffed(idle1!);
+    sniffed(idle2!);
+    // The device's handshake is the oldest unproven connection, and it stays while silent ones go.
+    sniffed(next1!);
+    sniffed(next2!);
+    expect([device!.destroyed, idle1!.destroyed, idle2!.destroyed]).toEqual([false, true, true]);
+    expect(handedOn).toEqual([device]);
+    next1!.send('G');
+    next2!.send('G');
+    // All have spoken: the longest idle goes.
+    sniffed(next3!);
+    expect([device!.destroyed, next1!.destroyed, next2!.destroyed]).toEqual([true, false, false]);
   });
 
   it('closes the oldest unproven connection even mid-request when every one is busy', () => {

@@ -18,6 +18,8 @@ interface Admission {
   proven: boolean;
   /** Closed by the gate, and already counted out. */
   shed: boolean;
+  /** It sent a byte: a device's new connection does at once, an idle socket never. */
+  spoke: boolean;
   /** An unproven connection's request is being answered; only then is it not idle. */
   busy: boolean;
   /** Accepted, or its last request answered. */
@@ -41,10 +43,10 @@ const REPORT_EVERY_MS = 10_000;
  * with a valid `X-API-Key`, an accepted MQTT CONNECT: `prove`); then it is the devices'. Unproven
  * connections (logins, console pages, scrapes, wrong keys, idle sockets, and every device's new
  * connection before its first request) are at most `maxUnproven`, so the rest of `maxConnections`
- * is the devices' whatever else connects. When a new connection finds no room, the unproven
- * connection idle the longest is closed for it (else the oldest whose request is still being
- * answered): a device opens a connection and sends at once, so the newest connections are the
- * ones kept. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
+ * is the devices' whatever else connects. When a new connection finds no room, an unproven one is
+ * closed for it: the longest idle of those that never sent a byte, else of those without a request
+ * in progress, else the oldest. A device opens a connection and sends at once (a TLS ClientHello, a
+ * request, a CONNECT), so its connection outlasts any number of silent ones. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
  * headers, an idle keep-alive) are closed. Only when every connection is a device's is a new one
  * refused.
  */
@@ -98,7 +100,7 @@ export class ConnectionGate {
       }
     }
     const admitted = socket as Admitted;
-    const admission: Admission = { proven: false, shed: false, busy: false, sinceMs: this.now() };
+    const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: this.now() };
     admitted[ADMISSION] = admission;
     this.open += 1;
     this.#unproven.add(admitted);
@@ -135,16 +137,25 @@ export class ConnectionGate {
     ended.once('close', admission.ended);
   }
 
-  /** Closes the unproven connection idle the longest, else the oldest busy one; false when there is none. */
+  /**
+   * Closes an unproven connection, the longest idle of those that never sent a byte, else of those
+   * without a request in progress, else the oldest; false when there is none.
+   */
   #evictOne(): boolean {
-    let victim: Admitted | undefined;
+    let silent: Admitted | undefined;
+    let idle: Admitted | undefined;
+    let oldest: Admitted | undefined;
     for (const socket of this.#unproven) {
-      victim ??= socket;
-      if (socket[ADMISSION]?.busy !== true) {
-        victim = socket;
+      const admission = socket[ADMISSION]!;
+      oldest ??= socket;
+      if (admission.busy) continue;
+      idle ??= socket;
+      if (!admission.spoke) {
+        silent = socket;
         break;
       }
     }
+    const victim = silent ?? idle ?? oldest;
     if (victim === undefined) return false;
     this.counts.evicted += 1;
     this.#shed(victim);
@@ -211,6 +222,8 @@ export class ConnectionGate {
     // wraps it reads what was put back itself and a flowing stream would hand those bytes elsewhere.
     socket.once('readable', () => {
       const chunk = socket.read() as Buffer | null;
+      const admission = (socket as Admitted)[ADMISSION];
+      if (admission !== undefined) admission.spoke = true;
       socket.off('error', onError);
       socket.off('close', onClose);
       this.undecided.delete(socket);
@@ -234,7 +247,8 @@ export class ConnectionGate {
     host: string,
     ports: { plain: number; tls: number },
   ): Promise<{ plain: number; tls: number }> {
-    const toTls = this.takeOver(secure, (socket, own) => own(socket));
+    // The TLS port's connections are sniffed too, only to see that they sent something.
+    const toTls = this.takeOver(secure, (socket, own) => this.sniff(socket, own, own, () => true));
     this.takeOver(plain, (socket, own) => this.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
     const plainPort = await listen(plain, host, ports.plain);
     try {
