@@ -274,7 +274,9 @@ function startDevices(target) {
     );
   }
   return {
-    mark: (/** @type {string} */ next) => void (phase = next),
+    mark: (/** @type {string} */ next) => {
+      phase = next;
+    },
     stop: async () => {
       running = false;
       await Promise.all(loops);

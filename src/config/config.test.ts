@@ -41,11 +41,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ HOST: '::1', API_KEY: '' }).host).toBe('::1');
     const own = 'set a key of your own';
     expect(problemsOf({ HOST: '0.0.0.0' })).toEqual([
-      expect.stringMatching(/^API_KEY is unset, so devices would use the public development key, and the gateway is reachable beyond loopback \(HOST=0\.0\.0\.0\)/),
+      expect.stringMatching(
+        /^API_KEY is unset, so devices would use the public development key, and the gateway is reachable beyond loopback \(HOST=0\.0\.0\.0\)/,
+      ),
     ]);
     expect(problemsOf({ HOST: '0.0.0.0' })[0]).toContain(own);
     // An empty key is an error, never "unset", where it would reach a listener beyond loopback.
-    expect(problemsOf({ API_KEY: '' })).toEqual([expect.stringMatching(/^API_KEY is empty and the gateway is reachable beyond loopback \(HOST=0\.0\.0\.0\)/)]);
+    expect(problemsOf({ API_KEY: '' })).toEqual([
+      expect.stringMatching(/^API_KEY is empty and the gateway is reachable beyond loopback \(HOST=0\.0\.0\.0\)/),
+    ]);
     expect(problemsOf({ HOST: '192.168.1.10', API_KEY: DEVELOPMENT_API_KEY })).toEqual([
       expect.stringMatching(/^API_KEY is a shipped test default and the gateway is reachable beyond loopback \(HOST=192\.168\.1\.10\)/),
     ]);
@@ -55,7 +59,9 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...container, PUBLISHED_ADDRESS: '' })).toHaveLength(2);
     const published = problemsOf({ ...container, PUBLISHED_ADDRESS: '0.0.0.0' });
     expect(published).toEqual([
-      expect.stringMatching(/^API_KEY is a shipped test default and the gateway is reachable beyond loopback \(PUBLISHED_ADDRESS=0\.0\.0\.0\)/),
+      expect.stringMatching(
+        /^API_KEY is a shipped test default and the gateway is reachable beyond loopback \(PUBLISHED_ADDRESS=0\.0\.0\.0\)/,
+      ),
       expect.stringMatching(/^GRAFANA_ADMIN_PASSWORD is a shipped test default and the stack is published beyond loopback/),
     ]);
     expect(published.join('\n')).not.toContain(DEVELOPMENT_API_KEY);
@@ -63,8 +69,12 @@ describe('loadConfig', () => {
       expect.stringMatching(/^GRAFANA_ADMIN_PASSWORD is a shipped test default/),
     ]);
     expect(
-      loadConfig({ ...container, API_KEY: 'site-key-0123456789', GRAFANA_ADMIN_PASSWORD: 'grafana-site-pw-42', PUBLISHED_ADDRESS: '10.0.0.5' })
-        .host,
+      loadConfig({
+        ...container,
+        API_KEY: 'site-key-0123456789',
+        GRAFANA_ADMIN_PASSWORD: 'grafana-site-pw-42',
+        PUBLISHED_ADDRESS: '10.0.0.5',
+      }).host,
     ).toBe('0.0.0.0');
     for (const loopback of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1'])
       expect(loadConfig({ HOST: loopback, API_KEY: '' }).host, loopback).toBe(loopback);

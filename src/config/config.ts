@@ -404,10 +404,10 @@ function checkExposure(
   const reachable = values.publishedAddress ?? values.host ?? '0.0.0.0';
   if (isLoopbackHost(reachable)) return;
   const where = `the gateway is reachable beyond loopback (${values.publishedAddress === undefined ? 'HOST' : 'PUBLISHED_ADDRESS'}=${reachable})`;
-  const fix = 'set a key of your own (API_KEY_FILE, the api_key credential or API_KEY: openssl rand -hex 24), or listen on loopback only (HOST=127.0.0.1)';
+  const fix =
+    'set a key of your own (API_KEY_FILE, the api_key credential or API_KEY: openssl rand -hex 24), or listen on loopback only (HOST=127.0.0.1)';
   if (env['API_KEY'] === '' && apiKey === undefined) problems.push(`API_KEY is empty and ${where}: an empty key is no key; ${fix}`);
-  else if (apiKey === undefined)
-    problems.push(`API_KEY is unset, so devices would use the public development key, and ${where}: ${fix}`);
+  else if (apiKey === undefined) problems.push(`API_KEY is unset, so devices would use the public development key, and ${where}: ${fix}`);
   else if (TEST_CREDENTIALS.has(apiKey)) problems.push(`API_KEY is a shipped test default and ${where}: ${fix}`);
   if (grafanaPassword !== undefined && TEST_CREDENTIALS.has(grafanaPassword)) {
     problems.push(

@@ -131,7 +131,7 @@ export const SETTINGS = {
   publishedAddress: define({
     env: 'PUBLISHED_ADDRESS',
     default: undefined,
-    doc: 'Where the gateway\'s ports are reachable when something in front of it forwards them: the host address a container\'s ports are published on (compose.yaml passes the one it publishes on). Unset: `HOST`. The gateway judges by it whether it is reachable beyond loopback, where it refuses an unset, empty or shipped `API_KEY`, and a shipped `GRAFANA_ADMIN_PASSWORD` (Grafana is published on the same address). Set it only to the address the ports are really published on.',
+    doc: "Where the gateway's ports are reachable when something in front of it forwards them: the host address a container's ports are published on (compose.yaml passes the one it publishes on). Unset: `HOST`. The gateway judges by it whether it is reachable beyond loopback, where it refuses an unset, empty or shipped `API_KEY`, and a shipped `GRAFANA_ADMIN_PASSWORD` (Grafana is published on the same address). Set it only to the address the ports are really published on.",
     schema: text(255),
   }),
   port: define({
