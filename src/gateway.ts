@@ -146,7 +146,12 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const validator = validatorOf(config);
   // Made before the app, whose API-key check tells it which connections are devices'.
   const gate = new ConnectionGate(
-    { maxConnections: config.maxConnections, maxUnproven: config.maxUnprovenConnections, unprovenTimeoutMs: config.unprovenTimeoutMs },
+    {
+      maxConnections: config.maxConnections,
+      maxUnproven: config.maxUnprovenConnections,
+      // Never looser than the headers' own bound; at that bound, just after it, so Node's 408 goes first.
+      unprovenTimeoutMs: config.unprovenTimeoutMs < config.headersTimeoutMs ? config.unprovenTimeoutMs : config.headersTimeoutMs * 1.5,
+    },
     logger,
   );
   const app = createApp({

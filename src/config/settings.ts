@@ -343,7 +343,7 @@ export const SETTINGS = {
   unprovenTimeoutMs: define({
     env: 'UNPROVEN_TIMEOUT_MS',
     default: '5000',
-    doc: 'How long a connection that has not shown a device key may sit without a request in progress: the time to finish the TLS handshake and send the headers (or the MQTT CONNECT), and an idle keep-alive after a console page. Then it is closed without an answer.',
+    doc: 'How long a connection that has not shown a device key may sit without a request in progress: the time to finish the TLS handshake and send the headers (or the MQTT CONNECT), and an idle keep-alive after a console page. Then it is closed without an answer. Set no shorter than `HEADERS_TIMEOUT_MS`, 1.5 times `HEADERS_TIMEOUT_MS` applies, so a client mid-headers gets its 408 first.',
     schema: integer(100, 600_000),
   }),
   headersTimeoutMs: define({
