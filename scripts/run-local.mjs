@@ -39,7 +39,8 @@ const portOr = (/** @type {number} */ preferred, /** @type {string} */ host) =>
 const isLoopback = (/** @type {string} */ host) => host === 'localhost' || host === '::1' || host.startsWith('127.');
 
 const host = process.env.HOST ?? '127.0.0.1';
-const ownKey = process.env.API_KEY_FILE !== undefined || (process.env.API_KEY !== undefined && process.env.API_KEY !== DEVELOPMENT_KEY);
+// An empty API_KEY is no key of one's own (the gateway refuses it too, beyond loopback).
+const ownKey = Boolean(process.env.API_KEY_FILE) || (Boolean(process.env.API_KEY) && process.env.API_KEY !== DEVELOPMENT_KEY);
 if (!isLoopback(host) && !ownKey) {
   process.stderr.write(
     `HOST=${host} opens the gateway to the network, where the development key ${DEVELOPMENT_KEY} is no secret.\n` +

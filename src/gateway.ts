@@ -28,6 +28,7 @@ import { setUpTable } from './sinks/questdb/table-setup.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
+import { ConnectionGate } from './http/connection-gate.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
@@ -135,6 +136,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     delivery,
     password: config.consolePassword,
     metricsToken: config.metricsToken,
+    loginAttemptsPerMinute: config.loginAttemptsPerMinute,
     env: options.env ?? process.env,
   });
   const idempotency = idempotencyKeys(config, logger);
@@ -142,7 +144,18 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const clock = receiveClock(queue, logger);
   const inflight = new InflightBudget(config.maxInflightBytes);
   const validator = validatorOf(config);
+  // Made before the app, whose API-key check tells it which connections are devices'.
+  const gate = new ConnectionGate(
+    {
+      maxConnections: config.maxConnections,
+      maxUnproven: config.maxUnprovenConnections,
+      // Never looser than the headers' own bound; at that bound, just after it, so Node's 408 goes first.
+      unprovenTimeoutMs: config.unprovenTimeoutMs < config.headersTimeoutMs ? config.unprovenTimeoutMs : config.headersTimeoutMs * 1.5,
+    },
+    logger,
+  );
   const app = createApp({
+    gate,
     queue,
     delivery,
     clock,
@@ -166,7 +179,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     idempotency,
     recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
-  const http = await listen(app, config, certificate, queue).catch(async (error: unknown) => {
+  const http = await listen(app, config, certificate, queue, gate).catch(async (error: unknown) => {
     // A gateway that keeps failing to start still leaves the tables, and says why it stopped.
     await within(Promise.all([tablesReady, health?.failedStart((error as Error).message)]), DASHBOARD_TABLES_WAIT_MS);
     await questdb?.close();
@@ -465,9 +478,15 @@ async function startMqttWhenOn(
 }
 
 /** Both ports listening; the queue is closed again when they cannot. */
-async function listen(app: Hono, config: Config, certificate: ServerCertificate, queue: QueueWriter): Promise<HttpServer> {
+async function listen(
+  app: Hono,
+  config: Config,
+  certificate: ServerCertificate,
+  queue: QueueWriter,
+  gate: ConnectionGate,
+): Promise<HttpServer> {
   try {
-    return await startHttpServer(app, { ...config, certificate });
+    return await startHttpServer(app, { ...config, certificate, gate });
   } catch (error) {
     queue.close();
     throw error;

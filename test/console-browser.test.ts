@@ -134,6 +134,8 @@ describe.each(VIEWPORTS)('the console in Chromium ($name)', ({ name, options }) 
       await page.fill('#password', TEST_KEY);
       await page.click('button[type=submit]');
       await page.locator('#login-error').waitFor();
+      // A person types for longer than the half second the login throttle asks after a wrong password.
+      await page.waitForTimeout(600);
       await page.fill('#password', PASSWORD);
       await page.click('button[type=submit]');
 

@@ -12,7 +12,7 @@ describe('a plain and a TLS port listening through one gate', () => {
     const plain = createServer((socket) => socket.end('plain'));
     const secure = createTlsServer({});
     try {
-      const gate = new ConnectionGate(10, 1000);
+      const gate = new ConnectionGate({ maxConnections: 10, maxUnproven: 10, unprovenTimeoutMs: 1000 });
       const takenPort = (taken.address() as AddressInfo).port;
       await expect(gate.listenPair(plain, secure, '127.0.0.1', { plain: 0, tls: takenPort })).rejects.toMatchObject({ code: 'EADDRINUSE' });
       expect(plain.listening).toBe(false);
@@ -22,9 +22,13 @@ describe('a plain and a TLS port listening through one gate', () => {
   });
 
   it('answers clear text on the plain port and counts its connections against the gate', async () => {
-    const plain = createServer((socket) => socket.write('plain'));
+    const gate = new ConnectionGate({ maxConnections: 1, maxUnproven: 1, unprovenTimeoutMs: 1000 });
+    // A connection that said hello counts as a device's here: only unproven ones make room for others.
+    const plain = createServer((socket) => {
+      gate.prove(socket);
+      socket.write('plain');
+    });
     const secure = createTlsServer({});
-    const gate = new ConnectionGate(1, 1000);
     const ports = await gate.listenPair(plain, secure, '127.0.0.1', { plain: 0, tls: 0 });
     try {
       const first = connect(ports.plain, '127.0.0.1');

@@ -1,8 +1,17 @@
 import { connect as connectTcp, type Socket } from 'node:net';
 import { expect, it } from 'vitest';
+import { TEST_KEY } from './support/gateway.js';
 import { openTls, tlsGatewayForTests } from './support/tls-gateway.js';
 
-const gateway = tlsGatewayForTests('tls-limit', { MAX_CONNECTIONS: '3', KEEP_ALIVE_TIMEOUT_MS: '60000' });
+const gateway = tlsGatewayForTests('tls-limit', { MAX_CONNECTIONS: '3', MAX_UNPROVEN_CONNECTIONS: '1', KEEP_ALIVE_TIMEOUT_MS: '60000' });
+
+/** A TLS connection that showed a device key (a keyed request, answered) and stays open: a device's. */
+async function deviceConnection(port: number) {
+  const socket = await openTls(port);
+  socket.write(`GET /status HTTP/1.1\r\nHost: x\r\nX-API-Key: ${TEST_KEY}\r\n\r\n`);
+  await new Promise((resolve) => socket.once('data', resolve));
+  return socket;
+}
 
 /** Resolves true when the gateway closes the connection before answering a request on it. */
 const refused = (targetPort: number): Promise<boolean> =>
@@ -20,9 +29,9 @@ const refused = (targetPort: number): Promise<boolean> =>
     socket.on('close', () => resolve(data === ''));
   });
 
-it('counts TLS connections of both ports against one MAX_CONNECTIONS', async () => {
+it("counts devices' TLS connections of both ports against one MAX_CONNECTIONS", async () => {
   const { port, httpsPort } = gateway();
-  const held = [await openTls(httpsPort), await openTls(port), await openTls(httpsPort)];
+  const held = [await deviceConnection(httpsPort), await deviceConnection(port), await deviceConnection(httpsPort)];
   expect(await refused(port)).toBe(true);
   expect(await refused(httpsPort)).toBe(true);
   const closed = held.pop()!;

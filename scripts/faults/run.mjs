@@ -7,7 +7,8 @@
 // Kafka through an uplink cut), a few power cuts of QuestDB with the gateway (strict disk model,
 // short rounds: where QuestDB loses acknowledged transactions) and the readings table dropped twice
 // under load (QuestDB as shipped, and creating tables over ILP), MQTT QoS 1 publishers and the MQTT
-// subscription through kill -9 rounds and power cuts, and exits non-zero on any violation.
+// subscription through kill -9 rounds and power cuts, devices pushing through an attack by clients
+// without a device key (scripts/faults/abuse.mjs), and exits non-zero on any violation.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { projectRoot } from '../lib/paths.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
 import { runCrashConsistency } from '../lib/crash-consistency.mjs';
+import { runAbuse } from './abuse.mjs';
 import { runFullDisk } from './full-disk.mjs';
 import { runOutage } from './outage.mjs';
 import { DISK_MODELS, runPowerCuts } from './power-cut.mjs';
@@ -124,6 +126,10 @@ try {
   });
   log(`fleet run, 3 sites: ${fleet.status === 0 ? 'PASS' : `FAIL (exit ${fleet.status ?? fleet.signal})`}`);
   if (fleet.status !== 0) failed = true;
+  // Devices over HTTP, HTTPS and MQTT while clients without a key attack; the long run is npm run test:abuse.
+  const abuse = await runAbuse({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), seconds: 15, log });
+  log(`abuse, 15 s without and 15 s with the attack: ${abuse ? 'PASS' : 'FAIL'}`);
+  if (!abuse) failed = true;
 } finally {
   await questdb.stop();
   rmSync(dataDir, { recursive: true, force: true });

@@ -35,6 +35,51 @@ describe('loadConfig', () => {
     });
   });
 
+  it('serves the public development key on loopback only: unset, empty or shipped keys are refused beyond it, however started', () => {
+    expect(loadConfig({})).toMatchObject({ host: '127.0.0.1', apiKey: DEVELOPMENT_API_KEY });
+    expect(loadConfig({ API_KEY: 'site-key-0123456789' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ HOST: '::1', API_KEY: '' }).host).toBe('::1');
+    const own = 'set a key of your own';
+    expect(problemsOf({ HOST: '0.0.0.0' })).toEqual([
+      expect.stringMatching(
+        /^API_KEY is unset, so devices would use the public development key, and the gateway is reachable beyond loopback \(HOST=0\.0\.0\.0\)/,
+      ),
+    ]);
+    expect(problemsOf({ HOST: '0.0.0.0' })[0]).toContain(own);
+    // An empty key is an error, never "unset", where it would reach a listener beyond loopback.
+    expect(problemsOf({ API_KEY: '' })).toEqual([
+      expect.stringMatching(/^API_KEY is empty and the gateway is reachable beyond loopback \(HOST=0\.0\.0\.0\)/),
+    ]);
+    expect(problemsOf({ HOST: '192.168.1.10', API_KEY: DEVELOPMENT_API_KEY })).toEqual([
+      expect.stringMatching(/^API_KEY is a shipped test default and the gateway is reachable beyond loopback \(HOST=192\.168\.1\.10\)/),
+    ]);
+    // Inside a container the gateway listens everywhere; what counts is where its ports are published.
+    const container = { HOST: '0.0.0.0', API_KEY: DEVELOPMENT_API_KEY, GRAFANA_ADMIN_PASSWORD: 'admin' };
+    expect(loadConfig({ ...container, PUBLISHED_ADDRESS: '127.0.0.1' }).host).toBe('0.0.0.0');
+    expect(problemsOf({ ...container, PUBLISHED_ADDRESS: '' })).toHaveLength(2);
+    const published = problemsOf({ ...container, PUBLISHED_ADDRESS: '0.0.0.0' });
+    expect(published).toEqual([
+      expect.stringMatching(
+        /^API_KEY is a shipped test default and the gateway is reachable beyond loopback \(PUBLISHED_ADDRESS=0\.0\.0\.0\)/,
+      ),
+      expect.stringMatching(/^GRAFANA_ADMIN_PASSWORD is a shipped test default and the stack is published beyond loopback/),
+    ]);
+    expect(published.join('\n')).not.toContain(DEVELOPMENT_API_KEY);
+    expect(problemsOf({ ...container, API_KEY: 'site-key-0123456789', PUBLISHED_ADDRESS: '10.0.0.5' })).toEqual([
+      expect.stringMatching(/^GRAFANA_ADMIN_PASSWORD is a shipped test default/),
+    ]);
+    expect(
+      loadConfig({
+        ...container,
+        API_KEY: 'site-key-0123456789',
+        GRAFANA_ADMIN_PASSWORD: 'grafana-site-pw-42',
+        PUBLISHED_ADDRESS: '10.0.0.5',
+      }).host,
+    ).toBe('0.0.0.0');
+    for (const loopback of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1'])
+      expect(loadConfig({ HOST: loopback, API_KEY: '' }).host, loopback).toBe(loopback);
+  });
+
   it('names every invalid variable in one error', () => {
     const problems = problemsOf({ PORT: 'eighty', DURABILITY: 'maybe', QUEUE_MAX_BYTES: '12 parsecs', RETENTION_DAYS: '-1' });
     expect(problems).toHaveLength(4);
@@ -75,6 +120,13 @@ describe('loadConfig', () => {
   it('never repeats a secret in its error', () => {
     const problems = problemsOf({ API_KEY: 'x'.repeat(5000) });
     expect(problems.join('\n')).not.toContain('xxxx');
+  });
+
+  it('keeps part of MAX_CONNECTIONS for devices', () => {
+    expect(loadConfig({})).toMatchObject({ maxConnections: 1024, maxUnprovenConnections: 128, unprovenTimeoutMs: 5000 });
+    expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_UNPROVEN_CONNECTIONS: '100' })).toEqual([
+      'MAX_UNPROVEN_CONNECTIONS (100) must be less than MAX_CONNECTIONS (100): the rest is kept for devices',
+    ]);
   });
 
   it('refuses a wrong-key delay that would outlast the read timeouts of device stacks', () => {

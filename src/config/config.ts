@@ -7,6 +7,8 @@ import { mqttMappingOf, withoutMqttSettings, type MqttBrokerConfig, type MqttSub
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
 export const DEVELOPMENT_API_KEY = 'harbor-dev-key';
+/** Where development listens while it has no key of its own. */
+const LOOPBACK_HOST = '127.0.0.1';
 /** Credentials that ship in examples and QuestDB's own defaults; production refuses them. */
 const TEST_CREDENTIALS = new Set([DEVELOPMENT_API_KEY, 'quest', 'admin', 'password', 'changeme', 'change-me']);
 const MIN_PRODUCTION_SECRET_LENGTH = 16;
@@ -243,6 +245,10 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     }
     if (partial.mqttAnonymous === true) problems.push('MQTT_ANONYMOUS lets any client on the network publish: refused in production');
   }
+  // Development without a key of its own serves the public development key: on loopback only,
+  // unless HOST says otherwise, and then the start is refused below.
+  if (!production && apiKey === undefined && env['API_KEY'] !== '' && (env['HOST'] ?? '') === '') values['host'] = LOOPBACK_HOST;
+  if (!production) checkExposure(problems, env, partial, apiKey?.secret, grafanaPassword?.secret);
   // A device's key must never open the console, so the one key every device may hold cannot be its password.
   if (consolePassword !== undefined && consolePassword.secret === (apiKey?.secret ?? DEVELOPMENT_API_KEY)) {
     problems.push('CONSOLE_PASSWORD must differ from API_KEY: device keys never open the console');
@@ -250,6 +256,15 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   const forwards = remoteQuestdb !== undefined || partial.upstreamUrl !== undefined || partial.kafkaBrokers !== undefined;
   if (partial.localQuestdb === false && !forwards) {
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');
+  }
+  if (
+    partial.maxUnprovenConnections !== undefined &&
+    partial.maxConnections !== undefined &&
+    partial.maxUnprovenConnections >= partial.maxConnections
+  ) {
+    problems.push(
+      `MAX_UNPROVEN_CONNECTIONS (${partial.maxUnprovenConnections}) must be less than MAX_CONNECTIONS (${partial.maxConnections}): the rest is kept for devices`,
+    );
   }
   const readingTimes = readingTimesOf(partial);
   const localKeepS = localKeepSeconds(partial);
@@ -364,6 +379,41 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             batchReadings: kafkaBatchReadings,
           },
   };
+}
+
+/** `localhost`, 127.0.0.0/8 and ::1 (bracketed or IPv4-mapped too): nobody else can reach such a listener. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const v4 = bare.startsWith('::ffff:') ? bare.slice(7) : bare;
+  return bare === 'localhost' || bare === '::1' || /^127\.\d+\.\d+\.\d+$/.test(v4);
+}
+
+/**
+ * Development's test credentials are for loopback only. Where the gateway can be reached from
+ * elsewhere (`PUBLISHED_ADDRESS`, else `HOST`), an unset key (which would serve the public
+ * development key), an empty one (never taken for unset there) or a shipped one is refused, and so
+ * is a shipped Grafana password, as compose publishes Grafana on the same address.
+ */
+function checkExposure(
+  problems: string[],
+  env: Env,
+  values: Partial<SettingValues>,
+  apiKey: string | undefined,
+  grafanaPassword: string | undefined,
+): void {
+  const reachable = values.publishedAddress ?? values.host ?? '0.0.0.0';
+  if (isLoopbackHost(reachable)) return;
+  const where = `the gateway is reachable beyond loopback (${values.publishedAddress === undefined ? 'HOST' : 'PUBLISHED_ADDRESS'}=${reachable})`;
+  const fix =
+    'set a key of your own (API_KEY_FILE, the api_key credential or API_KEY: openssl rand -hex 24), or listen on loopback only (HOST=127.0.0.1)';
+  if (env['API_KEY'] === '' && apiKey === undefined) problems.push(`API_KEY is empty and ${where}: an empty key is no key; ${fix}`);
+  else if (apiKey === undefined) problems.push(`API_KEY is unset, so devices would use the public development key, and ${where}: ${fix}`);
+  else if (TEST_CREDENTIALS.has(apiKey)) problems.push(`API_KEY is a shipped test default and ${where}: ${fix}`);
+  if (grafanaPassword !== undefined && TEST_CREDENTIALS.has(grafanaPassword)) {
+    problems.push(
+      `GRAFANA_ADMIN_PASSWORD is a shipped test default and the stack is published beyond loopback (${values.publishedAddress === undefined ? 'HOST' : 'PUBLISHED_ADDRESS'}=${reachable}): set a password of your own, or publish on 127.0.0.1`,
+    );
+  }
 }
 
 /**

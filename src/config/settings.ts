@@ -125,7 +125,13 @@ export const SETTINGS = {
   host: define({
     env: 'HOST',
     default: '0.0.0.0',
-    doc: 'Address the HTTP server binds to. Sensors reach the gateway over the LAN, so all interfaces by default.',
+    doc: 'Address the HTTP, HTTPS and MQTT servers bind to. Sensors reach the gateway over the LAN, so all interfaces by default; but in development while `API_KEY` is unset, `127.0.0.1`, as the development key is public. Beyond loopback the gateway refuses to start with an unset, empty or shipped `API_KEY` (see `PUBLISHED_ADDRESS`).',
+    schema: text(255),
+  }),
+  publishedAddress: define({
+    env: 'PUBLISHED_ADDRESS',
+    default: undefined,
+    doc: "Where the gateway's ports are reachable when something in front of it forwards them: the host address a container's ports are published on (compose.yaml passes the one it publishes on). Unset: `HOST`. The gateway judges by it whether it is reachable beyond loopback, where it refuses an unset, empty or shipped `API_KEY`, and a shipped `GRAFANA_ADMIN_PASSWORD` (Grafana is published on the same address). Set it only to the address the ports are really published on.",
     schema: text(255),
   }),
   port: define({
@@ -155,7 +161,7 @@ export const SETTINGS = {
   apiKey: define({
     env: 'API_KEY',
     default: undefined,
-    doc: 'A key devices send in `X-API-Key`, known as the key named `default` (allowed every ship): printable ASCII without spaces. Per-device keys live in `API_KEYS_FILE`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`.',
+    doc: 'A key devices send in `X-API-Key`, known as the key named `default` (allowed every ship): printable ASCII without spaces. Per-device keys live in `API_KEYS_FILE`. Prefer `API_KEY_FILE` or a systemd credential named `api_key`. In development an unset key falls back to the test key `harbor-dev-key`, on loopback only: where the gateway is reachable beyond loopback (`HOST`, `PUBLISHED_ADDRESS`) an unset, empty or shipped key stops the start.',
     schema: apiKeyText,
     secret: true,
   }),
@@ -325,8 +331,20 @@ export const SETTINGS = {
   maxConnections: define({
     env: 'MAX_CONNECTIONS',
     default: '1024',
-    doc: 'Most simultaneous HTTP connections; more are closed at once.',
+    doc: "Most simultaneous connections, HTTP, HTTPS and MQTT together. Of these, `MAX_UNPROVEN_CONNECTIONS` may be connections that have not shown a device key; the rest are kept for devices. A new connection that finds no room closes the unproven connection idle the longest; only when every connection is a device's is it closed at once.",
+    schema: integer(2, 1_000_000),
+  }),
+  maxUnprovenConnections: define({
+    env: 'MAX_UNPROVEN_CONNECTIONS',
+    default: '128',
+    doc: "Most connections at once that have not yet shown a device key (an HTTP request with a valid `X-API-Key`, an accepted MQTT CONNECT): console browsers, scrapes, wrong keys, idle sockets, and every device's new connection before its first request. When they are all taken, a new connection closes the one idle the longest (else the oldest whose request is still being answered). Less than `MAX_CONNECTIONS`.",
     schema: integer(1, 1_000_000),
+  }),
+  unprovenTimeoutMs: define({
+    env: 'UNPROVEN_TIMEOUT_MS',
+    default: '5000',
+    doc: 'How long a connection that has not shown a device key may sit without a request in progress: the time to finish the TLS handshake and send the headers (or the MQTT CONNECT), and an idle keep-alive after a console page. Then it is closed without an answer. Set no shorter than `HEADERS_TIMEOUT_MS`, 1.5 times `HEADERS_TIMEOUT_MS` applies, so a client mid-headers gets its 408 first.',
+    schema: integer(100, 600_000),
   }),
   headersTimeoutMs: define({
     env: 'HEADERS_TIMEOUT_MS',
@@ -355,7 +373,7 @@ export const SETTINGS = {
   grafanaAdminPassword: define({
     env: 'GRAFANA_ADMIN_PASSWORD',
     default: undefined,
-    doc: "The stack's Grafana admin password, given to the gateway only so production refuses to start while it is a shipped default. Prefer `GRAFANA_ADMIN_PASSWORD_FILE`.",
+    doc: "The stack's Grafana admin password, given to the gateway only so it refuses to start while it is a shipped default in production, or anywhere the stack is published beyond loopback (`PUBLISHED_ADDRESS`). Prefer `GRAFANA_ADMIN_PASSWORD_FILE`.",
     schema: text(),
     secret: true,
   }),
@@ -384,6 +402,12 @@ export const SETTINGS = {
     doc: '`/metrics` (Prometheus text format) answers loopback clients; others must send `Authorization: Bearer` with this token. Unset: loopback only. Prefer `METRICS_TOKEN_FILE` or a systemd credential named `metrics_token`.',
     schema: apiKeyText,
     secret: true,
+  }),
+  loginAttemptsPerMinute: define({
+    env: 'LOGIN_ATTEMPTS_PER_MINUTE',
+    default: '30',
+    doc: 'Console login attempts whose password is checked in any minute, from every address but loopback together; past it a login is answered 429 with `Retry-After` at once, its password not checked. Each host (an IPv4 address, an IPv6 /64) is also held to its own spacing: 250 ms between attempts, doubling with each failure up to 8 s. Device traffic is never counted.',
+    schema: integer(1, 10_000),
   }),
   metricsTokenFile: define({
     env: 'METRICS_TOKEN_FILE',

@@ -67,3 +67,40 @@ describe('who reaches the console and /metrics', () => {
     expect(await scraped.text()).toMatch(/^# HELP harbor_gateway_info /);
   });
 });
+
+describe('names from the request', () => {
+  it('find no asset by a name every object inherits: 404, without a session, without an error', async () => {
+    const hono = app(undefined);
+    let failed: unknown;
+    hono.onError((error, c) => {
+      failed = error;
+      return c.text('failed', 500);
+    });
+    for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty']) {
+      const answer = await hono.request(`https://gateway.local:8443/console/assets/${name}`, {}, from('192.168.1.7', true));
+      expect(answer.status, name).toBe(404);
+    }
+    expect(failed).toBeUndefined();
+    expect((await hono.request('https://gateway.local:8443/console/assets/console.css', {}, from('192.168.1.7', true))).status).toBe(200);
+  });
+});
+
+describe('requests without a session', () => {
+  it('are answered 429 with Retry-After at once past their shared rate; loopback is not counted', async () => {
+    const hono = app('metrics-token-0123456789');
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const answer = await hono.request('https://gateway.local:8443/console/login', {}, from(`192.0.2.${i}`, true));
+      statuses.push(answer.status);
+      if (answer.status === 429) expect(answer.headers.get('retry-after')).toBe('1');
+    }
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(40);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThan(50);
+    expect(statuses.at(-1)).toBe(429);
+    expect((await hono.request('/metrics', {}, from('192.0.2.1'))).status).toBe(429);
+    expect((await hono.request('http://localhost:8000/console/login', {}, from('127.0.0.1'))).status).toBe(200);
+    expect((await hono.request('/metrics', {}, from('127.0.0.1'))).status).toBe(200);
+    const bearer = { headers: { authorization: 'Bearer metrics-token-0123456789' } };
+    expect((await hono.request('/metrics', bearer, from('192.0.2.1'))).status).toBe(200);
+  });
+});

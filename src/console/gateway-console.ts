@@ -9,6 +9,7 @@ import { RefusalTable } from './activity/refusal-table.js';
 import { ShipTable } from './activity/ship-table.js';
 import { ConsolePassword } from './auth/password.js';
 import { LoginThrottle } from './auth/login-throttle.js';
+import { RequestRate } from './auth/request-rate.js';
 import { SessionStore } from './auth/sessions.js';
 import type { CertificateFacts } from './pages/settings.js';
 import { peerAddress } from './request-facts.js';
@@ -19,6 +20,11 @@ function describeProblem(problem: { message: string; details: { loc: (string | n
   const first = problem.details[0];
   return first === undefined ? problem.message : `${problem.message}: ${first.loc.join('.')}: ${first.msg}`;
 }
+
+const DEFAULT_LOGIN_ATTEMPTS_PER_MINUTE = 30;
+/** Console requests without a session a second, and at once: a person's browser needs a handful per page. */
+const UNAUTHENTICATED_PER_SECOND = 20;
+const UNAUTHENTICATED_BURST = 40;
 
 /** How often the console samples the accepted-readings counter and watches for delivery outages. */
 const SAMPLE_MS = 10_000;
@@ -38,6 +44,8 @@ export interface ConsoleDeps {
   delivery: { notifyAppended(): void };
   password: string | undefined;
   metricsToken: string | undefined;
+  /** Login attempts checked per minute, all sources but loopback together (`LOGIN_ATTEMPTS_PER_MINUTE`). */
+  loginAttemptsPerMinute?: number;
   /** The environment the gateway started with: the settings page shows it (secrets masked) and checks it. */
   env: Record<string, string | undefined>;
 }
@@ -52,7 +60,9 @@ export class GatewayConsole {
   readonly refusals = new RefusalTable();
   readonly minutes: CounterMinutes;
   readonly sessions = new SessionStore();
-  readonly throttle = new LoginThrottle();
+  readonly throttle: LoginThrottle;
+  /** Console and `/metrics` requests from the network without a session or token, all together. */
+  readonly unauthenticated = new RequestRate(UNAUTHENTICATED_PER_SECOND, UNAUTHENTICATED_BURST);
   readonly password: ConsolePassword;
   /** The HTTPS port as listening (known once the servers are up). */
   httpsPort = 0;
@@ -63,6 +73,7 @@ export class GatewayConsole {
   constructor(readonly deps: ConsoleDeps) {
     this.minutes = new CounterMinutes(() => deps.stats.acceptedReadings);
     this.password = new ConsolePassword(deps.password);
+    this.throttle = new LoginThrottle(deps.loginAttemptsPerMinute ?? DEFAULT_LOGIN_ATTEMPTS_PER_MINUTE);
   }
 
   /** Starts sampling until the gateway stops; the timer never keeps the process alive. */

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { Hono, type Context } from 'hono';
 import { TrieRouter } from 'hono/router/trie-router';
 import type { Logger } from 'pino';
@@ -34,6 +35,8 @@ export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
   console?: ConsoleHooks;
   /** Requests with an `Idempotency-Key` answered so far (`routes/ingest.ts`). */
   idempotency: IdempotencyKeys;
+  /** Told of each request that showed a valid device key (the connection gate): its connection is a device's. */
+  gate?: { prove(socket: Socket): void };
   /** Stores the health reports site gateways send (POST /api/v2/fleet/report); undefined without a QuestDB. */
   recordFleetReport?: FleetDeps['recordFleetReport'];
 }
@@ -46,9 +49,10 @@ export interface ConsoleHooks {
   refused(c: Context): void;
 }
 
+const socketOf = (c: Context): Socket | undefined => (c.env as { incoming?: { socket?: Socket } } | undefined)?.incoming?.socket;
+
 /** The peer address of the connection; proxies are not trusted, so forwarding headers are ignored. */
-const clientAddress = (c: Context): string =>
-  (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
+const clientAddress = (c: Context): string => socketOf(c)?.remoteAddress ?? 'unknown';
 
 /** The HTTP API: ingest paths behind the API key, health and status, JSON errors for everything else. */
 export function createApp(deps: AppDeps): Hono {
@@ -63,6 +67,10 @@ export function createApp(deps: AppDeps): Hono {
     clientAddress,
     stopping: deps.stopping,
     logger: deps.logger,
+    proven: (c) => {
+      const socket = socketOf(c);
+      if (socket !== undefined) deps.gate?.prove(socket);
+    },
   });
 
   // Ahead of the refusal count: the console's own answers are not the API's refusals.

@@ -1,23 +1,79 @@
 import type { AddressInfo, Server, Socket } from 'node:net';
+import type { Logger } from 'pino';
 import { TLS_HANDSHAKE_BYTE } from '../tls/tls-options.js';
 
 export type Dispatch = (socket: Socket) => void;
 
+export interface ConnectionBudgets {
+  /** Connections of every kind at once, HTTP, HTTPS and MQTT together (`MAX_CONNECTIONS`). */
+  maxConnections: number;
+  /** Of those, connections that have not shown a device key yet (`MAX_UNPROVEN_CONNECTIONS`). */
+  maxUnproven: number;
+  /** How long an unproven connection may sit without a request in progress (`UNPROVEN_TIMEOUT_MS`). */
+  unprovenTimeoutMs: number;
+}
+
+/** What the gate keeps on each connection it admitted: the one allocation a connection costs it. */
+interface Admission {
+  proven: boolean;
+  /** Closed by the gate, and already counted out. */
+  shed: boolean;
+  /** It sent a byte: a device's new connection does at once, an idle socket never. */
+  spoke: boolean;
+  /** An unproven connection's request is being answered; only then is it not idle. */
+  busy: boolean;
+  /** Accepted, or its last request answered. */
+  sinceMs: number;
+  /** Ends the busy spell: made once per connection, so a request adds no allocation. */
+  ended?: () => void;
+}
+
+const ADMISSION = Symbol('harbor.admission');
+type Admitted = Socket & { [ADMISSION]?: Admission };
+
+/** A TLS socket wraps the accepted one (`_parent`), which is what the gate admitted. */
+const admittedOf = (socket: Socket): Admitted => (socket as { _parent?: Socket })._parent ?? socket;
+
+/** How often the gate says, at most, that it had to close connections. */
+const REPORT_EVERY_MS = 10_000;
+
 /**
- * Admits the connections of several listening servers against one shared limit, and keeps track of
- * those still waiting for their first byte so a shutdown can close them at once.
+ * Admits the connections of several listening servers against one shared limit, in two budgets.
+ * A connection is unproven from its accept until it presents a device credential (an HTTP request
+ * with a valid `X-API-Key`, an accepted MQTT CONNECT: `prove`); then it is the devices'. Unproven
+ * connections (logins, console pages, scrapes, wrong keys, idle sockets, and every device's new
+ * connection before its first request) are at most `maxUnproven`, so the rest of `maxConnections`
+ * is the devices' whatever else connects. When a new connection finds no room, an unproven one is
+ * closed for it: the longest idle of those that never sent a byte, else of those without a request
+ * in progress, else the oldest. A device opens a connection and sends at once (a TLS ClientHello, a
+ * request, a CONNECT), so its connection outlasts any number of silent ones. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
+ * headers, an idle keep-alive) are closed. Only when every connection is a device's is a new one
+ * refused.
  */
 export class ConnectionGate {
   private open = 0;
+  /** Unproven connections in order of last activity, the longest idle first. */
+  readonly #unproven = new Set<Admitted>();
   private readonly undecided = new Set<Socket>();
+  #sweep: NodeJS.Timeout | undefined;
+  #reportedMs = 0;
+  /** Since start: unproven connections closed to make room, closed when idle too long, and connections refused. */
+  readonly counts = { evicted: 0, expired: 0, refused: 0 };
+  #reported = { evicted: 0, expired: 0, refused: 0 };
 
   constructor(
-    private readonly maxConnections: number,
-    private readonly firstByteTimeoutMs: number,
+    private readonly budgets: ConnectionBudgets,
+    private readonly logger?: Logger,
+    private readonly now: () => number = Date.now,
   ) {}
 
+  /** Connections open now, and how many of them are unproven. */
+  get sizes(): { open: number; unproven: number } {
+    return { open: this.open, unproven: this.#unproven.size };
+  }
+
   /**
-   * Takes `server`'s connection handling over: each accepted connection is counted, then handed to
+   * Takes `server`'s connection handling over: each accepted connection is admitted, then handed to
    * `route`. Returns the server's own handling, so a route can hand a connection to it.
    */
   takeOver(server: Server, route: (socket: Socket, own: Dispatch) => void): Dispatch {
@@ -27,35 +83,147 @@ export class ConnectionGate {
       for (const listener of listeners) listener.call(server, socket);
     };
     server.on('connection', (socket: Socket) => {
-      if (this.open >= this.maxConnections) {
-        socket.destroy();
-        return;
-      }
-      this.open += 1;
-      socket.once('close', () => (this.open -= 1));
-      route(socket, own);
+      if (this.admit(socket)) route(socket, own);
     });
     return own;
+  }
+
+  /** Counts a new connection in, making room among the unproven; false when it was refused (and destroyed). */
+  admit(socket: Socket): boolean {
+    const { maxConnections, maxUnproven } = this.budgets;
+    if (this.open >= maxConnections || this.#unproven.size >= maxUnproven) {
+      if (!this.#evictOne()) {
+        this.counts.refused += 1;
+        this.#report();
+        socket.destroy();
+        return false;
+      }
+    }
+    const admitted = socket as Admitted;
+    const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: this.now() };
+    admitted[ADMISSION] = admission;
+    this.open += 1;
+    this.#unproven.add(admitted);
+    this.#sweep ??= setInterval(() => this.#expire(), Math.max(25, this.budgets.unprovenTimeoutMs / 4)).unref();
+    socket.once('close', () => {
+      if (admission.shed) return;
+      this.open -= 1;
+      this.#unproven.delete(admitted);
+    });
+    return true;
+  }
+
+  /** The connection presented a device credential: from now on it counts against the devices' budget. */
+  prove(socket: Socket): void {
+    const admitted = admittedOf(socket);
+    const admission = admitted[ADMISSION];
+    if (admission === undefined || admission.proven) return;
+    admission.proven = true;
+    this.#unproven.delete(admitted);
+  }
+
+  /** An unproven connection's request is being answered until `ended` fires: it is not idle meanwhile. */
+  requestStarted(socket: Socket, ended: { once(event: 'close', listener: () => void): unknown }): void {
+    const admitted = admittedOf(socket);
+    const admission = admitted[ADMISSION];
+    if (admission === undefined || admission.proven) return;
+    admission.busy = true;
+    admission.ended ??= () => {
+      admission.busy = false;
+      admission.sinceMs = this.now();
+      // Still unproven: to the end of the line, as the most recently active.
+      if (!admission.proven && this.#unproven.delete(admitted)) this.#unproven.add(admitted);
+    };
+    ended.once('close', admission.ended);
+  }
+
+  /**
+   * Closes an unproven connection, the longest idle of those that never sent a byte, else of those
+   * without a request in progress, else the oldest; false when there is none.
+   */
+  #evictOne(): boolean {
+    let silent: Admitted | undefined;
+    let idle: Admitted | undefined;
+    let oldest: Admitted | undefined;
+    for (const socket of this.#unproven) {
+      const admission = socket[ADMISSION]!;
+      oldest ??= socket;
+      if (admission.busy) continue;
+      idle ??= socket;
+      if (!admission.spoke) {
+        silent = socket;
+        break;
+      }
+    }
+    const victim = silent ?? idle ?? oldest;
+    if (victim === undefined) return false;
+    this.counts.evicted += 1;
+    this.#shed(victim);
+    this.#report();
+    return true;
+  }
+
+  /** Closes an unproven connection and counts it out now: its 'close' comes later, and room is needed at once. */
+  #shed(socket: Admitted): void {
+    socket[ADMISSION]!.shed = true;
+    this.#unproven.delete(socket);
+    this.open -= 1;
+    socket.destroy();
+  }
+
+  #expire(): void {
+    const deadline = this.now() - this.budgets.unprovenTimeoutMs;
+    for (const socket of this.#unproven) {
+      const admission = socket[ADMISSION]!;
+      if (admission.busy) continue;
+      if (admission.sinceMs > deadline) break;
+      this.counts.expired += 1;
+      this.#shed(socket);
+    }
+    if (this.#unproven.size === 0) {
+      clearInterval(this.#sweep);
+      this.#sweep = undefined;
+    }
+    this.#report();
+  }
+
+  /** At most every 10 s: how many connections the gate closed or refused since it last said. */
+  #report(): void {
+    const now = this.now();
+    if (this.logger === undefined || now - this.#reportedMs < REPORT_EVERY_MS) return;
+    const { evicted, refused } = this.counts;
+    if (evicted === this.#reported.evicted && refused === this.#reported.refused) return;
+    this.#reportedMs = now;
+    this.logger.warn(
+      {
+        event: 'connections_shed',
+        evicted: evicted - this.#reported.evicted,
+        refused: refused - this.#reported.refused,
+        open: this.open,
+        unproven: this.#unproven.size,
+      },
+      'connections without a device key were closed to keep room for devices',
+    );
+    this.#reported = { ...this.counts };
   }
 
   /**
    * Waits for the connection's first byte and hands it on to `tls` when it starts a TLS handshake,
    * else to `plain`. The byte is put back, so the chosen server reads the whole stream. A client
-   * that sends nothing is closed after the same time it would have to send its headers.
+   * that sends nothing is closed as an idle unproven connection.
    */
   sniff(socket: Socket, tls: Dispatch, plain: Dispatch, isTls: (firstByte: number) => boolean): void {
     this.undecided.add(socket);
     const onError = (): void => void socket.destroy();
     const onClose = (): void => void this.undecided.delete(socket);
-    const onTimeout = (): void => void socket.destroy();
     socket.on('error', onError);
     socket.once('close', onClose);
-    socket.setTimeout(this.firstByteTimeoutMs, onTimeout);
     // 'readable' and read(), not 'data': the stream must stay paused, as the TLS socket that
     // wraps it reads what was put back itself and a flowing stream would hand those bytes elsewhere.
     socket.once('readable', () => {
       const chunk = socket.read() as Buffer | null;
-      socket.setTimeout(0, onTimeout);
+      const admission = (socket as Admitted)[ADMISSION];
+      if (admission !== undefined) admission.spoke = true;
       socket.off('error', onError);
       socket.off('close', onClose);
       this.undecided.delete(socket);
@@ -79,7 +247,8 @@ export class ConnectionGate {
     host: string,
     ports: { plain: number; tls: number },
   ): Promise<{ plain: number; tls: number }> {
-    const toTls = this.takeOver(secure, (socket, own) => own(socket));
+    // The TLS port's connections are sniffed too, only to see that they sent something.
+    const toTls = this.takeOver(secure, (socket, own) => this.sniff(socket, own, own, () => true));
     this.takeOver(plain, (socket, own) => this.sniff(socket, toTls, own, (byte) => byte === TLS_HANDSHAKE_BYTE));
     const plainPort = await listen(plain, host, ports.plain);
     try {

@@ -20,30 +20,32 @@ interface Refusal {
 }
 
 /** What Node's HTTP parser reports, answered with the status Node itself would send. */
-const REFUSALS: Record<string, Refusal> = {
-  HPE_HEADER_OVERFLOW: {
-    status: 431,
-    reason: 'Request Header Fields Too Large',
-    message: 'Request headers too large',
-    detail: { loc: ['header'], msg: 'The request headers exceed 16 KiB', type: 'headers_too_large' },
-  },
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: {
-    status: 413,
-    reason: 'Payload Too Large',
-    message: 'Chunk extensions too large',
-    detail: { loc: ['body'], msg: 'The chunk extensions exceed what the parser keeps', type: 'too_large' },
-  },
-  ERR_HTTP_REQUEST_TIMEOUT: {
-    status: 408,
-    reason: 'Request Timeout',
-    message: 'Request not received in time',
-    detail: { loc: ['request'], msg: 'The headers or the body did not arrive within the time allowed', type: 'timeout' },
-  },
-};
+const REFUSALS: ReadonlyMap<string, Refusal> = new Map(
+  Object.entries({
+    HPE_HEADER_OVERFLOW: {
+      status: 431,
+      reason: 'Request Header Fields Too Large',
+      message: 'Request headers too large',
+      detail: { loc: ['header'], msg: 'The request headers exceed 16 KiB', type: 'headers_too_large' },
+    },
+    HPE_CHUNK_EXTENSIONS_OVERFLOW: {
+      status: 413,
+      reason: 'Payload Too Large',
+      message: 'Chunk extensions too large',
+      detail: { loc: ['body'], msg: 'The chunk extensions exceed what the parser keeps', type: 'too_large' },
+    },
+    ERR_HTTP_REQUEST_TIMEOUT: {
+      status: 408,
+      reason: 'Request Timeout',
+      message: 'Request not received in time',
+      detail: { loc: ['request'], msg: 'The headers or the body did not arrive within the time allowed', type: 'timeout' },
+    },
+  }),
+);
 
 function refusalOf(error: NodeJS.ErrnoException): Refusal {
   return (
-    REFUSALS[error.code ?? ''] ?? {
+    REFUSALS.get(error.code ?? '') ?? {
       status: 400,
       reason: 'Bad Request',
       message: 'Malformed HTTP request',

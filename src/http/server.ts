@@ -11,6 +11,10 @@ export interface HttpServerOptions {
   port: number;
   httpsPort: number;
   maxConnections: number;
+  /** Of `maxConnections`, those that have not shown a device key yet. */
+  maxUnprovenConnections: number;
+  /** How long an unproven connection may sit without a request in progress. */
+  unprovenTimeoutMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
@@ -24,7 +28,7 @@ export interface HttpServer {
   /** Plain HTTP, and TLS told apart by the first byte. */
   readonly port: number;
   readonly httpsPort: number;
-  /** Admits connections against `MAX_CONNECTIONS`; MQTT's listeners share it. */
+  /** Admits connections against `MAX_CONNECTIONS` and `MAX_UNPROVEN_CONNECTIONS`; MQTT's listeners share it. */
   readonly gate: ConnectionGate;
   /** New handshakes use this certificate; established connections keep theirs. */
   setCertificate(certificate: { cert: string; key: string }): void;
@@ -43,8 +47,16 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
     // Checked in `refuseHostlessHttp11`, so that refusal has a problem-details body too.
     requireHostHeader: false,
   };
+  const gate =
+    options.gate ??
+    new ConnectionGate({
+      maxConnections: options.maxConnections,
+      maxUnproven: options.maxUnprovenConnections,
+      unprovenTimeoutMs: options.unprovenTimeoutMs,
+    });
   const hono = getRequestListener(app.fetch, { hostname: HOST_OF_HOSTLESS_REQUESTS, errorHandler: requestErrorResponse });
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    gate.requestStarted(req.socket, res);
     if (!refuseHostlessHttp11(req, res)) void hono(req, res);
   };
   const plain = createHttpServer(httpOptions, listener);
@@ -54,7 +66,6 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
   const secure = createHttpsServer({ ...httpOptions, ...tlsOptions, ALPNProtocols: HTTP_ALPN_PROTOCOLS, cert, key }, listener);
   for (const server of [plain, secure]) server.on('clientError', answerClientError);
 
-  const gate = options.gate ?? new ConnectionGate(options.maxConnections, options.headersTimeoutMs);
   const ports = await gate.listenPair(plain, secure, options.host, { plain: options.port, tls: options.httpsPort });
   return {
     server: plain,

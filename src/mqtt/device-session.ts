@@ -32,6 +32,8 @@ export interface DeviceSessionDeps {
   stats: MqttStats;
   sessions: SessionTable;
   queue: { isFull(): boolean };
+  /** Told when a CONNECT is accepted: the connection is a device's from then on (HTTP's connection gate). */
+  gate: { prove(socket: Socket): void };
   logger: Logger;
 }
 
@@ -290,6 +292,7 @@ export class DeviceSession {
     const kept = deps.sessions.attach(this.#clientId, this, this.#clean);
     if (kept !== undefined) this.#unreleased = kept;
     this.#state = 'connected';
+    deps.gate.prove(this.#socket);
     deps.stats.connections += 1;
     deps.stats.clients += 1;
     deps.keys.counters.seen(principal.name);

@@ -73,18 +73,28 @@ describe('compose stack', () => {
       expect(service.healthcheck?.test?.length, name).toBeGreaterThan(1);
     }
     expect(stack.services.grafana.depends_on.questdb?.condition).toBe('service_healthy');
+    // Grafana waits for a gateway that accepted its settings, which include Grafana's password.
+    expect(stack.services.grafana.depends_on.gateway?.condition).toBe('service_healthy');
     expect(stack.services.gateway.depends_on.questdb?.condition).toBe('service_started');
     expect(Object.keys(stack.volumes).sort()).toEqual(['gateway-data', 'grafana-data', 'questdb-data']);
   });
 
-  it('publishes the API on 8000 (HTTP and TLS) and 8443 (HTTPS), Grafana on 3000, QuestDB on localhost only', () => {
+  it('publishes the API on 8000 (HTTP and TLS) and 8443 (HTTPS) and Grafana on 3000 on loopback, and tells the gateway where', () => {
     const { services } = config(envExample);
     const published = (service: ComposeService) => service.ports.map((p) => [p.host_ip ?? '', String(p.published), p.target]);
     expect(published(services.gateway)).toEqual([
-      ['', '8000', 8000],
-      ['', '8443', 8443],
+      ['127.0.0.1', '8000', 8000],
+      ['127.0.0.1', '8443', 8443],
     ]);
-    expect(published(services.grafana)).toEqual([['', '3000', 3000]]);
+    expect(published(services.grafana)).toEqual([['127.0.0.1', '3000', 3000]]);
+    expect(services.gateway.environment.PUBLISHED_ADDRESS).toBe('127.0.0.1');
+    // One setting publishes both, and tells the gateway: the two cannot disagree.
+    const lan = join(tempDir('env-lan'), '.env');
+    writeFileSync(lan, 'PUBLISH_ADDRESS=0.0.0.0\n');
+    const opened = config(lan).services;
+    expect(opened.gateway.ports.map((p) => p.host_ip)).toEqual(['0.0.0.0', '0.0.0.0']);
+    expect(opened.grafana.ports.map((p) => p.host_ip)).toEqual(['0.0.0.0']);
+    expect(opened.gateway.environment.PUBLISHED_ADDRESS).toBe('0.0.0.0');
     expect(published(services.questdb)).toEqual([
       ['127.0.0.1', '9000', 9000],
       ['127.0.0.1', '8812', 8812],
@@ -135,13 +145,13 @@ describe('compose stack', () => {
     };
     writeFileSync(
       site,
-      `GATEWAY_ENV=production\nRETENTION_DAYS=90\nGATEWAY_PORT=18000\n${Object.entries(secrets)
+      `GATEWAY_ENV=production\nRETENTION_DAYS=90\nGATEWAY_PORT=18000\nPUBLISH_ADDRESS=192.0.2.10\n${Object.entries(secrets)
         .map(([k, v]) => `${k}=${v}`)
         .join('\n')}\n`,
     );
     const { services } = config(site);
     expect(services.gateway.environment).toMatchObject({ GATEWAY_ENV: 'production', RETENTION_DAYS: '90', ...secrets });
-    expect(services.gateway.ports[0]?.published).toBe('18000');
+    expect(services.gateway.ports[0]).toMatchObject({ host_ip: '192.0.2.10', published: '18000' });
     expect(services.questdb.environment).toMatchObject({
       QDB_HTTP_PASSWORD: secrets.QUESTDB_PASSWORD,
       QDB_PG_PASSWORD: secrets.QUESTDB_PASSWORD,
@@ -203,6 +213,38 @@ describe('compose stack', () => {
     } finally {
       await questdb.stop();
     }
+  });
+
+  it('starts with the shipped test values on loopback only: published beyond it, the gateway refuses them and says why', () => {
+    const checkConfig = (envFile: string) =>
+      spawnSync(process.execPath, [inject('bundlePath'), 'check-config'], {
+        env: { PATH: process.env['PATH'] ?? '', ...config(envFile).services.gateway.environment },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+    const shipped = checkConfig(envExample);
+    expect(shipped.status, shipped.stderr).toBe(0);
+    expect(shipped.stdout).toMatch(/^configuration valid \(development/);
+
+    const dir = tempDir('env-published');
+    const published = join(dir, 'published.env');
+    writeFileSync(published, 'PUBLISH_ADDRESS=0.0.0.0\n');
+    const refused = checkConfig(published);
+    expect(refused.status).toBe(78);
+    expect(refused.stderr).toMatch(
+      /^ {2}API_KEY is a shipped test default and the gateway is reachable beyond loopback \(PUBLISHED_ADDRESS=0\.0\.0\.0\)/m,
+    );
+    expect(refused.stderr).toMatch(/^ {2}GRAFANA_ADMIN_PASSWORD is a shipped test default and the stack is published beyond loopback/m);
+    expect(refused.stderr).not.toContain('harbor-dev-key');
+    // An empty key in .env is the shipped key to compose (`:-`), refused just the same.
+    const empty = join(dir, 'empty.env');
+    writeFileSync(empty, 'PUBLISH_ADDRESS=0.0.0.0\nAPI_KEY=\nGRAFANA_ADMIN_PASSWORD=grafana-site-pw-42\n');
+    expect(checkConfig(empty).stderr).toMatch(/^ {2}API_KEY is a shipped test default/m);
+
+    const own = join(dir, 'own.env');
+    writeFileSync(own, 'PUBLISH_ADDRESS=0.0.0.0\nAPI_KEY=site-key-0123456789abcdef\nGRAFANA_ADMIN_PASSWORD=grafana-site-pw-42\n');
+    const opened = checkConfig(own);
+    expect(opened.status, opened.stderr).toBe(0);
   });
 
   it("refuses to start in production while the compose file's shipped credentials are unchanged", () => {

@@ -143,14 +143,16 @@ describe.sequential("the README's first hour in a clean clone", () => {
     ]);
   });
 
-  it('npm run local refuses to listen beyond this machine with the public development key', () => {
-    const result = spawnSync('node', ['scripts/run-local.mjs'], {
-      cwd: clone,
-      env: { ...newcomerEnv(), HOST: '0.0.0.0' },
-      encoding: 'utf8',
-    });
-    expect(result.status).toBe(78);
-    expect(result.stderr).toContain('HOST=0.0.0.0 API_KEY=$(openssl rand -hex 24) npm run local');
+  it('npm run local refuses to listen beyond this machine with the public development key or an empty one', () => {
+    for (const key of [{}, { API_KEY: '' }, { API_KEY: 'harbor-dev-key' }]) {
+      const result = spawnSync('node', ['scripts/run-local.mjs'], {
+        cwd: clone,
+        env: { ...newcomerEnv(), HOST: '0.0.0.0', ...key },
+        encoding: 'utf8',
+      });
+      expect(result.status, JSON.stringify(key)).toBe(78);
+      expect(result.stderr).toContain('HOST=0.0.0.0 API_KEY=$(openssl rand -hex 24) npm run local');
+    }
     expect(processesOfClone()).toEqual([]);
   });
 

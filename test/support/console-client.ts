@@ -55,9 +55,14 @@ export class ConsoleClient {
     return { status: response.status, headers: response.headers as unknown as Headers, html, location: response.headers.get('location') };
   }
 
+  /** Logs in as a person would: a login answered 429 is sent again once its `Retry-After` has passed. */
   async login(password: string): Promise<ConsolePage> {
     await this.request('/console/login');
-    return this.submitLogin(password);
+    for (;;) {
+      const answer = await this.submitLogin(password);
+      if (answer.status !== 429) return answer;
+      await new Promise((resolve) => setTimeout(resolve, Number(answer.headers.get('retry-after')) * 1000));
+    }
   }
 
   /** The login form with the token of the login page last fetched. */

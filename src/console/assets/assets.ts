@@ -11,18 +11,15 @@ export interface Asset {
   type: string;
 }
 
-export const ASSETS: Record<string, Asset> = {
-  'console.css': { body: CONSOLE_CSS, type: 'text/css; charset=utf-8' },
-  'console.js': { body: CONSOLE_JS, type: 'text/javascript; charset=utf-8' },
-  'icon.svg': { body: ICON_SVG, type: 'image/svg+xml' },
-};
+/** A Map, not an object: a name from the request (`constructor`, `__proto__`) finds nothing inherited. */
+export const ASSETS: ReadonlyMap<string, Asset> = new Map([
+  ['console.css', { body: CONSOLE_CSS, type: 'text/css; charset=utf-8' }],
+  ['console.js', { body: CONSOLE_JS, type: 'text/javascript; charset=utf-8' }],
+  ['icon.svg', { body: ICON_SVG, type: 'image/svg+xml' }],
+]);
 
 /** Changes whenever an asset does, so browsers may cache them for good under their versioned URL. */
 export const ASSET_VERSION = createHash('sha256')
-  .update(
-    Object.values(ASSETS)
-      .map((a) => a.body)
-      .join('\0'),
-  )
+  .update([...ASSETS.values()].map((a) => a.body).join('\0'))
   .digest('hex')
   .slice(0, 12);

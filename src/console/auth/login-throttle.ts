@@ -1,46 +1,79 @@
-/** Spacing of a fresh address's attempts, and of the attempt after its first failure... */
+import { isLoopback } from '../request-facts.js';
+
+/** Spacing of a fresh host's attempts, and of the attempt after its first failure... */
 const FIRST_SPACING_MS = 250;
 /** ...doubling with each failure up to this. */
 const MAX_SPACING_MS = 8_000;
-/** An address that failed no login for this long starts afresh. */
+/** A host that failed no login for this long starts afresh. */
 const FORGET_AFTER_MS = 15 * 60_000;
-/** Addresses remembered; past this the least recently active one is forgotten. */
-const MAX_ADDRESSES = 1000;
+/** Hosts remembered; past this the least recently active one is forgotten (the bound on everyone still holds). */
+const MAX_HOSTS = 1000;
+const MINUTE_MS = 60_000;
 
 interface Attempts {
   failures: number;
   lastMs: number;
-  /** When the address's next attempt may be checked. */
+  /** When the host's next attempt may be checked. */
   nextMs: number;
 }
 
+/** Whether a login attempt may have its password checked now, and if not, for how long it must wait and why. */
+export type LoginTurn = { allowed: true } | { allowed: false; retryAfterMs: number; reason: 'host' | 'everyone' };
+
 /**
- * Slows down password guessing per client address without ever refusing the right password: each
- * attempt waits for its turn, the turns of an address are spaced further apart with every failure,
- * and concurrent attempts queue behind each other instead of being checked side by side. The right
- * password is still accepted when its turn comes, and a success clears the address.
+ * Bounds password guessing without holding any request open: an attempt that comes before its turn
+ * is refused at once with the time to wait. Two bounds, checked in this order:
+ *
+ * - per host (`hostOf`: an IPv4 address, an IPv6 /64): a fresh host's attempts are 250 ms apart, and
+ *   each failure doubles the spacing up to 8 s; a success clears the host;
+ * - everyone together: at most `perMinute` attempts are checked in any 60 s, whatever their source,
+ *   so many hosts (a /48 of IPv6 is 65,536 of them) guess no faster than one. Loopback does not
+ *   count against it, so the machine's own user can log in while the network floods the login.
+ *
+ * Device traffic never comes here.
  */
 export class LoginThrottle {
-  readonly #addresses = new Map<string, Attempts>();
+  readonly #hosts = new Map<string, Attempts>();
+  /** Times of the checked attempts in the last minute (loopback's aside), oldest first; a ring of `perMinute`. */
+  readonly #recent: number[];
+  #oldest = 0;
+  #count = 0;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#recent = new Array<number>(perMinute).fill(0);
+  }
 
-  /** Takes the address's next turn; returns how long to wait for it before checking the password. */
-  reserve(address: string): number {
+  /** Takes a turn for an attempt from `address`, or says why there is none now. */
+  take(address: string): LoginTurn {
     const now = this.now();
-    let attempts = this.#addresses.get(address);
-    if (attempts !== undefined) this.#addresses.delete(address);
-    if (attempts === undefined || now - attempts.lastMs > FORGET_AFTER_MS) attempts = { failures: 0, lastMs: now, nextMs: now };
-    const turn = Math.max(now, attempts.nextMs);
-    attempts.nextMs = turn + spacing(attempts.failures);
+    const host = hostOf(address);
+    let attempts = this.#hosts.get(host);
+    if (attempts !== undefined && now - attempts.lastMs > FORGET_AFTER_MS) attempts = undefined;
+    if (attempts !== undefined && now < attempts.nextMs) return { allowed: false, retryAfterMs: attempts.nextMs - now, reason: 'host' };
+    const local = isLoopback(address);
+    if (!local) {
+      this.#expire(now);
+      if (this.#count >= this.perMinute) {
+        return { allowed: false, retryAfterMs: this.#recent[this.#oldest]! + MINUTE_MS - now, reason: 'everyone' };
+      }
+      this.#recent[(this.#oldest + this.#count) % this.perMinute] = now;
+      this.#count += 1;
+    }
+    attempts ??= { failures: 0, lastMs: now, nextMs: now };
     attempts.lastMs = now;
-    this.#addresses.set(address, attempts);
-    if (this.#addresses.size > MAX_ADDRESSES) this.#addresses.delete(this.#addresses.keys().next().value!);
-    return turn - now;
+    attempts.nextMs = now + spacing(attempts.failures);
+    // Re-inserting keeps the map in order of last activity, so the first entry is the one to forget.
+    this.#hosts.delete(host);
+    this.#hosts.set(host, attempts);
+    if (this.#hosts.size > MAX_HOSTS) this.#hosts.delete(this.#hosts.keys().next().value!);
+    return { allowed: true };
   }
 
   failed(address: string): void {
-    const attempts = this.#addresses.get(address);
+    const attempts = this.#hosts.get(hostOf(address));
     if (attempts === undefined) return;
     attempts.failures += 1;
     attempts.lastMs = this.now();
@@ -48,8 +81,50 @@ export class LoginThrottle {
   }
 
   succeeded(address: string): void {
-    this.#addresses.delete(address);
+    this.#hosts.delete(hostOf(address));
+  }
+
+  #expire(now: number): void {
+    while (this.#count > 0 && this.#recent[this.#oldest]! <= now - MINUTE_MS) {
+      this.#oldest = (this.#oldest + 1) % this.perMinute;
+      this.#count -= 1;
+    }
   }
 }
 
 const spacing = (failures: number): number => Math.min(MAX_SPACING_MS, FIRST_SPACING_MS * 2 ** Math.min(failures, 20));
+
+/**
+ * The host an address belongs to, as far as guessing goes: an IPv4 address (also written as
+ * IPv4-mapped IPv6), or the /64 of an IPv6 address, as one IPv6 host is given a whole /64.
+ */
+export function hostOf(address: string): string {
+  const zone = address.indexOf('%');
+  const bare = (zone < 0 ? address : address.slice(0, zone)).toLowerCase();
+  if (!bare.includes(':')) return bare;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
+  if (mapped !== null) return mapped[1]!;
+  const groups = expandIpv6(bare);
+  return groups === undefined ? bare : `${groups.slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight groups of an IPv6 address, without leading zeros; undefined when it is none. */
+function expandIpv6(address: string): string[] | undefined {
+  const halves = address.split('::');
+  if (halves.length > 2) return undefined;
+  const part = (text: string | undefined): string[] => (text === undefined || text === '' ? [] : text.split(':'));
+  const head = part(halves[0]);
+  const tail = part(halves[1]);
+  // An embedded IPv4 tail (::ffff:… was taken above; 64:ff9b::1.2.3.4 and the like) is two groups.
+  const last = tail.at(-1) ?? head.at(-1);
+  if (last?.includes('.')) {
+    const octets = last.split('.').map(Number);
+    const groups = [((octets[0] ?? 0) << 8) | (octets[1] ?? 0), ((octets[2] ?? 0) << 8) | (octets[3] ?? 0)].map((n) => n.toString(16));
+    (tail.length > 0 ? tail : head).splice(-1, 1, ...groups);
+  }
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 0) return undefined;
+  const groups = [...head, ...new Array<string>(halves.length === 1 ? 0 : missing).fill('0'), ...tail];
+  if (!groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return undefined;
+  return groups.map((g) => g.replace(/^0+(?=.)/, ''));
+}

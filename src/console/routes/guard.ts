@@ -64,6 +64,26 @@ export function consoleTransport(console: GatewayConsole): MiddlewareHandler {
   };
 }
 
+/**
+ * Console requests from the network without a live session (login pages and attempts, assets,
+ * redirects) share one rate (`GatewayConsole.unauthenticated`): past it they are answered 429 at
+ * once, so however many arrive they take little of the event loop the devices' requests need.
+ * Loopback and sessions are not counted.
+ */
+export function withinRequestRate(console: GatewayConsole): MiddlewareHandler {
+  return async (c, next) => {
+    if (!isLoopback(peerAddress(c)) && console.sessions.find(sessionToken(c)) === undefined && !console.unauthenticated.take()) {
+      return busy(c);
+    }
+    await next();
+    return undefined;
+  };
+}
+
+/** The answer to a request past the rate of requests without a session. */
+export const busy = (c: Context): Response =>
+  c.text('Too many requests without a console session: try again in a second.', 429, { 'Retry-After': '1', 'Cache-Control': 'no-store' });
+
 /** A page of the console: without a live session, the browser is sent to the login page (and back after it). */
 export function requireSession(console: GatewayConsole): MiddlewareHandler {
   return async (c, next) => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context, Hono } from 'hono';
 import { fromSameOrigin, tokensMatch } from '../auth/csrf.js';
 import type { GatewayConsole } from '../gateway-console.js';
@@ -25,14 +24,45 @@ const safeNext = (next: unknown): string =>
     ? next
     : `${CONSOLE_PATH}/`;
 
-function loginPage(c: Context, console: GatewayConsole, next: string, failed: boolean): Response | Promise<Response> {
+/** What became of a login attempt: the one place that decides it. */
+export type LoginOutcome =
+  | { kind: 'accepted' }
+  | { kind: 'refused' }
+  | { kind: 'throttled'; retryAfterS: number; reason: 'host' | 'everyone' };
+
+/** Checks a password when the throttle gives the address a turn; a throttled attempt is not looked at. */
+function attemptLogin(console: GatewayConsole, address: string, given: unknown): LoginOutcome {
+  const turn = console.throttle.take(address);
+  if (!turn.allowed) return { kind: 'throttled', retryAfterS: Math.max(1, Math.ceil(turn.retryAfterMs / 1000)), reason: turn.reason };
+  if (typeof given !== 'string' || !console.password.matches(given)) {
+    console.throttle.failed(address);
+    return { kind: 'refused' };
+  }
+  console.throttle.succeeded(address);
+  return { kind: 'accepted' };
+}
+
+function loginPage(
+  c: Context,
+  console: GatewayConsole,
+  next: string,
+  outcome?: Exclude<LoginOutcome, { kind: 'accepted' }>,
+): Response | Promise<Response> {
   const token = randomBytes(24).toString('base64url');
   setLoginCookie(c, token);
+  const throttled = outcome?.kind === 'throttled' ? outcome : undefined;
+  if (throttled !== undefined) c.header('Retry-After', String(throttled.retryAfterS));
   return renderPage(
     c,
     { title: 'Log in', page: 'login', version: console.deps.version },
-    <Login loginToken={token} next={next} failed={failed} configured={console.password.configured} />,
-    failed ? 401 : 200,
+    <Login
+      loginToken={token}
+      next={next}
+      failed={outcome?.kind === 'refused'}
+      throttled={throttled}
+      configured={console.password.configured}
+    />,
+    outcome === undefined ? 200 : throttled === undefined ? 401 : 429,
   );
 }
 
@@ -40,23 +70,15 @@ export function registerLoginRoutes(app: Hono, console: GatewayConsole): void {
   app.get(`${CONSOLE_PATH}/login`, (c) => {
     const next = safeNext(c.req.query('next'));
     if (console.sessions.find(sessionToken(c)) !== undefined) return c.redirect(next, 303);
-    return loginPage(c, console, next, false);
+    return loginPage(c, console, next);
   });
 
   app.post(`${CONSOLE_PATH}/login`, async (c) => {
     const body = await c.req.parseBody({ all: true });
     if (!fromSameOrigin(c) || !tokensMatch(loginToken(c), body['_login'])) return formRefused(c);
     const next = safeNext(body['next']);
-    const address = peerAddress(c);
-    // Each attempt waits for its address's turn; only then is the password looked at.
-    const wait = console.throttle.reserve(address);
-    if (wait > 0) await sleep(wait);
-    const given = body['password'];
-    if (typeof given !== 'string' || !console.password.matches(given)) {
-      console.throttle.failed(address);
-      return loginPage(c, console, next, true);
-    }
-    console.throttle.succeeded(address);
+    const outcome = attemptLogin(console, peerAddress(c), body['password']);
+    if (outcome.kind !== 'accepted') return loginPage(c, console, next, outcome);
     // A new session at every login: a token planted before it (session fixation) is worth nothing.
     console.sessions.end(sessionToken(c));
     setSessionCookie(c, console.sessions.create().token);

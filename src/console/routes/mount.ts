@@ -4,7 +4,7 @@ import { ASSET_VERSION, ASSETS } from '../assets/assets.js';
 import type { GatewayConsole } from '../gateway-console.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
 import { registerDeadLetterRoutes } from './dead-letters.js';
-import { consoleTransport, requireSession } from './guard.js';
+import { consoleTransport, requireSession, withinRequestRate } from './guard.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerLoginRoutes } from './login.js';
 import { registerMetricsRoute } from './metrics.js';
@@ -22,10 +22,10 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
   registerMetricsRoute(app, console);
   app.get('/', (c) => c.redirect(`${CONSOLE_PATH}/`, 302));
   // The app matches paths with and without a trailing slash: this covers /console too.
-  app.use(`${CONSOLE_PATH}/*`, consoleTransport(console));
+  app.use(`${CONSOLE_PATH}/*`, withinRequestRate(console), consoleTransport(console));
 
   app.get(`${CONSOLE_PATH}/assets/:name`, (c) => {
-    const asset = ASSETS[c.req.param('name')];
+    const asset = ASSETS.get(c.req.param('name'));
     if (asset === undefined) return c.text('Not found', 404);
     const cache = c.req.query('v') === ASSET_VERSION ? 'public, max-age=31536000, immutable' : 'no-cache';
     return c.body(asset.body, 200, { 'Content-Type': asset.type, 'Cache-Control': cache });

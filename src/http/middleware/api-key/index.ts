@@ -12,6 +12,8 @@ export interface ApiKeyOptions {
   /** Aborted when the gateway stops: delayed refusals are then answered at once, not holding up shutdown. */
   stopping: AbortSignal;
   logger: Logger;
+  /** The request showed a valid device key: its connection is a device's from now on (the connection gate). */
+  proven?: (c: Context) => void;
 }
 
 declare module 'hono' {
@@ -49,6 +51,7 @@ export function apiKey(options: ApiKeyOptions): MiddlewareHandler {
         : problem(c, 401, 'Invalid API key', [{ loc: KEY_LOC, msg: 'API key is not valid', type: 'invalid_api_key' }]);
     }
     c.set('principal', principal);
+    options.proven?.(c);
     keys.counters.seen(principal.name);
     await next();
     if (c.res.status >= 400) keys.counters.refused(principal.name);

@@ -1,0 +1,165 @@
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ConnectionGate } from './connection-gate.js';
+
+/** What the gate uses of a socket: `once('close')` and `destroy()`, which closes it a moment later. */
+class FakeSocket extends EventEmitter {
+  destroyed = false;
+  pending: Buffer | null = null;
+  read(): Buffer | null {
+    const chunk = this.pending;
+    this.pending = null;
+    return chunk;
+  }
+  unshift(chunk: Buffer): void {
+    this.pending = chunk;
+  }
+  /** The client sends its first bytes (a TLS ClientHello, a request line). */
+  send(bytes: string): void {
+    this.pending = Buffer.from(bytes);
+    this.emit('readable');
+  }
+  destroy(): this {
+    if (!this.destroyed) {
+      this.destroyed = true;
+      queueMicrotask(() => this.emit('close'));
+    }
+    return this;
+  }
+}
+
+const sockets = (n: number) => Array.from({ length: n }, () => new FakeSocket() as unknown as Socket & FakeSocket);
+/** A response in flight: the gate waits for its 'close'. */
+const response = () => new EventEmitter();
+
+describe('connection gate', () => {
+  beforeEach(() => void vi.useFakeTimers());
+  afterEach(() => void vi.useRealTimers());
+
+  it('keeps unproven connections within their budget by closing the one idle the longest, never one in the middle of a request first', () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 3, unprovenTimeoutMs: 5000 });
+    const [a, b, c, d, e, f] = sockets(6);
+    for (const socket of [a!, b!, c!]) expect(gate.admit(socket)).toBe(true);
+    expect(gate.admit(d!)).toBe(true);
+    expect(a!.destroyed).toBe(true);
+    gate.requestStarted(b!, response());
+    expect(gate.admit(e!)).toBe(true);
+    // b is answering a request: c, idle, goes instead.
+    expect([b!.destroyed, c!.destroyed]).toEqual([false, true]);
+    expect(gate.admit(f!)).toBe(true);
+    expect([b!.destroyed, d!.destroyed]).toEqual([false, true]);
+    expect(gate.sizes).toEqual({ open: 3, unproven: 3 });
+    expect(gate.counts.evicted).toBe(3);
+  });
+
+  it('closes connections that never sent a byte before one that did: a device sends at once, an idle socket never', () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 3, unprovenTimeoutMs: 5000 });
+    const [device, idle1, idle2, next1, next2, next3] = sockets(6);
+    const handedOn: Socket[] = [];
+    const sniffed = (socket: Socket) => {
+      gate.admit(socket);
+      gate.sniff(
+        socket,
+        (s) => handedOn.push(s),
+        (s) => handedOn.push(s),
+        () => true,
+      );
+    };
+    sniffed(device!);
+    device!.send('\x16\x03\x01');
+    sniffed(idle1!);
+    sniffed(idle2!);
+    // The device's handshake is the oldest unproven connection, and it stays while silent ones go.
+    sniffed(next1!);
+    sniffed(next2!);
+    expect([device!.destroyed, idle1!.destroyed, idle2!.destroyed]).toEqual([false, true, true]);
+    expect(handedOn).toEqual([device]);
+    next1!.send('G');
+    next2!.send('G');
+    // All have spoken: the longest idle goes.
+    sniffed(next3!);
+    expect([device!.destroyed, next1!.destroyed, next2!.destroyed]).toEqual([true, false, false]);
+  });
+
+  it('closes the oldest unproven connection even mid-request when every one is busy', () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 2, unprovenTimeoutMs: 5000 });
+    const [a, b, c] = sockets(3);
+    for (const socket of [a!, b!]) {
+      gate.admit(socket);
+      gate.requestStarted(socket, response());
+    }
+    expect(gate.admit(c!)).toBe(true);
+    expect([a!.destroyed, b!.destroyed]).toEqual([true, false]);
+  });
+
+  it("keeps the rest of MAX_CONNECTIONS for proven connections, which unproven ones make room for, and refuses only when all are devices'", async () => {
+    const gate = new ConnectionGate({ maxConnections: 4, maxUnproven: 2, unprovenTimeoutMs: 5000 });
+    const all = sockets(8);
+    const [d1, d2, u1, u2, d3, d4, late] = all;
+    for (const socket of [d1!, d2!]) {
+      gate.admit(socket);
+      gate.prove(socket);
+    }
+    gate.admit(u1!);
+    gate.admit(u2!);
+    expect(gate.sizes).toEqual({ open: 4, unproven: 2 });
+    // Full: a device's new connection takes an unproven one's place, then proves itself.
+    expect(gate.admit(d3!)).toBe(true);
+    expect(u1!.destroyed).toBe(true);
+    gate.prove(d3!);
+    expect(gate.admit(d4!)).toBe(true);
+    expect(u2!.destroyed).toBe(true);
+    gate.prove(d4!);
+    expect(gate.sizes).toEqual({ open: 4, unproven: 0 });
+    expect(gate.admit(late!)).toBe(false);
+    expect(late!.destroyed).toBe(true);
+    expect(gate.counts).toMatchObject({ evicted: 2, refused: 1 });
+    await Promise.resolve();
+    // A device's connection that ends frees its place.
+    d1!.destroy();
+    await Promise.resolve();
+    expect(gate.admit(all[7]!)).toBe(true);
+    expect(gate.sizes).toEqual({ open: 4, unproven: 1 });
+  });
+
+  it('proves a TLS connection through the socket it wraps', () => {
+    const gate = new ConnectionGate({ maxConnections: 10, maxUnproven: 5, unprovenTimeoutMs: 5000 });
+    const [raw] = sockets(1);
+    gate.admit(raw!);
+    gate.prove({ _parent: raw } as unknown as Socket);
+    expect(gate.sizes).toEqual({ open: 1, unproven: 0 });
+  });
+
+  it('closes unproven connections idle for UNPROVEN_TIMEOUT_MS, counting from their last answer; never proven ones', () => {
+    const gate = new ConnectionGate({ maxConnections: 10, maxUnproven: 5, unprovenTimeoutMs: 1000 });
+    const [idle, busy, device, later] = sockets(4);
+    for (const socket of [idle!, busy!, device!]) gate.admit(socket);
+    gate.prove(device!);
+    const answer = response();
+    gate.requestStarted(busy!, answer);
+    vi.advanceTimersByTime(600);
+    gate.admit(later!);
+    vi.advanceTimersByTime(700);
+    expect([idle!.destroyed, busy!.destroyed, device!.destroyed, later!.destroyed]).toEqual([true, false, false, false]);
+    answer.emit('close');
+    vi.advanceTimersByTime(700);
+    // later's second has passed; busy's starts again at its answer.
+    expect([busy!.destroyed, later!.destroyed]).toEqual([false, true]);
+    vi.advanceTimersByTime(600);
+    expect(busy!.destroyed).toBe(true);
+    vi.advanceTimersByTime(60_000);
+    expect(device!.destroyed).toBe(false);
+    expect(gate.counts.expired).toBe(3);
+  });
+
+  it('adds nothing to a proven connection’s requests', () => {
+    const gate = new ConnectionGate({ maxConnections: 10, maxUnproven: 5, unprovenTimeoutMs: 1000 });
+    const [device] = sockets(1);
+    gate.admit(device!);
+    gate.prove(device!);
+    const answer = response();
+    gate.requestStarted(device!, answer);
+    expect(answer.listenerCount('close')).toBe(0);
+  });
+});
