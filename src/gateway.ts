@@ -29,6 +29,7 @@ import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './heal
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
 import { ConnectionGate } from './http/connection-gate.js';
+import { keysAppliedPath } from './keys/keys-applied.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
@@ -126,7 +127,13 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
-  const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
+  const keys = new KeyStore({
+    defaultKey: config.apiKey,
+    path: config.apiKeysFile,
+    pollMs: config.apiKeysPollMs,
+    logger,
+    appliedFile: keysAppliedPath(config.dataDir),
+  });
   const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
   // What the console and the health snapshot both read.
   const facts = { queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions };
