@@ -92,9 +92,19 @@ export const auditInputSchema = z
   .strict();
 
 /** Logins refused or held are what a flood is made of: they are counted per origin and interval, not kept one by one. */
-export const isRepeatable = (input: Pick<AuditInput, 'action' | 'outcome'>): boolean =>
-  input.action === 'login' && input.outcome !== 'ok';
+export const isRepeatable = (input: Pick<AuditInput, 'action' | 'outcome'>): boolean => input.action === 'login' && input.outcome !== 'ok';
 
 /** "login refused", "key_revoked ok": the words of a log line. */
 export const describeEntry = (entry: AuditEntry): string =>
   `${entry.action.replaceAll('_', ' ')} ${entry.outcome}${entry.subject === null ? '' : `: ${entry.subject}`}${entry.count > 1 ? ` (${entry.count} times)` : ''}`;
+
+/** "all of questdb", "#7 #8 #9": the dead letters an operator chose, for the audit trail (at most 20 ids named). */
+export function describeSelection(ids: 'all' | readonly number[], sink?: string): string {
+  const of = sink === undefined ? '' : ` of ${sink}`;
+  if (ids === 'all') return `all${of}`;
+  const named = ids
+    .slice(0, 20)
+    .map((id) => `#${id}`)
+    .join(' ');
+  return `${named}${ids.length > 20 ? ` and ${ids.length - 20} more` : ''}${of}`;
+}
