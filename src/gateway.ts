@@ -34,6 +34,7 @@ import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
 import { GatewayConsole } from './console/gateway-console.js';
+import { AuditTrail } from './audit/audit-trail.js';
 import { VERSION } from './version.js';
 import { InflightBudget } from './http/inflight-budget.js';
 import type { MqttDeps, RunningMqtt } from './mqtt/start-mqtt.js';
@@ -52,6 +53,8 @@ export interface Gateway {
   readonly keys: KeyStore;
   /** The site's catalogue of ship and cargo ids; `reload()` re-reads it (SIGHUP). */
   readonly catalogue: CatalogueStore;
+  /** The audit trail; `tick()` writes what it gathered and reads what other processes wrote. */
+  readonly audit: AuditTrail;
   /** Graceful stop: refuse new work, finish in-flight requests, last flush, the last health row, close the queue. */
   stop(cause?: StopCause): Promise<void>;
 }
@@ -135,6 +138,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     appliedFile: keysAppliedPath(config.dataDir),
   });
   const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
+  const audit = new AuditTrail({ dataDir: config.dataDir, logger });
   // What the console and the health snapshot both read.
   const facts = { queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions };
   const gatewayConsole = new GatewayConsole({
@@ -145,6 +149,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     metricsToken: config.metricsToken,
     loginAttemptsPerMinute: config.loginAttemptsPerMinute,
     env: options.env ?? process.env,
+    audit,
   });
   const idempotency = idempotencyKeys(config, logger);
   // One clock and one byte budget for HTTP and MQTT: receive times stay distinct across both.
@@ -190,6 +195,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     // A gateway that keeps failing to start still leaves the tables, and says why it stopped.
     await within(Promise.all([tablesReady, health?.failedStart((error as Error).message)]), DASHBOARD_TABLES_WAIT_MS);
     await questdb?.close();
+    audit.close();
     throw error;
   });
   const mqtt = await startMqttWhenOn(config, logger, {
@@ -208,10 +214,12 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     onFailure: async () => {
       await http.close(Date.now());
       await questdb?.close();
+      audit.close();
       queue.close();
     },
   });
   gatewayConsole.start(http.httpsPort);
+  audit.start();
   delivery.start();
   keys.watch();
   catalogue.watch();
@@ -238,6 +246,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     idempotency,
     health,
     snapshot,
+    audit,
   };
   let stopped: Promise<void> | undefined;
   const stop = (cause: StopCause = {}): Promise<void> => (stopped ??= stopInOrder(config, logger, running, cause));
@@ -262,6 +271,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     stats,
     keys,
     catalogue,
+    audit,
     stop,
   };
 }
@@ -282,6 +292,7 @@ interface Running {
   idempotency: IdempotencyKeys;
   health: HealthLifecycle | undefined;
   snapshot: () => GatewaySnapshot;
+  audit: AuditTrail;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
@@ -295,6 +306,8 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
   running.catalogue.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await Promise.all([http.close(deadline), mqtt?.stop(deadline)]);
+  // No console request is left to record anything: what the trail gathered is written.
+  running.audit.close();
   saveIdempotencyKeys(config, logger, running.idempotency);
   await delivery.stop(deadline);
   await running.health?.stopped(running.snapshot, cause.signal, deadline);

@@ -121,10 +121,7 @@ export class AuditFile {
 
   /** The newest entries, newest first. */
   latest(limit: number): StoredAuditEntry[] {
-    return this.#db
-      .prepare<[number], Row>('SELECT * FROM audit ORDER BY id DESC LIMIT ?')
-      .all(limit)
-      .map(entryOfRow);
+    return this.#db.prepare<[number], Row>('SELECT * FROM audit ORDER BY id DESC LIMIT ?').all(limit).map(entryOfRow);
   }
 
   /**

@@ -25,7 +25,10 @@ function setUp() {
   const rows = () => {
     const db = new Database(auditPath(dataDir), { readonly: true });
     try {
-      return db.prepare('SELECT action, outcome, actor, origin, subject, detail, count FROM audit ORDER BY id').all() as Record<string, unknown>[];
+      return db.prepare('SELECT action, outcome, actor, origin, subject, detail, count FROM audit ORDER BY id').all() as Record<
+        string,
+        unknown
+      >[];
     } finally {
       db.close();
     }
@@ -39,7 +42,9 @@ describe('the audit trail', () => {
     const { dataDir, audits, trail, rows } = setUp();
     const first = trail();
     first.record({ action: 'key_revoked', outcome: 'ok', actor: 'console', origin: '192.168.1.20', subject: 'buoy-7' });
-    expect(audits()).toMatchObject([{ level: 30, action: 'key_revoked', outcome: 'ok', actor: 'console', origin: '192.168.1.20', subject: 'buoy-7', count: 1 }]);
+    expect(audits()).toMatchObject([
+      { level: 30, action: 'key_revoked', outcome: 'ok', actor: 'console', origin: '192.168.1.20', subject: 'buoy-7', count: 1 },
+    ]);
     expect(first.counts()).toEqual([{ action: 'key_revoked', outcome: 'ok', count: 1 }]);
     expect(rows()).toEqual([]);
     // The page shows it before it is written.
@@ -82,7 +87,8 @@ describe('the audit trail', () => {
     const { trail, rows } = setUp();
     const t = trail();
     for (let round = 0; round < 3; round++)
-      for (let a = 0; a < MAX_WINDOWS + 100; a++) t.record({ action: 'login', outcome: 'throttled', actor: 'console', origin: `10.1.${a >> 8}.${a & 255}` });
+      for (let a = 0; a < MAX_WINDOWS + 100; a++)
+        t.record({ action: 'login', outcome: 'throttled', actor: 'console', origin: `10.1.${a >> 8}.${a & 255}` });
     t.close();
     const stored = rows();
     expect(stored.length).toBeLessThanOrEqual(2 * (MAX_WINDOWS + 1));
@@ -134,8 +140,12 @@ describe('the audit file', () => {
     const { dataDir } = setUp();
     const file = AuditFile.open(dataDir);
     const at = Date.now();
-    const refused = Array.from({ length: MAX_REPEATED_ENTRIES + 500 }, () => entryOf({ action: 'login', outcome: 'refused', actor: 'console' }, at));
-    const others = Array.from({ length: MAX_ENTRIES }, (_, i) => entryOf({ action: 'key_added', outcome: 'ok', actor: 'cli', subject: `k${i}` }, at));
+    const refused = Array.from({ length: MAX_REPEATED_ENTRIES + 500 }, () =>
+      entryOf({ action: 'login', outcome: 'refused', actor: 'console' }, at),
+    );
+    const others = Array.from({ length: MAX_ENTRIES }, (_, i) =>
+      entryOf({ action: 'key_added', outcome: 'ok', actor: 'cli', subject: `k${i}` }, at),
+    );
     file.append(others.slice(0, 100), 'w');
     file.append(refused, 'w');
     const latest = file.latest(MAX_ENTRIES + 1000);
@@ -161,8 +171,12 @@ describe('the audit file', () => {
 
 describe('entries told by another program', () => {
   it('are checked by their schema: known actions and outcomes, plain one-line text', () => {
-    expect(auditInputSchema.safeParse({ action: 'settings_applied', outcome: 'ok', actor: 'harbor.conf', subject: 'gw-pier9' }).success).toBe(true);
-    expect(auditInputSchema.safeParse({ action: 'settings_applied', outcome: 'ok', actor: 'harbor.conf', subject: 'a\nb' }).success).toBe(false);
+    expect(
+      auditInputSchema.safeParse({ action: 'settings_applied', outcome: 'ok', actor: 'harbor.conf', subject: 'gw-pier9' }).success,
+    ).toBe(true);
+    expect(auditInputSchema.safeParse({ action: 'settings_applied', outcome: 'ok', actor: 'harbor.conf', subject: 'a\nb' }).success).toBe(
+      false,
+    );
     expect(auditInputSchema.safeParse({ action: 'reboot', outcome: 'ok', actor: 'x' }).success).toBe(false);
     expect(auditInputSchema.safeParse({ action: 'logout', outcome: 'ok', actor: 'x', password: 'p' }).success).toBe(false);
   });

@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type AuditAction, type AuditEntry, type AuditInput, type AuditOutcome, describeEntry, entryOf, isRepeatable } from './audit-entry.js';
+import {
+  type AuditAction,
+  type AuditEntry,
+  type AuditInput,
+  type AuditOutcome,
+  describeEntry,
+  entryOf,
+  isRepeatable,
+} from './audit-entry.js';
 import { AuditFile } from './audit-file.js';
 import { RepeatWindows } from './repeat-windows.js';
 

@@ -56,9 +56,7 @@ export class RepeatWindows {
 
   /** What the open windows hold so far, for a page that shows the trail as it is now. */
   pending(): AuditEntry[] {
-    return [...this.#open.values()]
-      .filter((w) => w.count > 0)
-      .map((w) => entryOf(w.input, w.lastMs, w.count, w.firstMs));
+    return [...this.#open.values()].filter((w) => w.count > 0).map((w) => entryOf(w.input, w.lastMs, w.count, w.firstMs));
   }
 
   get size(): number {

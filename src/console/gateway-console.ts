@@ -1,6 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { describeGatewayState, OutageWatch, type GatewayState } from '../health/gateway-state.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from '../health/snapshot.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
 import type { KeyStore, Principal } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
@@ -48,6 +49,8 @@ export interface ConsoleDeps {
   loginAttemptsPerMinute?: number;
   /** The environment the gateway started with: the settings page shows it (secrets masked) and checks it. */
   env: Record<string, string | undefined>;
+  /** Where logins, key changes, dead letters and updates are recorded; the audit page reads it. */
+  audit: Pick<AuditTrail, 'record' | 'latest' | 'counts'>;
 }
 
 /**
