@@ -34,6 +34,7 @@ import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
 import { GatewayConsole } from './console/gateway-console.js';
+import type { UpdateInstaller } from './console/update-bundle.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { VERSION } from './version.js';
 import { InflightBudget } from './http/inflight-budget.js';
@@ -82,6 +83,8 @@ export interface GatewayOptions {
   deliveryScript?: URL | string;
   /** The environment the configuration was loaded from, for the console's settings page; `process.env` by default. */
   env?: Record<string, string | undefined>;
+  /** What takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
+  updateInstaller?: UpdateInstaller;
 }
 
 /**
@@ -150,6 +153,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     loginAttemptsPerMinute: config.loginAttemptsPerMinute,
     env: options.env ?? process.env,
     audit,
+    ...(options.updateInstaller === undefined ? {} : { updateInstaller: options.updateInstaller }),
   });
   const idempotency = idempotencyKeys(config, logger);
   // One clock and one byte budget for HTTP and MQTT: receive times stay distinct across both.

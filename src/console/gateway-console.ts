@@ -15,6 +15,7 @@ import { SessionStore } from './auth/sessions.js';
 import type { CertificateFacts } from './pages/settings.js';
 import { peerAddress } from './request-facts.js';
 import { mountConsole } from './routes/mount.js';
+import { type UpdateInstaller, updateInstaller as systemUpdateInstaller } from './update-bundle.js';
 
 /** The refusal's message and its first detail: "…: body.value: Input should be a number". */
 function describeProblem(problem: { message: string; details: { loc: (string | number)[]; msg: string }[] }): string {
@@ -51,6 +52,8 @@ export interface ConsoleDeps {
   env: Record<string, string | undefined>;
   /** Where logins, key changes, dead letters and updates are recorded; the audit page reads it. */
   audit: Pick<AuditTrail, 'record' | 'latest' | 'counts'>;
+  /** Takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
+  updateInstaller?: UpdateInstaller | undefined;
 }
 
 /**
@@ -87,6 +90,11 @@ export class GatewayConsole {
       if (this.deps.isStopping()) clearInterval(this.#timer);
       else this.#sample();
     }, SAMPLE_MS).unref();
+  }
+
+  /** What takes an uploaded update bundle here; undefined where nothing does. */
+  updateInstaller(): UpdateInstaller | undefined {
+    return 'updateInstaller' in this.deps ? this.deps.updateInstaller : systemUpdateInstaller(this.deps.env);
   }
 
   /** Its pages and `/metrics`, on the gateway's app. */
