@@ -1,7 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { AuditEntry, AuditOutcome } from '../../audit/audit-entry.js';
 import { formatAgo, formatCount, formatTime } from './format.js';
-import { Section, Table } from './layout.js';
+import { Section } from './layout.js';
 
 export interface AuditModel {
   entries: AuditEntry[];
@@ -32,11 +32,28 @@ const BADGE: Record<AuditOutcome, string> = {
   failed: 'badge badge-bad',
 };
 
-const When: FC<{ entry: AuditEntry; now: number }> = ({ entry, now }) => (
-  <>
-    <time datetime={new Date(entry.atMs).toISOString()}>{formatTime(entry.atMs)}</time>{' '}
-    <span class="muted">({formatAgo(entry.atMs, now)})</span>
-  </>
+/** One entry: what, its outcome and when on the first line; about what, by whom and how on the second. */
+const Entry: FC<{ entry: AuditEntry; now: number }> = ({ entry, now }) => (
+  <li>
+    <p class="trail-head">
+      <strong>{ACTIONS[entry.action] ?? entry.action}</strong> <span class={BADGE[entry.outcome] ?? 'badge'}>{entry.outcome}</span>{' '}
+      {entry.count > 1 ? (
+        <span>
+          {formatCount(entry.count)} times from {formatTime(entry.firstMs)} to{' '}
+        </span>
+      ) : null}
+      <time datetime={new Date(entry.atMs).toISOString()}>{formatTime(entry.atMs)}</time>{' '}
+      <span class="muted">({formatAgo(entry.atMs, now)})</span>
+    </p>
+    <p class="trail-body">
+      {entry.subject === null ? null : <span class="mono">{entry.subject}</span>}
+      {entry.detail === null ? null : <span>{entry.detail}</span>}
+      <span class="muted">
+        by {entry.actor}
+        {entry.origin === null ? null : <span class="mono"> {entry.origin}</span>}
+      </span>
+    </p>
+  </li>
 );
 
 export const Audit: FC<AuditModel> = ({ entries, now, shown }) => (
@@ -46,31 +63,11 @@ export const Audit: FC<AuditModel> = ({ entries, now, shown }) => (
         Nothing recorded yet.
       </p>
     ) : (
-      <Table label="Audit trail" id="audit-entries" columns={['When', 'What', 'Outcome', 'Who', 'Subject', 'Detail']}>
+      <ol class="trail" id="audit-entries" aria-label="Audit trail, newest first">
         {entries.map((entry) => (
-          <tr>
-            <td>
-              <When entry={entry} now={now} />
-            </td>
-            <th scope="row">{ACTIONS[entry.action] ?? entry.action}</th>
-            <td>
-              <span class={BADGE[entry.outcome] ?? 'badge'}>{entry.outcome}</span>
-              {entry.count > 1 ? (
-                <span class="muted">
-                  {' '}
-                  {formatCount(entry.count)} times since {formatTime(entry.firstMs)}
-                </span>
-              ) : null}
-            </td>
-            <td>
-              {entry.actor}
-              {entry.origin === null ? null : <span class="mono"> {entry.origin}</span>}
-            </td>
-            <td class="mono">{entry.subject ?? ''}</td>
-            <td>{entry.detail ?? ''}</td>
-          </tr>
+          <Entry entry={entry} now={now} />
         ))}
-      </Table>
+      </ol>
     )}
     <p class="hint">
       Logins, key changes, dead letters re-queued or purged, updates and applied settings, from the console, the command line and the
