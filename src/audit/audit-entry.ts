@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** What the trail records. */
 export const AUDIT_ACTIONS = [
