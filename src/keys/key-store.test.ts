@@ -21,7 +21,13 @@ function storeIn(options: { pollMs?: number } = {}) {
   const path = join(dir, 'api-keys');
   const appliedFile = join(dir, 'keys-applied.json');
   const store = () => {
-    const keys = new KeyStore({ defaultKey: 'default-key-0123456789', path, pollMs: options.pollMs ?? 60_000, logger: createLogger('silent'), appliedFile });
+    const keys = new KeyStore({
+      defaultKey: 'default-key-0123456789',
+      path,
+      pollMs: options.pollMs ?? 60_000,
+      logger: createLogger('silent'),
+      appliedFile,
+    });
     stores.push(keys);
     return keys;
   };
