@@ -107,17 +107,23 @@ describe('noticing a changed key file', () => {
     expect(appliedAtLeast(readKeysApplied(appliedFile), path, written)).toBe(true);
   });
 
-  it('applies a file edited in place, and one created where there was none', async () => {
+  it('applies a file edited in place, and each of several replacements in a row', async () => {
     const { path, store } = storeIn({ pollMs: 60_000 });
+    writeKeyFile(path, []);
     const keys = store();
     keys.watch();
     writeFileSync(path, formatKeyFile([{ name: 'late', hash: hashKey('late-key-0123456789') }]));
     await until(() => keys.authenticate('late-key-0123456789') !== undefined);
     writeFileSync(path, formatKeyFile([]));
     await until(() => keys.authenticate('late-key-0123456789') === undefined);
+    // The name is a new file after each rename: the watch follows it.
+    for (let i = 0; i < 3; i++) {
+      writeKeyFile(path, [{ name: `k${i}`, hash: hashKey(`key-${i}-0123456789abc`) }]);
+      await until(() => keys.authenticate(`key-${i}-0123456789abc`) !== undefined);
+    }
   });
 
-  it('falls back to the poll where the folder cannot be watched', async () => {
+  it('sees a file appear where there was none by the poll, and watches it from then on', async () => {
     const { dir } = storeIn();
     // A key file whose folder does not exist yet: nothing to watch, only the poll sees it come.
     const nested = join(dir, 'later', 'api-keys');

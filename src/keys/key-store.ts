@@ -1,5 +1,5 @@
 import { type FSWatcher, watch } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { KeyCounterTable } from './key-counters.js';
 import { DEFAULT_KEY_NAME, readKeyFile, type KeyEntry, type ParsedKeyFile } from './key-file.js';
@@ -27,7 +27,7 @@ export interface KeyStoreOptions {
   /** `API_KEY`, known as the key named `default`, allowed every ship. */
   defaultKey: string;
   path: string;
-  /** How often the file is checked when its folder cannot be watched, and as a fallback when it can. */
+  /** How often the file is checked besides its notifications: a file made where there was none, a file system without them. */
   pollMs: number;
   logger: Logger;
   /** Where to say which version of the file is applied (`DATA_DIR/keys-applied.json`), for `keys add|revoke`. */
@@ -41,7 +41,7 @@ const DEFAULT_IDENTITY = '\0API_KEY';
 
 /**
  * The keys devices may use: `API_KEY` plus the entries of the key file, which is re-read when it
- * changes (its folder watched, polled as well) or on `reload()` (SIGHUP, the console), without a
+ * changes (watched, polled as well) or on `reload()` (SIGHUP, the console), without a
  * restart. Each load that changes anything raises `generation` and tells the listeners, so that
  * connections that authenticated earlier (MQTT sessions) are judged again.
  */
@@ -58,6 +58,8 @@ export class KeyStore {
   #fileVersion = '';
   #timer: NodeJS.Timeout | undefined;
   #watcher: FSWatcher | undefined;
+  /** The file (inode) the watcher watches. */
+  #watchedIno = '';
   #settle: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: KeyStoreOptions) {
@@ -132,38 +134,56 @@ export class KeyStore {
   }
 
   /**
-   * Starts watching the key file for changes: its folder through the kernel's notifications (a
-   * change is applied within milliseconds), and a poll every `pollMs` for file systems without them.
+   * Starts watching the key file for changes: the file itself through the kernel's notifications
+   * (a change is applied within milliseconds), and a poll every `pollMs`, which also sees a file
+   * appear where there was none and keeps watching where notifications are not to be had. The
+   * file, not its folder: the folder is usually the data directory, whose queue changes at every
+   * commit.
    */
   watch(): void {
-    this.#timer ??= setInterval(() => this.#checkFile(), this.options.pollMs).unref();
-    if (this.#watcher !== undefined) return;
-    const name = basename(this.options.path);
-    try {
-      this.#watcher = watch(dirname(resolve(this.options.path)), { persistent: false }, (_event, changed) => {
-        if (changed !== null && changed !== name) return;
-        clearTimeout(this.#settle);
-        this.#settle = setTimeout(() => this.#checkFile(), SETTLE_MS).unref();
-      });
-      this.#watcher.on('error', () => this.#unwatch());
-    } catch (error) {
-      this.options.logger.debug(
-        { event: 'keys_not_watched', path: this.options.path, code: (error as NodeJS.ErrnoException).code },
-        'the key file folder cannot be watched; it is polled',
-      );
-    }
+    this.#timer ??= setInterval(() => this.#look(), this.options.pollMs).unref();
+    this.#look();
   }
 
   stop(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    clearTimeout(this.#settle);
     this.#unwatch();
   }
 
+  /**
+   * Watches the file the name stands for now (a rename puts another file there), then compares:
+   * a change made before the watch began is seen here, one after it is notified.
+   */
+  #look(): void {
+    if (this.#timer === undefined) return;
+    const { ino } = keyFileVersion(this.options.path);
+    if (ino !== this.#watchedIno || this.#watcher === undefined) {
+      this.#unwatch();
+      this.#watchFile(ino);
+    }
+    this.#checkFile();
+  }
+
+  #watchFile(ino: string): void {
+    if (ino === '') return;
+    try {
+      this.#watcher = watch(this.options.path, { persistent: false }, () => {
+        clearTimeout(this.#settle);
+        this.#settle = setTimeout(() => this.#look(), SETTLE_MS).unref();
+      });
+      this.#watcher.on('error', () => this.#unwatch());
+      this.#watchedIno = ino;
+    } catch {
+      // Gone meanwhile, or no notifications here: the poll looks again.
+    }
+  }
+
   #unwatch(): void {
-    clearTimeout(this.#settle);
     this.#watcher?.close();
     this.#watcher = undefined;
+    this.#watchedIno = '';
   }
 
   #checkFile(): void {

@@ -19,12 +19,12 @@ export interface KeysApplied {
 export const keysAppliedPath = (dataDir: string): string => resolve(dataDir, 'keys-applied.json');
 
 /** The key file's identity and change time: `keys add` replaces it by rename, editors write in place. */
-export function keyFileVersion(path: string): { version: string; mtimeNs: string } {
+export function keyFileVersion(path: string): { version: string; mtimeNs: string; ino: string } {
   try {
     const stat = statSync(path, { bigint: true });
-    return { version: `${stat.ino}:${stat.size}:${stat.mtimeNs}`, mtimeNs: String(stat.mtimeNs) };
+    return { version: `${stat.ino}:${stat.size}:${stat.mtimeNs}`, mtimeNs: String(stat.mtimeNs), ino: String(stat.ino) };
   } catch {
-    return { version: 'missing', mtimeNs: '0' };
+    return { version: 'missing', mtimeNs: '0', ino: '' };
   }
 }
 
