@@ -212,7 +212,7 @@ function save(io: Output, path: string, entries: Parameters<typeof writeKeyFile>
 }
 
 /** "ships starting with crane-, site Pier 4": what a new key may do, for the audit trail. */
-export const describeLimits = (shipPrefix: string | undefined, site: string | undefined): string =>
+const describeLimits = (shipPrefix: string | undefined, site: string | undefined): string =>
   `${shipPrefix === undefined ? 'all ships' : `ships starting with ${shipPrefix}`}${site === undefined ? '' : `, site ${site}`}`;
 
 function usage(io: Output, message: string): number {
