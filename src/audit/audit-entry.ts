@@ -16,7 +16,7 @@ export const AUDIT_ACTIONS = [
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** `throttled`: a login that had to wait for its turn (or was turned away for it) and did not succeed. */
+/** `throttled`: a login turned away before its turn (429), its password not looked at. */
 export const AUDIT_OUTCOMES = ['ok', 'refused', 'throttled', 'failed'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
 
@@ -91,7 +91,7 @@ export const auditInputSchema = z
   })
   .strict();
 
-/** Logins refused or held are what a flood is made of: they are counted per origin and interval, not kept one by one. */
+/** Logins refused or throttled are what a flood is made of: they are counted per origin and interval, not kept one by one. */
 export const isRepeatable = (input: Pick<AuditInput, 'action' | 'outcome'>): boolean => input.action === 'login' && input.outcome !== 'ok';
 
 /** "login refused", "key_revoked ok": the words of a log line. */

@@ -8,7 +8,7 @@ export const auditPath = (dataDir: string): string => join(dataDir, 'audit.db');
 
 /** Entries kept at most; the oldest go first... */
 export const MAX_ENTRIES = 10_000;
-/** ...and of refused or held logins at most this many, so a flood cannot push out the rest. */
+/** ...and of refused or throttled logins at most this many, so a flood cannot push out the rest. */
 export const MAX_REPEATED_ENTRIES = 5_000;
 
 /** An entry as stored, with its id (ids only grow). */

@@ -17,7 +17,7 @@ export interface AuditTrailOptions {
   logger: Logger;
   /** How often gathered entries are written, and the file is read for those of other processes. */
   flushMs?: number;
-  /** How long refused or held logins from one address are gathered into one entry. */
+  /** How long refused or throttled logins from one address are gathered into one entry. */
   windowMs?: number;
   now?: () => number;
 }
@@ -36,7 +36,7 @@ export interface AuditCount {
 /**
  * The gateway's side of the audit trail. Each entry is a log line (`event: 'audit'`) and a count
  * at once, and is written to `DATA_DIR/audit.db` with the others of the last `flushMs` in one
- * transaction. Refused and held logins are gathered per address (RepeatWindows), so a flood of
+ * transaction. Refused and throttled logins are gathered per address (RepeatWindows), so a flood of
  * them costs neither a write nor a log line each. Entries other processes wrote (the command line,
  * the appliance's tools) are read from the file at the same pace: logged and counted here too.
  */

@@ -14,7 +14,7 @@ interface Window {
 }
 
 /**
- * Refused and held logins, gathered per origin: the first of a quiet origin is an entry at once,
+ * Refused and throttled logins, gathered per origin: the first of a quiet origin is an entry at once,
  * those that follow within `windowMs` one entry with their count when the window closes. A flood
  * of refusals from one address is then at most two entries per window, and from any number of
  * addresses at most two per window for each of MAX_WINDOWS of them plus one for the rest.

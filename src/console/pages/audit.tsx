@@ -71,7 +71,7 @@ export const Audit: FC<AuditModel> = ({ entries, now, shown }) => (
     )}
     <p class="hint">
       Logins, key changes, dead letters re-queued or purged, updates and applied settings, from the console, the command line and the
-      appliance. Refused or held logins from one address are counted together per minute. The trail keeps the latest 10,000 entries in
+      appliance. Refused or throttled logins from one address are counted together per minute. The trail keeps the latest 10,000 entries in
       audit.db in the data directory; harbor-gateway audit list prints it.
     </p>
   </Section>
