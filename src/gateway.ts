@@ -29,10 +29,13 @@ import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './heal
 import { SystemdNotifier } from './health/systemd-notify.js';
 import { KeyStore } from './keys/key-store.js';
 import { ConnectionGate } from './http/connection-gate.js';
+import { keysAppliedPath } from './keys/keys-applied.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
 import { GatewayConsole } from './console/gateway-console.js';
+import type { UpdateInstaller } from './console/update-bundle.js';
+import { AuditTrail } from './audit/audit-trail.js';
 import { VERSION } from './version.js';
 import { InflightBudget } from './http/inflight-budget.js';
 import type { MqttDeps, RunningMqtt } from './mqtt/start-mqtt.js';
@@ -51,6 +54,8 @@ export interface Gateway {
   readonly keys: KeyStore;
   /** The site's catalogue of ship and cargo ids; `reload()` re-reads it (SIGHUP). */
   readonly catalogue: CatalogueStore;
+  /** The audit trail; `tick()` writes what it gathered and reads what other processes wrote. */
+  readonly audit: AuditTrail;
   /** Graceful stop: refuse new work, finish in-flight requests, last flush, the last health row, close the queue. */
   stop(cause?: StopCause): Promise<void>;
 }
@@ -78,6 +83,8 @@ export interface GatewayOptions {
   deliveryScript?: URL | string;
   /** The environment the configuration was loaded from, for the console's settings page; `process.env` by default. */
   env?: Record<string, string | undefined>;
+  /** What takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
+  updateInstaller?: UpdateInstaller;
 }
 
 /**
@@ -126,8 +133,15 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
-  const keys = new KeyStore({ defaultKey: config.apiKey, path: config.apiKeysFile, pollMs: config.apiKeysPollMs, logger });
+  const keys = new KeyStore({
+    defaultKey: config.apiKey,
+    path: config.apiKeysFile,
+    pollMs: config.apiKeysPollMs,
+    logger,
+    appliedFile: keysAppliedPath(config.dataDir),
+  });
   const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
+  const audit = new AuditTrail({ dataDir: config.dataDir, logger });
   // What the console and the health snapshot both read.
   const facts = { queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions };
   const gatewayConsole = new GatewayConsole({
@@ -138,6 +152,8 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     metricsToken: config.metricsToken,
     loginAttemptsPerMinute: config.loginAttemptsPerMinute,
     env: options.env ?? process.env,
+    audit,
+    ...(options.updateInstaller === undefined ? {} : { updateInstaller: options.updateInstaller }),
   });
   const idempotency = idempotencyKeys(config, logger);
   // One clock and one byte budget for HTTP and MQTT: receive times stay distinct across both.
@@ -183,6 +199,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     // A gateway that keeps failing to start still leaves the tables, and says why it stopped.
     await within(Promise.all([tablesReady, health?.failedStart((error as Error).message)]), DASHBOARD_TABLES_WAIT_MS);
     await questdb?.close();
+    audit.close();
     throw error;
   });
   const mqtt = await startMqttWhenOn(config, logger, {
@@ -201,10 +218,12 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     onFailure: async () => {
       await http.close(Date.now());
       await questdb?.close();
+      audit.close();
       queue.close();
     },
   });
   gatewayConsole.start(http.httpsPort);
+  audit.start();
   delivery.start();
   keys.watch();
   catalogue.watch();
@@ -231,6 +250,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     idempotency,
     health,
     snapshot,
+    audit,
   };
   let stopped: Promise<void> | undefined;
   const stop = (cause: StopCause = {}): Promise<void> => (stopped ??= stopInOrder(config, logger, running, cause));
@@ -255,6 +275,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     stats,
     keys,
     catalogue,
+    audit,
     stop,
   };
 }
@@ -275,6 +296,7 @@ interface Running {
   idempotency: IdempotencyKeys;
   health: HealthLifecycle | undefined;
   snapshot: () => GatewaySnapshot;
+  audit: AuditTrail;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
@@ -288,6 +310,8 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
   running.catalogue.stop();
   logger.info({ event: 'stopping', timeoutMs: config.shutdownTimeoutMs }, 'stopping: refusing new requests');
   await Promise.all([http.close(deadline), mqtt?.stop(deadline)]);
+  // No console request is left to record anything: what the trail gathered is written.
+  running.audit.close();
   saveIdempotencyKeys(config, logger, running.idempotency);
   await delivery.stop(deadline);
   await running.health?.stopped(running.snapshot, cause.signal, deadline);

@@ -208,6 +208,21 @@ describe.each(VIEWPORTS)('the console in Chromium ($name)', ({ name, options }) 
       await expectAccessible(page, 'settings');
       await shoot(page, `settings-${name}`, false);
 
+      // The audit trail: what this session did, newest first, and the refused password before it.
+      await page.click('nav >> text=Audit');
+      const entries = page.locator('#audit-entries li');
+      expect(await text(entries.filter({ hasText: 'Key revoked' }).filter({ hasText: keyName }))).toContain('127.0.0.1');
+      expect(await text(entries.filter({ hasText: 'Key added' }).filter({ hasText: keyName }))).toContain(
+        `ships starting with buoy-${name}-`,
+      );
+      expect(await entries.filter({ hasText: 'Dead letters re-queued' }).count()).toBeGreaterThanOrEqual(1);
+      expect(await entries.filter({ hasText: 'Console login' }).filter({ hasText: 'refused' }).count()).toBeGreaterThanOrEqual(1);
+      expect(await text(page.locator('#audit-entries'))).not.toContain(key);
+      // Each entry wraps within the page on a phone: nothing scrolls sideways.
+      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      await expectAccessible(page, 'audit');
+      await shoot(page, `audit-${name}`);
+
       // Log out: the console asks for the password again.
       await page.click('text=Log out');
       await expect.poll(() => new URL(page.url()).pathname).toBe('/console/login');

@@ -115,6 +115,30 @@ describe('MQTT endpoint for devices', () => {
     expect(ingestDeadLetters(gw.dataDir)).toEqual([]);
   });
 
+  it('refuses a topic name with a wildcard: MQTT 5 with 0x90, 3.1.1 by closing; nothing stored, no dead letter', async () => {
+    const before = committedReadings(gw.dataDir);
+    const v5 = await mqttClient(url, { username: 'wild-5', password: TEST_KEY, protocolVersion: 5 });
+    expect(await publish(v5, 'harbor/v1/+/temp', '1', 1)).toBe(0x90);
+    expect(await publish(v5, 'harbor/v1/wild-5/#', '2', 2)).toBe(0x90);
+    expect(await publish(v5, 'harbor/v1/wild-5/temp', '3', 1)).toBe(0);
+    const disconnected = new Promise<number | undefined>((resolve) => v5.once('disconnect', (packet) => resolve(packet.reasonCode)));
+    await publish(v5, 'harbor/v1/+/temp', '4', 0);
+    expect(await disconnected).toBe(0x90);
+    v5.end(true);
+
+    const v4 = await mqttClient(url, { username: 'wild-4', password: TEST_KEY, protocolVersion: 4 });
+    const closed = new Promise<void>((resolve) => v4.once('close', () => resolve()));
+    v4.on('error', () => undefined);
+    v4.publish('harbor/v1/+/temp', '5', { qos: 1 }, () => undefined);
+    await closed;
+    v4.end(true);
+
+    expect(committedReadings(gw.dataDir) - before).toBe(1);
+    expect(ingestDeadLetters(gw.dataDir).filter((l) => l.line.includes('+') || l.reason.includes('+'))).toEqual([]);
+    await waitForCount(`SELECT count() FROM "${gw.table}" WHERE ship_id = 'wild-5'`, 1);
+    expect((await sql<[number]>(`SELECT count() FROM "${gw.table}" WHERE ship_id IN ('+', '#', 'wild-4')`)).dataset[0]![0]).toBe(0);
+  });
+
   it('acknowledges a refused MQTT 3.1.1 publish and keeps it as a dead letter with the reason, counted per key', async () => {
     const crane = await mqttClient(url, { username: 'crane', password: CRANE_KEY, protocolVersion: 4 });
     expect(await publish(crane, 'harbor/v1/truck-2/load', '3', 1)).toBe(0);

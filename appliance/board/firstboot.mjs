@@ -6,7 +6,7 @@
 // present, or to delete the one-time credentials file. Never writes a secret to stdout or stderr:
 // they end in the journal.
 import { spawnSync } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
   chmodSync,
   chownSync,
@@ -49,6 +49,7 @@ import {
   setRootReadOnly,
   validateSettings,
 } from './settings.mjs';
+import { recordAudit } from './audit.mjs';
 import { syncDirectory, writeAtomic } from './files.mjs';
 import { unitCommand, unitEnvironment } from './unit.mjs';
 
@@ -108,8 +109,10 @@ export const secretFile = (/** @type {(typeof SECRETS)[number]} */ { credential,
  * @property {() => string | undefined} rootDevice      the running root as the kernel was told it (root=), if a named one
  * @property {(check: GatewayCheck) => string[]} checkGateway  the gateway's problems with the settings, [] when it accepts them
  * @property {(run: GatewayRun) => string} createCertificate   has the gateway create (or find) its HTTPS certificate; its SHA-256 fingerprint
+ * @property {(run: GatewayRun & { entries: AuditEntry[] }) => void} audit  adds entries to the gateway's audit trail (its command `audit record`)
  * @property {(message: string) => void} log
  */
+/** @typedef {import('./audit.mjs').AuditEntry} AuditEntry */
 /**
  * @typedef {object} GatewayCheck
  * @property {string[]} command                 the unit's program and bundle with the command check-config
@@ -209,12 +212,21 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
   const unitEnv = { ...unitEnvironment(unit), ...parseEnvText(gatewayEnv) };
   problems.push(...system.checkGateway({ command: [...program, 'check-config'], env: unitEnv, secrets }));
 
+  const audit = (/** @type {AuditEntry[]} */ entries) => system.audit({ command: [...program, 'audit', 'record'], env: unitEnv, entries });
   if ((problems.length > 0 || !('bytes' in bound)) && fromSaved) {
     // Settings this card applied before, refused by this slot's release: its fault, not harbor.conf's.
     // Nothing goes to the boot partition, where it would send the technician to a file that is fine;
     // the trial fails and the report after it says why.
     writeAtomic(at(ISSUE), `Harbor Gateway: this release could not apply the site's settings: ${problems.join('; ')}\n\n`, 0o600);
     system.log(`the site's settings were not applied to this slot: ${problems.join('; ')}`);
+    audit([
+      {
+        action: 'settings_applied',
+        outcome: 'failed',
+        actor: 'harbor.conf',
+        detail: `this release could not apply the settings last applied: ${problems.length} problem(s), on the screen`,
+      },
+    ]);
     return { status: 'invalid', problems, generated: [] };
   }
   if (problems.length > 0 || !('bytes' in bound)) {
@@ -226,6 +238,14 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     );
     writeAtomic(at(ISSUE), `Harbor Gateway: harbor.conf was not applied; see ${ERROR_FILE} on the boot partition.\n\n`, 0o600);
     system.log(`harbor.conf not applied: ${problems.length} problem(s), listed in ${ERROR_FILE} on the boot partition`);
+    audit([
+      {
+        action: 'settings_applied',
+        outcome: 'refused',
+        actor: 'harbor.conf',
+        detail: `${problems.length} problem(s), listed in ${ERROR_FILE} on the boot partition`,
+      },
+    ]);
     return { status: 'invalid', problems, generated: [] };
   }
 
@@ -305,11 +325,12 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     } catch (error) {
       system.log(`could not create the HTTPS certificate now (the gateway creates it at start): ${/** @type {Error} */ (error).message}`);
     }
+    /** @type {AuditEntry[]} */
+    const changes = [];
     if (settings.deviceKeys !== undefined) {
-      const keyFile = writeDeviceKeys(
-        at(unitEnv['API_KEYS_FILE'] ?? join(unitEnv['DATA_DIR'] ?? 'var/lib/harbor-gateway', 'api-keys')),
-        settings.deviceKeys,
-      );
+      const keyPath = at(unitEnv['API_KEYS_FILE'] ?? join(unitEnv['DATA_DIR'] ?? 'var/lib/harbor-gateway', 'api-keys'));
+      changes.push(...deviceKeyChanges(existsSync(keyPath) ? readFileSync(keyPath, 'utf8') : '', settings.deviceKeys));
+      const keyFile = writeDeviceKeys(keyPath, settings.deviceKeys);
       system.log(`device keys: ${settings.deviceKeys.length} from harbor.conf in ${keyFile}`);
     }
     // agetty expands backslash escapes in issue files: \4 is the board's IPv4 address.
@@ -327,6 +348,21 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
     ];
     writeAtomic(at(ISSUE), issue.join('\n'), 0o600);
     system.log(`harbor.conf applied: hostname ${hostname}, queue bound ${bound.bytes} bytes, network ${settings.network.mode}`);
+    audit([
+      ...changes,
+      {
+        action: 'settings_applied',
+        outcome: 'ok',
+        actor: 'harbor.conf',
+        subject: hostname,
+        detail: [
+          hasConfig ? `harbor.conf from the boot partition` : `the settings last applied, on a slot an update wrote`,
+          `queue bound ${bound.bytes} bytes`,
+          `network ${settings.network.mode}`,
+          ...(generated.length > 0 ? [`generated ${generated.join(', ')}`] : []),
+        ].join('; '),
+      },
+    ]);
   } finally {
     if (settings.readOnlyRoot) system.remountRoot('ro');
   }
@@ -399,9 +435,73 @@ export function writeDeviceKeys(path, keys) {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o750 });
   const owner = statSync(dir);
-  writeAtomic(path, renderKeyFile(keys, hashDeviceKey), 0o600);
+  // A key the file holds already keeps its line: the gateway sees it unchanged, and its open
+  // MQTT sessions go on.
+  const held = keyFileHashes(existsSync(path) ? readFileSync(path, 'utf8') : '');
+  const kept = new Map(
+    keys.flatMap(({ name, key }) => (held.has(name) && keyHashMatches(String(held.get(name)), key) ? [[key, String(held.get(name))]] : [])),
+  );
+  writeAtomic(
+    path,
+    renderKeyFile(keys, (key) => kept.get(key) ?? hashDeviceKey(key)),
+    0o600,
+  );
   if (process.getuid?.() === 0) chownSync(path, owner.uid, owner.gid);
   return path;
+}
+
+/**
+ * The audit entries of replacing a key file's keys with DEVICE_KEYS: keys added, keys revoked
+ * (gone from DEVICE_KEYS, or given a new key or ship prefix, which is a revocation and an addition).
+ * @param {string} current  the key file as it is
+ * @param {import('./settings.mjs').DeviceKey[]} keys
+ * @returns {AuditEntry[]}
+ */
+export function deviceKeyChanges(current, keys) {
+  const held = keyFileLines(current);
+  /** @type {AuditEntry[]} */
+  const entries = [];
+  const limits = (/** @type {string | undefined} */ prefix) => (prefix === undefined ? 'all ships' : `ships starting with ${prefix}`);
+  for (const { name, key, shipPrefix } of keys) {
+    const before = held.get(name);
+    if (before !== undefined && keyHashMatches(before.hash, key) && before.shipPrefix === shipPrefix) continue;
+    if (before !== undefined)
+      entries.push({ action: 'key_revoked', outcome: 'ok', actor: 'harbor.conf', subject: name, detail: 'replaced by DEVICE_KEYS' });
+    entries.push({ action: 'key_added', outcome: 'ok', actor: 'harbor.conf', subject: name, detail: limits(shipPrefix) });
+  }
+  const given = new Set(keys.map(({ name }) => name));
+  for (const name of held.keys())
+    if (!given.has(name))
+      entries.push({ action: 'key_revoked', outcome: 'ok', actor: 'harbor.conf', subject: name, detail: 'not in DEVICE_KEYS' });
+  return entries;
+}
+
+/**
+ * The entries of a key file (src/keys/key-file.ts's lines: name, hash, optional prefix, optional site=).
+ * @param {string} text
+ */
+function keyFileLines(text) {
+  /** @type {Map<string, { hash: string, shipPrefix: string | undefined }>} */
+  const lines = new Map();
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const [name, hash, ...options] = line.split(/\s+/);
+    if (name === undefined || hash === undefined) continue;
+    lines.set(name, { hash, shipPrefix: options.find((o) => !o.startsWith('site=')) });
+  }
+  return lines;
+}
+
+const keyFileHashes = (/** @type {string} */ text) => new Map([...keyFileLines(text)].map(([name, { hash }]) => [name, hash]));
+
+/** Whether a stored hash is of this key (src/keys/key-hash.ts keyMatches). */
+export function keyHashMatches(/** @type {string} */ hash, /** @type {string} */ key) {
+  const [scheme, salt, mac] = hash.split('$');
+  if (scheme !== 'hmac-sha256' || salt === undefined || mac === undefined) return false;
+  const expected = Buffer.from(mac, 'base64url');
+  const actual = createHmac('sha256', Buffer.from(salt, 'base64url')).update(key, 'utf8').digest();
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
 /** The key's salted HMAC-SHA256 in the gateway's form (src/keys/key-hash.ts): hmac-sha256$salt$mac. */
@@ -488,6 +588,7 @@ export function boardSystem() {
     // /run is in RAM: the candidate secrets never touch the card before they are accepted.
     checkGateway: (check) => checkGatewayConfig({ ...check, scratch: '/run' }),
     createCertificate: createGatewayCertificate,
+    audit: ({ entries, ...run }) => void recordAudit(entries, { ...run, log }),
     log,
   };
 }
@@ -510,6 +611,12 @@ export function treeSystem(/** @type {string} */ root) {
     // The certificate goes into the tree's state directory.
     createCertificate: (run) =>
       createGatewayCertificate({ ...run, env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR'] ?? 'var/lib/harbor-gateway') } }),
+    audit: ({ entries, ...run }) =>
+      void recordAudit(entries, {
+        ...run,
+        env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR'] ?? 'var/lib/harbor-gateway') },
+        log,
+      }),
     log,
   };
 }

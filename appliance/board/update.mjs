@@ -44,6 +44,7 @@ import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
+import { gatewayRun, recordAudit } from './audit.mjs';
 import { BOOT_DIR, bootedSlot, readBootState } from './boot-state.mjs';
 import { readBytes, syncDirectory, syncFile, writeAtomic } from './files.mjs';
 import { UPDATE_ENV, credentialFile } from './firstboot.mjs';
@@ -286,6 +287,36 @@ export function raucConfig(cmdline = readFileSync('/proc/cmdline', 'utf8')) {
 }
 
 const log = (/** @type {string} */ message) => process.stdout.write(`harbor-update: ${message}\n`);
+
+/**
+ * Where a bundle came from, for the audit trail: an address without its user, password or query
+ * (a token there is a secret), or the file's name.
+ */
+export function sourceName(/** @type {string} */ source) {
+  if (!/^https?:\/\//.test(source)) return source.split('/').at(-1) ?? source;
+  try {
+    const url = new URL(source);
+    return `${url.protocol}//${url.host}${url.pathname}`;
+  } catch {
+    return 'an address';
+  }
+}
+
+/**
+ * One entry of harbor-update in the gateway's audit trail, written by the gateway's own command.
+ * @param {'update_installed' | 'update_confirmed' | 'update_rolled_back'} action
+ * @param {'ok' | 'refused' | 'failed'} outcome
+ * @param {string} subject
+ * @param {string} detail
+ */
+function audit(action, outcome, subject, detail) {
+  try {
+    const { program, env } = gatewayRun('/');
+    recordAudit([{ action, outcome, actor: 'harbor-update', subject, detail }], { command: [...program, 'audit', 'record'], env, log });
+  } catch (error) {
+    log(`not in the audit trail (${action} ${outcome}): ${/** @type {Error} */ (error).message}`);
+  }
+}
 /** A line the journal keeps at warning priority (systemd reads the <4> prefix on a service's output). */
 const warn = (/** @type {string} */ message) =>
   process.stdout.write(`${process.env['JOURNAL_STREAM'] ? '<4>' : ''}harbor-update: ${message}\n`);
@@ -452,11 +483,23 @@ async function installBundle({ source, bundle, force, reboot, tell = () => {} })
     finishTrial({ ...trial, status: 'failed', reason: `rauc install failed: ${installed.stderr}`, finishedAt: new Date().toISOString() });
     log(`installation failed: ${installed.stderr}`);
     tell({ state: 'failed', message: `The installation failed: ${installed.stderr}` });
+    audit(
+      'update_installed',
+      'failed',
+      manifest.version,
+      `into slot ${target} from ${sourceName(source)}: rauc install failed: ${installed.stderr}`,
+    );
     return 1;
   }
   writeTrialRecord({ ...trial, status: 'installed' });
   log(
     `installed ${manifest.version} into slot ${target}; the next boot tries it, and falls back to slot ${booted.slot ?? '?'} unless it is confirmed`,
+  );
+  audit(
+    'update_installed',
+    'ok',
+    manifest.version,
+    `${decision.reason}, into slot ${target} from ${sourceName(source)}; tried at the next boot`,
   );
   if (reboot) run('systemctl', ['reboot']);
   return 0;
@@ -468,6 +511,7 @@ function refuse(/** @type {string} */ source, /** @type {string} */ reason) {
   mkdirSync(UPDATE_DIR, { recursive: true, mode: 0o700 });
   writeAtomic(join(UPDATE_DIR, 'refused.json'), `${JSON.stringify({ source, reason, at: now }, null, 2)}\n`, 0o600);
   log(`refused ${source}: ${reason}`);
+  audit('update_installed', 'refused', sourceName(source), reason);
   return 1;
 }
 
@@ -545,6 +589,7 @@ export async function installFromBootPartition(boot = BOOT_DIR) {
     rmSync(busy);
     rmSync(attemptsFile);
     writeResult(boot, `The update in ${BOOT_BUNDLE} was interrupted ${INSTALL_ATTEMPTS} times and given up. Copy it again to retry.`);
+    audit('update_installed', 'failed', BOOT_BUNDLE, `interrupted ${INSTALL_ATTEMPTS} times and given up`);
     return 1;
   }
   const status = await install({ source: busy, reboot: false });
@@ -714,12 +759,14 @@ export async function confirm() {
       finishTrial({ ...record, status: 'good', finishedAt: new Date().toISOString() });
       writeResult(BOOT_DIR, `${version} in slot ${booted.slot} is ready and confirmed (was ${record.from}).`);
       writeAtomic(ISSUE, `Update: ${version} confirmed in slot ${booted.slot} (was ${record.from}).\n\n`);
+      audit('update_confirmed', 'ok', version, `ready in slot ${booted.slot} and kept (was ${record.from})`);
       return 0;
     }
   }
   // The reason goes to the data partition first: the committed slot reports it after the reboot.
   writeTrialRecord({ ...record, status: 'failed', reason: failure, finishedAt: new Date().toISOString() });
   log(`the trial of ${version} failed: ${failure}; marking slot ${booted.slot} bad and rebooting into slot ${readBootState().slot}`);
+  audit('update_confirmed', 'failed', version, `${failure}; rolling back to slot ${readBootState().slot}`);
   rauc(['status', 'mark-bad'], true);
   run('systemctl', ['reboot']);
   return 1;
@@ -749,6 +796,7 @@ export function report() {
       finishedAt: new Date().toISOString(),
     });
     announce(`Update to ${trial.to} was interrupted during installation; ${trial.from} keeps running from slot ${booted.slot}.`);
+    audit('update_rolled_back', 'ok', trial.to, `the installation was interrupted; ${trial.from} runs from slot ${booted.slot}`);
     return 0;
   }
   if (outcome === 'good') {
@@ -769,6 +817,7 @@ export function report() {
   announce(
     `Update to ${trial.to} failed and was rolled back; ${trial.from} runs from slot ${booted.slot}. Why: ${reason}${restored ? `. ${restored}` : ''}`,
   );
+  audit('update_rolled_back', 'ok', trial.to, `${trial.from} runs from slot ${booted.slot}; ${reason}${restored ? `; ${restored}` : ''}`);
   return 0;
 }
 

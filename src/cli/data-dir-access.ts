@@ -1,4 +1,5 @@
-import { DataDirLock, SERVE, describeOwner, type LockOwner } from '../queue/data-dir-lock.js';
+import { hostname } from 'node:os';
+import { DataDirLock, SERVE, describeOwner, readLockOwner, type LockOwner } from '../queue/data-dir-lock.js';
 
 /** Exit status when the data directory is held by another process (EX_TEMPFAIL): try again later. */
 export const EXIT_IN_USE = 75;
@@ -18,4 +19,21 @@ export async function accessDataDir(dataDir: string, command: string, err: (text
   if (taken.heldBy?.command === SERVE) return { kind: 'beside', gateway: taken.heldBy };
   err(`harbor-gateway: ${dataDir} is busy: held by ${describeOwner(taken.heldBy)}; try again in a moment\n`);
   return EXIT_IN_USE;
+}
+
+/**
+ * The gateway serving from a data directory on this host, if one runs: its owner record names
+ * `serve` and its process is alive. Only read: taking the lock to find out could hold up a gateway
+ * that is starting.
+ */
+export function runningGateway(dataDir: string): LockOwner | undefined {
+  const owner = readLockOwner(dataDir);
+  if (owner?.command !== SERVE || owner.hostname !== hostname()) return undefined;
+  try {
+    process.kill(owner.pid, 0);
+    return owner;
+  } catch (error) {
+    // EPERM: alive, another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? owner : undefined;
+  }
 }

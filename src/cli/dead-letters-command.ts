@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { SETTINGS } from '../config/settings.js';
 import { DeadLetterStore, type Selection } from '../queue/dead-letters.js';
 import { queuePath } from '../queue/queue-file.js';
+import { describeSelection } from '../audit/audit-entry.js';
+import { commandUser, recordAudit } from './cli-audit.js';
 import { accessDataDir } from './data-dir-access.js';
 
 export const DEAD_LETTERS_USAGE = `harbor-gateway dead-letters <command> [options]
@@ -79,6 +81,12 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
     io.err(`${(error as Error).message}\n`);
     return 66;
   }
+  const audit = (action: 'dead_letters_requeued' | 'dead_letters_purged', detail: string) =>
+    recordAudit(
+      dataDir,
+      [{ action, outcome: 'ok', actor: 'cli', origin: commandUser(env), subject: describeSelection(all ? 'all' : ids, sink), detail }],
+      io.err,
+    );
   try {
     const selection: Selection = { ids: all ? 'all' : ids, ...(sink === undefined ? {} : { sink }) };
     if (command === 'list') {
@@ -100,8 +108,11 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
       const total = [...bySink.values()].reduce((sum, n) => sum + n, 0);
       const where = [...bySink].map(([name, n]) => `${n} to ${name}`).join(', ');
       io.out(`re-queued ${total} dead letter(s)${where === '' ? '' : ` (${where})`}; the gateway sends them at its next flush\n`);
+      audit('dead_letters_requeued', `${total} re-queued${where === '' ? '' : ` (${where})`}`);
     } else {
-      io.out(`purged ${store.purge(selection)} dead letter(s)\n`);
+      const purged = store.purge(selection);
+      io.out(`purged ${purged} dead letter(s)\n`);
+      audit('dead_letters_purged', `${purged} purged`);
     }
     return 0;
   } finally {

@@ -8,6 +8,7 @@ import { QueueFormatError } from '../queue/queue-format.js';
 import { DataDirInUseError } from '../queue/data-dir-lock.js';
 import { VERSION } from '../version.js';
 import { EXIT_IN_USE } from './data-dir-access.js';
+import { auditCommand } from './audit-command.js';
 import { catalogueCommand } from './catalogue-command.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
@@ -29,6 +30,7 @@ Usage: harbor-gateway [command]
   check-config   validate the configuration as serve would, print the problems, exit 78 if any
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   keys           add, list or revoke device keys (see: keys help)
+  audit          list the audit trail, or add entries to it (see: audit help)
   tls-certificate
                  print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
                  self-signed certificate when no other is configured
@@ -122,6 +124,13 @@ async function serve(): Promise<void> {
 /** Where a command writes: the process's own stdout and stderr. */
 const TERMINAL = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
 
+/** Standard input as text, to its end. */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** Runs one command line; `args` are the arguments after the program name. */
 export async function runCli(args: string[]): Promise<void> {
   const command = args[0] ?? 'serve';
@@ -134,6 +143,9 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     case 'keys':
       process.exitCode = await keysCommand(args.slice(1), process.env, TERMINAL);
+      break;
+    case 'audit':
+      process.exitCode = await auditCommand(args.slice(1), process.env, TERMINAL, readStdin);
       break;
     case 'tls-certificate':
       process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, TERMINAL);

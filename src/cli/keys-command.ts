@@ -11,8 +11,13 @@ import {
   type ParsedKeyFile,
 } from '../keys/key-file.js';
 import { generateKey, hashKey } from '../keys/key-hash.js';
+import { appliedAtLeast, keyFileVersion, keysAppliedPath, readKeysApplied } from '../keys/keys-applied.js';
 import { COMMAND_WAIT_MS, FileLock } from '../queue/data-dir-lock.js';
-import { EXIT_IN_USE } from './data-dir-access.js';
+import { commandUser, recordAudit } from './cli-audit.js';
+import { EXIT_IN_USE, runningGateway } from './data-dir-access.js';
+
+/** How long add and revoke wait for a running gateway to apply the change. */
+const APPLY_WAIT_MS = 5000;
 
 export const KEYS_USAGE = `harbor-gateway keys <command> [options]
 
@@ -22,9 +27,13 @@ export const KEYS_USAGE = `harbor-gateway keys <command> [options]
                                with --site (a central gateway's key for one site gateway) it writes
                                as site S only, whatever site its requests name
   list                         show the keys' names and prefixes (never the keys)
-  revoke NAME                  delete a key; a running gateway stops accepting it within seconds
+  revoke NAME                  delete a key
 
   --file PATH                  the key file (default: $API_KEYS_FILE, else api-keys in $DATA_DIR or ${SETTINGS.dataDir.default})
+
+add and revoke return once a gateway running on $DATA_DIR has applied the change (its open MQTT
+sessions on a revoked key are closed by then), or say that it has not within ${APPLY_WAIT_MS / 1000} s; they are
+recorded in the audit trail of $DATA_DIR.
 `;
 
 interface Output {
@@ -32,11 +41,18 @@ interface Output {
   err: (text: string) => void;
 }
 
+/** What add or revoke changed, for the audit trail. */
+interface KeyChange {
+  action: 'key_added' | 'key_revoked';
+  name: string;
+  detail?: string;
+}
+
 /**
  * Runs the keys command; returns the exit status. The gateway only reads the key file, and a write
  * replaces it whole (rename), so a running gateway never sees half a file and picks the change up
- * by itself; writers among themselves take turns on a lock beside the file, so two commands at
- * once cannot lose each other's key.
+ * by itself (DATA_DIR/keys-applied.json says when it has); writers among themselves take turns on a
+ * lock beside the file, so two commands at once cannot lose each other's key.
  */
 export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): Promise<number> {
   const [command, ...rest] = args;
@@ -57,6 +73,7 @@ export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Ou
     return command === 'help' ? 0 : 64;
   }
   if (command !== 'add' && command !== 'revoke') return keysCommandOn(command, path, names, { shipPrefix, site }, io);
+  const dataDir = env[SETTINGS.dataDir.env] || SETTINGS.dataDir.default!;
   let lock: FileLock | undefined;
   try {
     lock = await FileLock.take(`${path}.lock`, COMMAND_WAIT_MS);
@@ -68,11 +85,43 @@ export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Ou
     io.err(`${path} is being changed by another keys command; try again in a moment\n`);
     return EXIT_IN_USE;
   }
+  let change: KeyChange | undefined;
+  let status: number;
   try {
-    return keysCommandOn(command, path, names, { shipPrefix, site }, io);
+    status = keysCommandOn(command, path, names, { shipPrefix, site }, io, (made) => (change = made));
   } finally {
     lock.release();
   }
+  if (change === undefined) return status;
+  const written = keyFileVersion(path);
+  recordAudit(
+    dataDir,
+    [{ action: change.action, outcome: 'ok', actor: 'cli', origin: commandUser(env), subject: change.name, detail: change.detail }],
+    io.err,
+  );
+  await awaitGateway(dataDir, path, written, io);
+  return status;
+}
+
+/**
+ * Waits until the gateway running on the data directory (if one is) has applied the key file as
+ * written, or later; says which it was. Only a gateway of this host is waited for.
+ */
+async function awaitGateway(dataDir: string, path: string, written: { version: string; mtimeNs: string }, io: Output): Promise<void> {
+  const gateway = runningGateway(dataDir);
+  if (gateway === undefined) return;
+  const marker = keysAppliedPath(dataDir);
+  const deadline = Date.now() + APPLY_WAIT_MS;
+  while (!appliedAtLeast(readKeysApplied(marker), path, written)) {
+    if (Date.now() > deadline || runningGateway(dataDir) === undefined) {
+      io.err(
+        `the gateway running on ${dataDir} (pid ${gateway.pid}) has not applied it within ${APPLY_WAIT_MS / 1000} s (does it use ${path}?); it does once it reads the file again (SIGHUP, systemctl reload harbor-gateway)\n`,
+      );
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  io.err(`the gateway running on ${dataDir} (pid ${gateway.pid}) has applied it\n`);
 }
 
 /** The command itself, on the key file as it is now. */
@@ -82,6 +131,7 @@ function keysCommandOn(
   names: string[],
   { shipPrefix, site }: { shipPrefix: string | undefined; site: string | undefined },
   io: Output,
+  changed: (change: KeyChange) => void = () => undefined,
 ): number {
   let file: ParsedKeyFile;
   try {
@@ -124,6 +174,7 @@ function keysCommandOn(
       return save(io, path, [...file.entries, entry], () => {
         io.out(`${key}\n`);
         io.err(`key ${name} added to ${path}; it is shown only this once\n`);
+        changed({ action: 'key_added', name, detail: describeLimits(shipPrefix, site) });
       });
     }
     case 'revoke': {
@@ -138,7 +189,10 @@ function keysCommandOn(
         io,
         path,
         file.entries.filter((e) => e.name !== name),
-        () => io.err(`key ${name} revoked\n`),
+        () => {
+          io.err(`key ${name} revoked\n`);
+          changed({ action: 'key_revoked', name });
+        },
       );
     }
     default:
@@ -156,6 +210,10 @@ function save(io: Output, path: string, entries: Parameters<typeof writeKeyFile>
   done();
   return 0;
 }
+
+/** "ships starting with crane-, site Pier 4": what a new key may do, for the audit trail. */
+const describeLimits = (shipPrefix: string | undefined, site: string | undefined): string =>
+  `${shipPrefix === undefined ? 'all ships' : `ships starting with ${shipPrefix}`}${site === undefined ? '' : `, site ${site}`}`;
 
 function usage(io: Output, message: string): number {
   io.err(`${message}\n\n${KEYS_USAGE}`);

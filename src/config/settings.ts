@@ -180,7 +180,7 @@ export const SETTINGS = {
   apiKeysPollMs: define({
     env: 'API_KEYS_POLL_MS',
     default: '2000',
-    doc: 'How often the key file is checked for changes. SIGHUP re-reads it at once.',
+    doc: "How often the key file is checked for changes besides the kernel's notifications on it, which apply a change within milliseconds: a file made where there was none, a file system without notifications. SIGHUP re-reads it at once.",
     schema: integer(50, 600_000),
   }),
   harborId: define({

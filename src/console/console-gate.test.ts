@@ -30,6 +30,7 @@ function app(metricsToken: string | undefined): Hono {
     password: 'console-password',
     metricsToken,
     env: {},
+    audit: { record: () => undefined, latest: () => [], counts: () => [] },
   });
   console.httpsPort = 8443;
   const hono = new Hono({ strict: false });

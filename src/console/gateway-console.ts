@@ -1,6 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { describeGatewayState, OutageWatch, type GatewayState } from '../health/gateway-state.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from '../health/snapshot.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
 import type { KeyStore, Principal } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
@@ -14,6 +15,7 @@ import { SessionStore } from './auth/sessions.js';
 import type { CertificateFacts } from './pages/settings.js';
 import { peerAddress } from './request-facts.js';
 import { mountConsole } from './routes/mount.js';
+import { type UpdateInstaller, updateInstaller as systemUpdateInstaller } from './update-bundle.js';
 
 /** The refusal's message and its first detail: "…: body.value: Input should be a number". */
 function describeProblem(problem: { message: string; details: { loc: (string | number)[]; msg: string }[] }): string {
@@ -48,6 +50,10 @@ export interface ConsoleDeps {
   loginAttemptsPerMinute?: number;
   /** The environment the gateway started with: the settings page shows it (secrets masked) and checks it. */
   env: Record<string, string | undefined>;
+  /** Where logins, key changes, dead letters and updates are recorded; the audit page reads it. */
+  audit: Pick<AuditTrail, 'record' | 'latest' | 'counts'>;
+  /** Takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
+  updateInstaller?: UpdateInstaller | undefined;
 }
 
 /**
@@ -84,6 +90,11 @@ export class GatewayConsole {
       if (this.deps.isStopping()) clearInterval(this.#timer);
       else this.#sample();
     }, SAMPLE_MS).unref();
+  }
+
+  /** What takes an uploaded update bundle here; undefined where nothing does. */
+  updateInstaller(): UpdateInstaller | undefined {
+    return 'updateInstaller' in this.deps ? this.deps.updateInstaller : systemUpdateInstaller(this.deps.env);
   }
 
   /** Its pages and `/metrics`, on the gateway's app. */

@@ -6,8 +6,9 @@ import type { Logger } from 'pino';
 import type { MqttBrokerConfig } from '../config/mqtt-config.js';
 import type { InflightBudget } from '../http/inflight-budget.js';
 import type { FailureDelay } from '../http/middleware/api-key/failure-delay.js';
-import type { KeyStore, Principal } from '../keys/key-store.js';
+import type { KeyGrant, KeyStore, Principal } from '../keys/key-store.js';
 import type { Validator } from '../reading/parse-readings.js';
+import type { Reading } from '../reading/reading-schema.js';
 import type { MqttStats } from '../stats.js';
 import { FrameReader, type FrameProblem } from './frame-reader.js';
 import type { IngestOutcome, MqttIngest } from './mqtt-ingest.js';
@@ -95,6 +96,13 @@ export class DeviceSession {
   #state: 'connecting' | 'connected' | 'closing' = 'connecting';
   #version = 4;
   #principal: Principal | undefined;
+  /** The key's grant, renewed whenever the keys change; undefined for an anonymous client. */
+  #grant: KeyGrant | undefined;
+  /**
+   * The longest prefix all ship ids this session stored share: a key whose new ship prefix is a
+   * prefix of it still allows everything the session did. Undefined until a reading is stored.
+   */
+  #shipsPrefix: string | undefined;
   #clientId = '';
   #clean = true;
   #persistent = false;
@@ -134,6 +142,14 @@ export class DeviceSession {
   /** Another connection took this client id: it ends here. */
   takenOver(): void {
     this.#close('taken_over', REASON.sessionTakenOver);
+  }
+
+  /**
+   * The keys changed: a session whose key was revoked, or whose key's ship prefix or site no longer
+   * allows what it did, ends here (MQTT 5 with DISCONNECT 0x87 not authorized).
+   */
+  keysChanged(): void {
+    if (this.#state === 'connected') this.#currentPrincipal();
   }
 
   /** The gateway's stop deadline passed: the connection ends whatever it still waits for. */
@@ -267,7 +283,8 @@ export class DeviceSession {
       void this.#refuseAfterDelay('missing_key', CONNACK_V4.notAuthorized, REASON.notAuthorized);
       return;
     }
-    const principal = password === '' ? { name: ANONYMOUS } : deps.keys.authenticate(password);
+    const grant = password === '' ? undefined : deps.keys.grant(password);
+    const principal = password === '' ? { name: ANONYMOUS } : grant?.principal;
     if (principal === undefined) {
       void this.#refuseAfterDelay('wrong_key', CONNACK_V4.badCredentials, REASON.badCredentials);
       return;
@@ -285,6 +302,7 @@ export class DeviceSession {
       return;
     }
     this.#principal = principal;
+    this.#grant = grant;
     const assigned = packet.clientId === '' ? `harbor-${randomBytes(8).toString('hex')}` : undefined;
     this.#clientId = assigned ?? packet.clientId;
     // MQTT 5: a session outlives its connection only with a Session Expiry Interval; 3.1.1: without clean session.
@@ -353,10 +371,28 @@ export class DeviceSession {
 
   #onPublish(packet: IPublishPacket): void {
     const deps = this.#deps;
-    const principal = this.#principal!;
     deps.stats.publishes[packet.qos] = (deps.stats.publishes[packet.qos] ?? 0) + 1;
+    // Judged by the keys as they are now, whether or not the session has been told of a change yet.
+    const principal = this.#currentPrincipal();
+    if (principal === undefined) return;
     if (packet.properties?.topicAlias !== undefined) {
       this.#close('topic_alias', REASON.topicAliasInvalid);
+      return;
+    }
+    // A topic name never holds a wildcard (MQTT-3.3.2-2): 3.1.1 closes the connection; MQTT 5 tells
+    // the client (PUBACK or PUBREC 0x90, or DISCONNECT 0x90 for QoS 0). Nothing of it is stored.
+    if (hasWildcard(packet.topic)) {
+      deps.stats.refusedPublishes += 1;
+      deps.logger.debug(
+        { event: 'mqtt_publish_refused', key: principal.name, topic: packet.topic.slice(0, 200), problem: 'wildcard in topic name' },
+        'publish refused',
+      );
+      if (this.#version === 5 && packet.qos > 0) {
+        this.#acks.push({ qos: packet.qos as 1 | 2, messageId: packet.messageId ?? 0, reason: REASON.topicNameInvalid });
+        this.#flushAcks();
+      } else {
+        this.#close('topic_wildcard', REASON.topicNameInvalid);
+      }
       return;
     }
     const receivedMs = Date.now();
@@ -397,7 +433,10 @@ export class DeviceSession {
         )
       : Promise.resolve({ status: 'refused', kind: parsed.refusal, message: parsed.message, details: parsed.details });
     outcome
-      .then((result) => this.#settle(result, slot, { topic: packet.topic, payload, receivedMs, key: principal.name }))
+      .then((result) => {
+        if (result.status === 'stored' && parsed.ok) this.#noteShips(parsed.readings);
+        return this.#settle(result, slot, { topic: packet.topic, payload, receivedMs, key: principal.name });
+      })
       .catch((error: unknown) => {
         deps.logger.error({ event: 'mqtt_publish_failed', err: error }, 'MQTT publish could not be handled');
         if (slot !== undefined) slot.disconnect = REASON.unspecified;
@@ -451,6 +490,49 @@ export class DeviceSession {
     if (slot?.qos === 2 && slot.reason === REASON.success) this.#unreleased.add(slot.messageId);
     if (slot === undefined) this.#unsettledQos0 -= 1;
     this.#flushAcks();
+  }
+
+  /**
+   * The session's principal as the keys stand now; undefined, and the session closing, when its key
+   * was revoked or no longer allows what the session did. One comparison while the keys are unchanged.
+   */
+  #currentPrincipal(): Principal | undefined {
+    const grant = this.#grant;
+    if (grant === undefined || grant.generation === this.#deps.keys.generation) return this.#principal;
+    const renewed = this.#deps.keys.renew(grant);
+    const why = renewed === undefined ? 'key_revoked' : this.#disallowed(renewed.principal);
+    if (why !== undefined) {
+      this.#deps.logger.info(
+        { event: 'mqtt_session_ended', why, key: grant.principal.name, client: this.#clientId, address: this.#socket.remoteAddress },
+        why === 'key_revoked' ? 'MQTT session ended: its key was revoked' : 'MQTT session ended: its key no longer allows what it did',
+      );
+      this.#close(why, REASON.notAuthorized);
+      return undefined;
+    }
+    this.#grant = renewed;
+    this.#principal = renewed!.principal;
+    return this.#principal;
+  }
+
+  /** Why a key as it now stands no longer allows this session; undefined when it does. */
+  #disallowed(now: Principal): string | undefined {
+    // Its readings would be stored under another site than before.
+    if (now.site !== this.#principal?.site) return 'key_site_changed';
+    const prefix = now.shipPrefix;
+    if (prefix === undefined || this.#shipsPrefix === undefined || this.#shipsPrefix.startsWith(prefix)) return undefined;
+    return 'key_ship_prefix_changed';
+  }
+
+  #noteShips(readings: readonly Reading[]): void {
+    let shared = this.#shipsPrefix ?? readings[0]?.shipId;
+    if (shared === undefined) return;
+    for (const { shipId } of readings) {
+      if (shipId.startsWith(shared)) continue;
+      let n = 0;
+      while (n < shared.length && n < shipId.length && shared.charCodeAt(n) === shipId.charCodeAt(n)) n++;
+      shared = shared.slice(0, n);
+    }
+    this.#shipsPrefix = shared;
   }
 
   #onPubrel(messageId: number): void {
@@ -546,3 +628,6 @@ export class DeviceSession {
     }
   }
 }
+
+/** True when a topic name holds `+` or `#`, which only topic filters may. */
+const hasWildcard = (topic: string): boolean => topic.includes('+') || topic.includes('#');

@@ -87,6 +87,10 @@ export async function startMqtt(deps: MqttDeps): Promise<RunningMqtt> {
       throw error;
     }
   }
+  // Sessions on a revoked key, or one that no longer allows what they do, end when the keys change.
+  const stopWatchingKeys = deps.keys.onChange(() => {
+    for (const session of open) session.keysChanged();
+  });
   let subscription: ReturnType<typeof subscribeToSite> | undefined;
   if (deps.subscribe !== undefined) {
     stats.subscription = new MqttSubscriptionStats();
@@ -103,6 +107,7 @@ export async function startMqtt(deps: MqttDeps): Promise<RunningMqtt> {
     tlsPort: listeners?.tlsPort,
     setCertificate: (certificate) => listeners?.setCertificate(certificate),
     stop: async (deadline) => {
+      stopWatchingKeys();
       const closed = listeners?.close();
       for (const session of open) session.stop();
       const cut = setTimeout(

@@ -3,6 +3,7 @@
 // partition. First boot has the real gateway bundle check the settings (check-config); the last test
 // starts the bundle in production with what systemd would give harbor-gateway.service: the unit's
 // environment, the gateway.env first boot wrote and the credentials the unit loads.
+import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
   copyFileSync,
@@ -52,6 +53,7 @@ import {
   validateSettings,
 } from '../../appliance/board/settings.mjs';
 import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/board/unit.mjs';
+import { type AuditEntry, recordAudit } from '../../appliance/board/audit.mjs';
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
 import { parseKeyFile } from '../../src/keys/key-file.js';
 import { keyMatches } from '../../src/keys/key-hash.js';
@@ -295,7 +297,7 @@ describe('first boot on a root tree', () => {
     for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
   });
 
-  function makeBoard(freeBytes = 28 * GiB, withGrafana = true) {
+  function makeBoard(freeBytes = 28 * GiB, withGrafana = true, { realAudit = false } = {}) {
     const root = mkdtempSync(join(tmpdir(), 'harbor-firstboot-'));
     roots.push(root);
     const boot = join(root, 'boot/firmware');
@@ -310,6 +312,7 @@ describe('first boot on a root tree', () => {
     writeFileSync(join(root, 'etc/fstab'), '/dev/root\t/\text4\trw,noatime\t0\t0\n');
     const calls: string[] = [];
     const logs: string[] = [];
+    const audited: AuditEntry[] = [];
     let readOnly = false;
     let gatewayBroken = false;
     const system: System = {
@@ -341,6 +344,16 @@ describe('first boot on a root tree', () => {
           env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR']!) },
         });
       },
+      audit: (run) => {
+        expect(run.command).toEqual(['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs', 'audit', 'record']);
+        audited.push(...run.entries);
+        if (realAudit)
+          recordAudit(run.entries, {
+            command: [process.execPath, inject('bundlePath'), 'audit', 'record'],
+            env: { ...run.env, DATA_DIR: join(root, run.env['DATA_DIR']!) },
+            log: (message) => logs.push(message),
+          });
+      },
       log: (message) => logs.push(message),
     };
     let counter = 0;
@@ -354,6 +367,7 @@ describe('first boot on a root tree', () => {
       boot,
       calls,
       logs,
+      audited,
       boot1,
       read,
       leftInRun,
@@ -517,7 +531,7 @@ describe('first boot on a root tree', () => {
   });
 
   it('writes device keys for the gateway, and gives a slot an update wrote the settings last applied', () => {
-    const board = makeBoard();
+    const board = makeBoard(28 * GiB, true, { realAudit: true });
     const conf = [
       'SITE_NAME=Pier 9',
       'HOSTNAME=gw-pier9',
@@ -544,6 +558,38 @@ describe('first boot on a root tree', () => {
     expect(parseEnvText(board.read(UPDATE_ENV))).toEqual({ UPDATE_URL: 'https://central.example/pier9.raucb' });
     // The root line names the slot's partition, so it is checked at boot.
     expect(board.read('etc/fstab')).toBe('PARTUUID=1a2b3c4d-02\t/\text4\trw,noatime\t0\t1\n');
+    // In the gateway's audit trail, through its own command: the keys added and the settings applied.
+    expect(board.audited.splice(0).map((e) => [e.action, e.outcome, e.actor, e.subject ?? null])).toEqual([
+      ['key_added', 'ok', 'harbor.conf', 'tank-1'],
+      ['key_added', 'ok', 'harbor.conf', 'gps-2'],
+      ['settings_applied', 'ok', 'harbor.conf', 'gw-pier9'],
+    ]);
+    const trail = () =>
+      JSON.parse(
+        execFileSync(
+          process.execPath,
+          [inject('bundlePath'), 'audit', 'list', '--json', '--data-dir', join(board.root, 'var/lib/harbor-gateway')],
+          {
+            encoding: 'utf8',
+          },
+        ),
+      ) as { action: string; subject: string | null; detail: string | null }[];
+    expect(trail().map((e) => [e.action, e.subject])).toEqual([
+      ['settings_applied', 'gw-pier9'],
+      ['key_added', 'gps-2'],
+      ['key_added', 'tank-1'],
+    ]);
+    expect(trail()[1]!.detail).toBe('ships starting with gps-');
+    const trailFile = readFileSync(join(board.root, 'var/lib/harbor-gateway/audit.db')).toString('latin1');
+    for (const secret of ['tank1-key-0123456789', 'gps2-key-0123456789', 'pier9-sensor-key-0123456789'])
+      expect(trailFile).not.toContain(secret);
+
+    // The same keys again: their lines are kept as they are, and nothing is said of them.
+    const linesBefore = board.read(keyFile);
+    writeFileSync(join(board.boot, CONFIG_FILE), conf.join('\r\n'));
+    expect(board.boot1().status).toBe('applied');
+    expect(board.read(keyFile)).toBe(linesBefore);
+    expect(board.audited.splice(0).map((e) => e.action)).toEqual(['settings_applied']);
 
     // An update wrote the other slot: its /etc is the image's; the data partition is the site's.
     const keysBefore = board.read(keyFile);
@@ -561,10 +607,19 @@ describe('first boot on a root tree', () => {
     expect(board.calls.filter((call) => call === 'growVar')).toHaveLength(1);
     expect(board.boot1().status).toBe('unchanged');
 
+    expect(board.audited.splice(0).map((e) => [e.action, e.detail])).toEqual([
+      ['settings_applied', expect.stringMatching(/^the settings last applied, on a slot an update wrote/)],
+    ]);
+
     // DEVICE_KEYS=none revokes them all.
     writeFileSync(join(board.boot, CONFIG_FILE), [...conf.slice(0, 5), 'DEVICE_KEYS=none'].join('\r\n'));
     expect(board.boot1().status).toBe('applied');
     expect(parseKeyFile(board.read(keyFile)).entries).toEqual([]);
+    expect(board.audited.splice(0).map((e) => [e.action, e.subject ?? null])).toEqual([
+      ['key_revoked', 'tank-1'],
+      ['key_revoked', 'gps-2'],
+      ['settings_applied', 'gw-pier9'],
+    ]);
 
     // A slot whose release cannot check the settings (a broken update) blames itself, not the card's
     // harbor.conf: nothing on the boot partition, the reason on the screen.
@@ -573,6 +628,7 @@ describe('first boot on a root tree', () => {
     expect(board.boot1().status).toBe('invalid');
     expect(existsSync(join(board.boot, ERROR_FILE))).toBe(false);
     expect(board.read(ISSUE)).toContain("this release could not apply the site's settings: the gateway could not check");
+    expect(board.audited.map((e) => [e.action, e.outcome])).toEqual([['settings_applied', 'failed']]);
   });
 
   it('applies the forwarding settings: into gateway.env, secrets into the credential store, kept when left empty', () => {
@@ -662,6 +718,9 @@ describe('first boot on a root tree', () => {
     expect(error).toContain('- API_KEY must be at least 16 characters in production');
     expect(error).not.toContain('too-short');
     expect(board.read(ISSUE)).toContain(ERROR_FILE);
+    expect(board.audited.map((e) => [e.action, e.outcome, e.detail])).toEqual([
+      ['settings_applied', 'refused', `2 problem(s), listed in ${ERROR_FILE} on the boot partition`],
+    ]);
 
     writeFileSync(join(board.boot, CONFIG_FILE), 'API_KEY=now-long-enough-0123456789\n');
     expect(board.boot1().status).toBe('applied');

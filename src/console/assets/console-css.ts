@@ -63,6 +63,11 @@ button.plain{background:var(--card);color:var(--ink);border-color:#8a939e}
 .secret{display:flex;gap:.5rem;flex-wrap:wrap}
 .secret input{flex:1 1 16rem}
 .grid2{display:grid;gap:1rem;grid-template-columns:repeat(auto-fit,minmax(18rem,1fr))}
+.trail{list-style:none;margin:0;padding:0}
+.trail li{border-bottom:1px solid var(--line);padding:.5rem 0}
+.trail li:first-child{padding-top:0}
+.trail p{margin:0;overflow-wrap:anywhere}
+.trail-body{display:flex;flex-wrap:wrap;gap:0 .9rem;font-size:.95rem}
 .foot{max-width:72rem;margin:0 auto;padding:1rem;color:var(--muted);font-size:.85rem}
 @media (max-width:40rem){main{padding:.75rem}section,.card{padding:.75rem}th,td{padding:.35rem .4rem}}
 `;

@@ -1,5 +1,6 @@
 import type { GatewayState } from '../../health/gateway-state.js';
 import type { GatewaySnapshot, MqttSnapshot } from '../../health/snapshot.js';
+import type { AuditCount } from '../../audit/audit-trail.js';
 import type { RefusalTable } from '../activity/refusal-table.js';
 import { Exposition } from './exposition.js';
 
@@ -9,7 +10,7 @@ const STATES = ['delivering', 'catching_up', 'buffering', 'refusing'] as const;
  * The console's figures for a scraper: the same snapshot `/status` and the console read, the
  * refusals by status the console counts, and the process's memory.
  */
-export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals: RefusalTable): string {
+export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals: RefusalTable, audit: readonly AuditCount[] = []): string {
   const out = new Exposition();
   out
     .family('harbor_gateway_info', 'gauge', 'The running version.', [[{ version: s.version }, 1]])
@@ -78,6 +79,15 @@ export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals:
   );
 
   if (s.mqtt !== undefined) mqttMetrics(out, s.mqtt);
+
+  out.family(
+    'harbor_audit_events_total',
+    'counter',
+    'Audited actions since start (logins, logouts, key changes, dead letters re-queued or purged, updates, settings applied), by outcome; those of the command line and the appliance as the gateway read them from the trail.',
+    [...audit]
+      .sort((a, b) => a.action.localeCompare(b.action) || a.outcome.localeCompare(b.outcome))
+      .map(({ action, outcome, count }) => [{ action, outcome }, count] as const),
+  );
 
   out
     .one('process_resident_memory_bytes', 'gauge', 'Resident memory of the gateway process.', s.memory.rssBytes)

@@ -9,6 +9,7 @@ const NAV = [
   { href: `${CONSOLE_PATH}/devices`, label: 'Devices', id: 'devices' },
   { href: `${CONSOLE_PATH}/keys`, label: 'Keys', id: 'keys' },
   { href: `${CONSOLE_PATH}/dead-letters`, label: 'Dead letters', id: 'dead-letters' },
+  { href: `${CONSOLE_PATH}/audit`, label: 'Audit', id: 'audit' },
   { href: `${CONSOLE_PATH}/settings`, label: 'Certificate and settings', id: 'settings' },
 ] as const;
 

@@ -1,5 +1,7 @@
 import type { Context, Hono } from 'hono';
+import { describeSelection } from '../../audit/audit-entry.js';
 import { DeadLetterStore, type Selection } from '../../queue/dead-letters.js';
+import { peerAddress } from '../request-facts.js';
 import type { GatewayConsole } from '../gateway-console.js';
 import { Confirm } from '../pages/confirm.js';
 import { DeadLetters } from '../pages/dead-letters.js';
@@ -37,6 +39,15 @@ function withStore<T>(console: GatewayConsole, use: (store: DeadLetterStore) => 
 }
 
 export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): void {
+  const audit = (c: Context, action: 'dead_letters_requeued' | 'dead_letters_purged', selection: Selection, detail: string) =>
+    console.deps.audit.record({
+      action,
+      outcome: 'ok',
+      actor: 'console',
+      origin: peerAddress(c),
+      subject: describeSelection(selection.ids),
+      detail,
+    });
   const frame = (c: Context, notice?: string) => sessionFrame(c, console.deps.version, 'dead-letters', 'Dead letters', { notice });
 
   app.get(`${CONSOLE_PATH}/dead-letters`, (c) => {
@@ -76,6 +87,8 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
     if (action === 'requeue' || action === 'requeue-all') {
       const bySink = withStore(console, (store) => store.requeue(selection));
       const count = [...bySink.values()].reduce((sum, n) => sum + n, 0);
+      const where = [...bySink].map(([name, n]) => `${n} to ${name}`).join(', ');
+      audit(c, 'dead_letters_requeued', selection, `${count} re-queued${where === '' ? '' : ` (${where})`}`);
       // The queue's totals and the sinks learn of the re-queued readings now, not at the next housekeeping.
       console.deps.queue.refresh();
       console.deps.delivery.notifyAppended();
@@ -103,6 +116,7 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
     if (body['confirm'] !== 'yes') return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
     const selection = selectionOf(body, body['all'] === 'yes');
     const count = selection.ids !== 'all' && selection.ids.length === 0 ? 0 : withStore(console, (store) => store.purge(selection));
+    audit(c, 'dead_letters_purged', selection, `${count} purged`);
     return c.redirect(`${CONSOLE_PATH}/dead-letters?done=purged&n=${count}`, 303);
   });
 }

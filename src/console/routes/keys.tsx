@@ -9,6 +9,7 @@ import { CONSOLE_PATH } from '../pages/layout.js';
 import { renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
 import { httpsUrl, lanHosts } from './pages.js';
+import { peerAddress } from '../request-facts.js';
 
 const field = (body: Record<string, unknown>, name: string): string => {
   const value = body[name];
@@ -26,6 +27,8 @@ function refusalOf(name: string, shipPrefix: string, existing: readonly { name: 
 
 export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
   const { keys } = console.deps;
+  const audit = (c: Context, action: 'key_added' | 'key_revoked', name: string, detail?: string) =>
+    console.deps.audit.record({ action, outcome: 'ok', actor: 'console', origin: peerAddress(c), subject: name, detail });
   const frame = (c: Context, notice?: string) => sessionFrame(c, console.deps.version, 'keys', 'Keys', { notice });
 
   const list = (c: Context, error?: string, typed?: { name: string; shipPrefix: string }, notice?: string) => {
@@ -66,6 +69,7 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
     const key = generateKey();
     writeKeyFile(keys.path, [...file.entries, { name, hash: hashKey(key), ...(shipPrefix === '' ? {} : { shipPrefix }) }]);
     keys.reload();
+    audit(c, 'key_added', name, shipPrefix === '' ? 'all ships' : `ships starting with ${shipPrefix}`);
     const [host] = lanHosts(c);
     const snippet = deviceSnippet({
       name,
@@ -112,7 +116,9 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
       keys.path,
       file.entries.filter((e) => e.name !== name),
     );
+    // Applied before the answer: open MQTT sessions on the key are closed by now.
     keys.reload();
+    audit(c, 'key_revoked', name);
     return c.redirect(`${CONSOLE_PATH}/keys?revoked=${encodeURIComponent(name)}`, 303);
   });
 }

@@ -31,7 +31,7 @@ export function registerMetricsRoute(app: Hono, console: GatewayConsole): void {
   const scrape = (c: Context): Response => {
     const now = Date.now();
     const snapshot = console.snapshot(now);
-    return c.body(renderMetrics(snapshot, console.state(snapshot, now), console.refusals), 200, {
+    return c.body(renderMetrics(snapshot, console.state(snapshot, now), console.refusals, console.deps.audit.counts()), 200, {
       'Content-Type': PROMETHEUS_TEXT,
       'Cache-Control': 'no-store',
     });

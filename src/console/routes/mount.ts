@@ -7,9 +7,11 @@ import { registerDeadLetterRoutes } from './dead-letters.js';
 import { consoleTransport, requireSession, withinRequestRate } from './guard.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerLoginRoutes } from './login.js';
+import { auditLogins, auditLogouts } from './login-audit.js';
 import { registerMetricsRoute } from './metrics.js';
 import { registerPageRoutes } from './pages.js';
 import { registerUpdateRoute } from './update.js';
+import { registerAuditRoute } from './audit.js';
 
 /** A console form is a few fields; anything larger is refused before it is read. */
 const FORM_MAX_BYTES = 64 * 1024;
@@ -31,6 +33,9 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
     return c.body(asset.body, 200, { 'Content-Type': asset.type, 'Cache-Control': cache });
   });
 
+  // Around everything a login or logout answers, the form's limit included.
+  app.post(`${CONSOLE_PATH}/login`, auditLogins(console));
+  app.post(`${CONSOLE_PATH}/logout`, auditLogouts(console));
   app.on(
     'POST',
     [
@@ -50,5 +55,6 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
   registerKeyRoutes(app, console);
   registerDeadLetterRoutes(app, console);
   registerUpdateRoute(app, console);
+  registerAuditRoute(app, console);
   app.all(`${CONSOLE_PATH}/*`, (c) => c.text('No such page in the console', 404));
 }

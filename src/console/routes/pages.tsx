@@ -10,7 +10,6 @@ import { Overview } from '../pages/overview.js';
 import { Settings, type SettingRow } from '../pages/settings.js';
 import { renderPage, sessionFrame } from '../render.js';
 import { isLoopback, requestHostname } from '../request-facts.js';
-import { updateInstaller } from '../update-bundle.js';
 
 /** Seconds between refreshes of the overview and devices pages (by the script; without it, a reload). */
 const REFRESH_S = 10;
@@ -79,7 +78,7 @@ export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
       certificate,
       settings,
       check: checkConfig(console.deps.env),
-      update: updateInstaller(console.deps.env)?.description,
+      update: console.updateInstaller()?.description,
       csrf: c.get('consoleSession').csrf,
     };
     return renderPage(c, frame(c, 'settings', 'Certificate and settings'), <Settings {...model} />);
