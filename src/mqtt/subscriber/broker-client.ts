@@ -14,11 +14,13 @@ export interface BrokerMessage {
   qos: 0 | 1 | 2;
   /** The packet id of a QoS 1 or 2 message. */
   packetId: number | undefined;
+  /** The broker sent it before (DUP). */
+  dup: boolean;
 }
 
-/** The QoS 2 packet ids taken and not yet released (received-packets.ts). */
+/** The QoS 2 messages taken (received-packets.ts). */
 export interface InboundPackets {
-  has(id: number): boolean;
+  isCopy(message: BrokerMessage): boolean;
   release(id: number): Promise<void>;
   forgetAll(): Promise<void>;
 }
@@ -35,7 +37,7 @@ export interface BrokerClientOptions {
   maxPacketBytes: number;
   /**
    * Handles a message the gateway has not taken before; the broker is acknowledged (in arrival
-   * order) once the promise says `ack`. A QoS 2 message it acknowledges must be in `received` by then.
+   * order) once the promise says `ack`. A QoS 2 message it acknowledges must be taken in `received` by then.
    */
   onMessage: (message: BrokerMessage) => Promise<Handled>;
   received: InboundPackets;
@@ -59,9 +61,9 @@ const BACKOFF_MS = { first: 1000, max: 30_000 };
  * the broker keeps what is published while the gateway is away. Messages are handled as they come,
  * many at once (the queue commits them together), and acknowledged in the order they came, each
  * only once handled; a message that cannot be handled ends the connection without its PUBACK
- * (PUBREC), and the broker sends it again after the reconnect. A QoS 2 PUBLISH whose packet id is
- * in `received` is a copy of a message taken before (its PUBREC was lost): it is acknowledged again,
- * not handled; a PUBREL is answered once `received` forgot the id. Reconnects with backoff until stopped.
+ * (PUBREC), and the broker sends it again after the reconnect. A QoS 2 PUBLISH that `received` knows
+ * as a copy of a message taken before (its PUBREC was lost) is acknowledged again, not handled; a
+ * PUBREL is answered once `received` recorded the release. Reconnects with backoff until stopped.
  */
 export class BrokerClient {
   #socket: Socket | undefined;
@@ -218,7 +220,7 @@ export class BrokerClient {
     const packetId = packet.qos === 0 ? undefined : (packet.messageId ?? 0);
     const slot: Slot | undefined = packet.qos === 0 ? undefined : { messageId: packetId ?? 0, qos: packet.qos };
     if (slot !== undefined) this.#slots.push(slot);
-    const message: BrokerMessage = { topic: packet.topic, payload, retained: packet.retain, qos: packet.qos, packetId };
+    const message: BrokerMessage = { topic: packet.topic, payload, retained: packet.retain, qos: packet.qos, packetId, dup: packet.dup };
     const handling = packet.qos === 2 ? this.#handleOnce(packetId ?? 0, message) : this.options.onMessage(message);
     handling
       .catch(() => 'retry' as const)
@@ -234,7 +236,7 @@ export class BrokerClient {
     const earlier = this.#handling.get(id);
     const handling = (async (): Promise<Handled> => {
       if (earlier !== undefined) await earlier.catch(() => undefined);
-      if (this.options.received.has(id)) {
+      if (this.options.received.isCopy(message)) {
         this.options.onCopy();
         return 'ack';
       }

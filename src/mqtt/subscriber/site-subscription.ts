@@ -40,16 +40,16 @@ export function subscribeToSite(deps: SiteSubscriptionDeps): { stop(deadline: nu
   const principal = { name: SUBSCRIPTION_KEY };
   const session = `${config.url} ${config.clientId}`;
   const received = ReceivedPackets.open(deps.queue, session);
-  const handle = async ({ topic, payload, retained, qos, packetId }: BrokerMessage): Promise<Handled> => {
+  const handle = async (message: BrokerMessage): Promise<Handled> => {
+    const { topic, payload, retained, qos } = message;
     stats.messages += 1;
     if (qos === 1) stats.atLeastOnce += 1;
-    const qos2 = qos === 2 ? packetId : undefined;
     /** Acknowledged: a QoS 2 message is taken, with `mark` committed when it left something in the file. */
     const taken = (durable: boolean): Handled => {
-      if (qos2 !== undefined) received.taken(qos2, durable);
+      if (qos === 2) received.taken(message, durable);
       return 'ack';
     };
-    const mark = qos2 === undefined ? undefined : received.mark(qos2);
+    const mark = qos === 2 ? received.mark(message) : undefined;
     // A retained message is an old value the broker hands every new subscription: not a new reading.
     if (retained) return taken(false);
     const receivedMs = Date.now();
