@@ -178,14 +178,11 @@ describe('a message whose acknowledgement never reached the site broker', () => 
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const powers = await sql<[number, number]>(`SELECT value, count() FROM "${table}" WHERE ship_id = 'plug-9' ORDER BY value`);
     expect(powers.dataset).toEqual(Array.from({ length: 80 }, (_, i) => [i, 1]));
-    // Every packet id was released; those released are forgotten at the next new message, which keeps its own.
-    await publishLines(broker, 'tele/plug-9/SENSOR', [JSON.stringify({ ENERGY: { Power: 80 } })]);
-    await waitUntil('the new message committed', async () => (await status(gw!)).mqtt.subscription.readings === 1);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A row per packet id the broker used, kept until it uses the id again.
     const db = new Database(join(dataDir, 'queue.db'), { readonly: true });
-    const left = db.prepare('SELECT released, COUNT(*) AS n FROM mqtt_received GROUP BY released').all();
+    const ids = db.prepare('SELECT COUNT(*) AS n FROM mqtt_received').get() as { n: number };
     db.close();
-    expect(left).toEqual([{ released: 1, n: 1 }]);
+    expect(ids.n).toBeGreaterThanOrEqual(80);
   }, 120_000);
 
   it('a broker that delivers QoS 1 gets each message at least once: one whose PUBACK was lost is stored again, and counted', async () => {

@@ -30,7 +30,7 @@ const REFUSED_SHIP = 'x'.repeat(120);
  *             log?: (line: string) => void, killAfterMs?: { min: number, max: number } }} OnceOptions
  * @typedef {{ rounds: number, brokerRestarts: number, published: number, acknowledged: number, unknown: number,
  *             stored: number, lost: number, duplicates: number, strangers: number, refusedAcknowledged: number,
- *             deadLetters: number, deadLetterCopies: number, deadLettersLost: number, idsLeft: number,
+ *             deadLetters: number, deadLetterCopies: number, deadLettersLost: number, idsKept: number,
  *             missing: string[], twice: string[] }} OnceReport
  */
 
@@ -185,8 +185,7 @@ export async function runMqttSubscriberOnce(options) {
     const stored = await storedSeqs(questdbUrl, table);
     const db = new Database(join(dataDir, 'queue.db'), { readonly: true });
     const letters = db.prepare("SELECT line FROM dead_letters WHERE sink = 'mqtt-subscribe'").pluck().all();
-    // Taken and not released: what a message the broker still has in flight keeps.
-    const idsLeft = /** @type {number} */ (db.prepare('SELECT COUNT(*) FROM mqtt_received WHERE released = 0').pluck().get());
+    const idsKept = /** @type {number} */ (db.prepare('SELECT COUNT(*) FROM mqtt_received').pluck().get());
     db.close();
     /** @type {Map<number, number>} */
     const letterSeqs = new Map();
@@ -209,7 +208,7 @@ export async function runMqttSubscriberOnce(options) {
       deadLetters: letters.length,
       deadLetterCopies: 0,
       deadLettersLost: 0,
-      idsLeft,
+      idsKept,
       missing: [],
       twice: [],
     };

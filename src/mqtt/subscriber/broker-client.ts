@@ -63,7 +63,7 @@ const BACKOFF_MS = { first: 1000, max: 30_000 };
  * only once handled; a message that cannot be handled ends the connection without its PUBACK
  * (PUBREC), and the broker sends it again after the reconnect. A QoS 2 PUBLISH that `received` knows
  * as a copy of a message taken before (its PUBREC was lost) is acknowledged again, not handled; a
- * PUBREL is answered once `received` recorded the release. Reconnects with backoff until stopped.
+ * PUBREL is answered once `received` let it go. Reconnects with backoff until stopped.
  */
 export class BrokerClient {
   #socket: Socket | undefined;
@@ -203,7 +203,7 @@ export class BrokerClient {
           () => {
             if (socket === this.#socket) this.#write(socket, { cmd: 'pubcomp', messageId: id });
           },
-          (error: Error) => this.#fail(socket, `a released packet id could not be forgotten: ${error.message}`),
+          (error: Error) => this.#fail(socket, `a released packet id could not be let go: ${error.message}`),
         );
         return;
       }
