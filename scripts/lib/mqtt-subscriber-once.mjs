@@ -164,13 +164,22 @@ export async function runMqttSubscriberOnce(options) {
     let last = -1;
     let steadySince = Date.now();
     for (;;) {
+      const running = gateway;
       const status = /** @type {{ queue: { readings: number } }} */ (
-        await (await fetch(`${gateway.url}/status`, { headers: { 'x-api-key': KEY } })).json()
+        await fetch(`${running.url}/status`, { headers: { 'x-api-key': KEY } })
+          .then((response) => response.json())
+          .catch((error) => {
+            // A loaded machine may drop a connection; a gateway that died is a failure.
+            if (running.child.exitCode !== null || running.child.signalCode !== null) {
+              throw new Error(`the gateway exited: ${running.stderr().slice(-2000)}`, { cause: error });
+            }
+            return { queue: { readings: Number.NaN } };
+          })
       );
       await waitForWalApplied(questdbUrl, table, 30_000).catch(() => undefined);
       const stored = await storedSeqs(questdbUrl, table).catch(() => new Map());
       if (status.queue.readings === 0 && promised.every((key) => stored.has(key))) break;
-      if (stored.size !== last || status.queue.readings > 0) {
+      if (stored.size !== last || status.queue.readings !== 0) {
         last = stored.size;
         steadySince = Date.now();
       } else if (Date.now() - steadySince > 10_000) break;
@@ -261,7 +270,9 @@ async function granted(url) {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const status = /** @type {{ mqtt?: { subscription: { grantedQos: number[] | null } | null } }} */ (
-      await (await fetch(`${url}/status`, { headers: { 'x-api-key': KEY } })).json()
+      await fetch(`${url}/status`, { headers: { 'x-api-key': KEY } })
+        .then((response) => response.json())
+        .catch(() => ({}))
     );
     if (status.mqtt?.subscription?.grantedQos != null) return;
     if (Date.now() > deadline) throw new Error('the gateway did not subscribe within 30 s');

@@ -55,6 +55,12 @@ interface Slot {
 }
 
 const BACKOFF_MS = { first: 1000, max: 30_000 };
+/**
+ * Messages handled and not yet acknowledged at most: beyond it the socket is not read until half
+ * are. A broker keeps its own window (Mosquitto's `max_inflight_messages`), but a restarted one may
+ * send a whole session's backlog at once, and each message waiting holds memory.
+ */
+const MAX_UNACKNOWLEDGED = 1000;
 
 /**
  * A subscriber to a site broker on a persistent session (MQTT 3.1.1, clean session off, QoS 2), so
@@ -219,7 +225,7 @@ export class BrokerClient {
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
     const packetId = packet.qos === 0 ? undefined : (packet.messageId ?? 0);
     const slot: Slot | undefined = packet.qos === 0 ? undefined : { messageId: packetId ?? 0, qos: packet.qos };
-    if (slot !== undefined) this.#slots.push(slot);
+    if (slot !== undefined && this.#slots.push(slot) >= MAX_UNACKNOWLEDGED) socket.pause();
     const message: BrokerMessage = { topic: packet.topic, payload, retained: packet.retain, qos: packet.qos, packetId, dup: packet.dup };
     const handling = packet.qos === 2 ? this.#handleOnce(packetId ?? 0, message) : this.options.onMessage(message);
     handling
@@ -267,6 +273,7 @@ export class BrokerClient {
     }
     socket.uncork();
     if (this.#slots.length === 0) this.#drained?.();
+    if (!this.#stopped && socket.isPaused() && this.#slots.length <= MAX_UNACKNOWLEDGED / 2) socket.resume();
   }
 
   #write(socket: Socket, packet: Packet): void {
