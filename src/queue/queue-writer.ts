@@ -186,6 +186,7 @@ export class QueueWriter {
   readonly #onSyncLost: (error: QueueSyncLostError) => void;
   /** A commit failed for want of disk space, and none has succeeded since. */
   #diskFull = false;
+  #diskFullListener: ((full: boolean) => void) | undefined;
   /** When room was last made for the reserve while the disk is full (monotonic ms). */
   #roomMadeAt = Number.NEGATIVE_INFINITY;
 
@@ -253,7 +254,7 @@ export class QueueWriter {
     // On a full disk nothing is tried until there is room again: a failing commit could take the
     // room the delivery thread frees for itself.
     if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
-    if (this.#diskFull) this.#diskFull = false;
+    if (this.#diskFull) this.#setDiskFull(false);
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
       this.#pending.push({
@@ -376,7 +377,7 @@ export class QueueWriter {
     }
     if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
     if (batch.length === 0) return;
-    if (!this.#diskFull && !this.#roomForCommit(batch.reduce((sum, item) => sum + item.bytes, 0))) this.#diskFull = true;
+    if (!this.#diskFull && !this.#roomForCommit(batch.reduce((sum, item) => sum + item.bytes, 0))) this.#setDiskFull(true);
     if (this.#diskFull) {
       const refusal = classifyWriteError({ code: 'SQLITE_FULL' });
       for (const item of batch) item.reject(refusal);
@@ -398,13 +399,13 @@ export class QueueWriter {
       this.#insertMany(rows, sides);
     } catch (error) {
       const refusal = classifyWriteError(error);
-      if (isDiskFull(error)) this.#diskFull = true;
+      if (isDiskFull(error)) this.#setDiskFull(true);
       else this.#lastWriteFailureMs = Date.now();
       for (const item of batch) item.reject(refusal);
       return;
     }
     this.#lastWriteFailureMs = undefined;
-    this.#diskFull = false;
+    if (this.#diskFull) this.#setDiskFull(false);
     this.#commits += 1;
     for (const row of rows) {
       this.#segmentRecords += 1;
@@ -577,6 +578,19 @@ export class QueueWriter {
     } finally {
       this.#db.pragma('busy_timeout = 10000');
     }
+  }
+
+  /**
+   * Tells `listener` when ingest starts refusing for a full disk (true) and when it writes again
+   * (false): the delivery thread then lets go of what its sinks keep for their replay windows.
+   */
+  onDiskFull(listener: (full: boolean) => void): void {
+    this.#diskFullListener = listener;
+  }
+
+  #setDiskFull(full: boolean): void {
+    this.#diskFull = full;
+    this.#diskFullListener?.(full);
   }
 
   /** A commit failed for want of disk space and there is no room yet: ingest refuses, readiness says so. */
