@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../test/support/temp-dir.js';
@@ -33,6 +33,16 @@ describe('durable files', () => {
     makeDirectoryDurably(dir, 0o700);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(() => makeDirectoryDurably(dir, 0o700)).not.toThrow();
+  });
+
+  it('makes a directory where the kernel resolves its path, and returns that real path', () => {
+    const root = realpathSync(tempDir('durable'));
+    mkdirSync(join(root, 'deep', 'inner'), { recursive: true });
+    symlinkSync(join(root, 'deep', 'inner'), join(root, 'link'));
+    // `link/..` is root/deep to the kernel, root to a textual normalisation.
+    expect(makeDirectoryDurably(`${root}/link/../made/data`, 0o750)).toBe(join(root, 'deep', 'made', 'data'));
+    expect(statSync(join(root, 'deep', 'made', 'data')).isDirectory()).toBe(true);
+    expect(readdirSync(root).sort()).toEqual(['deep', 'link']);
   });
 
   it('throws for a path that is not there, as a missing name is no durable one', () => {

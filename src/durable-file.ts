@@ -1,5 +1,5 @@
-import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname, resolve, sep } from 'node:path';
+import { closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname, isAbsolute, join, sep } from 'node:path';
 
 /**
  * Makes what is written to a file, and the file's name, survive a power cut: one place for the
@@ -36,21 +36,51 @@ export function fsyncPath(path: string, options: { skipUnreadable?: boolean } = 
  * path durable by an fsync of its parent: without it a power cut can take the directory and all
  * inside it, however well each file was fsynced. A directory already there gets the same fsyncs, as
  * its name may not be durable yet (a start that failed after making it, an operator's `mkdir`).
- * When an fsync fails, what this call made is removed again, so the next try makes it anew.
+ * The parents are those of its real path, as the kernel resolved it (a symbolic link followed by
+ * `..` leads elsewhere than the text says). Returns that real path. When an fsync fails, what this
+ * call made is removed again, so the next try makes it anew.
  */
-export function makeDirectoryDurably(path: string, mode: number): void {
-  const first = mkdirSync(path, { recursive: true, mode });
-  const made = first === undefined ? undefined : resolve(first);
+export function makeDirectoryDurably(path: string, mode: number): string {
+  let first: string | undefined;
   try {
-    for (let dir = resolve(path); dir !== dirname(dir); dir = dirname(dir)) {
+    const real = makeEachPart(path, mode, (made) => {
+      first ??= made;
+    });
+    for (let dir = real; dir !== dirname(dir); dir = dirname(dir)) {
       const parent = dirname(dir);
-      const madeHere = made !== undefined && (parent === made || parent.startsWith(`${made}${sep}`));
+      const madeHere = first !== undefined && (parent === first || parent.startsWith(`${first}${sep}`));
       fsyncPath(parent, { skipUnreadable: !madeHere });
     }
+    return real;
   } catch (error) {
     if (first !== undefined) rmSync(first, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * Walks `path` a part at a time as the kernel does (a link is followed before a `..` after it),
+ * making each missing directory (`made` is told of each); returns the real path.
+ */
+function makeEachPart(path: string, mode: number, made: (dir: string) => void): string {
+  let real = isAbsolute(path) ? sep : realpathSync(process.cwd());
+  for (const part of path.split(sep)) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      real = dirname(real);
+      continue;
+    }
+    const next = join(real, part);
+    try {
+      mkdirSync(next, { mode });
+      made(next);
+      real = next;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      real = realpathSync(next);
+    }
+  }
+  return real;
 }
 
 /**

@@ -104,5 +104,11 @@ export class MqttSubscriptionStats {
   withoutReadings = 0;
   deadLettered = 0;
   connects = 0;
+  /** The QoS the broker granted each topic filter at the last SUBACK (2: exactly once). */
+  grantedQos: number[] | undefined;
+  /** Messages that came with QoS 1 (a publisher's or a grant's): each may be stored again after a crash. */
+  atLeastOnce = 0;
+  /** QoS 2 copies of messages taken before (their PUBREC was lost), acknowledged again without storing. */
+  copies = 0;
   lastError: { at: string; message: string } | undefined;
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
@@ -45,6 +45,35 @@ const post = (url: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 
+describe('DATA_DIR as the file system resolves it', () => {
+  it('follows a symbolic link before the `..` after it, for the gateway and the command line alike', async () => {
+    const root = realpathSync(tempDir('data-dir-path'));
+    mkdirSync(join(root, 'volumes', 'disk'), { recursive: true });
+    symlinkSync(join(root, 'volumes', 'disk'), join(root, 'link'));
+    // The kernel takes this to root/volumes/gateway; read as text it would be root/gateway.
+    const dataDir = `${root}/link/../gateway`;
+    const env = gatewayEnv('data-dir-path', { DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+    const gateway = await spawnGateway(env);
+    try {
+      expect((await post(gateway.url, [{ ship_id: 'path', cargo_id: 'c', value: 1 }])).status).toBe(200);
+      expect(await waitForCount(`SELECT count() FROM "${env.QUESTDB_TABLE}"`, 1)).toBe(1);
+    } finally {
+      gateway.child.kill('SIGTERM');
+      expect((await gateway.exited).code).toBe(0);
+    }
+    const real = join(root, 'volumes', 'gateway');
+    expect(existsSync(join(real, 'queue.db'))).toBe(true);
+    expect(existsSync(join(root, 'gateway'))).toBe(false);
+    // The command line reads the same queue and writes the key file the gateway reads.
+    const cli = (args: string[]) =>
+      run(process.execPath, [inject('bundlePath'), ...args], { env: { DATA_DIR: dataDir, PATH: process.env['PATH'] ?? '' } });
+    expect((await cli(['dead-letters', 'list'])).stdout).toMatch(/^0 dead letter\(s\)/);
+    await cli(['keys', 'add', 'sensor-1']);
+    expect(existsSync(join(real, 'api-keys'))).toBe(true);
+    expect(existsSync(join(root, 'gateway'))).toBe(false);
+  });
+});
+
 describe('one owner per data directory', () => {
   it('refuses a second gateway (exit 75, naming the owner), by any path, and lets a restart in at once after kill -9', async () => {
     const env = gatewayEnv('owner');
@@ -56,7 +85,8 @@ describe('one owner per data directory', () => {
       for (const path of [dataDir, link]) {
         const second = await serveUntilExit({ ...offlineEnv(path), QUESTDB_TABLE: table });
         expect(second.code).toBe(75);
-        expect(second.stderr).toContain(`DATA_DIR ${path} is in use by \`serve\`, pid ${first.pid}, since`);
+        // Named as the file system resolves it, whichever path led there.
+        expect(second.stderr).toContain(`DATA_DIR ${realpathSync(dataDir)} is in use by \`serve\`, pid ${first.pid}, since`);
         expect(second.stderr).toContain('Only one gateway may own a data directory');
       }
       const readings = (from: number) => Array.from({ length: 50 }, (_, i) => ({ ship_id: 'owner', cargo_id: `c${from + i}`, value: i }));

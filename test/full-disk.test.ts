@@ -182,6 +182,32 @@ describe('full disk (ENOSPC on the data directory)', () => {
     await gw.stop();
   }, 180_000);
 
+  it('takes readings again within 5 s of its backlog leaving the disk, though the local sink keeps a replay window', async () => {
+    // The default window (60 s): what it keeps would hold the delivered segments, and the disk, that long.
+    const gw = await gatewayOnTmpfs('fullwindow', 6);
+    try {
+      let refused = false;
+      const device = async () => {
+        for (let i = 0; i < 5_000 && !refused; i++) if ((await gw.postBatch()).status !== 200) refused = true;
+      };
+      await Promise.all([device(), device()]);
+      expect(refused).toBe(true);
+      gw.proxy.set('pass');
+      await waitUntil('the backlog delivered', async () => (await gw.queued()) === 0, 60_000);
+      const drained = performance.now();
+      while ((await gw.postBatch()).status !== 200) {
+        expect(performance.now() - drained).toBeLessThan(5_000);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(gw.logs.some((l) => l['event'] === 'replay_window_cut' && l['sink'] === 'questdb')).toBe(true);
+      await waitUntil('the new readings delivered', async () => (await gw.queued()) === 0, 30_000);
+    } catch (error) {
+      await gw.abandon();
+      throw error;
+    }
+    await gw.stop();
+  }, 120_000);
+
   it('delivers its backlog when something else took the last byte of the disk, and takes readings again once that is gone', async () => {
     const gw = await gatewayOnTmpfs('otherfull', 8, { REPLAY_WINDOW_MS: '0' });
     const ballast = join(gw.inside, 'ballast');

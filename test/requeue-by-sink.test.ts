@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 describe('a reading the centre refuses with 403 naming it', () => {
-  it('is one dead letter of the upstream sink; re-queued, it reaches the upstream only, and the counters stay exact', async () => {
+  it('is one dead letter of the upstream sink, counted once however often it is re-queued and refused; re-queued, it reaches the upstream only', async () => {
     const keyFile = join(tempDir('requeue-keys'), 'api-keys');
     writeKeyFile(keyFile, [{ name: 'site', hash: hashKey(SITE_KEY), shipPrefix: 'ok-' }]);
     const central = await startTestGateway({ API_KEYS_FILE: keyFile, API_KEYS_POLL_MS: '100' });
@@ -52,6 +52,11 @@ describe('a reading the centre refuses with 403 naming it', () => {
         expect.objectContaining({ sink: 'upstream', site: null, reason: expect.stringMatching(/^upstream answered 403: .*stray-1/) }),
       ]);
       expect(letters[0]!.line.split('\t')[1]).toBe('stray-1');
+      // Re-queued while the key still refuses it: a dead letter again, but not a second refusal.
+      expect(store.requeue({ ids: 'all', sink: 'upstream' })).toEqual(new Map([['upstream', 1]]));
+      await waitUntil('the upstream refused it again', async () => sinks().get('upstream')?.taken === 6, 30_000);
+      expect(store.list(10)).toEqual([expect.objectContaining({ sink: 'upstream', line: letters[0]!.line })]);
+      expect(sinks().get('upstream')?.deadLettered).toBe(1);
       // The operator lets the key send every ship, then re-queues that sink's letters.
       writeKeyFile(keyFile, [{ name: 'site', hash: hashKey(SITE_KEY) }]);
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -60,7 +65,7 @@ describe('a reading the centre refuses with 403 naming it', () => {
       store.close();
     }
     expect(await waitForCount(`SELECT count() FROM "${central.table}"`, 5, 30_000)).toBe(5);
-    await waitUntil('the local sink passed the re-queued record', async () => sinks().get('questdb')?.taken === 6, 30_000);
+    await waitUntil('the local sink passed both re-queued records', async () => sinks().get('questdb')?.taken === 7, 30_000);
     await waitForWalApplied(site.table);
     expect(await waitForCount(`SELECT count() FROM "${site.table}"`, 5)).toBe(5);
     // Delivered once to each sink: the local QuestDB counts 5 for 5 readings, the upstream 5.

@@ -7,8 +7,11 @@
 // Kafka through an uplink cut), a few power cuts of QuestDB with the gateway (strict disk model,
 // short rounds: where QuestDB loses acknowledged transactions) and the readings table dropped twice
 // under load (QuestDB as shipped, and creating tables over ILP), MQTT QoS 1 publishers and the MQTT
-// subscription through kill -9 rounds and power cuts, devices pushing through an attack by clients
-// without a device key (scripts/faults/abuse.mjs), and exits non-zero on any violation.
+// subscription through kill -9 rounds and power cuts, the subscription's exactly-once rounds (bursts
+// of QoS 1 messages into Mosquitto, readings stamped with the receive time, the gateway killed mid-burst
+// and the broker restarted), devices pushing through an attack by clients without a device key
+// (scripts/faults/abuse.mjs), and exits non-zero on any violation. The long subscription run is
+// `npm run test:faults:subscriber`.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,6 +29,7 @@ import { runTableDrop, tableDropPassed } from './table-drop.mjs';
 import { runTwoOwners } from './two-owners.mjs';
 import { runSiteCrash } from './site-crash.mjs';
 import { runMqttFaults } from './mqtt-crash.mjs';
+import { runSubscriberOnceFaults } from './subscriber-once.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -116,6 +120,20 @@ try {
       cuts: Math.min(cuts, 3),
       questdbUrl: questdb.httpUrl,
       bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+      log,
+    }))
+  )
+    failed = true;
+  // The subscription exactly once: 4 bursts of 1,000 messages, one restart of the broker.
+  if (
+    !(await runSubscriberOnceFaults({
+      rounds: 4,
+      burst: 1000,
+      brokerRestarts: 1,
+      durabilities: ['power-loss'],
+      control: false,
+      bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+      questdbUrl: questdb.httpUrl,
       log,
     }))
   )

@@ -32,8 +32,10 @@ export function installMosquitto() {
 /**
  * Starts a Mosquitto broker on a free loopback port, as a site runs one: persistence on (sessions
  * and queued QoS 1 messages survive its restart), anonymous clients allowed, and room for the
- * messages a persistent session collects while its subscriber is away.
- * @param {{ maxQueuedMessages?: number, maxInflight?: number }} [options]
+ * messages a persistent session collects while its subscriber is away. `upgradeOutgoingQos`
+ * delivers every message at the QoS its subscriber asked for (2 for the gateway), whatever its
+ * publisher used, as docs/mqtt.md advises a site that wants each reading stored once.
+ * @param {{ maxQueuedMessages?: number, maxInflight?: number, upgradeOutgoingQos?: boolean }} [options]
  * @returns {Promise<MosquittoBroker>}
  */
 export async function startMosquitto(options = {}) {
@@ -52,6 +54,7 @@ export async function startMosquitto(options = {}) {
       `max_queued_messages ${options.maxQueuedMessages ?? 1_000_000}`,
       `max_inflight_messages ${options.maxInflight ?? 100}`,
       'max_keepalive 65535',
+      ...(options.upgradeOutgoingQos === true ? ['upgrade_outgoing_qos true'] : []),
       // Run as root, it would switch to the user mosquitto, who cannot write this run's directory.
       ...(process.getuid?.() === 0 ? ['user root'] : []),
       'log_dest stderr',

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { resolveDataDir } from '../config/data-dir.js';
 import { SETTINGS } from '../config/settings.js';
 import { DeadLetterStore, type Selection } from '../queue/dead-letters.js';
 import { queuePath } from '../queue/queue-file.js';
@@ -45,6 +46,7 @@ export async function deadLettersCommand(args: string[], env: NodeJS.ProcessEnv,
       return 64;
     }
   }
+  dataDir = resolveDataDir(dataDir);
   if (sink === '') {
     io.err('--sink needs the name of a sink\n');
     return 64;

@@ -1,5 +1,6 @@
 import { SETTINGS } from '../config/settings.js';
 import { defaultKeysFile } from '../config/config.js';
+import { resolveDataDir } from '../config/data-dir.js';
 import {
   DEFAULT_KEY_NAME,
   KEY_NAME_PATTERN,
@@ -56,7 +57,7 @@ interface KeyChange {
  */
 export async function keysCommand(args: string[], env: NodeJS.ProcessEnv, io: Output): Promise<number> {
   const [command, ...rest] = args;
-  let path = env[SETTINGS.apiKeysFile.env] || defaultKeysFile(env[SETTINGS.dataDir.env] || SETTINGS.dataDir.default!);
+  let path = env[SETTINGS.apiKeysFile.env] || defaultKeysFile(resolveDataDir(env[SETTINGS.dataDir.env] || SETTINGS.dataDir.default!));
   let shipPrefix: string | undefined;
   let site: string | undefined;
   const names: string[] = [];

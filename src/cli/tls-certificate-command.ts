@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { resolveDataDir } from '../config/data-dir.js';
 import { SETTINGS } from '../config/settings.js';
 import { CertificateError, loadServerCertificate, usesSelfSigned, type CertificateLocation } from '../tls/certificate-store.js';
 import { accessDataDir, type DataDirAccess } from './data-dir-access.js';
@@ -25,7 +26,7 @@ export async function tlsCertificateCommand(args: string[], env: NodeJS.ProcessE
     certFile: setting(SETTINGS.tlsCertFile.env),
     keyFile: setting(SETTINGS.tlsKeyFile.env),
     credentialsDirectory: setting('CREDENTIALS_DIRECTORY'),
-    dataDir: setting(SETTINGS.dataDir.env) ?? SETTINGS.dataDir.default!,
+    dataDir: resolveDataDir(setting(SETTINGS.dataDir.env) ?? SETTINGS.dataDir.default!),
   };
   let access: DataDirAccess | undefined;
   if (usesSelfSigned(location)) {

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEVELOPMENT_API_KEY, loadConfig } from './config.js';
@@ -30,7 +30,9 @@ describe('loadConfig', () => {
       retentionDays: 365,
       apiKey: DEVELOPMENT_API_KEY,
       apiKeySource: 'development default',
-      apiKeysFile: 'data/api-keys',
+      // DATA_DIR (./data) as the file system resolves it from the working directory.
+      dataDir: join(realpathSync(process.cwd()), 'data'),
+      apiKeysFile: join(realpathSync(process.cwd()), 'data', 'api-keys'),
       authFailureDelayMaxMs: 500,
     });
   });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
+import { resolveDataDir } from './data-dir.js';
 import { mqttMappingOf, withoutMqttSettings, type MqttBrokerConfig, type MqttSubscribeConfig } from './mqtt-config.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
@@ -324,13 +325,16 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   } = values as SettingValues;
   const rest = withoutMqttSettings(restWithMqtt);
   const gatewayName = rest.gatewayName ?? hostname();
+  // As the file system resolves it: every path made from it by joining names must be the kernel's.
+  const dataDir = resolveDataDir(rest.dataDir);
   return {
     ...rest,
+    dataDir,
     localQuestdb,
     siteId: rest.siteId ?? siteIdOf(gatewayName),
     ...(remoteQuestdb === undefined ? {} : { remoteQuestdb }),
     gatewayName,
-    apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(rest.dataDir),
+    apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(dataDir),
     apiKey: apiKey?.secret ?? DEVELOPMENT_API_KEY,
     apiKeySource: apiKey?.source ?? 'development default',
     questdbPassword: questdbPassword?.secret,

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { resolveDataDir } from '../config/data-dir.js';
 import { SETTINGS } from '../config/settings.js';
 import { saveMultipartFile } from './multipart-file.js';
 
@@ -43,7 +44,7 @@ interface Verdict {
 /** The installer of this system: on the appliance the one of its updater, elsewhere none. */
 export function updateInstaller(env: Record<string, string | undefined> = process.env): UpdateInstaller | undefined {
   if (!existsSync(APPLIANCE_RELEASE_FILE)) return undefined;
-  return folderInstaller({ folder: join(resolve(env['DATA_DIR'] || (SETTINGS.dataDir.default ?? '.')), UPLOAD_FOLDER) });
+  return folderInstaller({ folder: join(resolveDataDir(env['DATA_DIR'] || (SETTINGS.dataDir.default ?? '.')), UPLOAD_FOLDER) });
 }
 
 /**

@@ -86,6 +86,12 @@ export interface MqttSnapshot {
     readings: number;
     withoutReadings: number;
     deadLettered: number;
+    /** The QoS the broker granted each topic filter (2: each message stored once); null before the SUBACK. */
+    grantedQos: number[] | null;
+    /** Messages that came with QoS 1: stored at least once, a crash may store one twice. */
+    atLeastOnce: number;
+    /** QoS 2 copies of messages taken before, acknowledged again and not stored. */
+    copies: number;
     lastError: { at: string; message: string } | null;
   } | null;
 }
@@ -112,6 +118,9 @@ function mqttSnapshot(m: MqttStats): MqttSnapshot {
             readings: sub.readings,
             withoutReadings: sub.withoutReadings,
             deadLettered: sub.deadLettered,
+            grantedQos: sub.grantedQos ?? null,
+            atLeastOnce: sub.atLeastOnce,
+            copies: sub.copies,
             lastError: sub.lastError ?? null,
           },
   };

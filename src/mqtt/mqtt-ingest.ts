@@ -5,7 +5,7 @@ import type { Principal } from '../keys/key-store.js';
 import { foreignShips } from '../keys/ship-prefix.js';
 import type { IngestDeadLetters } from '../queue/dead-letters.js';
 import { QueueRefusedError, type QueueRefusal } from '../queue/queue-errors.js';
-import type { QueueWriter } from '../queue/queue-writer.js';
+import type { QueueWriter, SideWrite } from '../queue/queue-writer.js';
 import { encodeRecord } from '../queue/record-codec.js';
 import type { Loc, ReadingIssue } from '../reading/reading-issues.js';
 import type { Reading } from '../reading/reading-schema.js';
@@ -44,20 +44,23 @@ export interface MqttIngestDeps {
 export class MqttIngest {
   constructor(private readonly deps: MqttIngestDeps) {}
 
-  /** Commits the readings; settles once they are on disk (fsynced in power-loss mode) or refused. */
-  store(principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc): Promise<IngestOutcome> {
+  /**
+   * Commits the readings (and `side` in their transaction); settles once they are on disk (fsynced
+   * in power-loss mode) or refused.
+   */
+  store(principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc, side?: SideWrite): Promise<IngestOutcome> {
     if (readings.length === 0) return Promise.resolve({ status: 'empty' });
     const foreign = foreignShips(principal, readings, shipLoc);
     if (foreign !== undefined) return Promise.resolve({ status: 'refused', kind: 'forbidden', ...foreign, readings });
     // As over HTTP, encoded before the commit's wait, so what waits is the record, not the readings.
-    return this.#commit(principal, encodeRecord(readings, this.deps.clock), readings.length);
+    return this.#commit(principal, encodeRecord(readings, this.deps.clock), readings.length, side);
   }
 
-  async #commit(principal: Principal, record: string, readings: number): Promise<IngestOutcome> {
+  async #commit(principal: Principal, record: string, readings: number, side: SideWrite | undefined): Promise<IngestOutcome> {
     const { deps } = this;
     try {
       // As over HTTP: received at the clock's newest millisecond, from the site the key is bound to.
-      await deps.queue.append(record, readings, deps.clock.receivedMs(), undefined, principal.site);
+      await deps.queue.append(record, readings, deps.clock.receivedMs(), undefined, principal.site, side);
     } catch (error) {
       if (!(error instanceof QueueRefusedError)) throw error;
       if (error.refusal !== 'full' && error.refusal !== 'closed') {
@@ -76,11 +79,13 @@ export class MqttIngest {
    * Keeps a refused message as a dead letter under `source` with its reason: its readings as record
    * lines when they were valid (an operator may re-queue them), else the payload as received.
    * Rejects (QueueRefusedError) when it cannot be kept: the message must then not be acknowledged.
+   * `side` is committed with the letter.
    */
   async deadLetter(
     source: string,
     refused: IngestOutcome & { status: 'refused' },
     context: { key: string; topic: string; payload: Buffer; receivedMs: number },
+    side?: SideWrite,
   ): Promise<void> {
     const first = refused.details[0];
     const reason =
@@ -92,6 +97,6 @@ export class MqttIngest {
         : isUtf8(context.payload)
           ? context.payload.toString('utf8')
           : `base64:${context.payload.toString('base64')}`;
-    await this.deps.deadLetters.add({ receivedMs: context.receivedMs, source, reason, line });
+    await this.deps.deadLetters.add({ receivedMs: context.receivedMs, source, reason, line }, side);
   }
 }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { countAdded, listSegments, openQueueFile, queuePath, segmentInsert, type Durability } from './queue-file.js';
 import { QueueRefusedError, classifyWriteError } from './queue-errors.js';
+import type { SideWrite } from './queue-writer.js';
 
 export interface DeadLetter {
   id: number;
@@ -121,6 +122,13 @@ export interface IngestRefusal {
   line: string;
 }
 
+interface PendingRefusal {
+  refusal: IngestRefusal;
+  side: SideWrite | undefined;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
 /**
  * Dead letters made at ingest, on a connection of their own: added in one transaction per turn of
  * the event loop (as appends are), each promise settled once its row is committed, so a message is
@@ -129,10 +137,11 @@ export interface IngestRefusal {
  */
 export class IngestDeadLetters {
   readonly #db: Database.Database;
-  readonly #insertAll: (batch: readonly IngestRefusal[]) => void;
+  readonly #insertAll: (batch: readonly PendingRefusal[]) => void;
   readonly #count: Database.Statement<[string], { n: number }>;
   readonly #counts = new Map<string, number>();
-  #pending: { refusal: IngestRefusal; resolve: () => void; reject: (error: Error) => void }[] = [];
+  readonly #sideStatements = new Map<string, Database.Statement>();
+  #pending: PendingRefusal[] = [];
 
   constructor(
     dataDir: string,
@@ -143,14 +152,18 @@ export class IngestDeadLetters {
     const insert = this.#db.prepare<[number, number, string, string, string]>(
       'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink) VALUES (?, ?, ?, ?, ?)',
     );
-    this.#insertAll = this.#db.transaction((batch: readonly IngestRefusal[]) => {
+    this.#insertAll = this.#db.transaction((batch: readonly PendingRefusal[]) => {
       const now = Date.now();
-      for (const r of batch) insert.run(r.receivedMs, now, r.reason, r.line, r.source);
+      for (const { refusal: r, side } of batch) {
+        insert.run(r.receivedMs, now, r.reason, r.line, r.source);
+        if (side !== undefined) this.#sideStatement(side.sql).run(...side.params);
+      }
     });
     this.#count = this.#db.prepare('SELECT COUNT(*) AS n FROM dead_letters WHERE sink = ?');
   }
 
-  add(refusal: IngestRefusal): Promise<void> {
+  /** Keeps `refusal`, and commits `side` in the same transaction (queue-writer.ts `SideWrite`). */
+  add(refusal: IngestRefusal, side?: SideWrite): Promise<void> {
     // Counted from the file when at the bound: an operator may have purged some meanwhile.
     let count = this.#counts.get(refusal.source) ?? this.#recount(refusal.source);
     if (count >= this.maxRows) count = this.#recount(refusal.source);
@@ -161,7 +174,7 @@ export class IngestDeadLetters {
     }
     this.#counts.set(refusal.source, count + 1);
     return new Promise((resolve, reject) => {
-      if (this.#pending.push({ refusal, resolve, reject }) === 1) setImmediate(this.#commit);
+      if (this.#pending.push({ refusal, side, resolve, reject }) === 1) setImmediate(this.#commit);
     });
   }
 
@@ -175,7 +188,7 @@ export class IngestDeadLetters {
     if (batch.length === 0) return;
     this.#pending = [];
     try {
-      this.#insertAll(batch.map((p) => p.refusal));
+      this.#insertAll(batch);
     } catch (error) {
       this.#counts.clear();
       const refusal = classifyWriteError(error);
@@ -184,6 +197,15 @@ export class IngestDeadLetters {
     }
     for (const p of batch) p.resolve();
   };
+
+  #sideStatement(sql: string): Database.Statement {
+    let statement = this.#sideStatements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#sideStatements.set(sql, statement);
+    }
+    return statement;
+  }
 
   #recount(source: string): number {
     const count = this.#count.get(source)?.n ?? 0;

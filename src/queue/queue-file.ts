@@ -121,9 +121,9 @@ export interface Progress {
   lastId: number;
 }
 
-/** The data directory, its name and every name above it durable (see `makeDirectoryDurably`). */
-export function makeDataDir(dataDir: string): void {
-  makeDirectoryDurably(dataDir, 0o750);
+/** The data directory, its name and every name above it durable (see `makeDirectoryDurably`); returns its real path. */
+export function makeDataDir(dataDir: string): string {
+  return makeDirectoryDurably(dataDir, 0o750);
 }
 
 /**

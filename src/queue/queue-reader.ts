@@ -42,6 +42,11 @@ export interface DeadLetterInput {
   line: string;
   /** The site of the record it came from; absent for this gateway's own. */
   site?: string;
+  /**
+   * It came from a dead letter of this sink re-queued for it: refused again, it is a dead letter
+   * again, but no new refusal for the counters, which counted it when it was first refused.
+   */
+  again?: true;
 }
 
 /** A stored row as a QueueRecord: the site and sink only when set. */
@@ -57,6 +62,7 @@ export function queueRecord(segment: number, row: SegmentRow): QueueRecord {
 export interface Completion {
   records: number;
   readings: number;
+  /** Dead letters made, those refused again after a re-queue left out (`DeadLetterInput.again`). */
   deadLettered: number;
 }
 
@@ -190,7 +196,9 @@ export class QueueReader {
     this.#dropPassed(common);
     this.#checkpointer?.afterCommit();
     this.#giveBackLog();
-    return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered: deadLetters.length };
+    let deadLettered = 0;
+    for (const letter of deadLetters) if (letter.again !== true) deadLettered += 1;
+    return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered };
   }
 
   /** The start of the replay window: everything after it and up to the progress mark is kept. */

@@ -40,6 +40,17 @@ import {
 
 export type { Durability } from './queue-file.js';
 
+/**
+ * A statement run in the transaction of one append (or of a commit of its own, `QueueWriter.write`):
+ * state that must become durable with the readings beside it, or not at all, such as an MQTT packet
+ * id marked received. Prepared once per distinct SQL on the writer's connection; it must not fail
+ * (an `INSERT OR REPLACE`, a `DELETE`), as a failure refuses every append of its commit.
+ */
+export interface SideWrite {
+  sql: string;
+  params: readonly (string | number | null)[];
+}
+
 export interface QueueOptions {
   dataDir: string;
   durability: Durability;
@@ -98,6 +109,10 @@ const isClosed = (connection: RequestConnection | undefined): boolean =>
   connection !== undefined && (connection.destroyed || connection.readableEnded);
 
 interface PendingAppend extends QueueRow {
+  /** Committed with the append's record. */
+  side: SideWrite | undefined;
+  /** A commit of `side` alone (`write`): no record. */
+  sideOnly: boolean;
   connection: RequestConnection | undefined;
   /** The turn of the event loop it was appended in. */
   turn: number;
@@ -133,7 +148,9 @@ export class QueueWriter {
   readonly #ledgerAtOpen: Ledger;
   /** What this thread appended since opening. */
   readonly #appended: Totals = { records: 0, readings: 0, bytes: 0 };
-  readonly #insertMany: (rows: QueueRow[]) => void;
+  readonly #insertMany: (rows: QueueRow[], sides: readonly SideWrite[] | undefined) => void;
+  /** Side writes' statements by their SQL: a few, as their callers are few. */
+  readonly #sideStatements = new Map<string, Database.Statement>();
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
   /** In power-loss mode: syncs ingest's commits off the event loop (log-sync.ts). */
@@ -169,6 +186,7 @@ export class QueueWriter {
   readonly #onSyncLost: (error: QueueSyncLostError) => void;
   /** A commit failed for want of disk space, and none has succeeded since. */
   #diskFull = false;
+  #diskFullListener: ((full: boolean) => void) | undefined;
   /** When room was last made for the reserve while the disk is full (monotonic ms). */
   #roomMadeAt = Number.NEGATIVE_INFINITY;
 
@@ -195,9 +213,10 @@ export class QueueWriter {
       this.#segmentRecords += 1;
       this.#segmentBytes += bytes;
     }
-    this.#insertMany = db.transaction((rows: QueueRow[]) => {
+    this.#insertMany = db.transaction((rows: QueueRow[], sides: readonly SideWrite[] | undefined) => {
       const insert = this.#insert;
       for (const row of rows) insert.run(row.receivedMs, row.readings, row.bytes, row.payload, row.site, null);
+      if (sides !== undefined) for (const side of sides) this.#sideStatement(side.sql).run(...side.params);
     });
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
     this.#ledgerAtOpen = this.#readLedger();
@@ -217,7 +236,14 @@ export class QueueWriter {
    * are committed, rejects with QueueRefusedError, or with RequestAbandonedError when `connection`
    * was closed by its client before the commit.
    */
-  append(payload: string, readings: number, receivedMs: number, connection?: RequestConnection, site?: string): Promise<void> {
+  append(
+    payload: string,
+    readings: number,
+    receivedMs: number,
+    connection?: RequestConnection,
+    site?: string,
+    side?: SideWrite,
+  ): Promise<void> {
     if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
     if (this.#checkpointer.lost) return Promise.reject(new QueueRefusedError('io_error', SYNC_LOST_MESSAGE));
     const bytes = Buffer.byteLength(payload);
@@ -228,7 +254,7 @@ export class QueueWriter {
     // On a full disk nothing is tried until there is room again: a failing commit could take the
     // room the delivery thread frees for itself.
     if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
-    if (this.#diskFull) this.#diskFull = false;
+    if (this.#diskFull) this.#setDiskFull(false);
     this.#reserved += bytes;
     return new Promise<void>((resolve, reject) => {
       this.#pending.push({
@@ -237,6 +263,8 @@ export class QueueWriter {
         bytes,
         receivedMs,
         site: site ?? null,
+        side,
+        sideOnly: false,
         connection,
         turn: this.#turn,
         atMs: this.#commitWindowMs === 0 ? 0 : performance.now(),
@@ -245,6 +273,51 @@ export class QueueWriter {
       });
       this.#kick();
     });
+  }
+
+  /**
+   * Commits `side` alone, in the next group commit beside the appends waiting for it; resolves once
+   * it is as durable as an append (synced too in power-loss mode). Refused as appends are when the
+   * queue is closed, its sync lost or the disk full; not refused for a full queue, as it adds no record.
+   */
+  write(side: SideWrite): Promise<void> {
+    if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
+    if (this.#checkpointer.lost) return Promise.reject(new QueueRefusedError('io_error', SYNC_LOST_MESSAGE));
+    if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
+    return new Promise<void>((resolve, reject) => {
+      this.#pending.push({
+        payload: '',
+        readings: 0,
+        bytes: 0,
+        receivedMs: 0,
+        site: null,
+        side,
+        sideOnly: true,
+        connection: undefined,
+        turn: this.#turn,
+        atMs: this.#commitWindowMs === 0 ? 0 : performance.now(),
+        resolve,
+        reject,
+      });
+      this.#kick();
+    });
+  }
+
+  /** Runs `sql` on the writer's connection now, outside any commit: for a side write's table (`CREATE TABLE IF NOT EXISTS`) and its reads. */
+  run<R = unknown>(sql: string, ...params: (string | number | null)[]): R[] {
+    const statement = this.#sideStatement(sql);
+    if (statement.reader) return statement.all(...params) as R[];
+    statement.run(...params);
+    return [];
+  }
+
+  #sideStatement(sql: string): Database.Statement {
+    let statement = this.#sideStatements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#sideStatements.set(sql, statement);
+    }
+    return statement;
   }
 
   /** Turns the event loop until what is pending is committed; ticks run in its check phase only. */
@@ -304,24 +377,35 @@ export class QueueWriter {
     }
     if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
     if (batch.length === 0) return;
-    if (!this.#diskFull && !this.#roomForCommit(batch.reduce((sum, item) => sum + item.bytes, 0))) this.#diskFull = true;
+    if (!this.#diskFull && !this.#roomForCommit(batch.reduce((sum, item) => sum + item.bytes, 0))) this.#setDiskFull(true);
     if (this.#diskFull) {
       const refusal = classifyWriteError({ code: 'SQLITE_FULL' });
       for (const item of batch) item.reject(refusal);
       return;
     }
-    const rows = commitRows(batch);
+    // Only commits that carry side writes pay for sorting them out.
+    let sides: SideWrite[] | undefined;
+    let records: PendingAppend[] = batch;
+    if (batch.some((item) => item.side !== undefined)) {
+      sides = [];
+      records = [];
+      for (const item of batch) {
+        if (item.side !== undefined) sides.push(item.side);
+        if (!item.sideOnly) records.push(item);
+      }
+    }
+    const rows = commitRows(records);
     try {
-      this.#insertMany(rows);
+      this.#insertMany(rows, sides);
     } catch (error) {
       const refusal = classifyWriteError(error);
-      if (isDiskFull(error)) this.#diskFull = true;
+      if (isDiskFull(error)) this.#setDiskFull(true);
       else this.#lastWriteFailureMs = Date.now();
       for (const item of batch) item.reject(refusal);
       return;
     }
     this.#lastWriteFailureMs = undefined;
-    this.#diskFull = false;
+    if (this.#diskFull) this.#setDiskFull(false);
     this.#commits += 1;
     for (const row of rows) {
       this.#segmentRecords += 1;
@@ -494,6 +578,19 @@ export class QueueWriter {
     } finally {
       this.#db.pragma('busy_timeout = 10000');
     }
+  }
+
+  /**
+   * Tells `listener` when ingest starts refusing for a full disk (true) and when it writes again
+   * (false): the delivery thread then lets go of what its sinks keep for their replay windows.
+   */
+  onDiskFull(listener: (full: boolean) => void): void {
+    this.#diskFullListener = listener;
+  }
+
+  #setDiskFull(full: boolean): void {
+    this.#diskFull = full;
+    this.#diskFullListener?.(full);
   }
 
   /** A commit failed for want of disk space and there is no room yet: ingest refuses, readiness says so. */

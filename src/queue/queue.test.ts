@@ -34,6 +34,26 @@ describe('QueueWriter and QueueReader', () => {
     expect(queue.stats().commits).toBe(2);
   });
 
+  it('commits a side write in the transaction of its append, and alone through write(), in the same group commit', async () => {
+    const queue = openQueue();
+    queue.run('CREATE TABLE IF NOT EXISTS side_state (id INTEGER PRIMARY KEY)');
+    const mark = (id: number) => ({ sql: 'INSERT OR REPLACE INTO side_state (id) VALUES (?)', params: [id] });
+    await Promise.all([
+      queue.append('1\ts\tc\t1', 1, 1000, undefined, undefined, mark(1)),
+      queue.append('2\ts\tc\t2', 1, 1001),
+      queue.write(mark(2)),
+    ]);
+    // One commit: the two records share a row, the side-only write adds none.
+    expect(queue.stats()).toMatchObject({ commits: 1, records: 1, readings: 2 });
+    const file = new Database(queue.path, { readonly: true });
+    expect(file.prepare('SELECT id FROM side_state ORDER BY id').pluck().all()).toEqual([1, 2]);
+    file.close();
+    // A commit that is refused takes its side write with it.
+    queue.close();
+    await expect(queue.append('3\ts\tc\t3', 1, 1002, undefined, undefined, mark(3))).rejects.toBeInstanceOf(QueueRefusedError);
+    await expect(queue.write(mark(4))).rejects.toBeInstanceOf(QueueRefusedError);
+  });
+
   it("with a commit window, lets appends that come within it share the oldest one's commit, settling none before", async () => {
     const queue = openQueue({ commitWindowMs: 1500 });
     const started = performance.now();

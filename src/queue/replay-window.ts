@@ -43,6 +43,11 @@ export class ReplayWindow<Position> {
     return oldest === undefined ? undefined : oldest.at + this.#windowMs;
   }
 
+  /** The newest position acknowledged, if any: what may be let go when the window must be cut short. */
+  newest(): Position | undefined {
+    return this.#acknowledged.at(-1)?.position;
+  }
+
   /** The newest position acknowledged at least `windowMs` ago, if any: what may be let go. */
   expired(): Position | undefined {
     const limit = this.#now() - this.#windowMs;

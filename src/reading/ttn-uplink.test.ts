@@ -35,3 +35,19 @@ describe('the time of a TTN uplink reading', () => {
     expect(timeOf(uplinkToReadings(uplink('soon'), window, NOW))).toBe(RECEIVED);
   });
 });
+
+describe('the fields of a TTN uplink that are readings', () => {
+  it('counts numeric strings ("3.3"), as the existing stack does, but not those under a name that names a thing', () => {
+    const result = uplinkToReadings({
+      end_device_ids: { device_id: 'eui-1' },
+      received_at: RECEIVED,
+      uplink_message: { decoded_payload: { voltage: '3.3', level: '007', sensor_id: '031697792281', DevEUI: '0011', id: 4 } },
+    });
+    if (!result.ok) throw new Error('not an uplink');
+    expect(result.readings.map((r) => [(r as { cargo_id: string }).cargo_id, (r as { value: number }).value])).toEqual([
+      ['voltage', 3.3],
+      ['level', 7],
+      ['id', 4],
+    ]);
+  });
+});

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { namesAThing } from './label-strings.js';
 import type { Loc } from './reading-issues.js';
 import type { TimeWindow } from './time-window.js';
 import { parseTimestampNs, type TimeBounds, type TimestampProblem } from './timestamp.js';
@@ -82,7 +83,10 @@ export function uplinkToReadings(body: unknown, window?: TimeWindow, nowMs: numb
     const value = numeric(raw);
     if (value !== undefined) readings.push({ time, ship_id: device, cargo_id: cargo, value });
   };
-  for (const [field, value] of Object.entries(payload)) if (field !== 'time') add(field, value);
+  for (const [field, value] of Object.entries(payload)) {
+    // A numeric string under a name that names a thing (`sensor_id`) is that thing's name, not a reading.
+    if (field !== 'time' && !(typeof value === 'string' && namesAThing(field))) add(field, value);
+  }
   const gateway = record(Array.isArray(uplink['rx_metadata']) ? uplink['rx_metadata'][0] : undefined);
   add('rssi', gateway['rssi']);
   add('channel_rssi', gateway['channel_rssi']);

@@ -10,8 +10,15 @@ export function reasonText(text: string): string {
   return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
 }
 
-/** The record's site, when it has one, for a dead letter of its readings. */
-const siteOf = (record: QueueRecord): { site?: string } => (record.site === undefined ? {} : { site: record.site });
+/**
+ * The record's site, when it has one, for a dead letter of its readings; and whether the record is
+ * a dead letter of this sink re-queued for it (a record for one sink is read by that sink alone).
+ */
+const originOf = (record: QueueRecord): { site?: string; again?: true } => {
+  const from: { site?: string; again?: true } = record.site === undefined ? {} : { site: record.site };
+  if (record.sink !== undefined) from.again = true;
+  return from;
+};
 
 /** A record that cannot be decoded becomes one dead letter as a whole, whichever sink reads it. */
 export function corruptRecordLetter(record: QueueRecord, error: RecordCorruptError): DeadLetterInput {
@@ -19,11 +26,11 @@ export function corruptRecordLetter(record: QueueRecord, error: RecordCorruptErr
     receivedMs: record.receivedMs,
     reason: reasonText(`corrupt queue record: ${error.message}`),
     line: record.payload,
-    ...siteOf(record),
+    ...originOf(record),
   };
 }
 
 /** One reading of `record` its destination refused, with the reason (already made one bounded line). */
 export function readingLetter(record: QueueRecord, reading: QueuedReading, reason: string): DeadLetterInput {
-  return { receivedMs: record.receivedMs, reason, line: formatLine(reading), ...siteOf(record) };
+  return { receivedMs: record.receivedMs, reason, line: formatLine(reading), ...originOf(record) };
 }

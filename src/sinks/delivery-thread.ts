@@ -21,6 +21,8 @@ export class DeliveryThread {
   /** The appended-readings count at the last wake: the next one waits for a batch more. */
   #wokenAt = 0;
   #pressing = false;
+  /** Ingest refuses for a full disk: told again to a delivery thread started meanwhile. */
+  #diskFull = false;
   readonly #smallestBatch: number;
   /** Some sink has the drop_oldest policy, so a nearly full queue can be made room in. */
   readonly #drops: boolean;
@@ -40,6 +42,10 @@ export class DeliveryThread {
     for (const spec of data.sinks) stats.sink(spec.name);
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
     this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');
+    queue.onDiskFull((full) => {
+      this.#diskFull = full;
+      this.#post({ type: 'disk', full });
+    });
   }
 
   start(): void {
@@ -51,6 +57,7 @@ export class DeliveryThread {
     });
     this.#worker = worker;
     worker.on('message', (message: FromDelivery) => this.#receive(message));
+    if (this.#diskFull) this.#post({ type: 'disk', full: true });
     worker.on('error', (error) => this.log.error({ event: 'delivery_crashed', err: error }, 'delivery thread failed'));
     worker.on('exit', (code) => {
       this.#worker = undefined;

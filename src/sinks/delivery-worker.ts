@@ -24,7 +24,11 @@ export interface DeliveryWorkerData {
   checkpoints?: { state: SharedArrayBuffer; files: CheckpointFiles };
 }
 
-export type ToDelivery = { type: 'wake' } | { type: 'pressure'; bytes: number } | { type: 'stop'; deadline: number };
+export type ToDelivery =
+  | { type: 'wake' }
+  | { type: 'pressure'; bytes: number }
+  | { type: 'disk'; full: boolean }
+  | { type: 'stop'; deadline: number };
 
 export type FromDelivery =
   | { type: 'delivered'; sink: string; delivered: number; expired: number; taken: number; deadLettered: number; durationMs: number }
@@ -119,6 +123,8 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
         logger.error({ event: 'drop_oldest_failed', err: error }, 'could not skip the oldest readings (disk full?)');
       }
       post({ type: 'pressure_handled' });
+    } else if (message.type === 'disk') {
+      for (const sink of sinks) sink.loop.shortOfDisk(message.full);
     } else {
       clearInterval(heapTimer);
       void Promise.all(sinks.map((sink) => sink.loop.stop(message.deadline))).then(() => {

@@ -91,6 +91,13 @@ export class SinkLoop {
   /** The destination is checked (and the kept readings sent again) before the next delivery. */
   #mustRecover = true;
   #lastKeepCheck = Number.NEGATIVE_INFINITY;
+  /**
+   * Ingest refuses for a full disk: what the replay window keeps holds segments the disk needs, so
+   * everything the destination acknowledged is let go at once, after a check of the destination.
+   */
+  #shortOfDisk = false;
+  /** The replay window was cut short in this spell of a full disk (logged once). */
+  #windowCut = false;
   /** The clock offset last reported, so a change is reported once. */
   #clockAhead: number | undefined;
   readonly #appended: AppendSignal | undefined;
@@ -128,6 +135,13 @@ export class SinkLoop {
 
   start(): void {
     this.#loop ??= this.#run();
+  }
+
+  /** Ingest started (true) or stopped (false) refusing for a full disk. */
+  shortOfDisk(short: boolean): void {
+    this.#shortOfDisk = short;
+    this.#windowCut = false;
+    if (short) this.wake();
   }
 
   /** A large backlog starts a delivery before the interval ends (but never cuts a backoff short). */
@@ -221,8 +235,9 @@ export class SinkLoop {
    */
   #nextCheckAt(): number {
     const checkMs = this.#replay?.checkMs ?? KEEP_CHECK_MS;
-    const soon = this.#lastKeepCheck + checkMs;
     const window = this.#replay?.window;
+    if (this.#shortOfDisk && window?.holds === true) return Number.NEGATIVE_INFINITY;
+    const soon = this.#lastKeepCheck + checkMs;
     // The window's acknowledgements and the checks are timed by the same monotonic clock.
     if ((window?.newestAcknowledgedAt ?? Number.NEGATIVE_INFINITY) >= this.#lastKeepCheck) return soon;
     const release = window?.nextExpiry ?? Number.POSITIVE_INFINITY;
@@ -258,7 +273,7 @@ export class SinkLoop {
   async #recoverAndRelease(): Promise<(Recovery & { ok: false }) | undefined> {
     const replay = this.#replay;
     if (replay === undefined || this.#target.recover === undefined) return undefined;
-    const expired = replay.window.expired();
+    const expired = this.#shortOfDisk ? replay.window.newest() : replay.window.expired();
     // Checked a few seconds after each delivery, not only when something is to be let go: a
     // destination that comes back from a cut may stop applying writes a while after it answered the
     // first check. Monotonic: a step of the wall clock back must not stop the checks until it catches up.
@@ -287,6 +302,13 @@ export class SinkLoop {
       try {
         replay.queue.keep(expired);
         replay.window.released(expired);
+        if (this.#shortOfDisk && !this.#windowCut) {
+          this.#windowCut = true;
+          this.#log.warn(
+            { event: 'replay_window_cut', sink: this.name },
+            `the disk is full: ${this.name} lets go of the readings it kept for its replay window, so their room can be given back`,
+          );
+        }
       } catch (error) {
         // The queue file could not record it (an fsync failed, a full disk): the readings stay
         // kept a while longer; the next check lets them go.

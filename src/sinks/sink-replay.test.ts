@@ -141,3 +141,20 @@ describe('a sink with a replay window', () => {
     ]);
   });
 });
+
+describe('a sink with a replay window on a full disk', () => {
+  it('lets everything the destination acknowledged go at once, after a check, while ingest refuses for a full disk', async () => {
+    expect(reader.kept).toEqual({ segment: 1, lastId: 0 });
+    const checks = target.recoveries;
+    loop.shortOfDisk(true);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(target.recoveries).toBeGreaterThan(checks);
+    expect(reader.kept).toEqual(reader.progress);
+    // Space again: what is delivered next is kept the whole window.
+    loop.shortOfDisk(false);
+    await queue.append('3\tship\tcargo\t3', 1, 1003);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(target.sent.flat()).toContain(3);
+    expect(reader.kept).not.toEqual(reader.progress);
+  });
+});

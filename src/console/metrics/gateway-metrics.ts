@@ -146,10 +146,23 @@ function mqttMetrics(out: Exposition, m: MqttSnapshot): void {
       'Messages from the site broker without a number to take (acknowledged, nothing stored).',
       sub.withoutReadings,
     )
+    .one('harbor_mqtt_subscription_dead_lettered_total', 'counter', 'Messages from the site broker kept as dead letters.', sub.deadLettered)
     .one(
-      'harbor_mqtt_subscription_dead_lettered_total',
+      'harbor_mqtt_subscription_granted_qos',
+      'gauge',
+      'The lowest QoS the site broker granted the subscription (2: each message stored once); -1 before its answer.',
+      sub.grantedQos === null ? -1 : Math.min(...sub.grantedQos),
+    )
+    .one(
+      'harbor_mqtt_subscription_at_least_once_total',
       'counter',
-      'Messages from the site broker kept as dead letters.',
-      sub.deadLettered,
+      'Messages from the site broker that came with QoS 1 (a crash may store one twice).',
+      sub.atLeastOnce,
+    )
+    .one(
+      'harbor_mqtt_subscription_copies_total',
+      'counter',
+      'QoS 2 copies of messages the gateway had taken, acknowledged again and not stored.',
+      sub.copies,
     );
 }

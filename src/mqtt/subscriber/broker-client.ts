@@ -6,6 +6,25 @@ import { FrameReader } from '../frame-reader.js';
 /** What became of one message: acknowledge it, or leave it unacknowledged and reconnect (the broker sends it again). */
 export type Handled = 'ack' | 'retry';
 
+/** A message from the broker. */
+export interface BrokerMessage {
+  topic: string;
+  payload: Buffer;
+  retained: boolean;
+  qos: 0 | 1 | 2;
+  /** The packet id of a QoS 1 or 2 message. */
+  packetId: number | undefined;
+  /** The broker sent it before (DUP). */
+  dup: boolean;
+}
+
+/** The QoS 2 messages taken (received-packets.ts). */
+export interface InboundPackets {
+  isCopy(message: BrokerMessage): boolean;
+  release(id: number): Promise<void>;
+  forgetAll(): Promise<void>;
+}
+
 export interface BrokerClientOptions {
   url: URL;
   clientId: string;
@@ -16,9 +35,17 @@ export interface BrokerClientOptions {
   topics: readonly string[];
   keepAliveS: number;
   maxPacketBytes: number;
-  /** Handles a message; the broker is acknowledged (in arrival order) once the promise says `ack`. */
-  onMessage: (topic: string, payload: Buffer, retained: boolean) => Promise<Handled>;
+  /**
+   * Handles a message the gateway has not taken before; the broker is acknowledged (in arrival
+   * order) once the promise says `ack`. A QoS 2 message it acknowledges must be taken in `received` by then.
+   */
+  onMessage: (message: BrokerMessage) => Promise<Handled>;
+  received: InboundPackets;
   onState: (event: { connected: boolean; error?: string }) => void;
+  /** The QoS the broker granted each topic filter (SUBACK), in the order of `topics`; 128 refused. */
+  onSubscribed: (granted: readonly number[]) => void;
+  /** A QoS 2 PUBLISH of a message taken before was acknowledged again without being handled. */
+  onCopy: () => void;
 }
 
 interface Slot {
@@ -28,18 +55,27 @@ interface Slot {
 }
 
 const BACKOFF_MS = { first: 1000, max: 30_000 };
+/**
+ * Messages handled and not yet acknowledged at most: beyond it the socket is not read until half
+ * are. A broker keeps its own window (Mosquitto's `max_inflight_messages`), but a restarted one may
+ * send a whole session's backlog at once, and each message waiting holds memory.
+ */
+const MAX_UNACKNOWLEDGED = 1000;
 
 /**
- * A subscriber to a site broker on a persistent session (MQTT 3.1.1, clean session off, QoS 1), so
+ * A subscriber to a site broker on a persistent session (MQTT 3.1.1, clean session off, QoS 2), so
  * the broker keeps what is published while the gateway is away. Messages are handled as they come,
  * many at once (the queue commits them together), and acknowledged in the order they came, each
- * only once handled; a message that cannot be handled ends the connection without its PUBACK, and
- * the broker sends it again after the reconnect. Reconnects with backoff until stopped.
+ * only once handled; a message that cannot be handled ends the connection without its PUBACK
+ * (PUBREC), and the broker sends it again after the reconnect. A QoS 2 PUBLISH that `received` knows
+ * as a copy of a message taken before (its PUBREC was lost) is acknowledged again, not handled; a
+ * PUBREL is answered once `received` let it go. Reconnects with backoff until stopped.
  */
 export class BrokerClient {
   #socket: Socket | undefined;
   #slots: Slot[] = [];
-  #unreleased = new Set<number>();
+  /** QoS 2 messages being handled, by packet id: a copy that comes meanwhile waits for the first. */
+  #handling = new Map<number, Promise<Handled>>();
   #stopped = false;
   #backoffMs = BACKOFF_MS.first;
   #reconnect: NodeJS.Timeout | undefined;
@@ -134,12 +170,18 @@ export class BrokerClient {
         }
         this.#backoffMs = BACKOFF_MS.first;
         this.options.onState({ connected: true });
-        // Retained messages it sends for the subscription carry the retain flag and are skipped.
-        this.#write(socket, {
-          cmd: 'subscribe',
-          messageId: this.#messageId(),
-          subscriptions: this.options.topics.map((topic) => ({ topic, qos: 1 as const })),
-        });
+        // Without a session the broker sends no message of the old one again, and may use its
+        // packet ids for new ones: they are forgotten before anything is subscribed.
+        (packet.sessionPresent ? Promise.resolve() : this.options.received.forgetAll()).then(
+          () =>
+            // Retained messages it sends for the subscription carry the retain flag and are skipped.
+            this.#write(socket, {
+              cmd: 'subscribe',
+              messageId: this.#messageId(),
+              subscriptions: this.options.topics.map((topic) => ({ topic, qos: 2 as const })),
+            }),
+          (error: Error) => this.#fail(socket, `the packet ids of the broker's last session could not be forgotten: ${error.message}`),
+        );
         this.#ping = setInterval(
           () => {
             if (Date.now() - this.#lastSentMs >= this.options.keepAliveS * 500) this.#write(socket, { cmd: 'pingreq' });
@@ -149,18 +191,28 @@ export class BrokerClient {
         socket.setTimeout(this.options.keepAliveS * 1500, () => this.#fail(socket, 'the broker stopped answering (keep-alive)'));
         return;
       }
-      case 'suback':
-        if ((packet.granted as number[]).some((code) => code === 0x80)) {
+      case 'suback': {
+        const granted = packet.granted as number[];
+        if (granted.some((code) => code === 0x80)) {
           this.#fail(socket, `the broker refused a subscription to ${this.options.topics.join(', ')} (not authorised?)`);
+          return;
         }
+        this.options.onSubscribed(granted);
         return;
+      }
       case 'publish':
         this.#onPublish(socket, packet);
         return;
-      case 'pubrel':
-        this.#unreleased.delete(packet.messageId ?? 0);
-        this.#write(socket, { cmd: 'pubcomp', messageId: packet.messageId ?? 0 });
+      case 'pubrel': {
+        const id = packet.messageId ?? 0;
+        this.options.received.release(id).then(
+          () => {
+            if (socket === this.#socket) this.#write(socket, { cmd: 'pubcomp', messageId: id });
+          },
+          (error: Error) => this.#fail(socket, `a released packet id could not be let go: ${error.message}`),
+        );
         return;
+      }
       case 'pingresp':
       case 'unsuback':
         return;
@@ -171,22 +223,37 @@ export class BrokerClient {
 
   #onPublish(socket: Socket, packet: IPublishPacket): void {
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    const slot: Slot | undefined = packet.qos === 0 ? undefined : { messageId: packet.messageId ?? 0, qos: packet.qos };
-    if (slot !== undefined) this.#slots.push(slot);
-    if (slot?.qos === 2 && this.#unreleased.has(slot.messageId)) {
-      slot.handled = 'ack';
-      this.#flush(socket);
-      return;
-    }
-    this.options
-      .onMessage(packet.topic, payload, packet.retain)
+    const packetId = packet.qos === 0 ? undefined : (packet.messageId ?? 0);
+    const slot: Slot | undefined = packet.qos === 0 ? undefined : { messageId: packetId ?? 0, qos: packet.qos };
+    if (slot !== undefined && this.#slots.push(slot) >= MAX_UNACKNOWLEDGED) socket.pause();
+    const message: BrokerMessage = { topic: packet.topic, payload, retained: packet.retain, qos: packet.qos, packetId, dup: packet.dup };
+    const handling = packet.qos === 2 ? this.#handleOnce(packetId ?? 0, message) : this.options.onMessage(message);
+    handling
       .catch(() => 'retry' as const)
       .then((handled) => {
         if (slot === undefined) return;
         slot.handled = handled;
-        if (slot.qos === 2 && handled === 'ack') this.#unreleased.add(slot.messageId);
         this.#flush(socket);
       });
+  }
+
+  /** A QoS 2 message handled unless taken before; a copy that comes while the first is handled waits for it. */
+  #handleOnce(id: number, message: BrokerMessage): Promise<Handled> {
+    const earlier = this.#handling.get(id);
+    const handling = (async (): Promise<Handled> => {
+      if (earlier !== undefined) await earlier.catch(() => undefined);
+      if (this.options.received.isCopy(message)) {
+        this.options.onCopy();
+        return 'ack';
+      }
+      return this.options.onMessage(message);
+    })();
+    this.#handling.set(id, handling);
+    const settled = (): void => {
+      if (this.#handling.get(id) === handling) this.#handling.delete(id);
+    };
+    handling.then(settled, settled);
+    return handling;
   }
 
   /** Acknowledges the handled messages at the head, in order; a message to retry ends the connection. */
@@ -206,6 +273,7 @@ export class BrokerClient {
     }
     socket.uncork();
     if (this.#slots.length === 0) this.#drained?.();
+    if (!this.#stopped && socket.isPaused() && this.#slots.length <= MAX_UNACKNOWLEDGED / 2) socket.resume();
   }
 
   #write(socket: Socket, packet: Packet): void {

@@ -37,6 +37,15 @@ const presetCases: {
     values: { 'ENERGY.Total': 12.345, 'ENERGY.Power': 57, 'ENERGY.Voltage': 231, 'AM2301.Temperature': 21.3, 'AM2301.Humidity': 40.1 },
   },
   {
+    name: "tasmota: a DS18B20 probe's Id and a serial with leading zeros are names, not readings",
+    preset: 'tasmota',
+    topic: 'tele/boiler/SENSOR',
+    payload:
+      '{"Time":"2026-02-04T11:00:00","DS18B20":{"Id":"031697792281","Temperature":58.2},"Meter":{"Serial":"12345","Code":"0042","Counter":"12345678901234567","Reading":"812.5"},"TempUnit":"C"}',
+    ship: 'boiler',
+    values: { 'DS18B20.Temperature': 58.2, 'Meter.Reading': 812.5 },
+  },
+  {
     name: 'esphome: the node and the sensor from the topic, the value alone as text',
     preset: 'esphome',
     topic: 'boiler/sensor/flow_temperature/state',

@@ -1,5 +1,6 @@
 import type { JsonField, MqttMapping, TopicLevel } from '../../config/mqtt-config.js';
 import { parseJsonBytes } from '../../reading/json-bytes.js';
+import { labelDigits, namesAThing } from '../../reading/label-strings.js';
 import type { ReadingIssue } from '../../reading/reading-issues.js';
 import { numeric } from '../../reading/ttn-uplink.js';
 
@@ -8,6 +9,13 @@ export type MappedMessage = { ok: true; readings: unknown[] } | { ok: false; mes
 
 /** Object nesting followed at most: site payloads are shallow, and a hostile one must not recurse far. */
 const MAX_DEPTH = 8;
+
+/**
+ * A value's number, unless it is a string that names a thing: under a name that says so (`Id`,
+ * `sensor_id`, `serial`), or written as a label (a leading zero, more than 15 digits).
+ */
+const measured = (name: string, value: unknown): number | undefined =>
+  typeof value === 'string' && (namesAThing(name) || labelDigits(value)) ? undefined : numeric(value);
 
 const record = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
@@ -25,7 +33,7 @@ function fieldAt(json: unknown, path: readonly string[]): unknown {
 /**
  * Turns a site broker's message into plain readings as the mapping says: the ship id from a topic
  * level or a JSON field, one reading per numeric field (flattened, numeric strings counted, as TTN
- * payloads are read) or the topic level's one value, the time from a field or left to the receive
+ * payloads are read, but for those that name a thing: `measured`) or the topic level's one value, the time from a field or left to the receive
  * time. A message without a number in it maps to no readings; one whose ship id is missing is refused.
  */
 export function mapMessage(mapping: MqttMapping, topic: string, payload: Buffer): MappedMessage {
@@ -54,7 +62,10 @@ export function mapMessage(mapping: MqttMapping, topic: string, payload: Buffer)
   if (cargo.from === 'topic') {
     const cargoId = levels[cargo.level];
     const fields = record(document);
-    const value = numeric(fields === undefined ? (document ?? payload.toString('utf8')) : fields['value']);
+    const value =
+      cargoId === undefined
+        ? undefined
+        : measured(cargoId, fields === undefined ? (document ?? payload.toString('utf8')) : fields['value']);
     if (cargoId !== undefined && cargoId !== '' && value !== undefined) {
       readings.push({ time: readingTime, ship_id: ship, cargo_id: cargoId, value });
     }
@@ -71,7 +82,7 @@ export function mapMessage(mapping: MqttMapping, topic: string, payload: Buffer)
       return;
     }
     if (path === '') return;
-    const number = typeof value === 'boolean' && cargo.booleans ? (value ? 1 : 0) : numeric(value);
+    const number = typeof value === 'boolean' && cargo.booleans ? (value ? 1 : 0) : measured(path.slice(path.lastIndexOf('.') + 1), value);
     if (number === undefined) return;
     readings.push({ time: readingTime, ship_id: ship, cargo_id: prefix === undefined ? path : `${prefix}.${path}`, value: number });
   };
