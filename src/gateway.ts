@@ -370,6 +370,7 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     durability: config.durability,
     maxBytes: config.queueMaxBytes,
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
+    site: config.siteId,
     diskReserve: true,
     commitWindowMs: config.commitWindowMs,
     // At once, without closing the file: closing checkpoints too, past what the disk dropped.
