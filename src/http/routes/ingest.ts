@@ -213,7 +213,8 @@ async function storeAndCount(
 
 /**
  * A request with an `Idempotency-Key`: stored once per device key and key within the window; a
- * repetition gets the first answer again (with `Idempotent-Replayed: true`) and stores nothing.
+ * repetition (the same endpoint, readings and site) gets the first answer again (with
+ * `Idempotent-Replayed: true`) and stores nothing.
  */
 async function storeOnce(
   c: Context,
@@ -230,7 +231,7 @@ async function storeOnce(
       { loc: ['header', 'Idempotency-Key'], msg: 'Use 1 to 255 visible ASCII characters, e.g. a UUID', type: 'idempotency_key_invalid' },
     ]);
   }
-  const claim = await deps.idempotency.claim(principal?.name ?? '', key, fingerprinted);
+  const claim = await deps.idempotency.claim(principal?.name ?? '', key, fingerprinted, site ?? null);
   if (claim.kind === 'mismatch') {
     return problem(c, 422, 'Idempotency-Key was already used for a different request', [
       { loc: ['header', 'Idempotency-Key'], msg: 'A new request needs a new key', type: 'idempotency_key_reused' },
