@@ -3,6 +3,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
+import { siteFallbackNotice } from './config/site-name.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
 import type { QuestDbSinkSpec, SinkSpec } from './sinks/registry.js';
@@ -668,6 +669,8 @@ function logStarted(
   );
   // A person at a terminal reads this line, not the JSON around it.
   if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
+  const fallback = config.forwards ? siteFallbackNotice({ name: config.siteId, source: config.siteIdSource }) : undefined;
+  if (fallback !== undefined) logger.warn({ event: 'site_id_fallback', site: config.siteId, source: config.siteIdSource }, fallback);
 }
 
 /** Where everything is, in words: the API, the certificate's fingerprint, the queue, QuestDB and the key in use. */

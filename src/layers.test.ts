@@ -23,6 +23,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   stats: [],
   version: [],
   'durable-file': [],
+  identity: ['durable-file'],
   gateway: [
     'config',
     'reading',
@@ -36,6 +37,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'http',
     'console',
     'mqtt',
+    'identity',
     'stats',
     'version',
     'audit',

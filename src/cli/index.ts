@@ -157,6 +157,7 @@ export async function runCli(args: string[]): Promise<void> {
       const check = checkConfig();
       if (check.valid) {
         process.stdout.write(`${check.summary}\n`);
+        for (const notice of check.notices) process.stderr.write(`harbor-gateway: warning: ${notice}\n`);
       } else {
         process.stderr.write(`harbor-gateway: ${new ConfigError(check.problems).message}\n`);
         process.exitCode = EXIT_CONFIG;
