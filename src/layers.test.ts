@@ -24,6 +24,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   version: [],
   'durable-file': [],
   identity: ['durable-file'],
+  claims: [],
   gateway: [
     'config',
     'reading',
@@ -38,6 +39,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'console',
     'mqtt',
     'identity',
+    'claims',
     'stats',
     'version',
     'audit',
