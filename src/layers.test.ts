@@ -15,7 +15,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   sinks: ['queue', 'questdb', 'reading', 'log', 'config', 'stats'],
   health: ['queue', 'questdb', 'keys', 'stats'],
   catalogue: ['questdb'],
-  http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats', 'durable-file'],
+  http: ['reading', 'keys', 'tls', 'queue', 'health', 'claims', 'stats', 'durable-file'],
   console: ['config', 'reading', 'keys', 'queue', 'health', 'stats', 'version', 'audit'],
   mqtt: ['config', 'reading', 'keys', 'tls', 'queue', 'http', 'stats'],
   config: [],
@@ -23,7 +23,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   stats: [],
   version: [],
   'durable-file': [],
-  identity: ['durable-file'],
+  identity: ['durable-file', 'reading'],
   claims: [],
   gateway: [
     'config',

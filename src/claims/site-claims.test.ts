@@ -99,12 +99,22 @@ describe('site claims at a centre', () => {
     expect(centre.claims.view().conflicts.map((c) => c.instance)).toEqual(['first']);
   });
 
-  it("are taken for the centre's own site at its start", () => {
-    const { claims, events } = claimsAt(tempDir('claims'));
-    claims.check('centre', 'a-site-named-so');
-    claims.claimOwn('centre', 'centre-instance', 'centre-gw');
+  it("are taken for the centre's own site: its devices write under it, and a gateway forwarding under it is refused", () => {
+    const dataDir = tempDir('claims');
+    const before = claimsAt(dataDir);
+    before.claims.check('centre', 'a-site-named-so');
+    before.claims.close();
+    opened.pop();
+    const events: ClaimEvent[] = [];
+    const own = { site: 'centre', instance: 'centre-instance', gateway: 'centre-gw' };
+    const claims = new SiteClaims({ dataDir, expiryMs: DAY, own, onEvent: (e) => events.push(e) });
+    opened.push(claims);
+    expect(events).toEqual([expect.objectContaining({ kind: 'claimed', took: expect.objectContaining({ instance: 'a-site-named-so' }) })]);
     expect(claims.check('centre', 'a-site-named-so')).toMatchObject({ ok: false, owner: { instance: 'centre-instance' } });
-    expect(events.at(-2)).toMatchObject({ kind: 'claimed', took: { instance: 'a-site-named-so' } });
+    // Taken when the file is first needed: a gateway that is nobody's centre makes none.
+    const site = tempDir('claims');
+    new SiteClaims({ dataDir: site, expiryMs: DAY, own }).close();
+    expect(existsSync(claimsFile(site))).toBe(false);
   });
 
   it('show a conflict for ACTIVE_MS after its last refusal, and keep a few claimants per site', () => {

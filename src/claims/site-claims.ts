@@ -74,14 +74,23 @@ export class SiteClaims {
   readonly #expiryMs: number;
   readonly #now: () => number;
   readonly #onEvent: (event: ClaimEvent) => void;
+  /** This gateway's own site and instance: its own site is its own, taken when the file opens. */
+  readonly #own: { site: string; instance: string; gateway: string } | undefined;
   #db: Database.Database | undefined;
   readonly #claims = new Map<string, Held>();
   /** By site, then instance. */
   readonly #conflicts = new Map<string, Map<string, Refused>>();
 
-  constructor(options: { dataDir: string; expiryMs: number; now?: () => number; onEvent?: (event: ClaimEvent) => void }) {
+  constructor(options: {
+    dataDir: string;
+    expiryMs: number;
+    own?: { site: string; instance: string; gateway: string };
+    now?: () => number;
+    onEvent?: (event: ClaimEvent) => void;
+  }) {
     this.#path = claimsFile(options.dataDir);
     this.#expiryMs = options.expiryMs;
+    this.#own = options.own;
     this.#now = options.now ?? Date.now;
     this.#onEvent = options.onEvent ?? (() => undefined);
     if (existsSync(this.#path)) this.refresh();
@@ -101,16 +110,6 @@ export class SiteClaims {
       return { ok: true };
     }
     return this.#decide(site, instance, gateway);
-  }
-
-  /** This gateway's own site is its own: it takes the claim at start from whoever had it. */
-  claimOwn(site: string, instance: string, gateway: string): void {
-    const db = this.#open();
-    const now = this.#now();
-    const before = this.#read(site);
-    if (before?.instance === instance) return;
-    this.#write(db, { site, instance, gateway, firstMs: now, lastMs: now });
-    this.#onEvent({ kind: 'claimed', claim: this.#claims.get(site)!, ...(before === undefined ? {} : { took: before }) });
   }
 
   /** Lets go of a site's claim: the next instance that forwards under it owns it. Undefined when none was held. */
@@ -286,6 +285,20 @@ export class SiteClaims {
     this.#claims.set(claim.site, { ...claim, seen: false, writtenMs: claim.lastMs });
   }
 
+  /**
+   * This gateway's own site is its own: its devices write under it whatever others claim. Taken from
+   * whoever had it when the file opens, so another gateway forwarding under it is refused.
+   */
+  #takeOwn(db: Database.Database): void {
+    const own = this.#own;
+    if (own === undefined) return;
+    const before = this.#read(own.site);
+    if (before?.instance === own.instance) return;
+    const now = this.#now();
+    this.#write(db, { site: own.site, instance: own.instance, gateway: own.gateway, firstMs: now, lastMs: now });
+    this.#onEvent({ kind: 'claimed', claim: claimOf(this.#claims.get(own.site)!), ...(before === undefined ? {} : { took: before }) });
+  }
+
   /** The file, made when first needed: a site gateway that is nobody's centre never has one. */
   #open(): Database.Database {
     if (this.#db !== undefined) return this.#db;
@@ -313,6 +326,7 @@ CREATE TABLE IF NOT EXISTS site_claim_conflicts (
 ) WITHOUT ROWID;
 `);
     this.#db = db;
+    this.#takeOwn(db);
     return db;
   }
 }

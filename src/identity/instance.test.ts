@@ -3,7 +3,8 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
 import { readBoard } from './board.js';
-import { instanceFile, isInstanceId, loadInstance, newInstanceId } from './instance.js';
+import { isInstanceId } from '../reading/site-id.js';
+import { instanceFile, loadInstance, newInstanceId } from './instance.js';
 
 /** A file system root with these files, for the board sources. */
 function root(files: Record<string, string>): string {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { replaceFileDurably } from '../durable-file.js';
+import { isInstanceId } from '../reading/site-id.js';
 import type { Board } from './board.js';
 
 /**
@@ -47,9 +48,6 @@ export function newInstanceId(): string {
   }
   return id;
 }
-
-/** An instance id as this gateway makes them, or as a centre takes one from a header: 1-64 of [a-z0-9-]. */
-export const isInstanceId = (id: string): boolean => /^[a-z0-9][a-z0-9-]{0,63}$/.test(id);
 
 function readInstance(path: string): Instance | 'missing' | 'unreadable' {
   let text: string;

@@ -19,6 +19,11 @@ export interface SinkSpecBase {
   /** This gateway's site (`SITE_ID`): the site of readings queued without one. */
   site: string;
   /**
+   * This gateway's instance (identity/instance.ts), sent with its own readings where the destination
+   * can take it, so a centre tells two gateways of one site id apart.
+   */
+  instance?: string;
+  /**
    * How long delivered readings are kept to be sent again after a recovery (unset or 0: not kept):
    * the QuestDB sinks', whose server may lose what it acknowledged (a power cut of the local one, a
    * table dropped under a kept-alive connection).
@@ -85,10 +90,11 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           maxReadings: spec.batchReadings,
           maxBodyBytes: spec.maxBodyBytes,
           site: spec.site,
+          ...(spec.instance === undefined ? {} : { instance: spec.instance }),
         },
         logger,
       );
     case 'kafka':
-      return new KafkaTarget(spec.kafka, { site: spec.site });
+      return new KafkaTarget(spec.kafka, { site: spec.site, ...(spec.instance === undefined ? {} : { instance: spec.instance }) });
   }
 }
