@@ -169,6 +169,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     password: config.consolePassword,
     metricsToken: config.metricsToken,
     loginAttemptsPerMinute: config.loginAttemptsPerMinute,
+    releaseSiteClaim: (site) => claims.release(site),
     env: options.env ?? process.env,
     audit,
     ...(options.updateInstaller === undefined ? {} : { updateInstaller: options.updateInstaller }),
