@@ -36,3 +36,8 @@ export function corruptRecordLetter(record: QueueRecord, error: RecordCorruptErr
 export function readingLetter(record: QueueRecord, reading: QueuedReading, reason: string): DeadLetterInput {
   return { receivedMs: record.receivedMs, reason, line: formatLine(reading), ...originOf(record) };
 }
+
+/** A whole record its destination refused (the site of its readings given to another gateway), with the reason. */
+export function recordLetter(record: QueueRecord, reason: string): DeadLetterInput {
+  return { receivedMs: record.receivedMs, reason: reasonText(reason), line: record.payload, ...originOf(record) };
+}

@@ -29,5 +29,7 @@ export function remoteQuestDbSpec(config: Config, instance?: string): QuestDbSin
     table: remote.table,
     retentionDays: undefined,
     resumesWal: false,
+    // No central gateway between: the sites keep their claims in the remote QuestDB itself.
+    claims: { gateway: config.gatewayName, expiryMs: config.siteClaimExpiryDays * 86_400_000 },
   };
 }
