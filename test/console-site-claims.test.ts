@@ -49,6 +49,11 @@ describe("the console's site claims", () => {
     expect(released.status).toBe(303);
     expect(released.location).toBe('/console?released=pier%207');
 
+    // In the audit trail, with the instance that had the site.
+    const audit = await client.request('/console/audit');
+    expect(audit.html).toContain('Site claim released');
+    expect(audit.html).toContain(`from instance ${OWNER}`);
+
     // The next instance to forward under the site owns it.
     expect((await forward(CLONE)).status).toBe(200);
     expect((await forward(OWNER)).status).toBe(409);

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { claimsFile, SiteClaims, type ClaimConflict, type SiteClaim } from '../claims/site-claims.js';
 import { SETTINGS } from '../config/settings.js';
+import { commandUser, recordAudit } from './cli-audit.js';
 
 export const SITE_CLAIMS_USAGE = `harbor-gateway site-claims <command> [options]
 
@@ -71,6 +72,20 @@ export function siteClaimsCommand(args: string[], env: NodeJS.ProcessEnv, io: Ou
         return 1;
       }
       io.out(`released site ${JSON.stringify(released.site)} from ${who(released)}: the next gateway that forwards under it owns it\n`);
+      recordAudit(
+        dataDir,
+        [
+          {
+            action: 'site_claim_released',
+            outcome: 'ok',
+            actor: 'cli',
+            origin: commandUser(env),
+            subject: released.site,
+            detail: `from ${who(released)}`,
+          },
+        ],
+        io.err,
+      );
       return 0;
     }
     const listed = claims.list();

@@ -2,6 +2,7 @@ import type { Context, Hono } from 'hono';
 import type { GatewayConsole } from '../gateway-console.js';
 import { Confirm } from '../pages/confirm.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
+import { peerAddress } from '../request-facts.js';
 import { renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
 
@@ -34,7 +35,17 @@ export function registerSiteClaimRoutes(app: Hono, console: GatewayConsole): voi
         />,
       );
     }
-    release(site);
+    const released = release(site);
+    if (released !== undefined) {
+      console.deps.audit.record({
+        action: 'site_claim_released',
+        outcome: 'ok',
+        actor: 'console',
+        origin: peerAddress(c),
+        subject: site,
+        detail: `from instance ${released.instance}${released.gateway === null ? '' : ` (${released.gateway})`}`,
+      });
+    }
     return c.redirect(`${CONSOLE_PATH}?released=${encodeURIComponent(site)}`, 303);
   });
 }
