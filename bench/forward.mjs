@@ -99,7 +99,14 @@ async function measure(sink, dataDir, unreachable, table, nodeArgs) {
     });
   if (sink === 'questdb') return site({ QUESTDB_URL: questdb.httpUrl, QUESTDB_TABLE: table, RETENTION_DAYS: '0' });
   if (sink === 'remote-questdb')
-    return site({ LOCAL_QUESTDB: 'off', REMOTE_QUESTDB_URL: questdb.httpUrl, REMOTE_QUESTDB_TABLE: table, REMOTE_QUESTDB_BACKFILL: 'on' });
+    // A site of its own per run: the remote QuestDB's site claims give a site id to the first gateway instance only.
+    return site({
+      LOCAL_QUESTDB: 'off',
+      REMOTE_QUESTDB_URL: questdb.httpUrl,
+      REMOTE_QUESTDB_TABLE: table,
+      REMOTE_QUESTDB_BACKFILL: 'on',
+      SITE_ID: table,
+    });
   if (sink === 'upstream') {
     const central = await startBenchGateway({
       bundle,

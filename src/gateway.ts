@@ -3,6 +3,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
+import { siteFallbackNotice } from './config/site-name.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
 import type { QuestDbSinkSpec, SinkSpec } from './sinks/registry.js';
@@ -38,6 +39,9 @@ import type { UpdateInstaller } from './console/update-bundle.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { VERSION } from './version.js';
 import { InflightBudget } from './http/inflight-budget.js';
+import { readBoard } from './identity/board.js';
+import { type Instance, type InstanceOrigin, loadInstance } from './identity/instance.js';
+import { type ClaimEvent, SiteClaims } from './claims/site-claims.js';
 import type { MqttDeps, RunningMqtt } from './mqtt/start-mqtt.js';
 
 export interface Gateway {
@@ -110,7 +114,9 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const certificateLocation = certificateLocationOf(config);
   // Before the queue opens: a bad certificate file stops the start with its own message.
   let certificate = loadServerCertificate(certificateLocation);
-  const sinks = sinkSpecs(config);
+  // Made at the first start, and anew on another board: what forwarded readings are told apart by.
+  const instance = gatewayInstance(config, logger);
+  const sinks = sinkSpecs(config, instance.id);
   const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
   // Before anything else that can fail, and before the gateway answers anyone: the dashboards and
   // alert rules then find empty tables rather than none. A QuestDB that does not answer within the
@@ -142,8 +148,20 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   });
   const fleetRecorder = questdb === undefined ? undefined : new FleetRecorder(questdb);
   const audit = new AuditTrail({ dataDir: config.dataDir, logger });
+  const claims = siteClaims(config, instance, logger);
+  const identity = { site: config.siteId, instance: instance.id };
   // What the console and the health snapshot both read.
-  const facts = { queue, stats, keys, failureDelay, isStopping: stopping.isStopping, version: VERSION, sinks: sinkDescriptions };
+  const facts = {
+    queue,
+    stats,
+    keys,
+    failureDelay,
+    isStopping: stopping.isStopping,
+    version: VERSION,
+    sinks: sinkDescriptions,
+    identity,
+    siteClaims: () => claims.view(),
+  };
   const gatewayConsole = new GatewayConsole({
     ...facts,
     certificate: () => ({ ...tlsSummary(certificate), subjectAltName: certificate.subjectAltName, pem: certificate.cert }),
@@ -151,6 +169,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     password: config.consolePassword,
     metricsToken: config.metricsToken,
     loginAttemptsPerMinute: config.loginAttemptsPerMinute,
+    releaseSiteClaim: (site) => claims.release(site),
     env: options.env ?? process.env,
     audit,
     ...(options.updateInstaller === undefined ? {} : { updateInstaller: options.updateInstaller }),
@@ -193,6 +212,9 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     sinks: sinkDescriptions,
     console: gatewayConsole,
     idempotency,
+    identity,
+    siteClaims: () => claims.view(),
+    claims,
     recordFleetReport: fleetRecorder === undefined ? undefined : (report, receivedMs) => fleetRecorder.record(report, receivedMs),
   });
   const http = await listen(app, config, certificate, queue, gate).catch(async (error: unknown) => {
@@ -229,9 +251,17 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   catalogue.watch();
   const fleet = fleetDestinations(config, questdb);
   const snapshot = () => takeSnapshot({ ...facts, idempotency });
-  const housekeeping = scheduleHousekeeping(config, logger, queue, { health, fleet, catalogue, snapshot });
+  const housekeeping = scheduleHousekeeping(config, logger, queue, {
+    health,
+    fleet,
+    catalogue,
+    snapshot,
+    identity,
+    claims,
+    fleetRecorder,
+  });
   const systemd = await notifySystemdReady(config, http, queue, logger);
-  logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions });
+  logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions, instance: instance.id });
 
   // Everything a graceful stop (stopInOrder) closes.
   const running: Running = {
@@ -248,6 +278,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     queue,
     owner,
     idempotency,
+    claims,
     health,
     snapshot,
     audit,
@@ -294,6 +325,7 @@ interface Running {
   queue: QueueWriter;
   owner: DataDirLock;
   idempotency: IdempotencyKeys;
+  claims: SiteClaims;
   health: HealthLifecycle | undefined;
   snapshot: () => GatewaySnapshot;
   audit: AuditTrail;
@@ -313,6 +345,7 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
   // No console request is left to record anything: what the trail gathered is written.
   running.audit.close();
   saveIdempotencyKeys(config, logger, running.idempotency);
+  running.claims.close();
   await delivery.stop(deadline);
   await running.health?.stopped(running.snapshot, cause.signal, deadline);
   await running.questdb?.close();
@@ -327,6 +360,81 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
 function validatorOf(config: Config) {
   const limits = { maxIdLength: config.maxIdLength, window: new TimeWindow(config.readingTimes) };
   return { schema: readingSchema(limits), limits };
+}
+
+/** This gateway's instance, made at its first start; a new one on another board is said loudly. */
+function gatewayInstance(config: Config, logger: Logger): Instance {
+  const board = readBoard();
+  const { instance, origin } = loadInstance(config.dataDir, board);
+  logInstance(logger, config, instance, origin, board?.source);
+  return instance;
+}
+
+function logInstance(logger: Logger, config: Config, instance: Instance, origin: InstanceOrigin, boardSource: string | undefined): void {
+  const fields = { event: 'instance', instance: instance.id, site: config.siteId, board: boardSource ?? null };
+  if (origin.kind === 'renewed') {
+    logger.warn(
+      { ...fields, event: 'instance_renewed', previous: origin.previous },
+      `this data directory was made on another board (a cloned or moved card): it is instance ${instance.id} now, not ${origin.previous}. ` +
+        'A centre that knew the old instance under this site id refuses this one until the site is renamed (SITE_ID) or the claim released there',
+    );
+  } else if (origin.kind === 'made') {
+    logger.info(
+      fields,
+      origin.reason === 'first start' ? 'gateway instance made' : 'gateway instance file unreadable; a new instance made',
+    );
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/** The claims of the sites gateways forward here (a centre), this gateway's own site its own; the file is made with the first claim. */
+function siteClaims(config: Config, instance: Instance, logger: Logger): SiteClaims {
+  return new SiteClaims({
+    dataDir: config.dataDir,
+    expiryMs: config.siteClaimExpiryDays * DAY_MS,
+    own: { site: config.siteId, instance: instance.id, gateway: config.gatewayName },
+    onEvent: (event) => logClaimEvent(logger, event),
+  });
+}
+
+function logClaimEvent(logger: Logger, event: ClaimEvent): void {
+  const who = (claim: { instance: string; gateway: string | null }) =>
+    `instance ${claim.instance}${claim.gateway === null ? '' : ` (gateway ${JSON.stringify(claim.gateway)})`}`;
+  switch (event.kind) {
+    case 'claimed':
+      if (event.took === undefined) {
+        logger.info(
+          { event: 'site_claimed', site: event.claim.site, instance: event.claim.instance },
+          `site ${JSON.stringify(event.claim.site)} claimed by ${who(event.claim)}`,
+        );
+      } else {
+        logger.warn(
+          {
+            event: 'site_claim_taken',
+            site: event.claim.site,
+            instance: event.claim.instance,
+            previous: event.took.instance,
+            lastHeard: new Date(event.took.lastMs).toISOString(),
+          },
+          `site ${JSON.stringify(event.claim.site)} now belongs to ${who(event.claim)}; ${who(event.took)} had it, last heard ${new Date(event.took.lastMs).toISOString()}`,
+        );
+      }
+      return;
+    case 'refused':
+      logger.error(
+        { event: 'site_claim_conflict', site: event.conflict.site, owner: event.owner.instance, claimant: event.conflict.instance },
+        `two gateways forward under site ${JSON.stringify(event.conflict.site)}: ${who(event.owner)} owns it, ${who(event.conflict)} is refused (409 site_claimed). ` +
+          `Rename one (SITE_ID), or release the claim: harbor-gateway site-claims release ${JSON.stringify(event.conflict.site)}`,
+      );
+      return;
+    case 'released':
+      logger.warn(
+        { event: 'site_claim_released', site: event.claim.site, instance: event.claim.instance },
+        `claim of site ${JSON.stringify(event.claim.site)} by ${who(event.claim)} released: the next gateway that forwards under it owns it`,
+      );
+      return;
+  }
 }
 
 /** How long an `Idempotency-Key` is honoured, and how many are held at most (a few MB). */
@@ -370,6 +478,7 @@ function openQueue(config: Config, sinks: readonly SinkSpec[], logger: Logger): 
     durability: config.durability,
     maxBytes: config.queueMaxBytes,
     sinks: sinks.map((s) => ({ name: s.name, backfill: s.backfill })),
+    site: config.siteId,
     diskReserve: true,
     commitWindowMs: config.commitWindowMs,
     // At once, without closing the file: closing checkpoints too, past what the disk dropped.
@@ -600,12 +709,15 @@ function scheduleHousekeeping(
     fleet: FleetDestinations;
     catalogue: CatalogueStore;
     snapshot: () => GatewaySnapshot;
+    identity: { site: string; instance: string };
+    claims: SiteClaims;
+    fleetRecorder: FleetRecorder | undefined;
   },
 ): ScheduledTask {
-  const { health, fleet, catalogue, snapshot } = housekeeper;
+  const { health, fleet, catalogue, snapshot, identity, claims, fleetRecorder } = housekeeper;
   const fleetReporter =
     config.healthReport && fleet.destinations.length > 0
-      ? new FleetReporter(fleet.destinations, { site: config.siteId, gateway: config.gatewayName }, logger)
+      ? new FleetReporter(fleet.destinations, { ...identity, gateway: config.gatewayName }, logger)
       : undefined;
   return cron.schedule(
     config.housekeepingCron,
@@ -613,8 +725,15 @@ function scheduleHousekeeping(
       // Picks up records the operator re-queued from the CLI, for the bound and /status.
       queue.refresh();
       if (queue.stats().records === 0) queue.compact();
+      // Owners heard and conflicts seen go to the claims file; a release from the command line comes back.
+      claims.flush();
       const current = snapshot();
-      await Promise.all([health?.report(current), fleetReporter?.report(current)]);
+      const conflicts = claims.view().conflicts;
+      await Promise.all([
+        health?.report(current),
+        fleetReporter?.report(current),
+        conflicts.length === 0 ? undefined : fleetRecorder?.recordConflicts(conflicts, Date.now()),
+      ]);
       await catalogue.publish();
     },
     { name: 'housekeeping', noOverlap: true },
@@ -636,7 +755,7 @@ async function notifySystemdReady(
 function logStarted(
   config: Config,
   logger: Logger,
-  started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate; sinks: readonly SinkDescription[] },
+  started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate; sinks: readonly SinkDescription[]; instance: string },
 ): void {
   const { http, queue, certificate } = started;
   const line = startLine(config, started);
@@ -662,11 +781,15 @@ function logStarted(
       apiKeySource: config.apiKeySource,
       apiKeysFile: config.apiKeysFile,
       environment: config.environment,
+      site: config.siteId,
+      instance: started.instance,
     },
     line,
   );
   // A person at a terminal reads this line, not the JSON around it.
   if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
+  const fallback = config.forwards ? siteFallbackNotice({ name: config.siteId, source: config.siteIdSource }) : undefined;
+  if (fallback !== undefined) logger.warn({ event: 'site_id_fallback', site: config.siteId, source: config.siteIdSource }, fallback);
 }
 
 /** Where everything is, in words: the API, the certificate's fingerprint, the queue, QuestDB and the key in use. */

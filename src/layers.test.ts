@@ -15,7 +15,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   sinks: ['queue', 'questdb', 'reading', 'log', 'config', 'stats'],
   health: ['queue', 'questdb', 'keys', 'stats'],
   catalogue: ['questdb'],
-  http: ['reading', 'keys', 'tls', 'queue', 'health', 'stats', 'durable-file'],
+  http: ['reading', 'keys', 'tls', 'queue', 'health', 'claims', 'stats', 'durable-file'],
   console: ['config', 'reading', 'keys', 'queue', 'health', 'stats', 'version', 'audit'],
   mqtt: ['config', 'reading', 'keys', 'tls', 'queue', 'http', 'stats'],
   config: [],
@@ -23,6 +23,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   stats: [],
   version: [],
   'durable-file': [],
+  identity: ['durable-file', 'reading'],
+  claims: [],
   gateway: [
     'config',
     'reading',
@@ -36,11 +38,13 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'http',
     'console',
     'mqtt',
+    'identity',
+    'claims',
     'stats',
     'version',
     'audit',
   ],
-  cli: ['config', 'log', 'keys', 'tls', 'queue', 'catalogue', 'gateway', 'version', 'audit'],
+  cli: ['config', 'log', 'keys', 'tls', 'queue', 'catalogue', 'claims', 'gateway', 'version', 'audit'],
   main: ['cli', 'sinks'],
 };
 

@@ -100,4 +100,39 @@ describe('a client that retries', () => {
       await second.exited;
     }
   });
+
+  it('with an Idempotency-Key at a centre: the key covers the site, so a batch for another site is not answered as a repetition', async () => {
+    const env = gatewayEnv('idem-sites', { FLUSH_INTERVAL_MS: '50', SITE_ID: 'centre' });
+    const table = env.QUESTDB_TABLE;
+    const readings = [{ ship_id: 'pump-1', cargo_id: 'pressure', value: 4.2 }];
+    const key = { 'idempotency-key': 'batch-0001' };
+    const site = (name: string) => ({ ...key, 'x-harbor-site': name });
+    const first = await spawnGateway(env);
+    try {
+      expect((await post(first.url, readings, site('pier-x'))).status).toBe(200);
+      const other = await post(first.url, readings, site('pier-y'));
+      expect(other.status).toBe(422);
+      expect(other.headers.get('idempotent-replayed')).toBeNull();
+      expect(await other.json()).toMatchObject({ details: [{ loc: ['header', 'Idempotency-Key'], type: 'idempotency_key_reused' }] });
+      expect((await post(first.url, readings, { 'idempotency-key': 'batch-0002', 'x-harbor-site': 'pier-y' })).status).toBe(200);
+    } finally {
+      first.child.kill('SIGTERM');
+      expect((await first.exited).code).toBe(0);
+    }
+    // The saved keys keep their site across a restart.
+    const second = await spawnGateway(env);
+    try {
+      const again = await post(second.url, readings, site('pier-x'));
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect((await post(second.url, readings, site('pier-y'))).status).toBe(422);
+      expect(await waitForCount(`SELECT count() FROM "${table}"`, 2)).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await waitForWalApplied(table);
+      const stored = await sql<[string]>(`SELECT site FROM "${table}" ORDER BY site`);
+      expect(stored.dataset).toEqual([['pier-x'], ['pier-y']]);
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
 });

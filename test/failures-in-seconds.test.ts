@@ -84,7 +84,12 @@ describe('a destination that dies or goes silent', () => {
 
   it('a central gateway killed -9 shows within 5 s', async () => {
     const central = await spawn({});
-    const site = await spawn({ UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: TEST_KEY });
+    // A site id of its own: under the central gateway's (both the host name) it would be refused as a second gateway.
+    const site = await spawn({
+      SITE_ID: 'site-of-its-own',
+      UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
+      UPSTREAM_API_KEY: TEST_KEY,
+    });
     const { ms, sink: upstream } = await timeToVisible(site, 'upstream', () => {
       central.child.kill('SIGKILL');
     });
@@ -95,7 +100,7 @@ describe('a destination that dies or goes silent', () => {
   it('an upstream that stops answering shows within 5 s', async () => {
     const central = await spawn({});
     proxy = await FaultProxy.start(central.url);
-    const site = await spawn({ UPSTREAM_URL: `${proxy.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: TEST_KEY });
+    const site = await spawn({ SITE_ID: 'site-of-its-own', UPSTREAM_URL: `${proxy.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: TEST_KEY });
     const { ms, sink: upstream } = await timeToVisible(site, 'upstream', () => proxy.set('stall'));
     expect(ms, JSON.stringify(upstream)).toBeLessThan(VISIBLE_WITHIN_MS);
     expect(upstream.waitingSeconds).toBeGreaterThanOrEqual(3);

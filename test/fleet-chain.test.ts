@@ -66,6 +66,8 @@ describe('site → central → QuestDB', () => {
     };
     let central = await spawn(centralEnv);
     const site = await spawn({
+      // A site id of its own: under the central gateway's (both the host name) it would be refused as a second gateway.
+      SITE_ID: 'chain-site',
       API_KEY: SITE_KEY,
       DATA_DIR: tempDir('site'),
       QUESTDB_TABLE: siteTable,

@@ -26,7 +26,13 @@ describe.each(['process-crash', 'power-loss'] as const)('kill -9 of a site with 
     const siteTable = uniqueTable('crash_site');
     const report = await crashRounds(durability, {
       table: siteTable,
-      sinkEnv: { UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: TEST_KEY, FLUSH_BACKOFF_MAX_MS: '500' },
+      // A site id of its own: under the central gateway's (both the host name) it would be refused as a second gateway.
+      sinkEnv: {
+        SITE_ID: 'crash-site',
+        UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
+        UPSTREAM_API_KEY: TEST_KEY,
+        FLUSH_BACKOFF_MAX_MS: '500',
+      },
       kafka: { broker: testKafka.broker, topic, killBroker: 1 },
     });
     const summary = JSON.stringify({ ...report, missing: report.missing.slice(0, 5), strangers: report.strangers.slice(0, 5) });

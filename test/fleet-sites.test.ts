@@ -97,10 +97,14 @@ describe('two sites and a central gateway', () => {
 
     await waitUntil('both readings in Kafka', async () => (await readTopic(testKafka.broker.bootstrap, topic)).length >= 2, 30_000);
     const messages = (await readTopic(testKafka.broker.bootstrap, topic)).map((m) => JSON.parse(m.value));
-    expect(messages.filter((m) => m.ship_id === 'pump-1').sort((x, y) => x.value - y.value)).toEqual([
-      { time: '2026-11-25T12:00:00.000000000Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 111, site: SITE_A },
-      { time: '2026-11-25T12:00:00.000000000Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 222, site: SITE_B },
+    // Each site's gateway names its instance too: consumers can tell two gateways of one site id apart.
+    const instance = expect.stringMatching(/^[a-z2-7]{16}$/);
+    const pumps = messages.filter((m) => m.ship_id === 'pump-1').sort((x, y) => x.value - y.value);
+    expect(pumps).toEqual([
+      { time: '2026-11-25T12:00:00.000000000Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 111, site: SITE_A, instance },
+      { time: '2026-11-25T12:00:00.000000000Z', ship_id: 'pump-1', cargo_id: 'pressure', value: 222, site: SITE_B, instance },
     ]);
+    expect(pumps[0].instance).not.toBe(pumps[1].instance);
   });
 
   it('lets a key bound to a site write as that site only, and gives readings devices send straight to the centre its own site', async () => {

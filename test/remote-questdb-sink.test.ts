@@ -35,7 +35,8 @@ describe('a remote QuestDB sink', () => {
     return path;
   };
   const start = async (env: Record<string, string>): Promise<TestGateway> => {
-    const gw = await startTestGateway(env);
+    // Each a site of its own: gateways of one site id are refused by the claims the remote QuestDB keeps.
+    const gw = await startTestGateway({ SITE_ID: uniqueTable('site'), ...env });
     gateways.push(gw);
     return gw;
   };
@@ -126,5 +127,62 @@ describe('a remote QuestDB sink', () => {
     expect(await waitForCount(sinkRows, 1)).toBeGreaterThanOrEqual(1);
     const healthRows = await sql(`SELECT count() FROM gateway_health WHERE gateway = '${gatewayName}'`);
     expect(Number(healthRows.dataset[0]?.[0])).toBeGreaterThanOrEqual(1);
+  });
+
+  it('gives a site to the first gateway that writes under it: another of one site id holds its readings and overwrites nothing', async () => {
+    const remoteTable = uniqueTable('remote_claims');
+    const site = uniqueTable('pier');
+    const remote = {
+      REMOTE_QUESTDB_URL: proxy.url,
+      REMOTE_QUESTDB_TOKEN_FILE: file('token', TOKEN),
+      REMOTE_QUESTDB_CA_FILE: file('ca.pem', proxy.caPem),
+      REMOTE_QUESTDB_TABLE: remoteTable,
+    };
+    const at = (second: number) => new Date(Date.UTC(2026, 10, 21, 9, 0, second)).toISOString();
+    const reading = (second: number, value: number) => ({ time: at(second), ship_id: 'pump-1', cargo_id: 'pressure', value });
+    const first = await start({ ...remote, SITE_ID: site });
+    expect((await first.post('/api/v2/ingest/batch', [reading(0, 111)])).status).toBe(200);
+    await waitUntil('the first delivered', async () => (await sink(first, 'remote-questdb')).backlog === 0);
+
+    const cloneDir = tempDir('remote-clone');
+    const clone = await start({ ...remote, SITE_ID: site, DATA_DIR: cloneDir });
+    expect((await clone.post('/api/v2/ingest/batch', [reading(0, 333)])).status).toBe(200);
+    await waitUntil('the clone holds', async () =>
+      /gives site .* to another gateway/.test((await sink(clone, 'remote-questdb')).lastError?.message ?? ''),
+    );
+    const held = await sink(clone, 'remote-questdb');
+    expect(held).toMatchObject({ backlog: 1, deadLettered: 0 });
+    expect(held.lastError?.message).toContain(`instance ${(await status(first)).identity!.instance}`);
+    // Its local QuestDB has it; the remote keeps the first's.
+    expect(await waitForCount(`SELECT count() FROM '${clone.table}'`, 1)).toBe(1);
+    await waitForWalApplied(remoteTable);
+    expect((await sql(`SELECT value FROM '${remoteTable}'`)).dataset).toEqual([[111]]);
+    const claims = await sql(`SELECT instance FROM harbor_site_claims WHERE site = '${site}' ORDER BY time`);
+    expect(claims.dataset.map(([instance]) => instance)).toEqual([
+      (await status(first)).identity!.instance,
+      (await status(clone)).identity!.instance,
+    ]);
+
+    // Renamed: its new readings go under the new name, the one it answered as the old one is set aside.
+    await clone.stop();
+    gateways.splice(gateways.indexOf(clone), 1);
+    const renamed = await start({ ...remote, SITE_ID: `${site}_b`, DATA_DIR: cloneDir });
+    expect((await renamed.post('/api/v2/ingest/batch', [reading(2, 444)])).status).toBe(200);
+    await waitUntil('the renamed gateway delivered', async () => (await sink(renamed, 'remote-questdb')).backlog === 0, 30_000);
+    expect(await sink(renamed, 'remote-questdb')).toMatchObject({ deadLettered: 1 });
+
+    // Released by the operator once the first is gone: the next gateway writing under the site owns it.
+    await first.stop();
+    gateways.splice(gateways.indexOf(first), 1);
+    await sql(`INSERT INTO harbor_site_claims (time, site, kind) VALUES (now(), '${site}', 'release')`);
+    const replacement = await start({ ...remote, SITE_ID: site });
+    expect((await replacement.post('/api/v2/ingest/batch', [reading(3, 555)])).status).toBe(200);
+    await waitUntil('the replacement delivered', async () => (await sink(replacement, 'remote-questdb')).backlog === 0, 30_000);
+    await waitForWalApplied(remoteTable);
+    expect((await sql(`SELECT site, value FROM '${remoteTable}' ORDER BY time`)).dataset).toEqual([
+      [site, 111],
+      [`${site}_b`, 444],
+      [site, 555],
+    ]);
   });
 });

@@ -25,7 +25,12 @@ describe('a reading the centre refuses with 403 naming it', () => {
     writeKeyFile(keyFile, [{ name: 'site', hash: hashKey(SITE_KEY), shipPrefix: 'ok-' }]);
     const central = await startTestGateway({ API_KEYS_FILE: keyFile, API_KEYS_POLL_MS: '100' });
     started.push(central);
-    const site = await startTestGateway({ UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: SITE_KEY });
+    // A site id of its own: under the central gateway's (both the host name) it would be refused as a second gateway.
+    const site = await startTestGateway({
+      SITE_ID: 'requeue-site',
+      UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
+      UPSTREAM_API_KEY: SITE_KEY,
+    });
     started.push(site);
 
     const batch = ['ok-1', 'ok-2', 'stray-1', 'ok-3', 'ok-4'].map((ship, i) => ({
@@ -49,7 +54,11 @@ describe('a reading the centre refuses with 403 naming it', () => {
     try {
       const letters = store.list(10);
       expect(letters).toEqual([
-        expect.objectContaining({ sink: 'upstream', site: null, reason: expect.stringMatching(/^upstream answered 403: .*stray-1/) }),
+        expect.objectContaining({
+          sink: 'upstream',
+          site: 'requeue-site',
+          reason: expect.stringMatching(/^upstream answered 403: .*stray-1/),
+        }),
       ]);
       expect(letters[0]!.line.split('\t')[1]).toBe('stray-1');
       // Re-queued while the key still refuses it: a dead letter again, but not a second refusal.

@@ -80,6 +80,8 @@ describe('the reading times the gateway accepts', () => {
       MAX_TIME_AGE_DAYS: '3650',
       REMOTE_QUESTDB_URL: inject('questdbUrl'),
       REMOTE_QUESTDB_TABLE: central,
+      // Gateways of other tests write to the same QuestDB: a site of its own, or its claim there is another's.
+      SITE_ID: central,
     });
     try {
       const day = 24 * HOUR;

@@ -10,8 +10,10 @@
 // subscription through kill -9 rounds and power cuts, the subscription's exactly-once rounds (bursts
 // of QoS 1 messages into Mosquitto, readings stamped with the receive time, the gateway killed mid-burst
 // and the broker restarted), devices pushing through an attack by clients without a device key
-// (scripts/faults/abuse.mjs), and exits non-zero on any violation. The long subscription run is
-// `npm run test:faults:subscriber`.
+// (scripts/faults/abuse.mjs), a site renamed at every restart under load with every kind of sink,
+// and two gateways claiming one site at a centre, and exits non-zero on any violation. The long
+// subscription run is `npm run test:faults:subscriber`, the long site identity runs `npm run
+// test:site-identity`.
 // The long power-cut runs are `npm run test:powercut` and `npm run test:powercut:questdb`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,6 +32,8 @@ import { runTwoOwners } from './two-owners.mjs';
 import { runSiteCrash } from './site-crash.mjs';
 import { runMqttFaults } from './mqtt-crash.mjs';
 import { runSubscriberOnceFaults } from './subscriber-once.mjs';
+import { runSiteClaims } from './site-claims.mjs';
+import { runSiteRename } from './site-rename.mjs';
 
 const roundsArg = process.argv.indexOf('--rounds');
 const rounds = roundsArg > 0 ? Number(process.argv[roundsArg + 1]) : 25;
@@ -71,6 +75,21 @@ try {
     `site with local QuestDB, upstream and Kafka, broker killed too: ${site.pass ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...siteFigures, missing: missing.length, forbidden: forbidden.length, strangers: strangers.length })}`,
   );
   if (!site.pass) failed = true;
+  const rename = await runSiteRename({ rounds: 5, questdbUrl: questdb.httpUrl, bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), log });
+  {
+    const { missing, forbidden, strangers, wrongSite, ...figures } = rename.report;
+    log(
+      `site renamed at every restart, every sink: ${rename.pass ? 'PASS' : 'FAIL'} ${JSON.stringify({ ...figures, missing: missing.length, forbidden: forbidden.length, strangers: strangers.length, wrongSite: wrongSite?.length })}`,
+    );
+  }
+  if (!rename.pass) failed = true;
+  const claims = await runSiteClaims({
+    seconds: 20,
+    questdbUrl: questdb.httpUrl,
+    bundlePath: join(projectRoot, 'dist', 'gateway.mjs'),
+    log,
+  });
+  if (!claims.pass) failed = true;
   const powerCuts = await runPowerCuts({
     cuts,
     models: Object.keys(DISK_MODELS),

@@ -42,7 +42,13 @@ export async function runSiteCrash({ rounds, questdbUrl, bundlePath, log = () =>
       bundlePath,
       clients: 4,
       log,
-      sinkEnv: { UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`, UPSTREAM_API_KEY: CENTRAL_KEY, FLUSH_BACKOFF_MAX_MS: '500' },
+      // A site id of its own: under the central gateway's (both the host name) it would be refused as a second gateway.
+      sinkEnv: {
+        SITE_ID: 'crash-site',
+        UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
+        UPSTREAM_API_KEY: CENTRAL_KEY,
+        FLUSH_BACKOFF_MAX_MS: '500',
+      },
       alsoStoredIn: [centralTable],
       kafka: { broker, topic, killBroker: 0.5 },
     });

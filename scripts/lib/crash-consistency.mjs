@@ -34,13 +34,18 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *             clients?: number, seed?: number, storage?: CrashStorage, table?: string, log?: (line: string) => void,
  *             roundMs?: { min: number, max: number }, pauseMs?: number, gatewayEnv?: Record<string, string>,
  *             sinkEnv?: Record<string, string>, alsoStoredIn?: string[], gracefulStops?: number, ioFaults?: boolean,
- *             kafka?: CrashKafka,
+ *             kafka?: CrashKafka, siteOfRound?: (round: number) => string, settled?: () => Promise<void>,
  *             duringRound?: (gateway: import('./gateway-process.mjs').GatewayProcess, env: Record<string, string>) => Promise<void> }} CrashOptions
  *   `roundMs`: how long a round runs before its kill, at random in between (default 100 to 800 ms);
  *   `pauseMs`: each client's pause between requests (default none), to keep long rounds' ledger small;
  *   `gatewayEnv`: further settings of every gateway run;
  *   `sinkEnv`: settings of further sinks (an upstream gateway, say); `alsoStoredIn`: the QuestDB tables
  *   those sinks deliver into, checked like the local one (the report's `destinations`);
+ *   `settled`: awaited once the last gateway stopped, before the tables are read (a central
+ *   gateway's queue drained);
+ *   `siteOfRound`: each round's gateway (and the final one, round `rounds + 1`) runs under this
+ *   SITE_ID, a rename at every restart: every reading must then be stored, in every table and Kafka
+ *   message, under the site of the gateway that answered it (the report's `wrongSite`);
  *   `duringRound`: what else happens in each round while the load runs (a second gateway started
  *   on the same data directory, say), given the round's gateway and its settings; the kill waits for it;
  *   `gracefulStops`: the share of rounds that end with SIGTERM instead (the gateway closes its queue,
@@ -53,14 +58,14 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *   `killBroker` (a share of the rounds, 0 to 1), the broker is killed (-9) at a random moment of
  *   that share of the rounds, and started again once the round's gateway was killed.
  * @typedef {{ broker: import('./kafka.mjs').KafkaBroker, topic: string, killBroker?: number }} CrashKafka
- * @typedef {{ messages: number, missing: number, strangers: number, duplicates: number, brokerKills: number }} KafkaReport
+ * @typedef {{ messages: number, missing: number, strangers: number, duplicates: number, brokerKills: number, wrongSite?: number }} KafkaReport
  *   `duplicates`: messages of a reading beyond its first (a request whose answer the kill took is sent again).
  * @typedef {{ rounds: number, ok: number, refused: number, unknown: number, stored: number,
  *             missing: string[], forbidden: string[], strangers: string[], duplicates: number, errorEvents: Record<string, number>,
  *             errorSamples: Record<string, string>,
  *             roundsWithLoss: number, lossWindowMs: number, destinations?: Record<string, DestinationReport>, startFailures?: number, longestStartFailures?: number, syncLostExits?: number, crashExits?: number,
- *             stops?: { closed: number, killedClosing: number }, kafka?: KafkaReport }} CrashReport
- * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number }} DestinationReport
+ *             stops?: { closed: number, killedClosing: number }, kafka?: KafkaReport, wrongSite?: string[] }} CrashReport
+ * @typedef {{ stored: number, missing: number, forbidden: number, strangers: number, duplicates: number, wrongSite?: number }} DestinationReport
  *   `lossWindowMs`: the longest time between a lost reading's 2xx answer and the kill of its round;
  *   `errorEvents`: how often each event the gateways logged as an error occurred, over all runs;
  *   `errorSamples`: the first such line's message (and its error's) for each event;
@@ -68,7 +73,8 @@ const MIN_ANSWERS_PER_ROUND = 30;
  *   `longestStartFailures`: the most starts that failed in a row;
  *   `syncLostExits` (with `ioFaults`): rounds whose gateway stopped itself (exit 74) after a checkpoint
  *   of its queue failed, ending the round early; `crashExits`: rounds whose gateway exited by itself otherwise;
- *   `stops` (with `gracefulStops`): how many rounds ended with the queue closed, or killed while closing.
+ *   `stops` (with `gracefulStops`): how many rounds ended with the queue closed, or killed while closing;
+ *   `wrongSite` (with `siteOfRound`): readings stored under another site than the one that answered them.
  */
 
 /** A temporary directory that survives the kills whole, as the page cache does. @returns {CrashStorage} */
@@ -112,6 +118,8 @@ export async function runCrashConsistency(options) {
     gracefulStops = 0,
     ioFaults = false,
     kafka,
+    siteOfRound,
+    settled,
   } = options;
   const random = prng(seed);
   const table = options.table ?? `crash_${durability.replace('-', '_')}_${process.pid}_${Math.floor(random() * 1e9)}`;
@@ -130,6 +138,8 @@ export async function runCrashConsistency(options) {
   let brokerKills = 0;
   /** @type {Map<string, 'ok' | 'error' | 'unknown'>} */
   const ledger = new Map();
+  /** With `siteOfRound`: the site of the gateway each reading was sent to. @type {Map<string, string>} */
+  const sentAs = new Map();
   /** When each reading was answered 2xx and in which round, for the loss window. @type {Map<string, { at: number, round: number }>} */
   const answeredAt = new Map();
   /** @type {number[]} */
@@ -157,10 +167,15 @@ export async function runCrashConsistency(options) {
    */
   /** The settings of the gateway started last. @type {Record<string, string>} */
   let startedEnv = {};
-  const start = async () => {
+  const start = async (/** @type {number} */ round) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        startedEnv = { API_KEY: KEY, DATA_DIR: await storage.open(), ...env };
+        startedEnv = {
+          API_KEY: KEY,
+          DATA_DIR: await storage.open(),
+          ...env,
+          ...(siteOfRound === undefined ? {} : { SITE_ID: siteOfRound(round) }),
+        };
         return await startGatewayProcess({ bundle: bundlePath, env: startedEnv });
       } catch (error) {
         if (!ioFaults || attempt === START_ATTEMPTS) throw error;
@@ -182,7 +197,8 @@ export async function runCrashConsistency(options) {
 
   try {
     for (let round = 1; round <= rounds; round++) {
-      const gateway = await start();
+      const gateway = await start(round);
+      const site = siteOfRound?.(round);
       const besides = options.duringRound?.(gateway, startedEnv) ?? Promise.resolve();
       let alive = true;
       let answered = 0;
@@ -216,6 +232,7 @@ export async function runCrashConsistency(options) {
           const at = Date.now();
           for (const key of keys) {
             ledger.set(key, /** @type {'ok' | 'error' | 'unknown'} */ (outcome));
+            if (site !== undefined) sentAs.set(key, site);
             if (outcome === 'ok') answeredAt.set(key, { at, round });
           }
           if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
@@ -279,7 +296,7 @@ export async function runCrashConsistency(options) {
       log(`round ${round}: ${ledger.size} readings sent so far`);
     }
 
-    final = await start();
+    final = await start(rounds + 1);
     const deadline = Date.now() + 60_000;
     for (;;) {
       const status = /** @type {{ queue: { readings: number }, sinks: { name: string, backlog: number }[] }} */ (
@@ -302,9 +319,17 @@ export async function runCrashConsistency(options) {
     final.child.kill('SIGTERM');
     await final.exited;
     tallyErrors(final);
+    await settled?.();
     await waitForWalApplied(questdbUrl, table, 30_000);
 
     const stored = await storedKeys(questdbUrl, table);
+    /** Keys stored under another site than the one they were sent to (with `siteOfRound`). */
+    const wrongSites = async (/** @type {string} */ of) => {
+      if (siteOfRound === undefined) return undefined;
+      const wrong = [];
+      for (const [key, sites] of await storedSites(questdbUrl, of)) if (sites.some((site) => site !== sentAs.get(key))) wrong.push(key);
+      return wrong;
+    };
     let storedRows = 0;
     for (const count of stored.values()) storedRows += count;
     /** @type {CrashReport} */
@@ -325,6 +350,8 @@ export async function runCrashConsistency(options) {
       ...(ioFaults ? { startFailures, longestStartFailures, syncLostExits, crashExits } : {}),
       ...(gracefulStops > 0 ? { stops } : {}),
     };
+    const wrongSite = await wrongSites(table);
+    if (wrongSite !== undefined) report.wrongSite = wrongSite;
     for (const [key, outcome] of ledger) {
       if (outcome === 'ok') {
         report.ok += 1;
@@ -364,19 +391,26 @@ export async function runCrashConsistency(options) {
           if (!ledger.has(key)) destination.strangers += 1;
           if (count > 1) destination.duplicates += count - 1;
         }
-        report.destinations[other] = destination;
-        log(`${other}: stored ${destination.stored}, missing ${destination.missing}, duplicates ${destination.duplicates}`);
+        const wrong = await wrongSites(other);
+        report.destinations[other] = wrong === undefined ? destination : { ...destination, wrongSite: wrong.length };
+        log(
+          `${other}: stored ${destination.stored}, missing ${destination.missing}, duplicates ${destination.duplicates}${wrong === undefined ? '' : `, under another site ${wrong.length}`}`,
+        );
       }
     }
     if (kafka !== undefined) {
       const seen = new Map();
+      let kafkaWrongSite = 0;
       const messages = await readTopic(kafka.broker.bootstrap, kafka.topic);
       for (const message of messages) {
         const reading = JSON.parse(message.value);
         const key = `${reading.ship_id}|${nsOf(reading.time) - BASE_NS}`;
         seen.set(key, (seen.get(key) ?? 0) + 1);
+        if (siteOfRound !== undefined && reading.site !== sentAs.get(key)) kafkaWrongSite += 1;
       }
+      /** @type {KafkaReport} */
       const kafkaReport = { messages: messages.length, missing: 0, strangers: 0, duplicates: 0, brokerKills };
+      if (siteOfRound !== undefined) kafkaReport.wrongSite = kafkaWrongSite;
       for (const [key, outcome] of ledger) if (outcome === 'ok' && !seen.has(key)) kafkaReport.missing += 1;
       for (const [key, count] of seen) {
         if (!ledger.has(key) || ledger.get(key) === 'error') kafkaReport.strangers += 1;
@@ -404,6 +438,17 @@ export async function storedKeys(url, table) {
   for (const [ship, offset] of rows) {
     const key = `${ship}|${offset}`;
     stored.set(key, (stored.get(key) ?? 0) + 1);
+  }
+  return stored;
+}
+
+/** The sites each reading key (`ship|ns after BASE_NS`) is stored under in a table, a site per row. @param {string} url @param {string} table @returns {Promise<Map<string, string[]>>} */
+export async function storedSites(url, table) {
+  const rows = (await sql(url, `SELECT ship_id, cast(cast(time AS long) - ${BASE_NS} AS string), site FROM "${table}"`)).dataset;
+  const stored = new Map();
+  for (const [ship, offset, site] of rows) {
+    const key = `${ship}|${offset}`;
+    stored.set(key, [...(stored.get(key) ?? []), site]);
   }
   return stored;
 }

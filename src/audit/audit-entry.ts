@@ -8,6 +8,7 @@ export const AUDIT_ACTIONS = [
   'key_revoked',
   'dead_letters_requeued',
   'dead_letters_purged',
+  'site_claim_released',
   'update_uploaded',
   'update_installed',
   'update_confirmed',

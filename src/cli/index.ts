@@ -13,6 +13,7 @@ import { catalogueCommand } from './catalogue-command.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
 import { tlsCertificateCommand } from './tls-certificate-command.js';
+import { siteClaimsCommand } from './site-claims-command.js';
 
 /**
  * Exit status for configuration errors (EX_CONFIG), a queue file from a newer release among them;
@@ -31,6 +32,8 @@ Usage: harbor-gateway [command]
   dead-letters   list, re-queue or purge readings QuestDB refused (see: dead-letters help)
   keys           add, list or revoke device keys (see: keys help)
   audit          list the audit trail, or add entries to it (see: audit help)
+  site-claims    at a centre: list which gateway owns each site id forwarded here, release one
+                 (see: site-claims help)
   tls-certificate
                  print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
                  self-signed certificate when no other is configured
@@ -147,6 +150,9 @@ export async function runCli(args: string[]): Promise<void> {
     case 'audit':
       process.exitCode = await auditCommand(args.slice(1), process.env, TERMINAL, readStdin);
       break;
+    case 'site-claims':
+      process.exitCode = siteClaimsCommand(args.slice(1), process.env, TERMINAL);
+      break;
     case 'tls-certificate':
       process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, TERMINAL);
       break;
@@ -157,6 +163,7 @@ export async function runCli(args: string[]): Promise<void> {
       const check = checkConfig();
       if (check.valid) {
         process.stdout.write(`${check.summary}\n`);
+        for (const notice of check.notices) process.stderr.write(`harbor-gateway: warning: ${notice}\n`);
       } else {
         process.stderr.write(`harbor-gateway: ${new ConfigError(check.problems).message}\n`);
         process.exitCode = EXIT_CONFIG;

@@ -82,6 +82,23 @@ describe('loadConfig', () => {
       expect(loadConfig({ HOST: loopback, API_KEY: '' }).host, loopback).toBe(loopback);
   });
 
+  it('refuses to forward under a fallen-back site id many machines share, and says where the site id came from', () => {
+    const forwarding = { KAFKA_BROKERS: 'kafka:9092' };
+    expect(problemsOf({ ...forwarding, GATEWAY_NAME: 'raspberrypi' })).toEqual([
+      expect.stringMatching(/^SITE_ID is not set and the site id falls back to the gateway's name \(GATEWAY_NAME\) "raspberrypi"/),
+    ]);
+    expect(loadConfig({ ...forwarding, GATEWAY_NAME: 'raspberrypi', SITE_ID: 'pier-7' })).toMatchObject({
+      siteId: 'pier-7',
+      siteIdSource: 'SITE_ID',
+      forwards: true,
+    });
+    expect(loadConfig({ GATEWAY_NAME: 'raspberrypi' })).toMatchObject({
+      siteId: 'raspberrypi',
+      siteIdSource: 'GATEWAY_NAME',
+      forwards: false,
+    });
+  });
+
   it('names every invalid variable in one error', () => {
     const problems = problemsOf({ PORT: 'eighty', DURABILITY: 'maybe', QUEUE_MAX_BYTES: '12 parsecs', RETENTION_DAYS: '-1' });
     expect(problems).toHaveLength(4);

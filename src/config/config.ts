@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
 import { resolveDataDir } from './data-dir.js';
 import { mqttMappingOf, withoutMqttSettings, type MqttBrokerConfig, type MqttSubscribeConfig } from './mqtt-config.js';
+import { forwardingSiteRefusal, siteNameOf, type SiteIdSource } from './site-name.js';
 
 /** The ingestion key used in development when none is configured. Production refuses it. */
 export const DEVELOPMENT_API_KEY = 'harbor-dev-key';
@@ -76,6 +77,10 @@ export interface Config extends Omit<SettingValues, Resolved> {
   gatewayName: string;
   /** `SITE_ID`, else the gateway's name: the site of the readings it takes from its own devices. */
   siteId: string;
+  /** Where `siteId` came from: set, or fallen back to (said at start when the gateway forwards). */
+  siteIdSource: SiteIdSource;
+  /** Whether a remote sink forwards readings (upstream, Kafka, a remote QuestDB). */
+  forwards: boolean;
   /** `LOCAL_QUESTDB=off` turns the local QuestDB sink off. */
   localQuestdb: boolean;
   /** Undefined unless REMOTE_QUESTDB_URL is set. */
@@ -267,6 +272,9 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
       `MAX_UNPROVEN_CONNECTIONS (${partial.maxUnprovenConnections}) must be less than MAX_CONNECTIONS (${partial.maxConnections}): the rest is kept for devices`,
     );
   }
+  const site = siteNameOf(partial.siteId, partial.gatewayName, hostname());
+  const siteRefusal = forwards ? forwardingSiteRefusal(site) : undefined;
+  if (siteRefusal !== undefined) problems.push(siteRefusal);
   const readingTimes = readingTimesOf(partial);
   const localKeepS = localKeepSeconds(partial);
   if (localKeepS !== undefined && localKeepS <= 0) {
@@ -331,7 +339,9 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     ...rest,
     dataDir,
     localQuestdb,
-    siteId: rest.siteId ?? siteIdOf(gatewayName),
+    siteId: site.name,
+    siteIdSource: site.source,
+    forwards,
     ...(remoteQuestdb === undefined ? {} : { remoteQuestdb }),
     gatewayName,
     apiKeysFile: rest.apiKeysFile ?? defaultKeysFile(dataDir),
@@ -477,12 +487,6 @@ function resolveUpstream(
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
   };
-}
-
-/** The gateway's name as a site id: trimmed, control characters dropped, at most 128 characters (a host name always fits). */
-function siteIdOf(gatewayName: string): string {
-  const cleaned = [...gatewayName.replace(/\p{Cc}/gu, '').trim()].slice(0, 128).join('').trim();
-  return cleaned === '' ? hostname() : cleaned;
 }
 
 /** Where the device key file lives unless `API_KEYS_FILE` says otherwise: beside the queue. */

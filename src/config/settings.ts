@@ -433,6 +433,12 @@ export const SETTINGS = {
         'must be 1-128 characters without control characters or surrounding spaces',
       ),
   }),
+  siteClaimExpiryDays: define({
+    env: 'SITE_CLAIM_EXPIRY_DAYS',
+    default: '7',
+    doc: "How long a site's owner may be silent before its claim lapses, in days. A central gateway gives each site id to the first gateway instance that forwards under it and refuses another instance's readings for it (409 `site_claimed`); after this silence of the owner the next claimant takes the site. The remote QuestDB sink applies the same rule to the claims in its table. 0: a claim lasts until it is released (`harbor-gateway site-claims release SITE`, the console).",
+    schema: integer(0, 3650),
+  }),
   healthReport: define({
     env: 'HEALTH_REPORT',
     default: 'true',
@@ -484,7 +490,7 @@ export const SETTINGS = {
   remoteQuestdbTable: define({
     env: 'REMOTE_QUESTDB_TABLE',
     default: 'cargo_data',
-    doc: 'Table of the remote QuestDB the readings go to; created with deduplication when missing. Readings of many sites may share it: `ship_id` tells them apart.',
+    doc: "Table of the remote QuestDB the readings go to; created with deduplication on `(time, ship_id, cargo_id, site)` when missing. Many sites may share it: each row's `site` (this gateway's `SITE_ID`) tells them apart, since ship ids repeat from site to site.",
     schema: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,126}$/, 'must be a plain identifier (letters, digits, underscore)'),
   }),
   remoteQuestdbPolicy: define({

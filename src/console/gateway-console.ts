@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono';
 import { describeGatewayState, OutageWatch, type GatewayState } from '../health/gateway-state.js';
-import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from '../health/snapshot.js';
+import { takeSnapshot, type GatewaySnapshot, type SiteClaimsSource, type SinkDescription } from '../health/snapshot.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { KeyStore, Principal } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
@@ -54,6 +54,11 @@ export interface ConsoleDeps {
   audit: Pick<AuditTrail, 'record' | 'latest' | 'counts'>;
   /** Takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
   updateInstaller?: UpdateInstaller | undefined;
+  /** This gateway's site id and instance. */
+  identity?: { site: string; instance: string };
+  /** At a centre: the sites gateways forward here, and the release of one's claim (claims/site-claims.ts). */
+  siteClaims?: () => SiteClaimsSource;
+  releaseSiteClaim?: (site: string) => { site: string; instance: string; gateway: string | null } | undefined;
 }
 
 /**
@@ -125,12 +130,12 @@ export class GatewayConsole {
   }
 
   snapshot(now = Date.now()): GatewaySnapshot {
-    const { queue, stats, keys, failureDelay, isStopping, version, sinks, certificate } = this.deps;
+    const { queue, stats, keys, failureDelay, isStopping, version, sinks, certificate, identity, siteClaims } = this.deps;
     const tls = () => {
       const { source, fingerprintSha256, notAfter } = certificate();
       return { source, fingerprintSha256, notAfter };
     };
-    return takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version, sinks, tls }, now);
+    return takeSnapshot({ queue, stats, keys, failureDelay, isStopping, version, sinks, tls, identity, siteClaims }, now);
   }
 
   /** The state in the words of `gateway_health`, with the outage timed from when this console first saw it. */

@@ -15,6 +15,8 @@ const text = (max: number) => z.string().max(max);
  */
 export const fleetReportSchema = z.object({
   site: z.string().refine(isSiteId, 'a site id: 1-128 characters without control characters'),
+  /** The site gateway's instance (absent from releases that made none): whose report it is. */
+  instance: z.string().max(64).optional(),
   gateway: text(128),
   version: text(64),
   /** The site's clock when it sent the report: the centre's clock at receipt tells the offset. */
@@ -50,11 +52,12 @@ export type FleetReport = z.infer<typeof fleetReportSchema>;
 export function buildFleetReport(
   snapshot: GatewaySnapshot,
   state: GatewayState,
-  identity: { site: string; gateway: string },
+  identity: { site: string; instance: string; gateway: string },
   now = Date.now(),
 ): FleetReport {
   return {
     site: identity.site,
+    instance: identity.instance,
     gateway: identity.gateway,
     version: snapshot.version,
     sentAt: new Date(now).toISOString(),

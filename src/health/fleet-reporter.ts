@@ -20,7 +20,7 @@ export class FleetReporter {
 
   constructor(
     private readonly destinations: readonly FleetDestination[],
-    private readonly identity: { site: string; gateway: string },
+    private readonly identity: { site: string; instance: string; gateway: string },
     private readonly log: Logger,
   ) {}
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fleetReportSchema, type FleetReport } from './fleet-report.js';
-import { encodeFleetReport } from './fleet-rows.js';
+import { encodeFleetReport, encodeSiteConflicts } from './fleet-rows.js';
 
 const report: FleetReport = {
   site: 'Hafen Süd, pier 7',
@@ -59,6 +59,24 @@ describe("a site's report to the centre", () => {
     );
     expect(encodeFleetReport({ ...report, clockSynchronized: null, sinks: [] }, undefined).toString()).toMatch(
       /,state=buffering [^\n]*oldest_age_s=725\.5\n$/,
+    );
+    expect(encodeFleetReport({ ...report, instance: 'k3xq7aenm2pz4d5w', sinks: [] }, undefined).toString()).toMatch(
+      /^fleet_site_health,site=Hafen\\ Süd\\,\\ pier\\ 7,instance=k3xq7aenm2pz4d5w,gateway=gw\\ 1,/,
+    );
+  });
+
+  it('of a site two instances claim is a conflict row with the owner and the claimant', () => {
+    const row = {
+      site: 'pier 7',
+      owner: { instance: 'owner1', gateway: 'pier 7 gw' },
+      instance: 'clone1',
+      gateway: null,
+      firstMs: 1_795_780_000_000,
+      refusedRequests: 12,
+    };
+    expect(encodeSiteConflicts([row], 1_795_780_800_000).toString()).toBe(
+      'fleet_site_conflicts,site=pier\\ 7,owner_instance=owner1,owner_gateway=pier\\ 7\\ gw,claimant_instance=clone1 ' +
+        'refused_since=1795780000000000t,refused_requests=12i 1795780800000000000n\n',
     );
   });
 });

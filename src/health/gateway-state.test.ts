@@ -132,6 +132,39 @@ describe('the state words of a gateway with remote sinks', () => {
     );
   });
 
+  it('says a sink holds readings because the destination gives the site to another gateway, and a centre names a site two gateways forward under', () => {
+    const held = sink({
+      ...upstreamDown,
+      lastError: {
+        at: '2026-11-24T11:59:59Z',
+        message: 'the centre gives site "pier 7" to another gateway; readings of this site stay queued until …',
+      },
+    });
+    expect(describeGatewayState(snapshot({ sinks: [local, held] }), undefined, now).text).toBe(
+      'buffering — upstream central.example.com:8443 holds readings: site "pier 7" belongs to another gateway there (rename this one, or release the claim)',
+    );
+    const centre = snapshot({ sinks: [local] });
+    centre.siteClaims = {
+      sites: 2,
+      conflicts: [
+        {
+          site: 'pier 7',
+          owner: { instance: 'owner1', gateway: null, since: '2026-11-24T10:00:00Z', lastHeard: '2026-11-24T11:59:00Z' },
+          claimant: {
+            instance: 'clone1',
+            gateway: null,
+            refusedSince: '2026-11-24T11:00:00Z',
+            lastRefused: '2026-11-24T11:59:00Z',
+            refusedRequests: 4,
+          },
+        },
+      ],
+    };
+    expect(describeGatewayState(centre, undefined, now).text).toBe(
+      'delivering, site "pier 7" forwarded by two gateways (instance clone1 refused)',
+    );
+  });
+
   it("says how far the site's clock is off a destination that told it", () => {
     const kafka = sink({ name: 'kafka', destination: 'Kafka 10.0.0.5:9092 topic readings', clockAheadSeconds: 7200.4 });
     expect(describeGatewayState(snapshot({ sinks: [local, kafka] }), undefined, now).text).toBe(

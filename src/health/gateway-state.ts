@@ -33,8 +33,15 @@ export function sinkLabel(sink: Pick<SinkSnapshot, 'name' | 'destination'>): str
   return host === undefined ? label : `${label} ${host}`;
 }
 
+/** A delivery held because the destination gives this site to another gateway (the upstream sink's and the remote QuestDB sink's words). */
+const SITE_HELD = /^the (?:centre|remote QuestDB) gives site (".*?") to another gateway/;
+
 /** What is wrong with a sink, in words: failing or silent for how long; undefined when nothing is. */
 export function sinkTrouble(sink: SinkSnapshot): string | undefined {
+  const held = SITE_HELD.exec(sink.lastError?.message ?? '');
+  if (sink.consecutiveFailures > 0 && held !== null) {
+    return `${sinkLabel(sink)} holds readings: site ${held[1]} belongs to another gateway there (rename this one, or release the claim)`;
+  }
   if (sink.consecutiveFailures > 0 && sink.failingSeconds !== null) {
     const how = UNREACHABLE.test(sink.lastError?.message ?? '') ? 'unreachable' : 'failing';
     return `${sinkLabel(sink)} ${how} for ${formatDuration(sink.failingSeconds)}`;
@@ -120,6 +127,9 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
   if (!(code === 'refusing' && fill >= QUEUE_FULL) && fill >= QUEUE_FILL_WORTH_SAYING) notes.push(`queue ${Math.floor(fill * 100)} % full`);
   if (snapshot.deadLetters > 0) notes.push(`${snapshot.deadLetters} dead ${snapshot.deadLetters === 1 ? 'letter' : 'letters'}`);
   if (snapshot.clockSynchronized === false) notes.push('clock not synchronised');
+  for (const conflict of snapshot.siteClaims?.conflicts ?? []) {
+    notes.push(`site ${JSON.stringify(conflict.site)} forwarded by two gateways (instance ${conflict.claimant.instance} refused)`);
+  }
   notes.push(...clockNotes(snapshot.sinks));
   return { code, text: [headline, ...notes].join(', '), outageSeconds };
 }

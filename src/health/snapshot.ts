@@ -7,6 +7,8 @@ import { clockSynchronized } from './clock.js';
 /** What the gateway knows about itself: the body of `/status` and the source of health reports. */
 export interface GatewaySnapshot {
   version: string;
+  /** This gateway's site id and its instance, which it sends with what it forwards. */
+  identity?: { site: string; instance: string };
   uptimeSeconds: number;
   durability: string;
   ready: boolean;
@@ -66,6 +68,54 @@ export interface GatewaySnapshot {
   };
   /** MQTT's counters, when its endpoint or a subscription is on. */
   mqtt?: MqttSnapshot;
+  /**
+   * At a centre: how many sites gateway instances claimed, and each site another instance forwards
+   * under too (refused in the last 10 minutes). Null where no gateway forwards to this one.
+   */
+  siteClaims?: { sites: number; conflicts: SiteConflictSnapshot[] } | null;
+}
+
+/** A site two gateway instances forward under: the owner, whose readings are stored, and the one refused. */
+export interface SiteConflictSnapshot {
+  site: string;
+  owner: { instance: string; gateway: string | null; since: string; lastHeard: string } | null;
+  claimant: { instance: string; gateway: string | null; refusedSince: string; lastRefused: string; refusedRequests: number };
+}
+
+/** What the centre's site claims give the snapshot (claims/site-claims.ts `view`). */
+export interface SiteClaimsSource {
+  sites: number;
+  conflicts: readonly {
+    site: string;
+    instance: string;
+    gateway: string | null;
+    firstMs: number;
+    lastMs: number;
+    refusedRequests: number;
+    owner: { instance: string; gateway: string | null; firstMs: number; lastMs: number } | undefined;
+  }[];
+}
+
+function siteClaimsSnapshot(view: SiteClaimsSource): GatewaySnapshot['siteClaims'] {
+  if (view.sites === 0 && view.conflicts.length === 0) return null;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return {
+    sites: view.sites,
+    conflicts: view.conflicts.map((c) => ({
+      site: c.site,
+      owner:
+        c.owner === undefined
+          ? null
+          : { instance: c.owner.instance, gateway: c.owner.gateway, since: iso(c.owner.firstMs), lastHeard: iso(c.owner.lastMs) },
+      claimant: {
+        instance: c.instance,
+        gateway: c.gateway,
+        refusedSince: iso(c.firstMs),
+        lastRefused: iso(c.lastMs),
+        refusedRequests: c.refusedRequests,
+      },
+    })),
+  };
 }
 
 export interface MqttSnapshot {
@@ -144,6 +194,9 @@ export interface SnapshotSources {
   /** The configured sinks, in order. */
   sinks?: readonly SinkDescription[];
   idempotency?: { readonly size: number; readonly repeats: number; readonly forgottenEarly: number };
+  identity?: { site: string; instance: string };
+  /** The centre's site claims, when the gateway keeps them. */
+  siteClaims?: () => SiteClaimsSource;
 }
 
 export interface SinkDescription {
@@ -211,7 +264,7 @@ export function queueHolder(sinks: readonly SinkSnapshot[]): SinkSnapshot | unde
 }
 
 export function takeSnapshot(
-  { queue, stats, keys, failureDelay, isStopping, version, tls, sinks = [], idempotency }: SnapshotSources,
+  { queue, stats, keys, failureDelay, isStopping, version, tls, sinks = [], idempotency, identity, siteClaims }: SnapshotSources,
   now = Date.now(),
 ): GatewaySnapshot {
   const depth = queue.stats();
@@ -221,6 +274,7 @@ export function takeSnapshot(
   const sinkSnapshots = sinks.map((sink) => sinkSnapshot(sink, stats, queue, now));
   return {
     version,
+    ...(identity === undefined ? {} : { identity }),
     uptimeSeconds: Math.round((now - stats.startedMs) / 1000),
     durability: queue.durability,
     ready: !isStopping() && queue.isWritable(now),
@@ -266,5 +320,6 @@ export function takeSnapshot(
       deliveryHeapTotalBytes: stats.deliveryHeap?.totalBytes ?? null,
     },
     ...(stats.mqtt === undefined ? {} : { mqtt: mqttSnapshot(stats.mqtt) }),
+    ...(siteClaims === undefined ? {} : { siteClaims: siteClaimsSnapshot(siteClaims()) }),
   };
 }

@@ -14,6 +14,7 @@ import { StaticPathRouter } from './static-path-router.js';
 import { HEALTH_ROUTES, registerHealthRoutes, type HealthDeps } from './routes/health.js';
 import { INGEST_ROUTES, registerIngestRoutes } from './routes/ingest.js';
 import { FLEET_REPORT_PATH, registerFleetRoutes, type FleetDeps } from './routes/fleet.js';
+import type { ClaimChecker } from './site-claim-refusal.js';
 
 /** What the app needs: what the health routes need (their API-key check it makes itself), and more. */
 export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
@@ -39,6 +40,8 @@ export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
   gate?: { prove(socket: Socket): void };
   /** Stores the health reports site gateways send (POST /api/v2/fleet/report); undefined without a QuestDB. */
   recordFleetReport?: FleetDeps['recordFleetReport'];
+  /** Which gateway instance owns each site forwarded here (claims/site-claims.ts). */
+  claims?: ClaimChecker;
 }
 
 export interface ConsoleHooks {
@@ -86,7 +89,11 @@ export function createApp(deps: AppDeps): Hono {
   const fullReason = new QueueFullReason(deps.queue, deps.stats, deps.sinks ?? []);
   registerIngestRoutes(app, { ...deps, inflight: deps.inflight ?? new InflightBudget(deps.maxInflightBytes), fullReason }, requireApiKey);
   registerHealthRoutes(app, { ...deps, requireApiKey });
-  registerFleetRoutes(app, { recordFleetReport: deps.recordFleetReport, siteId: deps.siteId }, requireApiKey);
+  registerFleetRoutes(
+    app,
+    { recordFleetReport: deps.recordFleetReport, siteId: deps.siteId, ...(deps.claims === undefined ? {} : { claims: deps.claims }) },
+    requireApiKey,
+  );
 
   const allow = (methods: string) => (c: Context) =>
     problem(

@@ -92,6 +92,39 @@ describe('IdempotencyKeys', () => {
     expect((await after.claim('d', 'in-flight', 'fp')).kind).toBe('first');
   });
 
+  it("covers the request's site: the key reused for another site is refused, and a retry keeps its site across a stop", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'harbor-idem-'));
+    dirs.push(dir);
+    const keys = new IdempotencyKeys({ windowMs: 60_000, maxKeys: 10 });
+    const first = await keys.claim('relay', 'k', 'fp', 'pier-x');
+    if (first.kind !== 'first') throw new Error(first.kind);
+    first.answered(answer(1));
+    expect(await keys.claim('relay', 'k', 'fp', 'pier-y')).toEqual({ kind: 'mismatch' });
+    expect(await keys.claim('relay', 'k', 'fp', null)).toEqual({ kind: 'mismatch' });
+    expect((await keys.claim('relay', 'k', 'fp', 'pier-x')).kind).toBe('repeat');
+    const own = await keys.claim('relay', 'own', 'fp');
+    if (own.kind === 'first') own.answered(answer(1));
+    keys.save(idempotencyFile(dir), 1_000);
+
+    const after = new IdempotencyKeys({ windowMs: 60_000, maxKeys: 10 });
+    expect(after.load(idempotencyFile(dir), 1_000)).toBe(2);
+    expect(await after.claim('relay', 'k', 'fp', 'pier-y')).toEqual({ kind: 'mismatch' });
+    expect((await after.claim('relay', 'k', 'fp', 'pier-x')).kind).toBe('repeat');
+    expect(await after.claim('relay', 'own', 'fp', 'pier-x')).toEqual({ kind: 'mismatch' });
+    expect((await after.claim('relay', 'own', 'fp', null)).kind).toBe('repeat');
+  });
+
+  it("reads the keys an earlier release saved, which name no site, as matching a repetition of any site's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'harbor-idem-'));
+    dirs.push(dir);
+    const saved = { savedAt: 1_000, keys: [{ id: 'relay\nk', fingerprint: 'fp', ageMs: 0, answer: answer(3) }] };
+    writeFileSync(idempotencyFile(dir), JSON.stringify(saved));
+    const keys = new IdempotencyKeys({ windowMs: 60_000, maxKeys: 10 });
+    expect(keys.load(idempotencyFile(dir), 1_000)).toBe(1);
+    expect(await keys.claim('relay', 'k', 'fp', 'pier-x')).toEqual({ kind: 'repeat', answer: answer(3) });
+    expect(await keys.claim('relay', 'k', 'other', 'pier-x')).toEqual({ kind: 'mismatch' });
+  });
+
   it('starts empty from a damaged file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'harbor-idem-'));
     dirs.push(dir);

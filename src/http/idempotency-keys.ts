@@ -6,7 +6,8 @@ import { replaceFileDurably } from '../durable-file.js';
  * `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header): a client that sends one gets the
  * answer of the first request with that key for every repetition within the window, and its
  * readings are stored once, however often it retried after losing an answer. Keys are per device
- * key (two devices may pick the same key), and a key reused for a different request is refused.
+ * key (two devices may pick the same key), and a key reused for a different request is refused:
+ * other readings, another endpoint, or another site (a relaying gateway's `X-Harbor-Site`).
  *
  * Held in memory: at most `maxKeys` (the oldest is forgotten first, and counted when that happens
  * before its window passed), kept for `windowMs` on the monotonic clock. A graceful stop writes the
@@ -21,9 +22,14 @@ export interface StoredAnswer {
   body: unknown;
 }
 
+/**
+ * `site`: the site the request's readings were stored under, null for the gateway's own (whatever
+ * it is named: a retry across a rename is the same request); undefined for a key an earlier
+ * release saved without one, which any site's repetition matches.
+ */
 type Entry =
-  | { state: 'pending'; fingerprint: string; at: number; settled: Promise<void>; settle: () => void }
-  | { state: 'answered'; fingerprint: string; at: number; answer: StoredAnswer };
+  | { state: 'pending'; fingerprint: string; site: string | null; at: number; settled: Promise<void>; settle: () => void }
+  | { state: 'answered'; fingerprint: string; site: string | null | undefined; at: number; answer: StoredAnswer };
 
 /** What to do with a request that carries a key. */
 export type Claim =
@@ -65,17 +71,18 @@ export class IdempotencyKeys {
   }
 
   /**
-   * The request of `scope` (the device key's name) with `key` and `fingerprint` (what it asks to
-   * store). A repetition while the first is still being stored waits for it: stored, it gets its
-   * answer; not stored (refused, or its client gone before the commit), it goes on as the first.
+   * The request of `scope` (the device key's name) with `key`, `fingerprint` (what it asks to
+   * store) and `site` (where: null for the gateway's own). A repetition while the first is still
+   * being stored waits for it: stored, it gets its answer; not stored (refused, or its client gone
+   * before the commit), it goes on as the first.
    */
-  async claim(scope: string, key: string, fingerprint: string): Promise<Claim> {
+  async claim(scope: string, key: string, fingerprint: string, site: string | null = null): Promise<Claim> {
     const id = `${scope}\n${key}`;
     for (;;) {
       this.#expire();
       const entry = this.#entries.get(id);
       if (entry === undefined) break;
-      if (entry.fingerprint !== fingerprint) return { kind: 'mismatch' };
+      if (entry.fingerprint !== fingerprint || (entry.site !== undefined && entry.site !== site)) return { kind: 'mismatch' };
       if (entry.state === 'answered') {
         this.repeats += 1;
         return { kind: 'repeat', answer: entry.answer };
@@ -84,12 +91,12 @@ export class IdempotencyKeys {
     }
     let settle = (): void => undefined;
     const settled = new Promise<void>((resolve) => (settle = resolve));
-    const pending: Entry = { state: 'pending', fingerprint, at: this.#now(), settled, settle };
+    const pending: Entry = { state: 'pending', fingerprint, site, at: this.#now(), settled, settle };
     this.#add(id, pending);
     return {
       kind: 'first',
       answered: (answer) => {
-        if (this.#entries.get(id) === pending) this.#entries.set(id, { state: 'answered', fingerprint, at: pending.at, answer });
+        if (this.#entries.get(id) === pending) this.#entries.set(id, { state: 'answered', fingerprint, site, at: pending.at, answer });
         settle();
       },
       failed: () => {
@@ -105,7 +112,10 @@ export class IdempotencyKeys {
     const now = this.#now();
     const saved: SavedKey[] = [];
     for (const [id, entry] of this.#entries) {
-      if (entry.state === 'answered') saved.push({ id, fingerprint: entry.fingerprint, ageMs: now - entry.at, answer: entry.answer });
+      if (entry.state !== 'answered') continue;
+      const key: SavedKey = { id, fingerprint: entry.fingerprint, ageMs: now - entry.at, answer: entry.answer };
+      if (entry.site !== undefined) key.site = entry.site;
+      saved.push(key);
     }
     replaceFileDurably(path, JSON.stringify({ savedAt: wallNow, keys: saved }), 0o640);
     return saved.length;
@@ -130,7 +140,9 @@ export class IdempotencyKeys {
     for (const key of saved.keys ?? []) {
       const ageMs = key.ageMs + stoppedMs;
       if (ageMs >= this.windowMs) continue;
-      this.#add(key.id, { state: 'answered', fingerprint: key.fingerprint, at: now - ageMs, answer: key.answer });
+      // A key saved by an earlier release has no site: it matches the repetition of any.
+      const site = typeof key.site === 'string' || key.site === null ? key.site : undefined;
+      this.#add(key.id, { state: 'answered', fingerprint: key.fingerprint, site, at: now - ageMs, answer: key.answer });
       loaded += 1;
     }
     return loaded;
@@ -160,6 +172,8 @@ export class IdempotencyKeys {
 interface SavedKey {
   id: string;
   fingerprint: string;
+  /** Absent in the files of releases that did not keep it. */
+  site?: string | null;
   ageMs: number;
   answer: StoredAnswer;
 }

@@ -10,8 +10,13 @@ export interface DeadLetter {
   failedMs: number;
   /** The sink whose destination refused it, and the only one a re-queue sends it to. */
   sink: string;
-  /** The site its readings come from; null for this gateway's own. */
+  /**
+   * The site its readings come from: another site's, or this gateway's name when it answered them;
+   * null for its own readings queued without a name (its site as named now).
+   */
   site: string | null;
+  /** For this gateway's own readings, the id of that name (`own_sites`); a re-queue keeps it. */
+  ownSite: number | null;
   reason: string;
   /** The reading(s) as record lines: `time_ns \t ship_id \t cargo_id \t value`. */
   line: string;
@@ -23,7 +28,10 @@ export interface Selection {
   sink?: string;
 }
 
-const COLUMNS = 'id, received_ms AS receivedMs, failed_ms AS failedMs, sink, site, reason, line';
+const COLUMNS =
+  'd.id AS id, received_ms AS receivedMs, failed_ms AS failedMs, sink, COALESCE(site, o.name) AS site, own_site AS ownSite, reason, line';
+/** Dead letters with the name of this gateway's site they were answered under. */
+const LETTERS = 'dead_letters d LEFT JOIN own_sites o ON o.id = d.own_site';
 
 /**
  * Dead letters as an operator sees them, from another connection to the queue file (the gateway
@@ -50,7 +58,7 @@ export class DeadLetterStore {
     const where = sink === undefined ? '' : 'AND sink = ?';
     const parameters = sink === undefined ? [afterId, limit] : [afterId, sink, limit];
     return this.#db
-      .prepare(`SELECT ${COLUMNS} FROM dead_letters WHERE id > ? ${where} ORDER BY id LIMIT ?`)
+      .prepare(`SELECT ${COLUMNS} FROM ${LETTERS} WHERE d.id > ? ${where} ORDER BY d.id LIMIT ?`)
       .all(...parameters) as DeadLetter[];
   }
 
@@ -70,7 +78,9 @@ export class DeadLetterStore {
           const readings = letter.line.split('\n').length;
           const bytes = Buffer.byteLength(letter.line);
           const forSink = INGEST_SOURCES.has(letter.sink) ? null : letter.sink;
-          insert.run(letter.receivedMs, readings, bytes, letter.line, letter.site, forSink);
+          // Its own readings keep the name they were answered under, by its id.
+          const site = letter.ownSite === null ? letter.site : null;
+          insert.run(letter.receivedMs, readings, bytes, letter.line, site, forSink, letter.ownSite);
           // The ingest thread counts its own appends; what others add goes into the ledger.
           countAdded(this.#db, { records: 1, readings, bytes });
           remove.run(letter.id);
@@ -98,7 +108,7 @@ export class DeadLetterStore {
   }
 
   #select(selection: Selection): DeadLetter[] {
-    const all = this.#db.prepare(`SELECT ${COLUMNS} FROM dead_letters ORDER BY id`).all() as DeadLetter[];
+    const all = this.#db.prepare(`SELECT ${COLUMNS} FROM ${LETTERS} ORDER BY d.id`).all() as DeadLetter[];
     const ofSink = selection.sink === undefined ? all : all.filter((letter) => letter.sink === selection.sink);
     if (selection.ids === 'all') return ofSink;
     const wanted = new Set(selection.ids);

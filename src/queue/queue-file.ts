@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { fsyncPath, makeDirectoryDurably } from '../durable-file.js';
 import { VERSION } from '../version.js';
-import { assertReadableFormat, migrateQueueFile } from './queue-format.js';
+import { assertReadableFormat, completeQueueFile, migrateQueueFile } from './queue-format.js';
 
 export type Durability = 'power-loss' | 'process-crash';
 
@@ -23,8 +23,9 @@ const segmentTable = (segment: number): string => `segment_${segment}`;
 
 /**
  * Creates segment `n` (no-op when it exists). `site`: the site a record's readings come from, NULL
- * for this gateway's own (the usual case costs no bytes); `sink`: the one sink a re-queued dead
- * letter is for, NULL for every sink.
+ * for this gateway's own; `own_site`: for this gateway's own, the name it had when it answered them
+ * (an id into `own_sites`, a byte or two: see completeQueueFile); `sink`: the one sink a re-queued
+ * dead letter is for, NULL for every sink.
  */
 export function createSegment(db: Database.Database, segment: number): void {
   db.exec(
@@ -35,7 +36,8 @@ export function createSegment(db: Database.Database, segment: number): void {
       bytes       INTEGER NOT NULL,
       payload     TEXT    NOT NULL,
       site        TEXT,
-      sink        TEXT
+      sink        TEXT,
+      own_site    INTEGER
     )`,
   );
 }
@@ -59,12 +61,17 @@ export function segmentNumbers(names: readonly string[]): number[] {
   return names.map((name) => Number(name.slice('segment_'.length))).sort((a, b) => a - b);
 }
 
-/** Appends to segment `n`: received_ms, readings, bytes, payload, site (null: this gateway's), sink (null: every sink). */
+/**
+ * Appends to segment `n`: received_ms, readings, bytes, payload, site (null: this gateway's), sink
+ * (null: every sink), own_site (this gateway's name when it answered them, as its id; null for another site's).
+ */
 export function segmentInsert(
   db: Database.Database,
   segment: number,
-): Database.Statement<[number, number, number, string, string | null, string | null]> {
-  return db.prepare(`INSERT INTO ${segmentTable(segment)} (received_ms, readings, bytes, payload, site, sink) VALUES (?, ?, ?, ?, ?, ?)`);
+): Database.Statement<[number, number, number, string, string | null, string | null, number | null]> {
+  return db.prepare(
+    `INSERT INTO ${segmentTable(segment)} (received_ms, readings, bytes, payload, site, sink, own_site) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
 }
 
 /** A record as `segmentRecordsAfter` reads it. */
@@ -76,13 +83,14 @@ export type SegmentRow = [
   payload: string,
   site: string | null,
   sink: string | null,
+  ownSite: number | null,
 ];
 
 /** Records of segment `n` after an id, oldest first. */
 export function segmentRecordsAfter(db: Database.Database, segment: number): Database.Statement<[number], SegmentRow> {
   return db
     .prepare<[number], SegmentRow>(
-      `SELECT id, received_ms, readings, bytes, payload, site, sink FROM ${segmentTable(segment)} WHERE id > ? ORDER BY id`,
+      `SELECT id, received_ms, readings, bytes, payload, site, sink, own_site FROM ${segmentTable(segment)} WHERE id > ? ORDER BY id`,
     )
     .raw(true);
 }
@@ -208,6 +216,7 @@ export function openQueueFile(
     // An existing file's WAL was opened by the pragma above, before any write.
     fsyncPath(dataDir);
     migrateQueueFile(db, path, VERSION);
+    completeQueueFile(db);
     if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
     if (options.create) enableIncrementalVacuum(db);
     // A new file's WAL appears with its first write, above.
@@ -280,4 +289,27 @@ export function countAdded(db: Database.Database, added: Totals): void {
   db.prepare<[number, number, number]>(
     'UPDATE ledger SET added_records = added_records + ?, added_readings = added_readings + ?, added_bytes = added_bytes + ? WHERE id = 1',
   ).run(added.records, added.readings, added.bytes);
+}
+
+/**
+ * The id of this gateway's site name in `own_sites`, added when the name is new: what a record of
+ * its own readings keeps of the name it was answered under.
+ */
+export function ownSiteId(db: Database.Database, name: string, now = Date.now()): number {
+  const find = db.prepare<[string], number>('SELECT id FROM own_sites WHERE name = ?').pluck();
+  // Read first: a start writes nothing when the name is known, which a full disk needs.
+  return (
+    find.get(name) ??
+    db
+      .transaction(() => {
+        db.prepare('INSERT OR IGNORE INTO own_sites (name, first_ms) VALUES (?, ?)').run(name, now);
+        return find.get(name)!;
+      })
+      .immediate()
+  );
+}
+
+/** The names this gateway had, by their id in `own_sites`. */
+export function ownSiteNames(db: Database.Database): Map<number, string> {
+  return new Map(db.prepare<[], [number, string]>('SELECT id, name FROM own_sites').raw(true).all());
 }

@@ -121,6 +121,35 @@ CREATE TABLE IF NOT EXISTS sink_kept (
 /** The format this release writes. */
 export const QUEUE_FORMAT = STEPS.at(-1)!.version;
 
+/**
+ * Columns and tables added without a new format version: a build of the same format that lacks
+ * them names every column it reads and writes, so it takes the file back as it is, and what it
+ * writes without them keeps the meaning their absence has (NULL). Each is made where missing at
+ * every open, after the steps: also on a file such a build wrote into since.
+ *
+ * `own_sites` and `own_site`: the name this gateway had (`SITE_ID`) when it answered a record or
+ * dead letter of its own readings, as a small id into `own_sites`, so that a renamed site's
+ * earlier readings keep their name without the name on every row. NULL with a NULL `site`: a
+ * record of an older build, of the gateway's own site as it is named now.
+ */
+export function completeQueueFile(db: Database.Database): void {
+  const segments = db
+    .prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND (name GLOB 'segment_[0-9]*' OR name = 'dead_letters')")
+    .pluck()
+    .all()
+    .filter((table) => !hasColumn(db, table, 'own_site'));
+  const hasOwnSites = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'own_sites'").get() !== undefined;
+  if (segments.length === 0 && hasOwnSites) return;
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS own_sites (
+  id       INTEGER PRIMARY KEY,
+  name     TEXT    NOT NULL UNIQUE,
+  first_ms INTEGER NOT NULL
+)`);
+    for (const table of segments) if (!hasColumn(db, table, 'own_site')) db.exec(`ALTER TABLE ${table} ADD COLUMN own_site INTEGER`);
+  }).immediate();
+}
+
 /** A queue file written by a newer release: refused before anything in it is changed. */
 export class QueueFormatError extends Error {
   override name = 'QueueFormatError';

@@ -3,6 +3,7 @@ import { DiskReserve, isDiskFull, releaseReserve } from './disk-reserve.js';
 import { Checkpointer, type CheckpointFiles, type QueueSyncLostError } from './checkpoint.js';
 import {
   openQueueFile,
+  ownSiteNames,
   readProgress,
   segmentNames,
   segmentNumbers,
@@ -29,19 +30,31 @@ export interface QueueRecord {
   readings: number;
   bytes: number;
   payload: string;
-  /** The site the readings come from; absent for this gateway's own. */
+  /**
+   * The site the readings come from: another site's, or this gateway's name when it answered them
+   * (then `ownSite` is set too). Absent for this gateway's own readings queued without a name (by
+   * a release before names were kept): its site as named now.
+   */
   site?: string;
+  /** For this gateway's own readings: the id of the name they were answered under (`own_sites`). */
+  ownSite?: number;
   /** The one sink a re-queued dead letter goes to; absent for every sink. */
   sink?: string;
 }
+
+/** Whether a record's readings are this gateway's own (answered here), not another site's it relays. */
+export const isOwnRecord = (record: Pick<QueueRecord, 'site' | 'ownSite'>): boolean =>
+  record.ownSite !== undefined || record.site === undefined;
 
 export interface DeadLetterInput {
   receivedMs: number;
   reason: string;
   /** The reading as a record line (see record-codec), or a whole corrupt record. */
   line: string;
-  /** The site of the record it came from; absent for this gateway's own. */
+  /** The site of the record it came from, when another site's. */
   site?: string;
+  /** The `ownSite` of the record it came from, when this gateway's own. */
+  ownSite?: number;
   /**
    * It came from a dead letter of this sink re-queued for it: refused again, it is a dead letter
    * again, but no new refusal for the counters, which counted it when it was first refused.
@@ -49,11 +62,19 @@ export interface DeadLetterInput {
   again?: true;
 }
 
-/** A stored row as a QueueRecord: the site and sink only when set. */
-export function queueRecord(segment: number, row: SegmentRow): QueueRecord {
-  const [id, receivedMs, readings, bytes, payload, site, sink] = row;
+/**
+ * A stored row as a QueueRecord: the site and sink only when set; a name this gateway answered
+ * under is looked up in `ownSites` (its `own_sites`, by id).
+ */
+export function queueRecord(segment: number, row: SegmentRow, ownSites: ReadonlyMap<number, string>): QueueRecord {
+  const [id, receivedMs, readings, bytes, payload, site, sink, ownSite] = row;
   const record: QueueRecord = { segment, id, receivedMs, readings, bytes, payload };
   if (site !== null) record.site = site;
+  else if (ownSite !== null) {
+    const name = ownSites.get(ownSite);
+    if (name !== undefined) record.site = name;
+    record.ownSite = ownSite;
+  }
   if (sink !== null) record.sink = sink;
   return record;
 }
@@ -93,6 +114,8 @@ export class QueueReader {
   /** Prepared once: a delivery reads the queue every interval, and preparing cost more than the read. */
   readonly #listSegments: Database.Statement<[], string>;
   readonly #segmentReads = new Map<number, Database.Statement<[number], SegmentRow>>();
+  /** The names this gateway had, by id; read again when a record names one not seen yet. */
+  #ownSites: Map<number, string>;
 
   constructor(
     dataDir: string,
@@ -113,6 +136,7 @@ export class QueueReader {
     this.#db = openQueueFile(dataDir, durability, { create: false });
     const db = this.#db;
     this.#listSegments = segmentNames(db);
+    this.#ownSites = ownSiteNames(db);
     const mark = readSinkMarks(db).get(sink);
     if (mark === undefined) {
       db.close();
@@ -130,11 +154,11 @@ export class QueueReader {
     } else if (kept !== undefined) {
       this.#write(() => db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink));
     }
-    const insertDeadLetter = db.prepare<[number, number, string, string, string, string | null]>(
-      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink, site) VALUES (?, ?, ?, ?, ?, ?)',
+    const insertDeadLetter = db.prepare<[number, number, string, string, string, string | null, number | null]>(
+      'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink, site, own_site) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
     const advance = db.transaction((to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number): Progress => {
-      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null);
+      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null, d.ownSite ?? null);
       writeSinkMark(db, sink, to);
       return advanceCommonMark(db).common;
     });
@@ -165,7 +189,9 @@ export class QueueReader {
       if (segment < from.segment) continue;
       const after = segment === from.segment ? from.lastId : 0;
       for (const row of this.#recordsAfter(segment).iterate(after)) {
-        const record = queueRecord(segment, row);
+        const ownSite = row[7];
+        if (ownSite !== null && !this.#ownSites.has(ownSite)) this.#ownSites = ownSiteNames(this.#db);
+        const record = queueRecord(segment, row, this.#ownSites);
         records.push(record);
         readings += record.readings;
         bytes += record.bytes;

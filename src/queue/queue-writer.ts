@@ -19,6 +19,7 @@ import {
   listSegments,
   newestReceivedMs,
   openQueueFile,
+  ownSiteId,
   queuePath,
   readProgress,
   segmentInsert,
@@ -58,6 +59,12 @@ export interface QueueOptions {
   maxBytes: number;
   /** The sinks the queue feeds; by default the local QuestDB alone. */
   sinks?: readonly SinkRegistration[];
+  /**
+   * This gateway's site (`SITE_ID`): its own readings are queued with the name they were answered
+   * under, so a rename applies to what is answered after it. Unset: they are queued without a
+   * name, and each sink gives them its own site's.
+   */
+  site?: string;
   /** Keep a reserve on the file system for a full disk (disk-reserve.ts): the gateway does. */
   diskReserve?: boolean;
   /**
@@ -151,6 +158,9 @@ export class QueueWriter {
   readonly #insertMany: (rows: QueueRow[], sides: readonly SideWrite[] | undefined) => void;
   /** Side writes' statements by their SQL: a few, as their callers are few. */
   readonly #sideStatements = new Map<string, Database.Statement>();
+  /** This gateway's site, and its id in the file's `own_sites` (null without a site). */
+  readonly #site: string | undefined;
+  readonly #siteId: number | null;
   readonly #deadLetterCount: Database.Statement<[], { count: number }>;
   #pending: PendingAppend[] = [];
   /** In power-loss mode: syncs ingest's commits off the event loop (log-sync.ts). */
@@ -213,9 +223,13 @@ export class QueueWriter {
       this.#segmentRecords += 1;
       this.#segmentBytes += bytes;
     }
+    this.#site = options.site;
+    this.#siteId = options.site === undefined ? null : this.#ownSiteId(options.dataDir, options.site);
     this.#insertMany = db.transaction((rows: QueueRow[], sides: readonly SideWrite[] | undefined) => {
       const insert = this.#insert;
-      for (const row of rows) insert.run(row.receivedMs, row.readings, row.bytes, row.payload, row.site, null);
+      const ownSite = this.#siteId;
+      for (const row of rows)
+        insert.run(row.receivedMs, row.readings, row.bytes, row.payload, row.site, null, row.site === null ? ownSite : null);
       if (sides !== undefined) for (const side of sides) this.#sideStatement(side.sql).run(...side.params);
     });
     this.#deadLetterCount = db.prepare('SELECT COUNT(*) AS count FROM dead_letters');
@@ -231,10 +245,20 @@ export class QueueWriter {
     return new QueueWriter(options);
   }
 
+  /** The site's id in the file; a new name on a full disk takes the disk reserve's room (disk-reserve.ts). */
+  #ownSiteId(dataDir: string, site: string): number {
+    try {
+      return ownSiteId(this.#db, site);
+    } catch (error) {
+      if (!isDiskFull(error) || !releaseReserve(dataDir)) throw error;
+      return ownSiteId(this.#db, site);
+    }
+  }
+
   /**
-   * Queues one request's readings, from `site` (undefined: this gateway's own); resolves once they
-   * are committed, rejects with QueueRefusedError, or with RequestAbandonedError when `connection`
-   * was closed by its client before the commit.
+   * Queues one request's readings, from `site` (undefined or this gateway's name: its own, queued
+   * under the name it has now); resolves once they are committed, rejects with QueueRefusedError,
+   * or with RequestAbandonedError when `connection` was closed by its client before the commit.
    */
   append(
     payload: string,
@@ -262,7 +286,7 @@ export class QueueWriter {
         readings,
         bytes,
         receivedMs,
-        site: site ?? null,
+        site: site === undefined || site === this.#site ? null : site,
         side,
         sideOnly: false,
         connection,

@@ -174,7 +174,7 @@ describe('QueueWriter and QueueReader', () => {
     // What the operator's CLI does: insert and record it in the ledger, in one transaction.
     const outsider = new Database(queue.path);
     outsider.transaction(() => {
-      segmentInsert(outsider, listSegments(outsider).at(-1)!).run(1, 3, 10, '1\ts\tc\t1', null, null);
+      segmentInsert(outsider, listSegments(outsider).at(-1)!).run(1, 3, 10, '1\ts\tc\t1', null, null, null);
       countAdded(outsider, { records: 1, readings: 3, bytes: 10 });
     })();
     outsider.close();
@@ -216,7 +216,7 @@ describe('QueueWriter and QueueReader', () => {
     reader.close();
     // What an operator re-queues keeps the time it was first received.
     const db = new Database(join(dataDir, 'queue.db'));
-    segmentInsert(db, listSegments(db).at(-1)!).run(1_000, 1, 9, '3\ts\tc\t3', null, null);
+    segmentInsert(db, listSegments(db).at(-1)!).run(1_000, 1, 9, '3\ts\tc\t3', null, null, null);
     db.close();
     expect(openQueue({ dataDir }).newestReceivedMs).toBe(9_000);
   });

@@ -24,3 +24,12 @@ export function decodeSite(value: string): string | undefined {
     return undefined;
   }
 }
+
+/**
+ * A site gateway's instance (an id it makes at its first start, made anew on another board) rides
+ * beside `X-Harbor-Site` with what it forwards, so a centre tells two gateways of one site id apart.
+ */
+export const INSTANCE_HEADER = 'x-harbor-instance';
+
+/** An instance id: 1-64 of lower-case letters, digits and inner hyphens (a gateway makes 16 base32 characters). */
+export const isInstanceId = (id: string): boolean => /^[a-z0-9][a-z0-9-]{0,63}$/.test(id);

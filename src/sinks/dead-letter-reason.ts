@@ -11,11 +11,13 @@ export function reasonText(text: string): string {
 }
 
 /**
- * The record's site, when it has one, for a dead letter of its readings; and whether the record is
- * a dead letter of this sink re-queued for it (a record for one sink is read by that sink alone).
+ * The record's site for a dead letter of its readings (another site's name, or the id of this
+ * gateway's name it was answered under), and whether the record is a dead letter of this sink
+ * re-queued for it (a record for one sink is read by that sink alone).
  */
-const originOf = (record: QueueRecord): { site?: string; again?: true } => {
-  const from: { site?: string; again?: true } = record.site === undefined ? {} : { site: record.site };
+const originOf = (record: QueueRecord): { site?: string; ownSite?: number; again?: true } => {
+  const from: { site?: string; ownSite?: number; again?: true } =
+    record.ownSite !== undefined ? { ownSite: record.ownSite } : record.site === undefined ? {} : { site: record.site };
   if (record.sink !== undefined) from.again = true;
   return from;
 };
@@ -33,4 +35,9 @@ export function corruptRecordLetter(record: QueueRecord, error: RecordCorruptErr
 /** One reading of `record` its destination refused, with the reason (already made one bounded line). */
 export function readingLetter(record: QueueRecord, reading: QueuedReading, reason: string): DeadLetterInput {
   return { receivedMs: record.receivedMs, reason, line: formatLine(reading), ...originOf(record) };
+}
+
+/** A whole record its destination refused (the site of its readings given to another gateway), with the reason. */
+export function recordLetter(record: QueueRecord, reason: string): DeadLetterInput {
+  return { receivedMs: record.receivedMs, reason: reasonText(reason), line: record.payload, ...originOf(record) };
 }

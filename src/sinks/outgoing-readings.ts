@@ -1,4 +1,4 @@
-import type { DeadLetterInput, QueueRecord } from '../queue/queue-reader.js';
+import { isOwnRecord, type DeadLetterInput, type QueueRecord } from '../queue/queue-reader.js';
 import { RecordCorruptError, scanRecord, type LineVisitor, type QueuedReading } from '../queue/record-codec.js';
 import { formatTimestampNs } from '../reading/format-timestamp.js';
 import { corruptRecordLetter } from './dead-letter-reason.js';
@@ -33,19 +33,51 @@ export function readingJson(r: QueuedReading, siteJson?: string, valueText?: str
 }
 
 /**
- * The records' readings in queue order; a record that cannot be decoded becomes one dead letter as
- * a whole. With `site` (this gateway's), each reading's JSON names its site: the record's, else that one.
+ * What a reading's JSON says after `"site":` — its site as a JSON string, the record's, else `site`
+ * (this gateway's) — and, for this gateway's own readings with `instance` given, `,"instance":` and
+ * the instance: so a consumer tells two gateways that forward under one site id apart.
  */
-export function outgoingReadings(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): OutgoingReading[] {
+export function originJson(record: QueueRecord, site: string, instance?: string): string {
+  const siteJson = JSON.stringify(record.site ?? site);
+  return instance !== undefined && isOwnRecord(record) ? `${siteJson},"instance":${JSON.stringify(instance)}` : siteJson;
+}
+
+/** `originJson` for a batch's records one after another: neighbours of one origin share one string. */
+export function originsJson(site: string, instance?: string): (record: QueueRecord) => string {
+  let lastSite: string | undefined;
+  let lastOwn = false;
+  let last = '';
+  return (record) => {
+    const own = isOwnRecord(record);
+    if (last === '' || record.site !== lastSite || own !== lastOwn) {
+      last = originJson(record, site, instance);
+      lastSite = record.site;
+      lastOwn = own;
+    }
+    return last;
+  };
+}
+
+/**
+ * The records' readings in queue order; a record that cannot be decoded becomes one dead letter as
+ * a whole. With `site` (this gateway's), each reading's JSON names its site: the record's, else that
+ * one, and with `instance` too this gateway's instance for its own readings.
+ */
+export function outgoingReadings(
+  records: readonly QueueRecord[],
+  deadLetters: DeadLetterInput[],
+  site?: string,
+  instance?: string,
+): OutgoingReading[] {
   const out: OutgoingReading[] = [];
-  for (const { reading, record, valueText, siteJson } of eachReading(records, deadLetters, site)) {
+  for (const { reading, record, valueText, siteJson } of eachReading(records, deadLetters, site, instance)) {
     const json = readingJson(reading, siteJson, valueText);
     out.push({ reading, record, json, bytes: Buffer.byteLength(json) });
   }
   return out;
 }
 
-/** A reading as taken from its record: its value's text as queued and, with a site given, its site as a JSON string. */
+/** A reading as taken from its record: its value's text as queued and, with a site given, its site as `originJson` writes it. */
 export interface TakenReading {
   reading: QueuedReading;
   record: QueueRecord;
@@ -58,7 +90,12 @@ export interface TakenReading {
  * several requests holds only one request's readings at once (the dead letters are complete once
  * all are taken).
  */
-export function* eachReading(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): Generator<TakenReading> {
+export function* eachReading(
+  records: readonly QueueRecord[],
+  deadLetters: DeadLetterInput[],
+  site?: string,
+  instance?: string,
+): Generator<TakenReading> {
   // A record's readings and their values' text, whole before any is given: a corrupt record is one dead letter.
   const rows: QueuedReading[] = [];
   const valueTexts: string[] = [];
@@ -66,9 +103,9 @@ export function* eachReading(records: readonly QueueRecord[], deadLetters: DeadL
     rows.push({ timeNs: text.slice(time, tab1), shipId: text.slice(tab1 + 1, tab2), cargoId: text.slice(tab2 + 1, tab3), value });
     valueTexts.push(text.slice(tab3 + 1, end));
   };
-  const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
+  const origin = site === undefined ? undefined : originsJson(site, instance);
   for (const record of records) {
-    const siteJson = site === undefined ? undefined : record.site === undefined ? ownSiteJson : JSON.stringify(record.site);
+    const siteJson = origin?.(record);
     rows.length = 0;
     valueTexts.length = 0;
     try {

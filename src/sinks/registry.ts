@@ -3,6 +3,7 @@ import type { KafkaSinkConfig } from '../config/config.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
 import { KafkaTarget } from './kafka/kafka-target.js';
 import { QuestDbTarget } from './questdb/questdb-target.js';
+import { RemoteSiteClaims } from './remote-questdb/remote-site-claims.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
 import { UpstreamTarget } from './upstream/upstream-target.js';
 
@@ -18,6 +19,11 @@ export interface SinkSpecBase {
   batchReadings: number;
   /** This gateway's site (`SITE_ID`): the site of readings queued without one. */
   site: string;
+  /**
+   * This gateway's instance (identity/instance.ts), sent with its own readings where the destination
+   * can take it, so a centre tells two gateways of one site id apart.
+   */
+  instance?: string;
   /**
    * How long delivered readings are kept to be sent again after a recovery (unset or 0: not kept):
    * the QuestDB sinks', whose server may lose what it acknowledged (a power cut of the local one, a
@@ -36,6 +42,11 @@ export interface QuestDbSinkSpec extends SinkSpecBase {
   retentionDays: number | undefined;
   /** Resume the table when QuestDB suspended it (the local QuestDB only). */
   resumesWal: boolean;
+  /**
+   * A remote QuestDB's site claims (remote-questdb/remote-site-claims.ts), kept with `instance`:
+   * this gateway's name there, and how long an owner's silence lets its claim lapse.
+   */
+  claims?: { gateway: string; expiryMs: number };
 }
 
 export interface UpstreamSinkSpec extends SinkSpecBase {
@@ -61,10 +72,16 @@ export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec | KafkaSinkSpec;
 
 export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
   switch (spec.kind) {
-    case 'questdb':
+    case 'questdb': {
+      const questdb = new QuestDbHttp(spec.questdb);
+      const claims =
+        spec.claims === undefined || spec.instance === undefined
+          ? undefined
+          : new RemoteSiteClaims(questdb, { instance: spec.instance, gateway: spec.claims.gateway, expiryMs: spec.claims.expiryMs });
       return new QuestDbTarget({
-        questdb: new QuestDbHttp(spec.questdb),
+        questdb,
         logger,
+        ...(claims === undefined ? {} : { claims }),
         options: {
           name: spec.name,
           describe: spec.describe,
@@ -74,6 +91,7 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           resumesWal: spec.resumesWal,
         },
       });
+    }
     case 'upstream':
       return new UpstreamTarget(
         {
@@ -85,10 +103,11 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           maxReadings: spec.batchReadings,
           maxBodyBytes: spec.maxBodyBytes,
           site: spec.site,
+          ...(spec.instance === undefined ? {} : { instance: spec.instance }),
         },
         logger,
       );
     case 'kafka':
-      return new KafkaTarget(spec.kafka, { site: spec.site });
+      return new KafkaTarget(spec.kafka, { site: spec.site, ...(spec.instance === undefined ? {} : { instance: spec.instance }) });
   }
 }

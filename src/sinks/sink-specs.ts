@@ -5,11 +5,17 @@ import { remoteQuestDbSpec } from './remote-questdb/remote-questdb-spec.js';
 import { describeUpstream } from './upstream/upstream-target.js';
 import { describeKafka } from './kafka/describe-kafka.js';
 
-/** The sinks the configuration asks for, the local QuestDB first (loadConfig refuses a configuration without any). */
-export function sinkSpecs(config: Config): SinkSpec[] {
-  return [localQuestDbSpec(config), remoteQuestDbSpec(config), upstreamSpec(config), kafkaSpec(config)].filter(
-    (spec) => spec !== undefined,
-  );
+/**
+ * The sinks the configuration asks for, the local QuestDB first (loadConfig refuses a configuration
+ * without any); `instance`: this gateway's, which the remote sinks send with its own readings.
+ */
+export function sinkSpecs(config: Config, instance?: string): SinkSpec[] {
+  return [
+    localQuestDbSpec(config),
+    remoteQuestDbSpec(config, instance),
+    upstreamSpec(config, instance),
+    kafkaSpec(config, instance),
+  ].filter((spec) => spec !== undefined);
 }
 
 function localQuestDbSpec(config: Config): SinkSpec | undefined {
@@ -37,12 +43,12 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
   };
 }
 
-function upstreamSpec(config: Config): SinkSpec | undefined {
+function upstreamSpec(config: Config, instance: string | undefined): SinkSpec | undefined {
   const upstream = config.upstream;
   if (upstream === undefined) return undefined;
   return {
     kind: 'upstream',
-    ...specBase('upstream', upstream, config.siteId),
+    ...specBase('upstream', upstream, config.siteId, instance),
     describe: describeUpstream(upstream.url, upstream.proxy),
     url: upstream.url,
     apiKey: upstream.apiKey,
@@ -53,12 +59,12 @@ function upstreamSpec(config: Config): SinkSpec | undefined {
   };
 }
 
-function kafkaSpec(config: Config): SinkSpec | undefined {
+function kafkaSpec(config: Config, instance: string | undefined): SinkSpec | undefined {
   const kafka = config.kafka;
   if (kafka === undefined) return undefined;
   return {
     kind: 'kafka',
-    ...specBase('kafka', kafka, config.siteId),
+    ...specBase('kafka', kafka, config.siteId, instance),
     kafka,
     describe: describeKafka(kafka),
   };

@@ -1,6 +1,18 @@
 import type { SinkSpecBase } from './registry.js';
 
-/** An optional sink's name, and how it delivers as its own settings say, for this site. */
-export function specBase(name: string, settings: Pick<SinkSpecBase, 'policy' | 'backfill' | 'batchReadings'>, site: string): SinkSpecBase {
-  return { name, policy: settings.policy, backfill: settings.backfill, batchReadings: settings.batchReadings, site };
+/** An optional sink's name, and how it delivers as its own settings say, for this site (and this gateway's instance). */
+export function specBase(
+  name: string,
+  settings: Pick<SinkSpecBase, 'policy' | 'backfill' | 'batchReadings'>,
+  site: string,
+  instance: string | undefined,
+): SinkSpecBase {
+  return {
+    name,
+    policy: settings.policy,
+    backfill: settings.backfill,
+    batchReadings: settings.batchReadings,
+    site,
+    ...(instance === undefined ? {} : { instance }),
+  };
 }

@@ -27,6 +27,7 @@ section h2:first-child{margin-top:0}
 .state-refusing{background:var(--badbg);color:var(--bad)}
 .notice{background:#e6f0fb;border:1px solid #b6d0ee;padding:.6rem .9rem;border-radius:6px}
 .error{background:var(--badbg);color:var(--bad);border:1px solid #f1b5b5;padding:.6rem .9rem;border-radius:6px}
+.warning{background:var(--warnbg);color:var(--warn);border:1px solid #efd08a;padding:.6rem .9rem;border-radius:6px}
 .scroll{overflow-x:auto;max-width:100%}
 section.scroll{border:0;padding:0;margin:0;border-radius:0;background:none}
 table{border-collapse:collapse;width:100%;font-size:.95rem}

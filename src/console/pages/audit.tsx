@@ -18,6 +18,7 @@ const ACTIONS: Record<AuditEntry['action'], string> = {
   key_revoked: 'Key revoked',
   dead_letters_requeued: 'Dead letters re-queued',
   dead_letters_purged: 'Dead letters purged',
+  site_claim_released: 'Site claim released',
   update_uploaded: 'Update uploaded',
   update_installed: 'Update installed',
   update_confirmed: 'Update confirmed',

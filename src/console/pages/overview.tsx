@@ -1,8 +1,8 @@
 import type { FC } from 'hono/jsx';
 import type { GatewayState } from '../../health/gateway-state.js';
-import type { GatewaySnapshot, SinkSnapshot } from '../../health/snapshot.js';
+import type { GatewaySnapshot, SinkSnapshot, SiteConflictSnapshot } from '../../health/snapshot.js';
 import { formatBytes, formatCount, formatDuration } from './format.js';
-import { CountCell, figures, Section, Table } from './layout.js';
+import { CONSOLE_PATH, CountCell, CsrfField, figures, Section, Table } from './layout.js';
 import { MinuteChart } from './minute-chart.js';
 
 export interface OverviewModel {
@@ -12,17 +12,22 @@ export interface OverviewModel {
   minutes: number[];
   /** Where devices and browsers reach the gateway over HTTPS. */
   httpsUrls: string[];
+  csrf: string;
+  /** What the last action did (a claim released). */
+  notice?: string | undefined;
 }
 
 const age = (seconds: number | null): string => (seconds === null ? 'none' : `${formatDuration(seconds)} old`);
 
 const CLOCK = { true: 'synchronised', false: 'not synchronised: readings without a time get an untrusted time', null: 'unknown here' };
 
-export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, httpsUrls }) => (
+export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, httpsUrls, csrf, notice }) => (
   <>
     <p class={`state state-${state.code}`} id="state">
       {state.text}
     </p>
+    {notice === undefined ? null : <p class="notice">{notice}</p>}
+    {(s.siteClaims?.conflicts.length ?? 0) === 0 ? null : <SiteConflicts conflicts={s.siteClaims!.conflicts} csrf={csrf} />}
     <Section name="rate" heading="Readings per minute">
       <MinuteChart counts={minutes} />
     </Section>
@@ -49,6 +54,16 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
         <dl class="facts">
           <dt>Version</dt>
           <dd>{s.version}</dd>
+          {s.identity === undefined ? null : (
+            <>
+              <dt>Site</dt>
+              <dd id="site">{s.identity.site}</dd>
+              <dt>Instance</dt>
+              <dd class="mono" id="instance">
+                {s.identity.instance}
+              </dd>
+            </>
+          )}
           <dt>Up for</dt>
           <dd>{formatDuration(s.uptimeSeconds)}</dd>
           <dt>Clock</dt>
@@ -103,6 +118,50 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
       </dl>
     </Section>
   </>
+);
+
+/** Sites two gateways forward here under one site id: whose readings are stored, whose are refused, and the release. */
+const SiteConflicts: FC<{ conflicts: readonly SiteConflictSnapshot[]; csrf: string }> = ({ conflicts, csrf }) => (
+  <Section name="site-conflicts" heading="Sites forwarded by two gateways">
+    <p class="error">
+      Two gateways forward under one site id (a cloned card, or two sites given one name). The first to claim the site owns it: its readings
+      are stored. The other's are refused, kept queued at its site, until it is renamed (SITE_ID) or the claim is released here, after which
+      the next gateway that forwards under the site owns it.
+    </p>
+    <Table label="Sites forwarded by two gateways" columns={['Site', 'Owner', 'Refused', figures('Requests refused'), '']}>
+      {conflicts.map((c) => (
+        <tr>
+          <th scope="row">{c.site}</th>
+          <td>
+            {c.owner === null ? (
+              <span class="muted">none</span>
+            ) : (
+              <>
+                <span class="mono">{c.owner.instance}</span> {c.owner.gateway ?? ''}
+                <span class="hint">
+                  since {c.owner.since}, last heard {c.owner.lastHeard}
+                </span>
+              </>
+            )}
+          </td>
+          <td>
+            <span class="mono">{c.claimant.instance}</span> {c.claimant.gateway ?? ''}
+            <span class="hint">
+              refused since {c.claimant.refusedSince}, last {c.claimant.lastRefused}
+            </span>
+          </td>
+          <CountCell count={c.claimant.refusedRequests} />
+          <td>
+            <form method="post" action={`${CONSOLE_PATH}/site-claims/release`}>
+              <CsrfField csrf={csrf} />
+              <input type="hidden" name="site" value={c.site} />
+              <button type="submit">Release the claim</button>
+            </form>
+          </td>
+        </tr>
+      ))}
+    </Table>
+  </Section>
 );
 
 const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (

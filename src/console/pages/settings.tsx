@@ -50,9 +50,12 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
     </Section>
     <Section name="check" heading="What check-config says now">
       {check.valid ? (
-        <p class="notice" id="check-config">
-          {check.summary}
-        </p>
+        <div id="check-config">
+          <p class="notice">{check.summary}</p>
+          {check.notices.map((n) => (
+            <p class="warning">{n}</p>
+          ))}
+        </div>
       ) : (
         <div class="error" id="check-config">
           The configuration would not start the gateway now:

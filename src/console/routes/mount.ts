@@ -10,6 +10,7 @@ import { registerLoginRoutes } from './login.js';
 import { auditLogins, auditLogouts } from './login-audit.js';
 import { registerMetricsRoute } from './metrics.js';
 import { registerPageRoutes } from './pages.js';
+import { registerSiteClaimRoutes } from './site-claims.js';
 import { registerUpdateRoute } from './update.js';
 import { registerAuditRoute } from './audit.js';
 
@@ -45,6 +46,7 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
       `${CONSOLE_PATH}/keys/*`,
       `${CONSOLE_PATH}/dead-letters`,
       `${CONSOLE_PATH}/dead-letters/*`,
+      `${CONSOLE_PATH}/site-claims/*`,
     ],
     bodyLimit({ maxSize: FORM_MAX_BYTES, onError: (c) => c.text('Form too large', 413) }),
   );
@@ -54,6 +56,7 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
   registerPageRoutes(app, console);
   registerKeyRoutes(app, console);
   registerDeadLetterRoutes(app, console);
+  registerSiteClaimRoutes(app, console);
   registerUpdateRoute(app, console);
   registerAuditRoute(app, console);
   app.all(`${CONSOLE_PATH}/*`, (c) => c.text('No such page in the console', 404));

@@ -42,6 +42,11 @@ export function settingRows(env: Record<string, string | undefined>): SettingRow
   });
 }
 
+const released = (site: string | undefined): string | undefined =>
+  site === undefined
+    ? undefined
+    : `The claim of site ${JSON.stringify(site)} was released: the next gateway that forwards under it owns it.`;
+
 export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
   const settings = settingRows(console.deps.env);
   const frame = (c: Context, page: 'overview' | 'devices' | 'settings', title: string, refreshS?: number) =>
@@ -56,6 +61,8 @@ export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
       snapshot,
       minutes: console.minutes.series(now),
       httpsUrls: lanHosts(c).map((host) => `${httpsUrl(host, console.httpsPort)}/`),
+      csrf: c.get('consoleSession').csrf,
+      notice: released(c.req.query('released')),
     };
     return renderPage(c, frame(c, 'overview', 'Overview', REFRESH_S), <Overview {...model} />);
   });

@@ -6,6 +6,7 @@ import { toReadingIssues } from '../../reading/reading-issues.js';
 import { readJsonBody } from '../body.js';
 import { principalOf } from '../middleware/api-key/index.js';
 import { problem } from '../problem-details.js';
+import { type ClaimChecker, siteClaimRefusal } from '../site-claim-refusal.js';
 
 /** Where site gateways send their health, beside the ingest paths and behind the same keys. */
 export const FLEET_REPORT_PATH = '/api/v2/fleet/report';
@@ -17,6 +18,8 @@ export interface FleetDeps {
   /** Stores a site's report with the centre's receipt time; undefined when this gateway has no QuestDB to keep it in. */
   recordFleetReport: ((report: FleetReport, receivedMs: number) => Promise<{ ok: true } | { ok: false; message: string }>) | undefined;
   siteId: string;
+  /** The centre's site claims: a report of an instance whose site another owns is refused as its readings are. */
+  claims?: ClaimChecker;
 }
 
 /**
@@ -32,6 +35,11 @@ export function registerFleetRoutes(app: Hono, deps: FleetDeps, requireApiKey: M
     if (!parsed.success) return problem(c, 422, 'Body is not a site health report', toReadingIssues(parsed.error.issues, ['body']));
     const origin = siteOfRequest(principalOf(c), encodeSite(parsed.data.site), deps.siteId);
     if (!origin.ok) return problem(c, origin.status, origin.message, origin.details);
+    const instance = parsed.data.instance;
+    if (instance !== undefined && deps.claims !== undefined) {
+      const refusal = siteClaimRefusal(c, deps.claims, origin.site ?? deps.siteId, instance, parsed.data.gateway);
+      if (refusal !== undefined) return refusal;
+    }
     if (deps.recordFleetReport === undefined) {
       return problem(c, 404, 'This gateway keeps no site reports: it has no QuestDB', [
         { loc: ['path'], msg: 'No QuestDB sink', type: 'not_found' },

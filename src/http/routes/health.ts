@@ -3,7 +3,7 @@ import type { QueueWriter } from '../../queue/queue-writer.js';
 import type { GatewayStats } from '../../stats.js';
 import type { KeyStore } from '../../keys/key-store.js';
 import type { FailureDelay } from '../middleware/api-key/failure-delay.js';
-import { takeSnapshot, type SinkDescription, type TlsSummary } from '../../health/snapshot.js';
+import { takeSnapshot, type SiteClaimsSource, type SinkDescription, type TlsSummary } from '../../health/snapshot.js';
 
 export interface HealthDeps {
   queue: QueueWriter;
@@ -16,6 +16,8 @@ export interface HealthDeps {
   tls?: () => TlsSummary;
   sinks?: readonly SinkDescription[];
   idempotency?: { readonly size: number; readonly repeats: number; readonly forgottenEarly: number };
+  identity?: { site: string; instance: string };
+  siteClaims?: () => SiteClaimsSource;
 }
 
 export const HEALTH_ROUTES = ['/healthz', '/readyz', '/status'] as const;

@@ -14,7 +14,7 @@ import type { KeyCounterTable } from '../../keys/key-counters.js';
 import type { Principal } from '../../keys/key-store.js';
 import { foreignShips } from '../../keys/ship-prefix.js';
 import { siteOfRequest } from '../../keys/site-binding.js';
-import { SITE_HEADER } from '../../reading/site-id.js';
+import { INSTANCE_HEADER, SITE_HEADER } from '../../reading/site-id.js';
 import type { GatewayStats } from '../../stats.js';
 import { readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
@@ -22,6 +22,7 @@ import { principalOf } from '../middleware/api-key/index.js';
 import { parseIdempotencyKey, type IdempotencyKeys } from '../idempotency-keys.js';
 import { problem } from '../problem-details.js';
 import { clockSynchronized } from '../../health/clock.js';
+import { type ClaimChecker, siteClaimRefusal } from '../site-claim-refusal.js';
 
 export interface IngestDeps {
   queue: QueueWriter;
@@ -42,6 +43,8 @@ export interface IngestDeps {
   keys: { counters: KeyCounterTable };
   console?: { accepted(principal: Principal, record: string, readings: number, values?: Float64Array): void };
   idempotency: IdempotencyKeys;
+  /** Which gateway instance owns each site it is forwarded (a centre's site claims); undefined: none kept. */
+  claims?: ClaimChecker;
 }
 
 type Kind = 'single' | 'batch' | 'ttn' | 'gps';
@@ -86,8 +89,15 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
     ]);
   }
   // Refuse before reading the body when the answer cannot be yes.
-  const origin = siteOfRequest(principalOf(c), c.req.header(SITE_HEADER), deps.siteId);
+  const siteHeader = c.req.header(SITE_HEADER);
+  const origin = siteOfRequest(principalOf(c), siteHeader, deps.siteId);
   if (!origin.ok) return problem(c, origin.status, origin.message, origin.details);
+  // A gateway forwarding names its site and its instance: a device's request pays no second look-up.
+  const instance = siteHeader === undefined || deps.claims === undefined ? undefined : c.req.header(INSTANCE_HEADER);
+  if (instance !== undefined) {
+    const refusal = siteClaimRefusal(c, deps.claims!, origin.site ?? deps.siteId, instance);
+    if (refusal !== undefined) return refusal;
+  }
   if (deps.isStopping()) return unavailable(c, new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
   if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
 
@@ -213,7 +223,8 @@ async function storeAndCount(
 
 /**
  * A request with an `Idempotency-Key`: stored once per device key and key within the window; a
- * repetition gets the first answer again (with `Idempotent-Replayed: true`) and stores nothing.
+ * repetition (the same endpoint, readings and site) gets the first answer again (with
+ * `Idempotent-Replayed: true`) and stores nothing.
  */
 async function storeOnce(
   c: Context,
@@ -230,7 +241,7 @@ async function storeOnce(
       { loc: ['header', 'Idempotency-Key'], msg: 'Use 1 to 255 visible ASCII characters, e.g. a UUID', type: 'idempotency_key_invalid' },
     ]);
   }
-  const claim = await deps.idempotency.claim(principal?.name ?? '', key, fingerprinted);
+  const claim = await deps.idempotency.claim(principal?.name ?? '', key, fingerprinted, site ?? null);
   if (claim.kind === 'mismatch') {
     return problem(c, 422, 'Idempotency-Key was already used for a different request', [
       { loc: ['header', 'Idempotency-Key'], msg: 'A new request needs a new key', type: 'idempotency_key_reused' },

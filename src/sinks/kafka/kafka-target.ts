@@ -48,6 +48,7 @@ export class KafkaTarget implements SinkTarget {
   readonly describe: string;
   readonly #config: KafkaSinkConfig;
   readonly #site: string;
+  readonly #instance: string | undefined;
   readonly #clock: BrokerClock;
   /** The batch being delivered, reused from batch to batch (a send abandoned still holding it gets it to keep). */
   #messages = new ReadingMessages();
@@ -56,10 +57,11 @@ export class KafkaTarget implements SinkTarget {
   /** How far the last, failed batch got: its first record, the readings settled in order, the refused ones among them. */
   #settled: { segment: number; id: number; readings: number; refused: DeadLetterInput[] } | undefined;
 
-  /** `now`: the site's wall clock (epoch ms); tests set it hours off. */
-  constructor(config: KafkaSinkConfig, options: { site: string; now?: () => number }) {
+  /** `now`: the site's wall clock (epoch ms); tests set it hours off. `instance`: this gateway's, in the value of its own readings. */
+  constructor(config: KafkaSinkConfig, options: { site: string; instance?: string; now?: () => number }) {
     this.#config = config;
     this.#site = options.site;
+    this.#instance = options.instance;
     this.#clock = new BrokerClock(options.now ?? Date.now);
     this.describe = describeKafka(config);
   }
@@ -73,7 +75,7 @@ export class KafkaTarget implements SinkTarget {
     await this.#loadClient();
     const deadLetters: DeadLetterInput[] = [];
     const messages = this.#messages;
-    messages.load(records, deadLetters, this.#site);
+    messages.load(records, deadLetters, this.#site, this.#instance);
     // The sink loop sends a failed batch again from the same first record: what the broker
     // acknowledged of it then (or refused for good) is not sent twice.
     const first = records[0];

@@ -9,9 +9,9 @@ import { eachReading, readingJson } from '../outgoing-readings.js';
 import { ReadingMessages } from './reading-messages.js';
 
 /** Each reading of `records` as its message writes it (key, value, hash), beside what the client and readingJson make of it. */
-function bothWays(messages: ReadingMessages, records: readonly QueueRecord[], site?: string) {
-  messages.load(records, [], site);
-  const taken = [...eachReading(records, [], site)];
+function bothWays(messages: ReadingMessages, records: readonly QueueRecord[], site?: string, instance?: string) {
+  messages.load(records, [], site, instance);
+  const taken = [...eachReading(records, [], site, instance)];
   expect(messages.length).toBe(taken.length);
   return taken.map((t, i) => {
     const out = Buffer.alloc(messages.bytes(i) + 8, 0xee);
@@ -52,12 +52,16 @@ describe("a batch's Kafka messages written from its queue records", () => {
         fc.array(fc.array(line, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 3 }),
         site,
         site,
-        (lines, ownSite, recordSite) => {
+        fc.option(fc.constantFrom('k3xq7aenm2pz4d5w', 'a-b'), { nil: undefined }),
+        fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+        (lines, ownSite, recordSite, instance, answeredHere) => {
+          // A site on a record is another site's, or this gateway's own name it was answered under.
           const records = lines.map((l, r) => ({
             ...record(r + 1, l.map(formatLine).join('\n')),
             ...(recordSite === undefined ? {} : { site: recordSite }),
+            ...(recordSite !== undefined && answeredHere[r] ? { ownSite: 1 } : {}),
           }));
-          for (const m of bothWays(messages, records, ownSite)) {
+          for (const m of bothWays(messages, records, ownSite, instance)) {
             expect(m.written).toEqual(m.expected);
             expect(m.reading).toEqual(m.taken);
           }
@@ -65,6 +69,21 @@ describe("a batch's Kafka messages written from its queue records", () => {
       ),
       { numRuns: 500 },
     );
+  });
+
+  it("name this gateway's instance beside the site of its own readings, not of the readings it relays", () => {
+    const own = { ...record(1, '1\tpump-1\tpressure\t4'), site: 'old name', ownSite: 3 };
+    const legacy = record(2, '2\tpump-1\tpressure\t5');
+    const relayed = { ...record(3, '3\tpump-1\tpressure\t6'), site: 'pier 8' };
+    const values = bothWays(new ReadingMessages(), [own, legacy, relayed], 'new name', 'k3xq7aenm2pz4d5w').map((m) => {
+      expect(m.written).toEqual(m.expected);
+      return JSON.parse(m.written[1] as string) as { site: string; instance?: string };
+    });
+    expect(values.map((v) => [v.site, v.instance])).toEqual([
+      ['old name', 'k3xq7aenm2pz4d5w'],
+      ['new name', 'k3xq7aenm2pz4d5w'],
+      ['pier 8', undefined],
+    ]);
   });
 
   it('writes a value that is not a JSON number in the queue as readingJson formats it, and a short time padded', () => {

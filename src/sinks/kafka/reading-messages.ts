@@ -1,7 +1,7 @@
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
 import { isTimeNs, RecordCorruptError, scanRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { corruptRecordLetter } from '../dead-letter-reason.js';
-import { jsonValueText } from '../outgoing-readings.js';
+import { jsonValueText, originsJson } from '../outgoing-readings.js';
 import { BytesCache } from './bytes-cache.js';
 import { murmur2, murmur2Ascii } from './murmur2.js';
 import type { MessageList } from './produce-request.js';
@@ -115,19 +115,20 @@ export class ReadingMessages implements MessageList {
   /**
    * Takes a batch's records in queue order; a record that cannot be decoded becomes one dead letter
    * as a whole. With `site` (this gateway's), each value names its site: the record's, else that
-   * one. Holds the records until `release`.
+   * one, and with `instance` this gateway's instance for its own readings (`originJson`). Holds the
+   * records until `release`.
    */
-  load(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string): void {
+  load(records: readonly QueueRecord[], deadLetters: DeadLetterInput[], site?: string, instance?: string): void {
     this.release();
     this.#records = records;
     // Room for the readings the records say they hold, so a batch's arrays are no larger than it.
     let readings = 0;
     for (const record of records) readings += record.readings;
     if (readings > this.#record.length) this.#grow(readings);
-    const ownSiteJson = site === undefined ? undefined : JSON.stringify(site);
+    const origin = site === undefined ? undefined : originsJson(site, instance);
     for (let r = 0; r < records.length; r++) {
       const record = records[r]!;
-      const siteJson = site === undefined ? undefined : record.site === undefined ? ownSiteJson : JSON.stringify(record.site);
+      const siteJson = origin?.(record);
       const siteBuffer = siteJson === undefined ? undefined : this.#siteBytes.of(siteJson);
       this.#sites.push(siteBuffer);
       const first = this.#length;

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../questdb/questdb-http.js';
-import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
+import { isOwnRecord, type DeadLetterInput, type QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { recoverWal, type WalStatus } from '../../questdb/wal-recovery.js';
-import { corruptRecordLetter, readingLetter, reasonText } from '../dead-letter-reason.js';
+import { corruptRecordLetter, readingLetter, reasonText, recordLetter } from '../dead-letter-reason.js';
+import { CLAIMS_TABLE, type RemoteClaim } from '../remote-questdb/remote-site-claims.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { withoutExpired } from './expired-readings.js';
 import { IlpEncoder } from './ilp-encoder.js';
@@ -45,10 +46,19 @@ export class QuestDbTarget implements SinkTarget {
   /** QuestDB's id of the table this sink set up and writes to. */
   #tableId: number | undefined;
 
-  constructor(deps: { questdb: QuestDbClient; logger: Logger; options: QuestDbTargetOptions }) {
+  /** A remote QuestDB's site claims (remote-questdb/remote-site-claims.ts); undefined for the local one. */
+  readonly #claims: { check(site: string): Promise<RemoteClaim> } | undefined;
+
+  constructor(deps: {
+    questdb: QuestDbClient;
+    logger: Logger;
+    options: QuestDbTargetOptions;
+    claims?: { check(site: string): Promise<RemoteClaim> };
+  }) {
     this.name = deps.options.name;
     this.describe = deps.options.describe;
     this.#questdb = deps.questdb;
+    this.#claims = deps.claims;
     this.#log = deps.logger;
     this.#options = deps.options;
     this.#encoder = new IlpEncoder(deps.options.table, deps.options.site);
@@ -80,12 +90,72 @@ export class QuestDbTarget implements SinkTarget {
     }
   }
 
-  async deliver(all: readonly QueueRecord[]): Promise<Delivery> {
+  async deliver(batch: readonly QueueRecord[]): Promise<Delivery> {
+    const claimed = this.#claims === undefined ? { records: batch, deadLetters: [] } : await this.#claimed(batch, this.#claims);
+    if ('failed' in claimed) return claimed.failed;
     // Readings older than the table's TTL would be dropped by QuestDB at once: not sent, counted.
-    const { records, expired } = this.#keepable(all);
-    if (records.length === 0) return { ok: true, requests: 0, deadLetters: [], expired };
+    const { records, expired } = this.#keepable(claimed.records);
+    if (records.length === 0) return { ok: true, requests: 0, deadLetters: claimed.deadLetters, expired };
     const delivery = await this.#deliver(records);
-    return delivery.ok && expired > 0 ? { ...delivery, expired } : delivery;
+    if (!delivery.ok) return delivery;
+    const deadLetters = claimed.deadLetters.length === 0 ? delivery.deadLetters : [...claimed.deadLetters, ...delivery.deadLetters];
+    return expired > 0 ? { ...delivery, deadLetters, expired } : { ...delivery, deadLetters };
+  }
+
+  /**
+   * This gateway's own readings go only under a site it owns at the remote QuestDB: those of its
+   * current name wait (the delivery fails, nothing dead-lettered) while another gateway owns it;
+   * those of a name it had before a rename, which it cannot be renamed out of any more, are set
+   * aside as dead letters, to re-queue once the claim is released.
+   */
+  async #claimed(
+    records: readonly QueueRecord[],
+    claims: { check(site: string): Promise<RemoteClaim> },
+  ): Promise<{ records: readonly QueueRecord[]; deadLetters: DeadLetterInput[] } | { failed: Delivery }> {
+    const current = this.#options.site;
+    const refused = new Map<string, string>();
+    const names = new Set<string>();
+    for (const record of records) if (isOwnRecord(record)) names.add(record.site ?? current);
+    for (const name of names) {
+      let claim: RemoteClaim;
+      try {
+        claim = await claims.check(name);
+      } catch (error) {
+        // A refused token or certificate stays the operator's to fix, as for the readings themselves.
+        const level = error instanceof QuestDbError ? error.level : 'warn';
+        return { failed: { ok: false, message: `site claim not checked: ${reasonText((error as Error).message)}`, level } };
+      }
+      if (!claim.owned) refused.set(name, claim.owner);
+    }
+    if (refused.size === 0) return { records, deadLetters: [] };
+    const owner = refused.get(current);
+    if (owner !== undefined) {
+      return {
+        failed: {
+          ok: false,
+          level: 'error',
+          message:
+            `the remote QuestDB gives site ${JSON.stringify(current)} to another gateway (instance ${owner}, the first claim in table ${CLAIMS_TABLE}); ` +
+            'readings of this site stay queued until this gateway is renamed (SITE_ID) or the claim is released there',
+        },
+      };
+    }
+    const kept: QueueRecord[] = [];
+    const deadLetters: DeadLetterInput[] = [];
+    for (const record of records) {
+      const name = record.site ?? current;
+      const other = isOwnRecord(record) ? refused.get(name) : undefined;
+      if (other === undefined) kept.push(record);
+      else {
+        deadLetters.push(
+          recordLetter(
+            record,
+            `the remote QuestDB gives site ${JSON.stringify(name)} to another gateway (instance ${other}); answered as it before this gateway was renamed: re-queue once the claim is released`,
+          ),
+        );
+      }
+    }
+    return { records: kept, deadLetters };
   }
 
   #keepable(records: readonly QueueRecord[]): { records: readonly QueueRecord[]; expired: number } {

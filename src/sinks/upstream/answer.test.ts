@@ -27,6 +27,18 @@ describe('classifyAnswer', () => {
     expect(answer(408).kind).toBe('retry');
   });
 
+  it("takes a centre's 409 site_claimed as the site given to another gateway, with the centre's message, and any other 409 as a refusal", () => {
+    const claimed = JSON.stringify({
+      message: 'Site "pier 7" belongs to another gateway: instance abc forwards under it',
+      details: [{ loc: ['header', 'x-harbor-instance'], msg: 'claimed', type: 'site_claimed' }],
+    });
+    expect(answer(409, claimed)).toEqual({
+      kind: 'claimed',
+      message: 'Site "pier 7" belongs to another gateway: instance abc forwards under it',
+    });
+    expect(answer(409, 'conflict').kind).toBe('refused');
+  });
+
   it("makes a wrong key, harbor or URL the operator's problem, redirects included", () => {
     for (const status of [401, 403, 404, 405, 407]) expect(answer(status).kind).toBe('operator');
     expect(answer(301, '', { location: 'https://elsewhere/batch' })).toMatchObject({

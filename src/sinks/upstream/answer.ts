@@ -13,7 +13,12 @@ export type Answer =
   /** The destination refused these readings (indices into the request) for their content. */
   | { kind: 'refused_readings'; indices: number[]; message: string }
   /** The destination refused the whole request for its content. */
-  | { kind: 'refused'; message: string };
+  | { kind: 'refused'; message: string }
+  /**
+   * A central gateway gives the request's site to another gateway instance (409 `site_claimed`):
+   * two gateways forward under one site id. `message` is the centre's own.
+   */
+  | { kind: 'claimed'; message: string };
 
 /** The parts of an HTTP answer that decide what it means. */
 export interface AnswerInput {
@@ -53,6 +58,10 @@ export function classifyAnswer(response: AnswerInput, readings: number, nowMs = 
 }
 
 function classifyRefusal(status: number, body: string, readings: number, message: string): Answer {
+  if (status === 409) {
+    const claimed = claimRefusal(body);
+    if (claimed !== undefined) return { kind: 'claimed', message: claimed };
+  }
   if (status === 403) {
     const indices = refusedIndices(body, readings);
     return indices.length > 0 ? { kind: 'refused_readings', indices, message } : { kind: 'operator', message };
@@ -65,6 +74,20 @@ function classifyRefusal(status: number, body: string, readings: number, message
     if (status === 400 && readings > 1) return { kind: 'too_large', message };
   }
   return { kind: 'refused', message };
+}
+
+/** The centre's message when the answer is a `site_claimed` problem (http/site-claim-refusal.ts). */
+function claimRefusal(body: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const problem = parsed as { message?: unknown; details?: unknown } | null;
+  const details = Array.isArray(problem?.details) ? problem.details : [];
+  if (!details.some((d) => (d as { type?: unknown } | null)?.type === 'site_claimed')) return undefined;
+  return reasonText(typeof problem?.message === 'string' ? problem.message : body);
 }
 
 /** Batch indices named by the answer's validation details, in range and without repeats. */

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
-import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
-import { SITE_HEADER, encodeSite } from '../../reading/site-id.js';
+import { isOwnRecord, type DeadLetterInput, type QueueRecord } from '../../queue/queue-reader.js';
+import { INSTANCE_HEADER, SITE_HEADER, encodeSite } from '../../reading/site-id.js';
 import type { Delivery, SinkTarget } from '../sink.js';
 import { readingLetter, reasonText } from '../dead-letter-reason.js';
 import { outgoingReadings, type OutgoingReading } from '../outgoing-readings.js';
@@ -21,6 +21,8 @@ export interface UpstreamTargetOptions {
   maxBodyBytes: number;
   /** This gateway's site, named in `X-Harbor-Site` for readings queued without a site of their own. */
   site: string;
+  /** This gateway's instance, sent in `X-Harbor-Instance` with its own readings (not with other sites' it relays). */
+  instance?: string;
 }
 
 /** An answer body is read up to this much: enough for any refusal's details, bounded against a hostile peer. */
@@ -53,7 +55,7 @@ export class UpstreamTarget implements SinkTarget {
   async deliver(records: readonly QueueRecord[]): Promise<Delivery> {
     const deadLetters: DeadLetterInput[] = [];
     const readings = outgoingReadings(records, deadLetters);
-    const pending = chunkReadings(readings, this.#maxReadings, this.#options.maxBodyBytes);
+    const pending = chunkReadings(readings, this.#maxReadings, this.#options.maxBodyBytes, this.#originOf);
     let requests = 0;
     for (let chunk = pending.shift(); chunk !== undefined; chunk = pending.shift()) {
       const answer = await this.#post(chunk);
@@ -86,6 +88,15 @@ export class UpstreamTarget implements SinkTarget {
         case 'refused':
           for (const r of chunk) deadLetters.push(deadLetter(r, answer.message));
           break;
+        case 'claimed': {
+          const site = this.#siteOf(chunk[0]!.record);
+          // Its current name: held, queued, until renamed or released. A name it had before
+          // cannot be renamed any more: those readings are set aside, to re-queue once released.
+          if (site === this.#options.site) return { ok: false, message: heldMessage(site, answer.message), level: 'error' };
+          const reason = `${answer.message} (answered as ${JSON.stringify(site)} before this gateway was renamed; re-queue once the claim is released at the centre)`;
+          for (const r of chunk) deadLetters.push(deadLetter(r, reason));
+          break;
+        }
       }
     }
     return { ok: true, requests, deadLetters };
@@ -94,6 +105,14 @@ export class UpstreamTarget implements SinkTarget {
   async close(): Promise<void> {
     await this.#dispatcher?.close();
   }
+
+  /** The site a record's readings go under. */
+  #siteOf(record: QueueRecord): string {
+    return record.site ?? this.#options.site;
+  }
+
+  /** What a request is sent as: its site, and whether it is this gateway's own (sent with its instance). */
+  readonly #originOf = (r: OutgoingReading): string => `${isOwnRecord(r.record) ? 'own' : 'relayed'}\n${this.#siteOf(r.record)}`;
 
   async #post(chunk: readonly OutgoingReading[]): Promise<Answer> {
     const timeoutMs = this.#options.timeoutMs;
@@ -106,12 +125,7 @@ export class UpstreamTarget implements SinkTarget {
       const response = await this.#dispatcher.request({
         ...target(this.#options.url),
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-api-key': this.#options.apiKey,
-          // The body stays exactly the API's (the hosted service's among them); the site rides beside it.
-          [SITE_HEADER]: encodeSite(chunk[0]!.record.site ?? this.#options.site),
-        },
+        headers: this.#headers(chunk[0]!.record),
         body: batchBody(chunk),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
@@ -132,6 +146,20 @@ export class UpstreamTarget implements SinkTarget {
     }
   }
 
+  /**
+   * The body stays exactly the API's (the hosted service's among them); the site rides beside it,
+   * and for this gateway's own readings its instance.
+   */
+  #headers(record: QueueRecord): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'x-api-key': this.#options.apiKey,
+      [SITE_HEADER]: encodeSite(this.#siteOf(record)),
+    };
+    if (this.#options.instance !== undefined && isOwnRecord(record)) headers[INSTANCE_HEADER] = this.#options.instance;
+    return headers;
+  }
+
   #lowerMaxReadings(readings: number, message: string): void {
     if (readings >= this.#maxReadings) return;
     this.#maxReadings = readings;
@@ -147,6 +175,10 @@ export const describeUpstream = (url: string, proxy: string | undefined): string
   proxy === undefined ? url : `${url} via proxy ${proxy}`;
 
 const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => readingLetter(r.record, r.reading, reason);
+
+/** A delivery the centre refuses for the site: what the operator reads in `lastError`, and the state words find (health/gateway-state.ts). */
+const heldMessage = (site: string, centre: string): string =>
+  `the centre gives site ${JSON.stringify(site)} to another gateway; readings of this site stay queued until this gateway is renamed (SITE_ID) or the claim is released at the centre: ${centre}`;
 
 /** undici wants the origin and the path apart; the query stays with the path. */
 function target(url: string): { origin: string; path: string } {
