@@ -786,8 +786,6 @@ function logStarted(
     },
     line,
   );
-  // A person at a terminal reads this line, not the JSON around it.
-  if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
   const fallback = config.forwards ? siteFallbackNotice({ name: config.siteId, source: config.siteIdSource }) : undefined;
   if (fallback !== undefined) logger.warn({ event: 'site_id_fallback', site: config.siteId, source: config.siteIdSource }, fallback);
 }
