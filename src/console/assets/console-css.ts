@@ -46,6 +46,7 @@ pre{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:.7
 .muted{color:var(--muted)}
 form.stack{display:grid;gap:.75rem;max-width:28rem}
 label{font-weight:600;display:block}
+td label{display:inline}
 .hint{font-weight:400;color:var(--muted);font-size:.9rem;display:block}
 input[type=text],input[type=password]{width:100%;padding:.55rem .6rem;border:1px solid #8a939e;border-radius:6px;min-height:44px}
 input[readonly]{background:#f0f2f5}
@@ -89,7 +90,7 @@ main{padding:.75rem}section,.card{padding:.75rem}
 .scroll tbody th{border:0;padding:0 0 .3rem;color:var(--ink);white-space:normal;overflow-wrap:anywhere}
 .scroll td{display:flow-root;border:0;padding:.15rem 0 .15rem 7.5rem;overflow-wrap:anywhere;text-align:left}
 .scroll td.num{text-align:left}
-.scroll td[data-label]::before{content:attr(data-label);float:left;width:7rem;margin-left:-7.5rem;white-space:normal;color:var(--muted);font-size:.85rem;font-weight:600;overflow-wrap:anywhere}
+.scroll td[data-label]::before{content:attr(data-label);float:left;width:7rem;margin-left:-7.5rem;white-space:normal;color:var(--muted);font:600 .85rem/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;overflow-wrap:anywhere}
 .scroll td:not([data-label]){padding-left:0}
 dl.facts{grid-template-columns:minmax(6.5rem,38%) minmax(0,1fr)}
 dl.facts.stacked{grid-template-columns:minmax(0,1fr);gap:0}
