@@ -14,7 +14,9 @@ let browser: Browser;
 beforeAll(async () => {
   // A central gateway that takes shorter ship ids than the site does: what it refuses, the site keeps as dead letters.
   central = await startTestGateway({ MAX_ID_LENGTH: '12' });
+  // A site id of its own: the centre's is its host name, and a centre gives a site id to one gateway only.
   site = await startTestGateway({
+    SITE_ID: 'harbour-north',
     CONSOLE_PASSWORD: PASSWORD,
     UPSTREAM_URL: `${central.url}/api/v2/ingest/batch`,
     UPSTREAM_API_KEY: TEST_KEY,

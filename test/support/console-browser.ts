@@ -29,6 +29,8 @@ export async function logIn(page: Page, origin: string, password: string, path =
   await page.fill('#password', password);
   await page.click('button[type=submit]');
   await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe(path);
+  // The address changes when the page starts to arrive: a long one (a thousand ships) is read once all of it is there.
+  await page.waitForLoadState('load');
 }
 
 /** No serious or critical accessibility violation, as axe-core judges the page. */
