@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { consoleUrl } from './lib/console-url.mjs';
 import { GATEWAY_GLIBC_TUNABLES, GATEWAY_NODE_OPTIONS } from './lib/node-options.mjs';
 import { freePort } from './lib/ports.mjs';
 import { projectRoot } from './lib/paths.mjs';
@@ -105,9 +106,7 @@ gateway = spawn(process.execPath, [join(projectRoot, 'dist', 'gateway.mjs')], {
     HTTPS_PORT: httpsPort,
   },
 });
-say(
-  `console: https://${isLoopback(host) ? 'localhost' : host}:${httpsPort}/console/ (self-signed certificate), password ${process.env.CONSOLE_PASSWORD}`,
-);
+say(`console: ${consoleUrl(host, httpsPort)} (self-signed certificate), password ${process.env.CONSOLE_PASSWORD}`);
 gateway.once('exit', async (code, signal) => {
   await questdb.stop();
   process.exit(code ?? (signal === null ? 0 : 1));

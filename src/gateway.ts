@@ -34,6 +34,7 @@ import { keysAppliedPath } from './keys/keys-applied.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
 import { GatewayStats } from './stats.js';
+import type { ReadingsStore } from './console/cargo-history.js';
 import { GatewayConsole } from './console/gateway-console.js';
 import type { UpdateInstaller } from './console/update-bundle.js';
 import { AuditTrail } from './audit/audit-trail.js';
@@ -173,6 +174,10 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     env: options.env ?? process.env,
     audit,
     ...(options.updateInstaller === undefined ? {} : { updateInstaller: options.updateInstaller }),
+    catalogue,
+    logger,
+    listenHost: config.host,
+    readings: readingsStore(config, sinks),
   });
   const idempotency = idempotencyKeys(config, logger);
   // One clock and one byte budget for HTTP and MQTT: receive times stay distinct across both.
@@ -282,6 +287,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     health,
     snapshot,
     audit,
+    console: gatewayConsole,
   };
   let stopped: Promise<void> | undefined;
   const stop = (cause: StopCause = {}): Promise<void> => (stopped ??= stopInOrder(config, logger, running, cause));
@@ -329,6 +335,7 @@ interface Running {
   health: HealthLifecycle | undefined;
   snapshot: () => GatewaySnapshot;
   audit: AuditTrail;
+  console: GatewayConsole;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
@@ -346,6 +353,7 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
   running.audit.close();
   saveIdempotencyKeys(config, logger, running.idempotency);
   running.claims.close();
+  await running.console.stop();
   await delivery.stop(deadline);
   await running.health?.stopped(running.snapshot, cause.signal, deadline);
   await running.questdb?.close();
@@ -660,6 +668,12 @@ function dashboardTables(
  * The health rows go to the first QuestDB sink's server (the local one; a remote one when the
  * local sink is off), with a small client of their own: the sinks' live in the delivery thread.
  */
+/** Where the console's ship pages read the site's readings back: the local QuestDB sink's server and table. */
+function readingsStore(config: Config, sinks: readonly SinkSpec[]): ReadingsStore | undefined {
+  const local = sinks.find((s) => s.kind === 'questdb');
+  return local === undefined ? undefined : { questdb: local.questdb, table: local.table, site: config.siteId };
+}
+
 function healthQuestDb(sinks: readonly SinkSpec[]): QuestDbHttp | undefined {
   const healthSink = sinks.find((s) => s.kind === 'questdb');
   return healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
@@ -786,8 +800,6 @@ function logStarted(
     },
     line,
   );
-  // A person at a terminal reads this line, not the JSON around it.
-  if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
   const fallback = config.forwards ? siteFallbackNotice({ name: config.siteId, source: config.siteIdSource }) : undefined;
   if (fallback !== undefined) logger.warn({ event: 'site_id_fallback', site: config.siteId, source: config.siteIdSource }, fallback);
 }

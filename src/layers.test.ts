@@ -16,7 +16,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   health: ['queue', 'questdb', 'keys', 'stats'],
   catalogue: ['questdb'],
   http: ['reading', 'keys', 'tls', 'queue', 'health', 'claims', 'stats', 'durable-file'],
-  console: ['config', 'reading', 'keys', 'queue', 'health', 'stats', 'version', 'audit'],
+  console: ['config', 'reading', 'keys', 'queue', 'questdb', 'health', 'catalogue', 'stats', 'version', 'audit', 'durable-file'],
   mqtt: ['config', 'reading', 'keys', 'tls', 'queue', 'http', 'stats'],
   config: [],
   log: [],

@@ -1,27 +1,28 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import axe from 'axe-core';
-import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
-import decodeQR from 'qr/decode.js';
+import type { Browser, Page } from 'playwright-core';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueWriter } from '../src/queue/queue-writer.js';
-import { chromiumLaunchOptions } from '../scripts/lib/chromium.mjs';
+import {
+  VIEWPORTS,
+  cellsOffScreen,
+  chartLabelHeights,
+  expectAccessible,
+  launchChromium,
+  logIn,
+  readQr,
+  shoot,
+  text,
+} from './support/console-browser.js';
+import { insecureAgent } from './support/console-client.js';
 import { TEST_KEY, startTestGateway, type TestGateway } from './support/gateway.js';
 import { tempDir } from './support/temp-dir.js';
-import { insecureAgent } from './support/console-client.js';
-import { fetch as undiciFetch } from 'undici';
 
 const PASSWORD = 'browser-test-console-password';
-/** `npm run console:screenshots` writes the screenshots the README shows; other runs only take them. */
-const WRITE_SCREENSHOTS = process.env['CONSOLE_SCREENSHOTS'] === '1';
-const SCREENSHOTS = join(import.meta.dirname, '..', 'docs', 'console');
 // 2^63 and more: valid text for the queue, refused by QuestDB ("Could not parse timestamp"): a dead letter.
 const POISON = '9999999999999999999\tpoison-ship\tc\t1';
-
-const VIEWPORTS: { name: string; options: BrowserContextOptions }[] = [
-  { name: 'desktop', options: { viewport: { width: 1280, height: 900 } } },
-  { name: 'phone', options: { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 } },
-];
+/** Smallest height on screen (CSS px) a chart's label may have: the page's small type, readable at arm's length. */
+const READABLE_LABEL_PX = 12;
 
 let gw: TestGateway;
 let browser: Browser;
@@ -32,6 +33,7 @@ beforeAll(async () => {
   const queue = QueueWriter.open({ dataDir, durability: 'process-crash', maxBytes: 1 << 20 });
   await queue.append(POISON, 1, Date.now());
   queue.close();
+  // HOST=127.0.0.1 (the test gateway's): this machine alone reaches it, whatever addresses the board has.
   gw = await startTestGateway({ DATA_DIR: dataDir, CONSOLE_PASSWORD: PASSWORD, HOUSEKEEPING_CRON: '* * * * * *' });
   origin = `https://127.0.0.1:${gw.gateway.httpsPort}`;
   // A site already sending: three ships on the default key.
@@ -43,17 +45,13 @@ beforeAll(async () => {
     }));
     expect((await gw.post('/api/v2/ingest/batch', readings)).status).toBe(200);
   }
-  browser = await chromium.launch(chromiumLaunchOptions());
+  browser = await launchChromium();
 }, 600_000);
 
 afterAll(async () => {
   await browser?.close();
   await gw?.stop();
 });
-
-/** The visible text of an element, once it is there. */
-// biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node: its visible text is what a person reads
-const text = (locator: Locator): Promise<string> => locator.innerText();
 
 /** Posts as the JavaScript SDK does: JSON, `X-API-Key`, the time filled in by the client. */
 const sdkPost = (key: string, reading: Record<string, unknown>) =>
@@ -64,52 +62,16 @@ const sdkPost = (key: string, reading: Record<string, unknown>) =>
     dispatcher: insecureAgent,
   });
 
-/** No serious or critical accessibility violation, as axe-core judges the page. */
-async function expectAccessible(page: Page, what: string): Promise<void> {
-  await page.evaluate(axe.source);
-  // Evaluated in the page (strings: the test's own types have no DOM).
-  const violations = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((result) =>
-    result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) })))`)) as {
-    id: string;
-    impact: string | null;
-    nodes: string[];
-  }[];
-  expect(
-    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-    what,
-  ).toEqual([]);
-}
-
-async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
-  const png = await page.screenshot({ fullPage });
-  expect(png.length).toBeGreaterThan(1000);
-  if (WRITE_SCREENSHOTS) {
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    writeFileSync(join(SCREENSHOTS, `${name}.png`), png);
-  }
-}
-
-/** Reads the QR code on the page back to text, through Chromium's PNG decoder and the qr package's reader. */
-async function readQr(page: Page): Promise<string> {
-  const png = await page.locator('.qr').screenshot();
-  const blank = await page.context().newPage();
-  try {
-    const image = (await blank.evaluate(`(async () => {
-      const img = new Image();
-      img.src = 'data:image/png;base64,${png.toString('base64')}';
-      await img.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = img.width;
-      canvas.height = img.height;
-      const context = canvas.getContext('2d');
-      context.drawImage(img, 0, 0);
-      const data = context.getImageData(0, 0, img.width, img.height);
-      return { width: data.width, height: data.height, data: Array.from(data.data) };
-    })()`)) as { width: number; height: number; data: number[] };
-    return decodeQR({ width: image.width, height: image.height, data: Uint8Array.from(image.data) });
-  } finally {
-    await blank.close();
-  }
+/** The refused requests `/metrics` counts (every `harbor_ingest_requests_total` but the 200s), as the Overview words them. */
+async function refusedInMetrics(): Promise<string> {
+  const families = parsePrometheusTextFormat(await (await fetch(`${gw.url}/metrics`)).text());
+  const refused = families
+    .find((f) => f.name === 'harbor_ingest_requests_total')!
+    .metrics.filter((m) => m.labels?.['status'] !== '200')
+    .map((m) => [Number(m.labels!['status']), Number(m.value)] as const)
+    .sort((a, b) => a[0] - b[0]);
+  const total = refused.reduce((sum, [, n]) => sum + n, 0);
+  return `${total} requests (${refused.map(([status, n]) => `${n} × ${status}`).join(', ')})`;
 }
 
 describe.each(VIEWPORTS)('the console in Chromium ($name)', ({ name, options }) => {
@@ -140,7 +102,8 @@ describe.each(VIEWPORTS)('the console in Chromium ($name)', ({ name, options }) 
       await page.click('button[type=submit]');
 
       // Overview: the state in the words of gateway_health, the chart, the queue, the sinks.
-      await expect.poll(() => new URL(page.url()).pathname).toBe('/console/');
+      // The right password waits its turn behind the wrong one (the login throttle), up to seconds on a loaded machine.
+      await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe('/console/');
       await expect.poll(() => text(page.locator('#state'))).toMatch(/^(delivering|catching up|buffering|refusing)/);
       expect(await page.locator('.chart svg rect').count()).toBe(60);
       expect(await text(page.locator('#fingerprint'))).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
@@ -196,11 +159,14 @@ describe.each(VIEWPORTS)('the console in Chromium ($name)', ({ name, options }) 
       expect(await text(page.locator('#dead-letters'))).toContain('Could not parse timestamp');
       await expectAccessible(page, 'dead letters');
       await shoot(page, `dead-letters-${name}`);
-      const deadLettered = gw.gateway.stats.deadLettered;
+      // Refused again, it is a dead letter again, not a second refusal: the sink's readings taken tell it went through.
+      const taken = () => gw.gateway.stats.sinks.get('questdb')?.taken ?? 0;
+      const takenBefore = taken();
       await page.check('#dead-letters tbody input[type=checkbox]');
       await page.click('text=Re-queue selected');
       expect(await text(page.locator('.notice'))).toContain('Re-queued 1');
-      await expect.poll(() => gw.gateway.stats.deadLettered, { timeout: 15_000 }).toBe(deadLettered + 1);
+      await expect.poll(taken, { timeout: 15_000 }).toBe(takenBefore + 1);
+      await expect.poll(() => gw.gateway.queue.deadLetterCount(), { timeout: 15_000 }).toBe(1);
 
       await page.click('nav >> text=Certificate and settings');
       expect(await text(page.locator('#check-config'))).toContain('configuration valid');
@@ -235,4 +201,122 @@ describe.each(VIEWPORTS)('the console in Chromium ($name)', ({ name, options }) 
       await context.close();
     }
   }, 180_000);
+});
+
+describe.each(VIEWPORTS)('what the console says is true ($name)', ({ options }) => {
+  async function withPage(use: (page: Page) => Promise<void>, at = origin): Promise<void> {
+    const context = await browser.newContext({ ...options, ignoreHTTPSErrors: true });
+    try {
+      const page = await context.newPage();
+      await logIn(page, at, PASSWORD);
+      await use(page);
+    } finally {
+      await context.close();
+    }
+  }
+
+  it('counts on the Overview the refused requests /metrics counts, and says which dead letters each figure counts', async () => {
+    // Refusals of the API, and answers outside it that /metrics does not count.
+    expect((await sdkPost(TEST_KEY, { ship_id: 'mast-1', cargo_id: 'wind_speed', value: 'strong' })).status).toBe(422);
+    expect((await sdkPost('not-a-key-of-this-gateway', { ship_id: 'mast-1', cargo_id: 'wind_speed', value: 1 })).status).toBe(401);
+    expect((await undiciFetch(`${origin}/no-such-page`, { dispatcher: insecureAgent })).status).toBe(404);
+    expect((await undiciFetch(`${origin}/status`, { dispatcher: insecureAgent })).status).toBe(401);
+    await expect.poll(() => gw.gateway.queue.deadLetterCount(), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+    await withPage(async (page) => {
+      const inMetrics = await refusedInMetrics();
+      expect(inMetrics).toMatch(/× 401.*× 422/);
+      expect(await text(page.locator('#refused-since-start'))).toBe(inMetrics);
+      // The dead letters in the queue file now, and those each sink made since start: each named for what it counts.
+      expect(await text(page.locator('#dead-letters-now'))).toMatch(/^\d+ in the queue file, every sink$/);
+      expect(await text(page.locator('#h-sinks ~ .scroll thead'))).toContain('Dead-lettered since start');
+    });
+  }, 120_000);
+
+  it('gives devices the address the gateway listens on, in the Overview, the snippet and its QR code', async () => {
+    await withPage(async (page) => {
+      // The gateway listens on 127.0.0.1: the board's LAN addresses would not reach it.
+      expect(await text(page.locator('#https-addresses'))).toMatch(new RegExp(`^${origin}/\\n`));
+      expect(await text(page.locator('#this-machine-only'))).toContain('only this machine reaches it');
+      await page.goto(`${origin}/console/keys`);
+      await page.fill('#key-name', `address-${options.viewport?.width}`);
+      await page.click('text=Add key');
+      const snippet = await page.locator('#snippet').textContent();
+      expect(snippet).toContain(`#define HARBOR_URL "${origin}/api/v2/ingest"`);
+      expect(await readQr(page)).toBe(snippet);
+      expect(await text(page.locator('#snippet-local-only'))).toContain('only this machine reaches this URL');
+    });
+  }, 120_000);
+
+  it('gives a gateway on an IPv6 address in brackets, in the Overview, the snippet and its QR code', async () => {
+    const v6 = await startTestGateway({ HOST: '::1', CONSOLE_PASSWORD: PASSWORD });
+    try {
+      const v6Origin = `https://[::1]:${v6.gateway.httpsPort}`;
+      await withPage(async (page) => {
+        expect(await text(page.locator('#https-addresses'))).toMatch(new RegExp(`^${v6Origin.replace(/[[\]]/g, '\\$&')}/\\n`));
+        await page.goto(`${v6Origin}/console/keys`);
+        await page.fill('#key-name', 'v6-device');
+        await page.click('text=Add key');
+        const snippet = await page.locator('#snippet').textContent();
+        expect(snippet).toContain(`#define HARBOR_URL "${v6Origin}/api/v2/ingest"`);
+        expect(await readQr(page)).toBe(snippet);
+      }, v6Origin);
+    } finally {
+      await v6.stop();
+    }
+  }, 120_000);
+
+  it('says what an action did from the session, once, and nothing a link makes up', async () => {
+    await withPage(async (page) => {
+      await page.goto(`${origin}/console/dead-letters?done=requeued&n=999999`);
+      expect(await page.locator('.notice').count()).toBe(0);
+      await page.goto(`${origin}/console/dead-letters?done=purged&n=5`);
+      expect(await page.locator('.notice').count()).toBe(0);
+      await page.goto(`${origin}/console/keys?revoked=default`);
+      expect(await page.locator('.notice').count()).toBe(0);
+      const keyName = `flash-${options.viewport?.width}`;
+      await page.fill('#key-name', keyName);
+      await page.click('text=Add key');
+      await page.click('text=Back to the keys');
+      await page.click(`button[aria-label="Revoke ${keyName}"]`);
+      await page.click(`text=Revoke ${keyName}`);
+      expect(await text(page.locator('.notice'))).toBe(`Key ${keyName} revoked: the gateway no longer accepts it.`);
+      await page.reload();
+      expect(await page.locator('.notice').count()).toBe(0);
+    });
+  }, 120_000);
+
+  it('shows a dead letter with its time in UTC and says where a re-queue sends it', async () => {
+    await expect.poll(() => gw.gateway.queue.deadLetterCount(), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+    await withPage(async (page) => {
+      await page.goto(`${origin}/console/dead-letters`);
+      expect(await text(page.locator('#dead-letters'))).toContain('QuestDB refused the reading: Could not parse timestamp');
+      // The reading's time in UTC to the nanosecond, not the nanoseconds since 1970 the queue keeps.
+      expect(await text(page.locator('#dead-letters tbody td[data-label=Readings]').first())).toBe(
+        '2286-11-20T17:46:39.999999999Z | poison-ship | c | 1',
+      );
+      expect(await text(page.locator('#dead-letters-hint'))).toContain('for the one destination that refused it');
+    });
+  }, 120_000);
+
+  it('fits every page on the screen: every value of every table without scrolling sideways, chart labels readable', async () => {
+    await expect.poll(() => gw.gateway.queue.deadLetterCount(), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+    await withPage(async (page) => {
+      for (const path of [
+        '/console/',
+        '/console/devices',
+        '/console/devices/mast-1',
+        '/console/keys',
+        '/console/dead-letters',
+        '/console/settings',
+      ]) {
+        await page.goto(`${origin}${path}`);
+        expect(await page.locator('main table tbody tr').count(), path).toBeGreaterThan(0);
+        expect(await cellsOffScreen(page), `${path}: cells a person must scroll sideways to see`).toEqual([]);
+        for (const height of await chartLabelHeights(page))
+          expect(height, `${path}: a chart label`).toBeGreaterThanOrEqual(READABLE_LABEL_PX);
+      }
+      await page.goto(`${origin}/console/`);
+      expect((await chartLabelHeights(page)).length).toBeGreaterThanOrEqual(5);
+    });
+  }, 120_000);
 });

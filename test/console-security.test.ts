@@ -211,7 +211,7 @@ describe('console forms', () => {
     const page = await client.request('/console/settings');
     expect(page.html).not.toContain(PASSWORD);
     expect(page.html).not.toContain(TEST_KEY);
-    expect(page.html).toMatch(/CONSOLE_PASSWORD<\/th><td class="muted">set \(not shown\)/);
+    expect(page.html).toMatch(/CONSOLE_PASSWORD<\/th><td class="muted" data-label="Value">set \(not shown\)/);
     expect(page.html).toContain('configuration valid');
   });
 });

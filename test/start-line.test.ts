@@ -28,7 +28,7 @@ describe('the start line says in words where everything is', () => {
     }
   });
 
-  it('on a terminal as a plain line, naming where a production key comes from but never the key', async () => {
+  it('on a terminal as a plain line with its time, not a JSON record, naming where a production key comes from but never the key', async () => {
     const dir = tempDir('start-line-tty');
     const keyFile = join(dir, 'api_key');
     writeFileSync(keyFile, PRODUCTION_KEY);
@@ -39,8 +39,11 @@ describe('the start line says in words where everything is', () => {
       HOST: '0.0.0.0',
     });
     try {
-      const line = /^(Harbor Gateway .*?)\r?$/m.exec(gateway.output())?.[1];
+      const line = /^\d\d:\d\d:\d\d (Harbor Gateway .*?)\r?$/m.exec(gateway.output())?.[1];
       expect(line, gateway.output()).toBeDefined();
+      // The line once, as the README shows it: the terminal shows no JSON record around it.
+      expect(gateway.output().split('Harbor Gateway ').length - 1).toBe(1);
+      expect(gateway.output()).not.toMatch(/^\{"level"/m);
       expect(line).toMatch(/ on every address; HTTPS certificate SHA-256 ([0-9A-F]{2}:){31}[0-9A-F]{2} \(self-signed\); /);
       expect(line).toContain('X-API-Key from API_KEY (file)');
       expect(gateway.output()).not.toContain(PRODUCTION_KEY);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EMPTY_CATALOGUE } from '../catalogue/catalogue-file.js';
 import { KeyStore } from '../keys/key-store.js';
 import { createLogger } from '../log/logger.js';
 import { QueueWriter } from '../queue/queue-writer.js';
@@ -31,6 +32,10 @@ function app(metricsToken: string | undefined): Hono {
     metricsToken,
     env: {},
     audit: { record: () => undefined, latest: () => [], counts: () => [] },
+    catalogue: { catalogue: EMPTY_CATALOGUE },
+    logger: createLogger('silent'),
+    listenHost: '0.0.0.0',
+    readings: undefined,
   });
   console.httpsPort = 8443;
   const hono = new Hono({ strict: false });

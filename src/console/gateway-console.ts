@@ -1,4 +1,6 @@
 import type { Context, Hono } from 'hono';
+import type { Logger } from 'pino';
+import type { Catalogue } from '../catalogue/catalogue-file.js';
 import { describeGatewayState, OutageWatch, type GatewayState } from '../health/gateway-state.js';
 import { takeSnapshot, type GatewaySnapshot, type SiteClaimsSource, type SinkDescription } from '../health/snapshot.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
@@ -7,7 +9,9 @@ import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
 import { CounterMinutes } from './activity/minute-counts.js';
 import { RefusalTable } from './activity/refusal-table.js';
-import { ShipTable } from './activity/ship-table.js';
+import { CargoHistorySource, type ReadingsStore } from './cargo-history.js';
+import { SAVE_EVERY_MS, readShipFile, shipFile, writeShipFile } from './activity/ship-file.js';
+import { ShipTable, type SavedShips } from './activity/ship-table.js';
 import { ConsolePassword } from './auth/password.js';
 import { LoginThrottle } from './auth/login-throttle.js';
 import { RequestRate } from './auth/request-rate.js';
@@ -59,6 +63,13 @@ export interface ConsoleDeps {
   /** At a centre: the sites gateways forward here, and the release of one's claim (claims/site-claims.ts). */
   siteClaims?: () => SiteClaimsSource;
   releaseSiteClaim?: (site: string) => { site: string; instance: string; gateway: string | null } | undefined;
+  /** The site's catalogue as loaded now: names ships and cargo, and keeps named ships on the Devices page. */
+  catalogue: { readonly catalogue: Catalogue };
+  logger: Logger;
+  /** `HOST`: the address the servers are bound to, which decides where devices can reach them. */
+  listenHost: string;
+  /** The local QuestDB the ships' pages chart their cargo from; undefined when the gateway writes to none. */
+  readings: ReadingsStore | undefined;
 }
 
 /**
@@ -67,7 +78,8 @@ export interface ConsoleDeps {
  * it in memory and bounded; nothing here runs on an accepted request but `accepted()`.
  */
 export class GatewayConsole {
-  readonly ships = new ShipTable();
+  readonly ships: ShipTable;
+  readonly history: CargoHistorySource;
   readonly refusals = new RefusalTable();
   readonly minutes: CounterMinutes;
   readonly sessions = new SessionStore();
@@ -80,14 +92,17 @@ export class GatewayConsole {
   readonly #outage = new OutageWatch();
   #outageSince: number | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #saveTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly deps: ConsoleDeps) {
     this.minutes = new CounterMinutes(() => deps.stats.acceptedReadings);
     this.password = new ConsolePassword(deps.password);
     this.throttle = new LoginThrottle(deps.loginAttemptsPerMinute ?? DEFAULT_LOGIN_ATTEMPTS_PER_MINUTE);
+    this.ships = new ShipTable({ known: (shipId) => deps.catalogue.catalogue.ships.has(shipId), saved: this.#savedShips() });
+    this.history = new CargoHistorySource(deps.readings);
   }
 
-  /** Starts sampling until the gateway stops; the timer never keeps the process alive. */
+  /** Starts sampling until the gateway stops; the timers never keep the process alive. */
   start(httpsPort: number): void {
     this.httpsPort = httpsPort;
     this.#sample();
@@ -95,6 +110,43 @@ export class GatewayConsole {
       if (this.deps.isStopping()) clearInterval(this.#timer);
       else this.#sample();
     }, SAMPLE_MS).unref();
+    this.#saveTimer ??= setInterval(() => this.saveShips(), SAVE_EVERY_MS).unref();
+  }
+
+  /** Once ingest has stopped: the ships as they are now, for the next start. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    clearInterval(this.#saveTimer);
+    this.saveShips();
+    await this.history.close();
+  }
+
+  /** Writes the ships to the data directory when anything changed since the last write. */
+  saveShips(): void {
+    const changes = this.ships.takeChanges();
+    if (changes === undefined) return;
+    const path = shipFile(this.deps.queue.dataDir);
+    try {
+      writeShipFile(path, changes);
+    } catch (error) {
+      this.deps.logger.warn(
+        { event: 'console_ships_not_saved', path, err: error },
+        "could not save the console's ships; the next start lists only the ships seen after it",
+      );
+    }
+  }
+
+  #savedShips(): SavedShips | undefined {
+    const path = shipFile(this.deps.queue.dataDir);
+    try {
+      return readShipFile(path);
+    } catch (error) {
+      this.deps.logger.warn(
+        { event: 'console_ships_unreadable', path, error: (error as Error).message },
+        "the console's saved ships cannot be read; the Devices page starts empty and the file is replaced at the next save",
+      );
+      return undefined;
+    }
   }
 
   /** What takes an uploaded update bundle here; undefined where nothing does. */

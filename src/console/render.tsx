@@ -20,7 +20,10 @@ export function renderPage(
   );
 }
 
-/** The frame of a page behind the login: its title and place in the navigation, the session's form token, the version. */
+/**
+ * The frame of a page behind the login: its title and place in the navigation, the session's form
+ * token, the version, and what the session's last action did when it was for this page (once).
+ */
 export function sessionFrame(
   c: Context,
   version: string,
@@ -28,5 +31,16 @@ export function sessionFrame(
   title: string,
   more: Pick<LayoutProps, 'notice' | 'refreshS'> = {},
 ): Omit<LayoutProps, 'children'> {
-  return { title, page, csrf: c.get('consoleSession').csrf, version, ...more };
+  const session = c.get('consoleSession');
+  let notice = more.notice;
+  if (session.notice?.page === page) {
+    notice ??= session.notice.text;
+    session.notice = undefined;
+  }
+  return { title, page, csrf: session.csrf, version, ...more, notice };
+}
+
+/** Tells the session's next view of `page` what its last action did: the server's word, never the URL's. */
+export function flash(c: Context, page: PageId, text: string): void {
+  c.get('consoleSession').notice = { page, text };
 }

@@ -1,7 +1,7 @@
 import pino, { type Logger, type LevelWithSilent } from 'pino';
 import { stdoutLines } from './stdout-lines.js';
 
-/** JSON lines on stdout (journald and container runtimes collect them); secrets are redacted by key. */
+/** JSON lines on stdout (journald and container runtimes collect them), readable lines on a terminal; secrets are redacted by key. */
 export function createLogger(level: LevelWithSilent, destination?: pino.DestinationStream): Logger {
   return pino(
     {

@@ -10,6 +10,13 @@ export function reasonText(text: string): string {
   return line.length > MAX_REASON_LENGTH ? `${line.slice(0, MAX_REASON_LENGTH)}…` : line;
 }
 
+/** QuestDB's words before the cause of a refused line: they name the protocol and a line of a request the reader never saw. */
+const QUESTDB_PREAMBLE = /^failed to parse line protocol:\s*errors encountered on line\(s\):\s*(error in line \d+:\s*)?/i;
+
+/** A reading QuestDB refused, in the words a technician reads: "QuestDB refused the reading: Could not parse timestamp: …". */
+export const questDbRowReason = (message: string): string =>
+  reasonText(`QuestDB refused the reading: ${reasonText(message).replace(QUESTDB_PREAMBLE, '')}`);
+
 /**
  * The record's site for a dead letter of its readings (another site's name, or the id of this
  * gateway's name it was answered under), and whether the record is a dead letter of this sink

@@ -30,10 +30,12 @@ export async function startOnTerminal(env: Record<string, string>): Promise<Term
   const terminal = spawn('script', ['-qfec', command, '/dev/null'], { env: settings, detached: true });
   let output = '';
   terminal.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await waitUntil(`the gateway to start: ${output}`, () => output.includes('"event":"started"'), 15_000);
+  // On a terminal the start line is a plain line that names the API's address.
+  const startLine = /Harbor Gateway \S+: API http:\/\/[^:]+:(\d+)\//;
+  await waitUntil(`the gateway to start: ${output}`, () => startLine.test(output), 15_000);
   // An answer means the event loop has turned since the start line, so the signal handlers that
   // follow it are in place (a SIGHUP before them would end the process).
-  const port = /"address":"[^"]*:(\d+)"/.exec(output)![1];
+  const port = startLine.exec(output)![1];
   await waitUntil('an answer', async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200);
   return { terminal, pid: Number(/gateway pid (\d+)/.exec(output)![1]), output: () => output };
 }

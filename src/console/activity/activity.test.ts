@@ -3,7 +3,7 @@ import { CounterMinutes, MinuteCounts } from './minute-counts.js';
 import { RefusalTable } from './refusal-table.js';
 import { formatLine, type QueuedReading } from '../../queue/record-codec.js';
 import { recordOf, retainedHeapBytes } from '../../../test/support/retained-heap.js';
-import { FOLD_AFTER_MS, FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS, MAX_CARGOS, MAX_SHIPS, ShipTable } from './ship-table.js';
+import { FOLD_AFTER_MS, FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS, MAX_CARGOS, MAX_SHIPS, RECENT_MS, ShipTable } from './ship-table.js';
 
 const T0 = Date.UTC(2026, 10, 26, 10, 0, 0);
 const MIN = 60_000;
@@ -121,19 +121,74 @@ describe('ship table', () => {
   });
 
   it('stays bounded in ships and in cargo ids per ship', () => {
-    const ships = new ShipTable();
+    const ships = new ShipTable({ now: T0 });
     for (let i = 0; i < MAX_SHIPS + 500; i++) note(ships, 'k', [reading(`ship-${i}`, 'x', i)], T0 + i);
-    expect(ships.size).toBeLessThanOrEqual(MAX_SHIPS);
-    const names = new Set(ships.list(T0 + MAX_SHIPS + 500).map((s) => s.shipId));
-    expect(names.has(`ship-${MAX_SHIPS + 499}`)).toBe(true);
-    expect(names.has('ship-0')).toBe(false);
+    expect(ships.size).toBe(MAX_SHIPS);
     note(
       ships,
       'k',
-      Array.from({ length: 100 }, (_, i) => reading('many', `c${i}`, i)),
+      Array.from({ length: 100 }, (_, i) => reading('ship-7', `c${i}`, i)),
       T0,
     );
-    expect(ships.list(T0).find((s) => s.shipId === 'many')!.lastValues).toHaveLength(MAX_CARGOS);
+    expect(ships.list(T0).find((s) => s.shipId === 'ship-7')!.lastValues).toHaveLength(MAX_CARGOS);
+  });
+
+  it('pushes no live ship off for new ship ids: it leaves them out and says how many readings and which ids', () => {
+    const ships = new ShipTable({ now: T0 });
+    for (let i = 0; i < MAX_SHIPS; i++) note(ships, 'k', [reading(`real-${i}`, 'x', i)], T0 + i);
+    // A key holder floods made-up ids, within the hour the real ships are live.
+    for (let i = 0; i < 5000; i++) note(ships, 'k', [reading(`fake-${i}`, 'x', 1), reading(`fake-${i}`, 'y', 2)], T0 + 30 * MIN);
+    const listed = new Set(ships.list(T0 + 30 * MIN).map((s) => s.shipId));
+    expect(listed.size).toBe(MAX_SHIPS);
+    for (let i = 0; i < MAX_SHIPS; i++) expect(listed.has(`real-${i}`)).toBe(true);
+    expect(ships.facts()).toMatchObject({
+      ships: MAX_SHIPS,
+      forgotten: 0,
+      leftOutReadings: 10_000,
+      leftOutShips: ['fake-4999', 'fake-4998', 'fake-4997', 'fake-4996', 'fake-4995'],
+    });
+  });
+
+  it('makes room with ships silent for over an hour that the catalogue does not name, the least recently seen first', () => {
+    const named = new Set(['named-0', 'named-1']);
+    const ships = new ShipTable({ known: (id) => named.has(id), now: T0 });
+    note(ships, 'k', [reading('named-0', 'x', 1), reading('named-1', 'x', 1)], T0);
+    for (let i = 0; i < MAX_SHIPS - 2; i++) note(ships, 'k', [reading(`old-${i}`, 'x', i)], T0 + i);
+    const later = T0 + RECENT_MS + MAX_SHIPS + 1;
+    for (let i = 0; i < 10; i++) note(ships, 'k', [reading(`new-${i}`, 'x', i)], later);
+    const listed = new Set(ships.list(later).map((s) => s.shipId));
+    expect(listed.size).toBe(MAX_SHIPS);
+    expect([...listed].filter((id) => id.startsWith('new-'))).toHaveLength(10);
+    expect(listed.has('named-0') && listed.has('named-1')).toBe(true);
+    for (let i = 0; i < 10; i++) expect(listed.has(`old-${i}`)).toBe(false);
+    expect(listed.has('old-10')).toBe(true);
+    expect(ships.facts()).toMatchObject({ forgotten: 10, leftOutReadings: 0 });
+  });
+
+  it('lets a ship the catalogue names take the place of a live one it does not name', () => {
+    const ships = new ShipTable({ known: (id) => id === 'reefer-ship', now: T0 });
+    for (let i = 0; i < MAX_SHIPS; i++) note(ships, 'k', [reading(`live-${i}`, 'x', i)], T0 + i);
+    note(ships, 'k', [reading('reefer-ship', 'temp', -20)], T0 + 2 * MIN);
+    note(ships, 'k', [reading('stranger', 'temp', 1)], T0 + 2 * MIN);
+    const listed = new Set(ships.list(T0 + 2 * MIN).map((s) => s.shipId));
+    expect(listed.has('reefer-ship')).toBe(true);
+    expect(listed.has('live-0')).toBe(false);
+    expect(listed.has('stranger')).toBe(false);
+    expect(ships.facts()).toMatchObject({ forgotten: 1, leftOutReadings: 1, leftOutShips: ['stranger'] });
+  });
+
+  it('comes back from what it saved as it was, but for the readings per minute, which count again from the start', () => {
+    const ships = new ShipTable({ now: T0 - 3 * MIN });
+    note(ships, 'buoys', [reading('buoy-1', 'level', 1.5), reading('buoy-1', 'temp', 20)], T0 - MIN);
+    note(ships, 'buoys', [reading('buoy-1', 'level', 2.5), reading('buoy-2', 'level', 3)], T0);
+    const saved = ships.takeChanges()!;
+    expect(ships.takeChanges()).toBeUndefined();
+    const again = new ShipTable({ saved: JSON.parse(JSON.stringify(saved)), now: T0 + MIN });
+    expect(again.list(T0 + MIN)).toEqual(ships.list(T0 + MIN).map((s) => ({ ...s, readingsLastHour: 0 })));
+    expect(again.facts()).toMatchObject({ sinceMs: T0 - 3 * MIN, countingSinceMs: T0 + MIN, ships: 2 });
+    expect(again.takeChanges()).toBeUndefined();
+    note(again, 'buoys', [reading('buoy-2', 'level', 4)], T0 + MIN);
+    expect(again.takeChanges()?.ships.find((s) => s.id === 'buoy-2')?.values).toEqual([['level', 4]]);
   });
 
   it('reads the same when requests wait to be folded as when each is folded at once', () => {

@@ -51,6 +51,11 @@ export class RefusalTable {
     else if (refusal.key !== undefined) this.#byKey(refusal, now);
   }
 
+  /** Every refused API request by status, lowest status first: what `/metrics` counts besides the 200s. */
+  byStatusSorted(): [status: number, count: number][] {
+    return [...this.byStatus].sort((a, b) => a[0] - b[0]);
+  }
+
   keys(): KeyRefusals[] {
     return [...this.#keys.values()].map((k) => ({ ...k })).sort((a, b) => (b.last?.atMs ?? 0) - (a.last?.atMs ?? 0));
   }

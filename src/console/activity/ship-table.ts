@@ -1,8 +1,16 @@
 import { detached, scanEncodedRecord } from '../../queue/record-codec.js';
 import { MinuteCounts } from './minute-counts.js';
 
-/** Ships remembered; past this the least recently seen eighth is forgotten. A site has tens to hundreds. */
+/** Ships remembered. A site has tens to hundreds; past this, only ships nobody misses make room (see ShipTable). */
 export const MAX_SHIPS = 1000;
+/** A ship with readings this recent is live for the table: no new ship pushes it out. */
+export const RECENT_MS = 60 * 60_000;
+/** Ships set aside at once to make room, so a run of new ship ids costs one sort per this many, not a scan each. */
+const ROOM_BATCH = Math.ceil(MAX_SHIPS / 8);
+/** While no ship may make room, new ones are left out without a look until this long has passed (the catalogue may change). */
+const NO_ROOM_RECHECK_MS = 60_000;
+/** Ship ids left out that the page names, the latest first. */
+const LEFT_OUT_NAMED = 5;
 /** Cargo ids whose last value is kept per ship. */
 export const MAX_CARGOS = 16;
 /** A ship is stale once silent for three of its usual gaps, and never sooner than this. */
@@ -39,10 +47,56 @@ export interface ShipView {
   lastValues: { cargoId: string; value: number }[];
 }
 
+/** What the table holds and what it left out to stay bounded. */
+export interface ShipTableFacts {
+  /** Ships listed now. */
+  ships: number;
+  /** Since when the table has been keeping ships (across restarts, as far as its file goes back). */
+  sinceMs: number;
+  /** When this process started counting readings per ship: "readings in the last hour" covers no more. */
+  countingSinceMs: number;
+  /** Ships the table let go to make room: silent for over RECENT_MS and not in the catalogue. */
+  forgotten: number;
+  /** Readings of ships not listed because every listed ship was live or in the catalogue. */
+  leftOutReadings: number;
+  /** The latest ship ids left out, the latest first (at most LEFT_OUT_NAMED). */
+  leftOutShips: string[];
+}
+
+/** A ship as the table's file keeps it (ship-file.ts): all but its readings per minute. */
+export interface SavedShip {
+  id: string;
+  key: string;
+  lastSeenMs: number;
+  gapMs?: number | undefined;
+  values: [cargoId: string, value: number][];
+}
+
+export interface SavedShips {
+  sinceMs: number;
+  forgotten: number;
+  leftOutReadings: number;
+  leftOutShips: string[];
+  ships: SavedShip[];
+}
+
+export interface ShipTableOptions {
+  /** Whether the site's catalogue names this ship: such a ship is never let go for a ship it does not name. */
+  known?: (shipId: string) => boolean;
+  /** What the table's file kept from before a restart. */
+  saved?: SavedShips | undefined;
+  now?: number;
+}
+
 /**
- * Every ship the gateway accepted readings from since it started: which key it used, when it was
- * last seen, how many readings it sent in the last hour and its latest values. Bounded in ships and
- * in cargo ids per ship, and fed with the queue records ingest committed.
+ * Every ship the gateway accepted readings from: which key it used, when it was last seen, how
+ * many readings it sent in the last hour and its latest values. Bounded in ships and in cargo ids
+ * per ship, and fed with the queue records ingest committed.
+ *
+ * Once full, a new ship takes the place of one silent for over RECENT_MS that the catalogue does not
+ * name (the least recently seen first); a ship the catalogue names may also take the place of a live
+ * one it does not. Otherwise the new ship is left out, and counted: no one with a device key can push
+ * live or catalogued ships off the table with made-up ids, and the page says what it did not list.
  *
  * An accepted request only notes its record (three appends); records are folded into the table in
  * the order they came, with the time each request came at, before anything reads the table, after
@@ -53,6 +107,18 @@ export interface ShipView {
  */
 export class ShipTable {
   readonly #ships = new Map<string, ShipEntry>();
+  readonly #known: (shipId: string) => boolean;
+  readonly #sinceMs: number;
+  readonly #countingSinceMs: number;
+  #forgotten = 0;
+  #leftOutReadings = 0;
+  readonly #leftOutShips: string[] = [];
+  /** Ships set aside to make room, least recently seen last; each is checked again when its turn comes. */
+  #room: string[] = [];
+  /** No listed ship may make room for an unknown one before this time. */
+  #noRoomUntil = 0;
+  /** Whether anything changed since the table was last saved. */
+  #changed = false;
   // The requests waiting to be folded, in fixed arrays reused from fold to fold.
   readonly #keys = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
   readonly #records = new Array<string>(FOLD_AFTER_REQUESTS).fill('');
@@ -61,6 +127,31 @@ export class ShipTable {
   #requests = 0;
   #readings = 0;
   #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: ShipTableOptions = {}) {
+    const now = options.now ?? Date.now();
+    this.#known = options.known ?? (() => false);
+    this.#countingSinceMs = now;
+    const saved = options.saved;
+    this.#sinceMs = saved === undefined ? now : Math.min(saved.sinceMs, now);
+    if (saved === undefined) return;
+    this.#forgotten = saved.forgotten;
+    this.#leftOutReadings = saved.leftOutReadings;
+    this.#leftOutShips.push(...saved.leftOutShips.slice(0, LEFT_OUT_NAMED));
+    // The most recently seen first, so a file from a larger table keeps the ships that matter.
+    const ships = [...saved.ships].sort((a, b) => b.lastSeenMs - a.lastSeenMs);
+    for (const ship of ships.slice(0, MAX_SHIPS)) {
+      if (this.#ships.has(ship.id)) continue;
+      this.#ships.set(ship.id, {
+        key: ship.key,
+        lastSeenMs: ship.lastSeenMs,
+        gapMs: ship.gapMs,
+        minutes: new MinuteCounts(),
+        values: new Map(ship.values.slice(-MAX_CARGOS)),
+      });
+    }
+    this.#forgotten += Math.max(0, ships.length - MAX_SHIPS);
+  }
 
   /**
    * `record` is a queue record (record-codec.ts) of `readings` readings, committed for `key`;
@@ -82,19 +173,51 @@ export class ShipTable {
     return this.#ships.size;
   }
 
+  facts(): ShipTableFacts {
+    this.#fold();
+    return {
+      ships: this.#ships.size,
+      sinceMs: this.#sinceMs,
+      countingSinceMs: this.#countingSinceMs,
+      forgotten: this.#forgotten,
+      leftOutReadings: this.#leftOutReadings,
+      leftOutShips: [...this.#leftOutShips],
+    };
+  }
+
   /** The ships, most recently seen first. */
   list(now: number): ShipView[] {
     this.#fold();
     return [...this.#ships]
-      .map(([shipId, e]) => ({
-        shipId,
+      .map(([shipId, e]) => view(shipId, e, now))
+      .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
+  }
+
+  /** One ship, or undefined when the table does not list it. */
+  get(shipId: string, now: number): ShipView | undefined {
+    this.#fold();
+    const entry = this.#ships.get(shipId);
+    return entry === undefined ? undefined : view(shipId, entry, now);
+  }
+
+  /** What the table's file keeps, when anything changed since the last call; undefined otherwise. */
+  takeChanges(): SavedShips | undefined {
+    this.#fold();
+    if (!this.#changed) return undefined;
+    this.#changed = false;
+    return {
+      sinceMs: this.#sinceMs,
+      forgotten: this.#forgotten,
+      leftOutReadings: this.#leftOutReadings,
+      leftOutShips: [...this.#leftOutShips],
+      ships: [...this.#ships].map(([id, e]) => ({
+        id,
         key: e.key,
         lastSeenMs: e.lastSeenMs,
-        stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
-        readingsLastHour: e.minutes.total(now),
-        lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
-      }))
-      .sort((a, b) => b.lastSeenMs - a.lastSeenMs || (a.shipId < b.shipId ? -1 : 1));
+        ...(e.gapMs === undefined ? {} : { gapMs: e.gapMs }),
+        values: [...e.values],
+      })),
+    };
   }
 
   /** Folds the waiting requests into the table, oldest first. */
@@ -103,6 +226,7 @@ export class ShipTable {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    if (this.#requests > 0) this.#changed = true;
     const records = this.#records;
     const values = this.#values;
     for (let i = 0; i < this.#requests; i++) {
@@ -116,22 +240,24 @@ export class ShipTable {
 
   /** One request's record: one look-up per run of lines of one ship, one per line for its value. */
   #add(key: string, record: string, lineValues: Float64Array | undefined, now: number): void {
-    let entry: ShipEntry | undefined;
+    // undefined: no run yet; null: the run's ship is left out.
+    let entry: ShipEntry | null | undefined;
     let ship = '';
     let run = 0;
     let line = 0;
     scanEncodedRecord(record, (text, tab1, tab2, tab3, end) => {
       // The ship id is compared in place: a batch is mostly runs of one ship, so most lines slice nothing.
       if (entry === undefined || tab2 - tab1 - 1 !== ship.length || !text.startsWith(ship, tab1 + 1)) {
-        if (entry !== undefined) touch(entry, key, run, now);
+        if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
         ship = text.slice(tab1 + 1, tab2);
         entry = this.#entry(ship, key, now);
         run = 0;
       }
       run += 1;
-      const cargoId = text.slice(tab2 + 1, tab3);
-      const value = lineValues === undefined ? Number(text.slice(tab3 + 1, end)) : lineValues[line]!;
       line += 1;
+      if (entry === null) return;
+      const cargoId = text.slice(tab2 + 1, tab3);
+      const value = lineValues === undefined ? Number(text.slice(tab3 + 1, end)) : lineValues[line - 1]!;
       const values = entry.values;
       // A key already there stays as it was first set, so only a new one needs to be a copy.
       if (values.has(cargoId)) values.set(cargoId, value);
@@ -140,23 +266,105 @@ export class ShipTable {
         values.set(detached(cargoId), value);
       }
     });
-    if (entry !== undefined) touch(entry, key, run, now);
+    if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
   }
 
-  #entry(shipId: string, key: string, now: number): ShipEntry {
+  #endRun(entry: ShipEntry | null, ship: string, key: string, readings: number, now: number): void {
+    if (entry !== null) touch(entry, key, readings, now);
+    else this.#leftOut(ship, readings);
+  }
+
+  /** The ship's entry, made when there is room; null when the ship is left out. */
+  #entry(shipId: string, key: string, now: number): ShipEntry | null {
     const known = this.#ships.get(shipId);
     if (known !== undefined) return known;
-    if (this.#ships.size >= MAX_SHIPS) this.#forgetOldest();
+    if (this.#ships.size >= MAX_SHIPS && !this.#makeRoom(shipId, now)) return null;
     const entry: ShipEntry = { key, lastSeenMs: now, gapMs: undefined, minutes: new MinuteCounts(), values: new Map() };
     this.#ships.set(detached(shipId), entry);
     return entry;
   }
 
-  /** Forgets the least recently seen eighth at once, so a flood of new ship ids costs a sort per 125 ships, not a scan per ship. */
-  #forgetOldest(): void {
-    const oldest = [...this.#ships].sort((a, b) => a[1].lastSeenMs - b[1].lastSeenMs).slice(0, Math.ceil(MAX_SHIPS / 8));
-    for (const [shipId] of oldest) this.#ships.delete(shipId);
+  /** Lets one ship go for `shipId`; false when none may go for it. */
+  #makeRoom(shipId: string, now: number): boolean {
+    for (;;) {
+      const candidate = this.#room.pop();
+      if (candidate === undefined) break;
+      const entry = this.#ships.get(candidate);
+      // Seen again, or named by the catalogue since it was set aside: it stays.
+      if (entry === undefined || now - entry.lastSeenMs <= RECENT_MS || this.#known(candidate)) continue;
+      this.#forget(candidate);
+      return true;
+    }
+    if (now >= this.#noRoomUntil && this.#setAsideSilent(now)) return this.#makeRoom(shipId, now);
+    // A ship the catalogue names outranks a live one it does not, and any silent one.
+    if (!this.#known(shipId)) return false;
+    return this.#forgetLeastRecent((id, entry) => !this.#known(id) || now - entry.lastSeenMs > RECENT_MS);
   }
+
+  /**
+   * Sets aside the least recently seen ships that are silent and not in the catalogue, up to
+   * ROOM_BATCH; when there are none, no look is taken again until one of the others falls silent.
+   */
+  #setAsideSilent(now: number): boolean {
+    const silent: [string, number][] = [];
+    let nextSilentMs = now + NO_ROOM_RECHECK_MS;
+    for (const [id, entry] of this.#ships) {
+      if (this.#known(id)) continue;
+      if (now - entry.lastSeenMs > RECENT_MS) silent.push([id, entry.lastSeenMs]);
+      else nextSilentMs = Math.min(nextSilentMs, entry.lastSeenMs + RECENT_MS + 1);
+    }
+    if (silent.length === 0) {
+      this.#noRoomUntil = nextSilentMs;
+      return false;
+    }
+    // Most recently seen first: the list is taken from its end.
+    this.#room = silent
+      .sort((a, b) => b[1] - a[1])
+      .slice(-ROOM_BATCH)
+      .map(([id]) => id);
+    return true;
+  }
+
+  /** Forgets the least recently seen ship that `may` allows; false when there is none. */
+  #forgetLeastRecent(may: (shipId: string, entry: ShipEntry) => boolean): boolean {
+    let oldest: string | undefined;
+    let oldestMs = Number.POSITIVE_INFINITY;
+    for (const [id, entry] of this.#ships) {
+      if (entry.lastSeenMs < oldestMs && may(id, entry)) {
+        oldest = id;
+        oldestMs = entry.lastSeenMs;
+      }
+    }
+    if (oldest === undefined) return false;
+    this.#forget(oldest);
+    return true;
+  }
+
+  #forget(shipId: string): void {
+    this.#ships.delete(shipId);
+    this.#forgotten += 1;
+  }
+
+  #leftOut(shipId: string, readings: number): void {
+    this.#leftOutReadings += readings;
+    const named = this.#leftOutShips;
+    if (named[0] === shipId) return;
+    const at = named.indexOf(shipId);
+    if (at !== -1) named.splice(at, 1);
+    named.unshift(detached(shipId));
+    if (named.length > LEFT_OUT_NAMED) named.pop();
+  }
+}
+
+function view(shipId: string, e: ShipEntry, now: number): ShipView {
+  return {
+    shipId,
+    key: e.key,
+    lastSeenMs: e.lastSeenMs,
+    stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
+    readingsLastHour: e.minutes.total(now),
+    lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
+  };
 }
 
 function touch(entry: ShipEntry, key: string, readings: number, now: number): void {

@@ -46,6 +46,7 @@ pre{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:.7
 .muted{color:var(--muted)}
 form.stack{display:grid;gap:.75rem;max-width:28rem}
 label{font-weight:600;display:block}
+td label{display:inline}
 .hint{font-weight:400;color:var(--muted);font-size:.9rem;display:block}
 input[type=text],input[type=password]{width:100%;padding:.55rem .6rem;border:1px solid #8a939e;border-radius:6px;min-height:44px}
 input[readonly]{background:#f0f2f5}
@@ -54,11 +55,22 @@ button.primary{background:var(--accent);color:#fff}
 button.danger{background:var(--bad);color:#fff}
 button.plain{background:var(--card);color:var(--ink);border-color:#8a939e}
 .actions{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.75rem 0 0}
-.chart svg{width:100%;height:auto;max-height:220px;display:block}
+.chart{margin:0}
+.chart .plot{display:grid;grid-template-columns:auto 1fr;grid-template-rows:auto auto;column-gap:.4rem}
+.chart svg{width:100%;height:150px;display:block;overflow:visible}
+.chart .y-axis{display:flex;flex-direction:column;justify-content:space-between;text-align:right;min-width:2.5rem}
+.chart .x-axis{grid-column:2;display:flex;justify-content:space-between;gap:.5rem}
+.chart .axis-label{color:var(--muted);font-size:.8rem;line-height:1.2;font-variant-numeric:tabular-nums;white-space:nowrap}
 .chart .bar{fill:#2f7fd0}
 .chart .now{fill:#8fbde9}
 .chart .axis{stroke:#8a939e;stroke-width:1}
-.chart text{fill:var(--muted);font-size:11px}
+.chart .line{fill:none;stroke:#0b5cad;stroke-width:2}
+.chart .range{fill:#2f7fd0;fill-opacity:.18}
+.chart .normal{fill:var(--okbg)}
+.chart .limit{stroke:var(--ok);stroke-width:1;stroke-dasharray:4 3}
+.chart .dot{stroke:#0b5cad;stroke-width:6;stroke-linecap:round}
+.charts{display:grid;gap:1rem;grid-template-columns:repeat(auto-fit,minmax(20rem,1fr))}
+.charts h3{font-size:1rem;margin:0 0 .25rem}
 .qr{background:#fff;padding:8px;border:1px solid var(--line);border-radius:6px;width:min(100%,320px)}
 .qr svg{display:block;width:100%;height:auto}
 .secret{display:flex;gap:.5rem;flex-wrap:wrap}
@@ -70,5 +82,18 @@ button.plain{background:var(--card);color:var(--ink);border-color:#8a939e}
 .trail p{margin:0;overflow-wrap:anywhere}
 .trail-body{display:flex;flex-wrap:wrap;gap:0 .9rem;font-size:.95rem}
 .foot{max-width:72rem;margin:0 auto;padding:1rem;color:var(--muted);font-size:.85rem}
-@media (max-width:40rem){main{padding:.75rem}section,.card{padding:.75rem}th,td{padding:.35rem .4rem}}
+@media (max-width:40rem){
+main{padding:.75rem}section,.card{padding:.75rem}
+.scroll table,.scroll tbody,.scroll tr,.scroll td,.scroll tbody th{display:block;width:auto}
+.scroll thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+.scroll tr{border:1px solid var(--line);border-radius:6px;padding:.5rem .75rem;margin:0 0 .6rem}
+.scroll tbody th{border:0;padding:0 0 .3rem;color:var(--ink);white-space:normal;overflow-wrap:anywhere}
+.scroll td{display:flow-root;border:0;padding:.15rem 0 .15rem 7.5rem;overflow-wrap:anywhere;text-align:left}
+.scroll td.num{text-align:left}
+.scroll td[data-label]::before{content:attr(data-label);float:left;width:7rem;margin-left:-7.5rem;white-space:normal;color:var(--muted);font:600 .85rem/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;overflow-wrap:anywhere}
+.scroll td:not([data-label]){padding-left:0}
+dl.facts{grid-template-columns:minmax(6.5rem,38%) minmax(0,1fr)}
+dl.facts.stacked{grid-template-columns:minmax(0,1fr);gap:0}
+dl.facts.stacked dd{margin-bottom:.6rem}
+}
 `;

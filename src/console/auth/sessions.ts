@@ -12,6 +12,8 @@ export interface Session {
   readonly csrf: string;
   readonly createdMs: number;
   lastUsedMs: number;
+  /** What the session's last action did, for the next view of the page it names (shown once). */
+  notice: { page: string; text: string } | undefined;
 }
 
 const newToken = (): string => randomBytes(32).toString('base64url');
@@ -30,7 +32,7 @@ export class SessionStore {
     this.#expire(now);
     if (this.#sessions.size >= MAX_SESSIONS) this.#sessions.delete(this.#sessions.keys().next().value!);
     const token = newToken();
-    const session: Session = { csrf: newToken(), createdMs: now, lastUsedMs: now };
+    const session: Session = { csrf: newToken(), createdMs: now, lastUsedMs: now, notice: undefined };
     this.#sessions.set(digestOf(token), session);
     return { token, session };
   }

@@ -1,5 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { DeadLetter } from '../../queue/dead-letters.js';
+import { formatTimestampNs } from '../../reading/format-timestamp.js';
 import { formatCount, formatTime } from './format.js';
 import { CountCell, CsrfField, figures, Section, Table } from './layout.js';
 
@@ -11,6 +12,13 @@ export interface DeadLettersModel {
   /** Set when the summary covers only this many of the oldest. */
   summarised: number | undefined;
   csrf: string;
+}
+
+/** A record line with its time in UTC to the nanosecond; a line that is not one (a corrupt record) as it is. */
+function readableLine(line: string): string {
+  const fields = line.split('\t');
+  if (fields.length === 4 && /^\d{1,19}$/.test(fields[0]!)) fields[0] = formatTimestampNs(fields[0]!);
+  return fields.join(' | ');
 }
 
 export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summarised, csrf }) => (
@@ -25,15 +33,16 @@ export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summ
           {bySink.map((row) => (
             <tr>
               <th scope="row">{row.sink}</th>
-              <td>{row.reason}</td>
-              <CountCell count={row.count} />
+              <td data-label="Reason">{row.reason}</td>
+              <CountCell count={row.count} label="Count" />
             </tr>
           ))}
         </Table>
       )}
-      <p class="hint">
-        A dead letter is a reading a destination refused for its content. Re-queue puts it at the end of the queue for every destination
-        again (after fixing the cause); purge deletes it for good.
+      <p class="hint" id="dead-letters-hint">
+        A dead letter is a reading a destination refused for its content. Re-queue puts it at the end of the queue again, for the one
+        destination that refused it (one refused at ingest, from MQTT, for every destination): fix the cause first. Purge deletes it for
+        good.
       </p>
     </Section>
     {total === 0 ? null : (
@@ -46,30 +55,28 @@ export const DeadLetters: FC<DeadLettersModel> = ({ total, letters, bySink, summ
           <Table
             label="Dead letters"
             id="dead-letters"
-            columns={[<span class="muted">Select</span>, 'Id', 'Sink', 'Failed at', 'Reason', 'Readings (time, ship, cargo, value)']}
+            columns={['Dead letter', 'Sink', 'Failed at', 'Reason', 'Readings (time, ship, cargo, value)']}
           >
             {letters.map((letter) => (
               <tr>
-                <td>
+                <td data-label="Dead letter">
                   <input
                     type="checkbox"
                     name="id"
                     value={String(letter.id)}
                     id={`dl-${letter.id}`}
                     aria-label={`Dead letter ${letter.id}`}
-                  />
-                </td>
-                <td>
+                  />{' '}
                   <label for={`dl-${letter.id}`}>#{letter.id}</label>
                 </td>
-                <td>{letter.sink}</td>
-                <td>{formatTime(letter.failedMs)}</td>
-                <td>{letter.reason}</td>
-                <td class="mono">
+                <td data-label="Sink">{letter.sink}</td>
+                <td data-label="Failed at">{formatTime(letter.failedMs)}</td>
+                <td data-label="Reason">{letter.reason}</td>
+                <td class="mono" data-label="Readings">
                   {letter.line.split('\n').map((line, i) => (
                     <>
                       {i > 0 ? <br /> : null}
-                      {line.replaceAll('\t', ' | ')}
+                      {readableLine(line)}
                     </>
                   ))}
                 </td>

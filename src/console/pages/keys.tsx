@@ -54,17 +54,17 @@ export const Keys: FC<KeysModel> = ({ keys, path, problems, csrf, error, typed, 
         {keys.map((key) => (
           <tr>
             <th scope="row">{key.name}</th>
-            <td>{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
-            <CountCell count={key.counters?.acceptedReadings ?? 0} />
-            <CountCell count={key.counters?.refusedRequests ?? 0} />
-            <td>
+            <td data-label="Ships">{key.shipPrefix === null ? 'all' : <span class="mono">{`${key.shipPrefix}…`}</span>}</td>
+            <CountCell count={key.counters?.acceptedReadings ?? 0} label="Readings" />
+            <CountCell count={key.counters?.refusedRequests ?? 0} label="Refused" />
+            <td data-label="Last used">
               {key.counters?.lastSeen == null ? (
                 <span class="muted">not since start</span>
               ) : (
                 formatAgo(Date.parse(key.counters.lastSeen), now)
               )}
             </td>
-            <td>
+            <td data-label="Revoke">
               {key.inFile ? (
                 <form method="post" action="/console/keys/revoke">
                   <CsrfField csrf={csrf} />
@@ -107,9 +107,11 @@ export interface KeyCreatedModel {
   snippet: string;
   /** The snippet as a QR code (SVG), for a phone to carry it to the laptop that flashes the device. */
   qrSvg: string;
+  /** The address the gateway listens on, when it is this machine's alone: no device elsewhere reaches the snippet's URL. */
+  localOnly: string | undefined;
 }
 
-export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snippet, qrSvg }) => (
+export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snippet, qrSvg, localOnly }) => (
   <>
     <Section name="new-key" heading={<>Key {name}</>}>
       <p>
@@ -125,6 +127,12 @@ export const KeyCreated: FC<KeyCreatedModel> = ({ name, secret, shipPrefix, snip
       </div>
     </Section>
     <Section name="snippet" heading="For the device">
+      {localOnly === undefined ? null : (
+        <p class="error" id="snippet-local-only">
+          The gateway listens on {localOnly} (HOST): only this machine reaches this URL. A device on the LAN needs the gateway started with
+          HOST=0.0.0.0 or the board's own address.
+        </p>
+      )}
       <div class="grid2">
         <div>
           <pre id="snippet">{snippet}</pre>

@@ -121,8 +121,8 @@ const isFigures = (column: Column): column is ReturnType<typeof figures> =>
   typeof column === 'object' && column !== null && 'figures' in column;
 
 /**
- * A table under its columns' headings, its rows the children, that scrolls sideways on a narrow
- * screen instead of widening the page.
+ * A table under its columns' headings, its rows the children. On a phone each row becomes a card:
+ * its row heading on top, each cell under the label its `data-label` gives (the column's heading).
  */
 export const Table: FC<{ label: string; id?: string; columns: Column[]; children?: Child }> = ({ label, id, columns, children }) => (
   <section class="scroll" aria-label={label} tabindex={0}>
@@ -145,5 +145,9 @@ export const Table: FC<{ label: string; id?: string; columns: Column[]; children
   </section>
 );
 
-/** A cell of a `figures` column: a count, its thousands grouped. */
-export const CountCell: FC<{ count: number }> = ({ count }) => <td class="num">{formatCount(count)}</td>;
+/** A cell of a `figures` column: a count, its thousands grouped, under its column's heading on a phone. */
+export const CountCell: FC<{ count: number; label: string }> = ({ count, label }) => (
+  <td class="num" data-label={label}>
+    {formatCount(count)}
+  </td>
+);

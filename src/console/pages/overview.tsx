@@ -10,23 +10,32 @@ export interface OverviewModel {
   snapshot: GatewaySnapshot;
   /** Readings accepted per minute, the last hour oldest first. */
   minutes: number[];
+  /** Refused API requests since start by status, as `/metrics` counts them (`harbor_ingest_requests_total`). */
+  refused: [status: number, count: number][];
   /** Where devices and browsers reach the gateway over HTTPS. */
   httpsUrls: string[];
   csrf: string;
-  /** What the last action did (a claim released). */
-  notice?: string | undefined;
+  /** The gateway listens on this machine only (`listenHost`): no device elsewhere reaches it. */
+  thisMachineOnly: boolean;
+  listenHost: string;
 }
 
 const age = (seconds: number | null): string => (seconds === null ? 'none' : `${formatDuration(seconds)} old`);
 
 const CLOCK = { true: 'synchronised', false: 'not synchronised: readings without a time get an untrusted time', null: 'unknown here' };
 
-export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, httpsUrls, csrf, notice }) => (
+/** "12 requests (3 × 401, 9 × 422)". */
+function refusedText(refused: readonly [number, number][]): string {
+  const total = refused.reduce((sum, [, n]) => sum + n, 0);
+  const parts = refused.map(([status, n]) => `${formatCount(n)} × ${status}`).join(', ');
+  return `${formatCount(total)} ${total === 1 ? 'request' : 'requests'}${total === 0 ? '' : ` (${parts})`}`;
+}
+
+export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, refused, httpsUrls, thisMachineOnly, listenHost, csrf }) => (
   <>
     <p class={`state state-${state.code}`} id="state">
       {state.text}
     </p>
-    {notice === undefined ? null : <p class="notice">{notice}</p>}
     {(s.siteClaims?.conflicts.length ?? 0) === 0 ? null : <SiteConflicts conflicts={s.siteClaims!.conflicts} csrf={csrf} />}
     <Section name="rate" heading="Readings per minute">
       <MinuteChart counts={minutes} />
@@ -42,9 +51,9 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
           </dd>
           <dt>Oldest queued reading</dt>
           <dd>{age(s.queue.oldestAgeSeconds)}</dd>
-          <dt>Dead letters</dt>
-          <dd>
-            <a href="/console/dead-letters">{formatCount(s.deadLetters)}</a>
+          <dt>Dead letters now</dt>
+          <dd id="dead-letters-now">
+            <a href="/console/dead-letters">{formatCount(s.deadLetters)}</a> <span class="muted">in the queue file, every sink</span>
           </dd>
           <dt>Durability</dt>
           <dd>{s.durability}</dd>
@@ -73,9 +82,9 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
             {formatCount(s.totals.acceptedReadings)} readings in {formatCount(s.totals.acceptedRequests)}
             {s.totals.acceptedRequests === 1 ? ' request' : ' requests'}
           </dd>
-          <dt>Refused since start</dt>
-          <dd>
-            <a href="/console/devices#refusals">{formatCount(s.totals.refusedRequests)} requests</a>
+          <dt>API requests refused since start</dt>
+          <dd id="refused-since-start">
+            <a href="/console/devices#refusals">{refusedText(refused)}</a>
           </dd>
         </dl>
       </Section>
@@ -89,7 +98,7 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
           'Oldest undelivered',
           figures('Delivered'),
           figures('Failures'),
-          figures('Dead letters'),
+          figures('Dead-lettered since start'),
           'Last error',
         ]}
       >
@@ -99,15 +108,21 @@ export const Overview: FC<OverviewModel> = ({ state, snapshot: s, minutes, https
       </Table>
     </Section>
     <Section name="https" heading="HTTPS">
-      <dl class="facts">
+      <dl class="facts stacked">
         <dt>Addresses</dt>
-        <dd>
+        <dd id="https-addresses">
           {httpsUrls.map((url, i) => (
             <>
               {i > 0 ? <br /> : null}
               <span class="mono">{url}</span>
             </>
           ))}
+          {thisMachineOnly ? (
+            <span class="hint" id="this-machine-only">
+              The gateway listens on {listenHost} (HOST): only this machine reaches it. Devices on the LAN need HOST=0.0.0.0 or the board's
+              own address.
+            </span>
+          ) : null}
         </dd>
         <dt>Certificate fingerprint (SHA-256)</dt>
         <dd class="mono" id="fingerprint">
@@ -132,7 +147,7 @@ const SiteConflicts: FC<{ conflicts: readonly SiteConflictSnapshot[]; csrf: stri
       {conflicts.map((c) => (
         <tr>
           <th scope="row">{c.site}</th>
-          <td>
+          <td data-label="Owner">
             {c.owner === null ? (
               <span class="muted">none</span>
             ) : (
@@ -144,13 +159,13 @@ const SiteConflicts: FC<{ conflicts: readonly SiteConflictSnapshot[]; csrf: stri
               </>
             )}
           </td>
-          <td>
+          <td data-label="Refused">
             <span class="mono">{c.claimant.instance}</span> {c.claimant.gateway ?? ''}
             <span class="hint">
               refused since {c.claimant.refusedSince}, last {c.claimant.lastRefused}
             </span>
           </td>
-          <CountCell count={c.claimant.refusedRequests} />
+          <CountCell count={c.claimant.refusedRequests} label="Requests refused" />
           <td>
             <form method="post" action={`${CONSOLE_PATH}/site-claims/release`}>
               <CsrfField csrf={csrf} />
@@ -170,12 +185,12 @@ const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
       {sink.name}
       <span class="hint">{sink.destination}</span>
     </th>
-    <CountCell count={sink.backlog} />
-    <td>{age(sink.oldestAgeSeconds)}</td>
-    <CountCell count={sink.delivered} />
-    <CountCell count={sink.failures} />
-    <CountCell count={sink.deadLettered} />
-    <td>
+    <CountCell count={sink.backlog} label="Backlog" />
+    <td data-label="Oldest undelivered">{age(sink.oldestAgeSeconds)}</td>
+    <CountCell count={sink.delivered} label="Delivered" />
+    <CountCell count={sink.failures} label="Failures" />
+    <CountCell count={sink.deadLettered} label="Dead-lettered since start" />
+    <td data-label="Last error">
       {sink.lastError === null ? (
         <span class="muted">none</span>
       ) : (

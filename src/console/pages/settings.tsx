@@ -88,8 +88,10 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
             <th scope="row" class="mono">
               {s.env}
             </th>
-            <td class={s.secret ? 'muted' : 'mono'}>{s.shown}</td>
-            <td>{s.origin}</td>
+            <td class={s.secret ? 'muted' : 'mono'} data-label="Value">
+              {s.shown}
+            </td>
+            <td data-label="From">{s.origin}</td>
           </tr>
         ))}
       </Table>

@@ -1,13 +1,13 @@
 import type { Context, Hono } from 'hono';
 import { describeSelection } from '../../audit/audit-entry.js';
-import { DeadLetterStore, type Selection } from '../../queue/dead-letters.js';
+import { DeadLetterStore, INGEST_SOURCES, type Selection } from '../../queue/dead-letters.js';
 import { peerAddress } from '../request-facts.js';
 import type { GatewayConsole } from '../gateway-console.js';
 import { Confirm } from '../pages/confirm.js';
 import { DeadLetters } from '../pages/dead-letters.js';
 import { formatCount } from '../pages/format.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
-import { renderPage, sessionFrame } from '../render.js';
+import { flash, renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
 
 /** Dead letters listed on the page, oldest first. */
@@ -27,6 +27,18 @@ const describe = (selection: Selection, total: number): string =>
   selection.ids === 'all'
     ? `all ${formatCount(total)} dead letters`
     : `${selection.ids.length} dead ${selection.ids.length === 1 ? 'letter' : 'letters'}`;
+
+const describeCount = (n: number): string => `${formatCount(n)} dead ${n === 1 ? 'letter' : 'letters'}`;
+
+/** What a re-queue did, sink by sink: a letter goes again to the one destination that refused it, one refused at ingest to every one. */
+function requeuedNotice(bySink: ReadonlyMap<string, number>): string {
+  const count = [...bySink.values()].reduce((sum, n) => sum + n, 0);
+  if (count === 0) return 'Nothing was re-queued: the selected dead letters were gone already.';
+  const where = [...bySink]
+    .map(([sink, n]) => (INGEST_SOURCES.has(sink) ? `${formatCount(n)} from ${sink} to every destination` : `${formatCount(n)} to ${sink}`))
+    .join(', ');
+  return `Re-queued ${describeCount(count)} (${where}), sent at the next delivery.`;
+}
 
 /** The same store the `dead-letters` command uses, opened for one request and closed after it. */
 function withStore<T>(console: GatewayConsole, use: (store: DeadLetterStore) => T): T {
@@ -62,17 +74,9 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
       }
       return { total, letters: store.list(LISTED), bySink: [...groups.values()].sort((a, b) => b.count - a.count) };
     });
-    const done = c.req.query('done');
-    const n = Number(c.req.query('n') ?? 0);
-    const notice =
-      done === 'requeued'
-        ? `Re-queued ${formatCount(n)}: each goes again to the destination that refused it, at the next delivery.`
-        : done === 'purged'
-          ? `Purged ${formatCount(n)} for good.`
-          : undefined;
     return renderPage(
       c,
-      frame(c, notice),
+      frame(c),
       <DeadLetters {...model} summarised={model.total > SUMMARISED ? SUMMARISED : undefined} csrf={c.get('consoleSession').csrf} />,
     );
   });
@@ -92,7 +96,8 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
       // The queue's totals and the sinks learn of the re-queued readings now, not at the next housekeeping.
       console.deps.queue.refresh();
       console.deps.delivery.notifyAppended();
-      return c.redirect(`${CONSOLE_PATH}/dead-letters?done=requeued&n=${count}`, 303);
+      flash(c, 'dead-letters', requeuedNotice(bySink));
+      return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
     }
     if (action !== 'purge' && action !== 'purge-all') return c.text('Unknown action', 400);
     const total = withStore(console, (store) => store.count());
@@ -117,6 +122,7 @@ export function registerDeadLetterRoutes(app: Hono, console: GatewayConsole): vo
     const selection = selectionOf(body, body['all'] === 'yes');
     const count = selection.ids !== 'all' && selection.ids.length === 0 ? 0 : withStore(console, (store) => store.purge(selection));
     audit(c, 'dead_letters_purged', selection, `${count} purged`);
-    return c.redirect(`${CONSOLE_PATH}/dead-letters?done=purged&n=${count}`, 303);
+    flash(c, 'dead-letters', `Purged ${describeCount(count)} for good.`);
+    return c.redirect(`${CONSOLE_PATH}/dead-letters`, 303);
   });
 }

@@ -6,9 +6,10 @@ import type { GatewayConsole } from '../gateway-console.js';
 import { Confirm } from '../pages/confirm.js';
 import { KeyCreated, Keys, type KeyRow } from '../pages/keys.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
-import { renderPage, sessionFrame } from '../render.js';
+import { flash, renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
-import { httpsUrl, lanHosts } from './pages.js';
+import { httpsUrl } from '../console-addresses.js';
+import { addressesFor } from './pages.js';
 import { peerAddress } from '../request-facts.js';
 
 const field = (body: Record<string, unknown>, name: string): string => {
@@ -29,9 +30,9 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
   const { keys } = console.deps;
   const audit = (c: Context, action: 'key_added' | 'key_revoked', name: string, detail?: string) =>
     console.deps.audit.record({ action, outcome: 'ok', actor: 'console', origin: peerAddress(c), subject: name, detail });
-  const frame = (c: Context, notice?: string) => sessionFrame(c, console.deps.version, 'keys', 'Keys', { notice });
+  const frame = (c: Context) => sessionFrame(c, console.deps.version, 'keys', 'Keys');
 
-  const list = (c: Context, error?: string, typed?: { name: string; shipPrefix: string }, notice?: string) => {
+  const list = (c: Context, error?: string, typed?: { name: string; shipPrefix: string }) => {
     const file = readKeyFile(keys.path);
     const counters = new Map(keys.counters.list().map((k) => [k.name, k]));
     const rows: KeyRow[] = [
@@ -40,7 +41,7 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
     ];
     return renderPage(
       c,
-      frame(c, notice),
+      frame(c),
       <Keys
         keys={rows}
         path={keys.path}
@@ -54,10 +55,7 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
     );
   };
 
-  app.get(`${CONSOLE_PATH}/keys`, (c) => {
-    const revoked = c.req.query('revoked');
-    return list(c, undefined, undefined, revoked === undefined ? undefined : `Key ${revoked} revoked: the gateway no longer accepts it.`);
-  });
+  app.get(`${CONSOLE_PATH}/keys`, (c) => list(c));
 
   app.post(`${CONSOLE_PATH}/keys`, requireFormToken(), async (c) => {
     const body = await c.req.parseBody({ all: true });
@@ -70,12 +68,13 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
     writeKeyFile(keys.path, [...file.entries, { name, hash: hashKey(key), ...(shipPrefix === '' ? {} : { shipPrefix }) }]);
     keys.reload();
     audit(c, 'key_added', name, shipPrefix === '' ? 'all ships' : `ships starting with ${shipPrefix}`);
-    const [host] = lanHosts(c);
+    const addresses = addressesFor(c, console);
+    const host = addresses.hosts[0]!;
     const snippet = deviceSnippet({
       name,
       key,
       shipPrefix: shipPrefix === '' ? undefined : shipPrefix,
-      url: `${httpsUrl(host!, console.httpsPort)}/api/v2/ingest`,
+      url: `${httpsUrl(host, console.httpsPort)}/api/v2/ingest`,
       fingerprintSha256: console.deps.certificate().fingerprintSha256,
     });
     return renderPage(
@@ -87,6 +86,7 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
         shipPrefix={shipPrefix === '' ? undefined : shipPrefix}
         snippet={snippet}
         qrSvg={qrSvg(snippet)}
+        localOnly={addresses.thisMachineOnly ? console.deps.listenHost : undefined}
       />,
       201,
     );
@@ -119,6 +119,7 @@ export function registerKeyRoutes(app: Hono, console: GatewayConsole): void {
     // Applied before the answer: open MQTT sessions on the key are closed by now.
     keys.reload();
     audit(c, 'key_revoked', name);
-    return c.redirect(`${CONSOLE_PATH}/keys?revoked=${encodeURIComponent(name)}`, 303);
+    flash(c, 'keys', `Key ${name} revoked: the gateway no longer accepts it.`);
+    return c.redirect(`${CONSOLE_PATH}/keys`, 303);
   });
 }

@@ -11,6 +11,7 @@ import { auditLogins, auditLogouts } from './login-audit.js';
 import { registerMetricsRoute } from './metrics.js';
 import { registerPageRoutes } from './pages.js';
 import { registerSiteClaimRoutes } from './site-claims.js';
+import { registerShipRoute } from './ship.js';
 import { registerUpdateRoute } from './update.js';
 import { registerAuditRoute } from './audit.js';
 
@@ -54,6 +55,7 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
 
   app.use(`${CONSOLE_PATH}/*`, requireSession(console));
   registerPageRoutes(app, console);
+  registerShipRoute(app, console);
   registerKeyRoutes(app, console);
   registerDeadLetterRoutes(app, console);
   registerSiteClaimRoutes(app, console);

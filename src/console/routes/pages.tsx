@@ -1,35 +1,21 @@
-import { networkInterfaces } from 'node:os';
 import type { Context, Hono } from 'hono';
 import { checkConfig } from '../../config/check-config.js';
 import { SETTINGS } from '../../config/settings.js';
-import { MAX_SHIPS } from '../activity/ship-table.js';
 import type { GatewayConsole } from '../gateway-console.js';
 import { Devices } from '../pages/devices.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
 import { Overview } from '../pages/overview.js';
 import { Settings, type SettingRow } from '../pages/settings.js';
 import { renderPage, sessionFrame } from '../render.js';
-import { isLoopback, requestHostname } from '../request-facts.js';
+import { requestHostname } from '../request-facts.js';
+import { gatewayAddresses, httpsUrl, type GatewayAddresses } from '../console-addresses.js';
 
 /** Seconds between refreshes of the overview and devices pages (by the script; without it, a reload). */
 const REFRESH_S = 10;
 
-/**
- * The host devices and browsers on the LAN reach the gateway by: the one this browser used, unless
- * that is the machine itself, then the board's own LAN addresses.
- */
-export function lanHosts(c: Context): string[] {
-  const asked = requestHostname(c);
-  if (asked !== undefined && asked !== 'localhost' && !isLoopback(asked.replace(/^\[|\]$/g, ''))) return [asked];
-  const own = Object.values(networkInterfaces())
-    .flat()
-    .filter((a) => a !== undefined && !a.internal && a.family === 'IPv4')
-    .map((a) => a!.address);
-  return own.length > 0 ? own : [asked ?? 'localhost'];
-}
-
-export const httpsUrl = (host: string, port: number): string =>
-  `https://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+/** Where devices and browsers reach the gateway over HTTPS, as this request tells it. */
+export const addressesFor = (c: Context, console: GatewayConsole): GatewayAddresses =>
+  gatewayAddresses(console.deps.listenHost, requestHostname(c));
 
 /** The settings as the environment gave them at start; a secret shows only whether it is set. */
 export function settingRows(env: Record<string, string | undefined>): SettingRow[] {
@@ -42,11 +28,6 @@ export function settingRows(env: Record<string, string | undefined>): SettingRow
   });
 }
 
-const released = (site: string | undefined): string | undefined =>
-  site === undefined
-    ? undefined
-    : `The claim of site ${JSON.stringify(site)} was released: the next gateway that forwards under it owns it.`;
-
 export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
   const settings = settingRows(console.deps.env);
   const frame = (c: Context, page: 'overview' | 'devices' | 'settings', title: string, refreshS?: number) =>
@@ -56,24 +37,28 @@ export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
   app.get(CONSOLE_PATH, (c) => {
     const now = Date.now();
     const snapshot = console.snapshot(now);
+    const addresses = addressesFor(c, console);
     const model = {
       state: console.state(snapshot, now),
       snapshot,
       minutes: console.minutes.series(now),
-      httpsUrls: lanHosts(c).map((host) => `${httpsUrl(host, console.httpsPort)}/`),
+      refused: console.refusals.byStatusSorted(),
+      httpsUrls: addresses.hosts.map((host) => `${httpsUrl(host, console.httpsPort)}/`),
+      thisMachineOnly: addresses.thisMachineOnly,
+      listenHost: console.deps.listenHost,
       csrf: c.get('consoleSession').csrf,
-      notice: released(c.req.query('released')),
     };
     return renderPage(c, frame(c, 'overview', 'Overview', REFRESH_S), <Overview {...model} />);
   });
 
   app.get(`${CONSOLE_PATH}/devices`, (c) => {
     const now = Date.now();
+    const names = console.deps.catalogue.catalogue.ships;
     const model = {
-      ships: console.ships.list(now),
+      ships: console.ships.list(now).map((ship) => ({ ...ship, name: names.get(ship.shipId) })),
+      table: console.ships.facts(),
       refusals: console.refusals.keys(),
       wrongKeys: console.refusals.wrongKeys(),
-      shipsFull: console.ships.size >= MAX_SHIPS,
       now,
     };
     return renderPage(c, frame(c, 'devices', 'Devices', REFRESH_S), <Devices {...model} />);

@@ -3,7 +3,7 @@ import type { GatewayConsole } from '../gateway-console.js';
 import { Confirm } from '../pages/confirm.js';
 import { CONSOLE_PATH } from '../pages/layout.js';
 import { peerAddress } from '../request-facts.js';
-import { renderPage, sessionFrame } from '../render.js';
+import { flash, renderPage, sessionFrame } from '../render.js';
 import { requireFormToken } from './guard.js';
 
 /** At a centre: releasing a site's claim, so the next gateway that forwards under it owns it (claims/site-claims.ts). */
@@ -46,6 +46,8 @@ export function registerSiteClaimRoutes(app: Hono, console: GatewayConsole): voi
         detail: `from instance ${released.instance}${released.gateway === null ? '' : ` (${released.gateway})`}`,
       });
     }
-    return c.redirect(`${CONSOLE_PATH}?released=${encodeURIComponent(site)}`, 303);
+    if (released !== undefined)
+      flash(c, 'overview', `The claim of site ${JSON.stringify(site)} was released: the next gateway that forwards under it owns it.`);
+    return c.redirect(CONSOLE_PATH, 303);
   });
 }

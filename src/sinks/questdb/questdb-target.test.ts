@@ -166,7 +166,7 @@ describe('QuestDB sink', () => {
     expect(questdb.rows.map((row) => row.split('\t')[0])).toEqual(ships.filter((ship) => ship !== 'bad'));
     expect(queue.deadLetters.map((d) => d.line)).toEqual(['2\tbad\tt\t1.5', '3\tbad\tt\t1.5', '7\tbad\tt\t1.5']);
     // QuestDB's reason on one line, for the operator's list.
-    expect(queue.deadLetters[0]!.reason).toBe('bad row at 1');
+    expect(queue.deadLetters[0]!.reason).toBe('QuestDB refused the reading: bad row at 1');
     expect(events).toEqual({ flushed: 6, failed: [] });
   });
 

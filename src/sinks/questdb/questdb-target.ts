@@ -3,7 +3,7 @@ import { type FailureLevel, QuestDbError, type QuestDbClient } from '../../quest
 import { isOwnRecord, type DeadLetterInput, type QueueRecord } from '../../queue/queue-reader.js';
 import { RecordCorruptError, decodeRecord, type QueuedReading } from '../../queue/record-codec.js';
 import { recoverWal, type WalStatus } from '../../questdb/wal-recovery.js';
-import { corruptRecordLetter, readingLetter, reasonText, recordLetter } from '../dead-letter-reason.js';
+import { corruptRecordLetter, questDbRowReason, readingLetter, reasonText, recordLetter } from '../dead-letter-reason.js';
 import { CLAIMS_TABLE, type RemoteClaim } from '../remote-questdb/remote-site-claims.js';
 import type { Delivery, Ready, Recovery, SinkTarget } from '../sink.js';
 import { withoutExpired } from './expired-readings.js';
@@ -277,7 +277,7 @@ export class QuestDbTarget implements SinkTarget {
         if (outcome.line === 1) {
           // The first row of the request is the one QuestDB refuses: set it aside and go on.
           const record = rowRecord[start]!;
-          deadLetters.push(readingLetter(record, rows[start]!, reasonText(outcome.message)));
+          deadLetters.push(readingLetter(record, rows[start]!, questDbRowReason(outcome.message)));
           start += 1;
           chunk = Math.max(1, chunk >> 1);
         } else {

@@ -8,17 +8,23 @@ export type Answer =
   | { kind: 'retry'; message: string; retryAfterMs?: number }
   /** A wrong key or URL: the operator's to fix, and no reading's fault. */
   | { kind: 'operator'; message: string }
-  /** The request was too large for the destination: send its readings in smaller requests. */
-  | { kind: 'too_large'; message: string }
-  /** The destination refused these readings (indices into the request) for their content. */
-  | { kind: 'refused_readings'; indices: number[]; message: string }
-  /** The destination refused the whole request for its content. */
-  | { kind: 'refused'; message: string }
+  /** The request was too large for the destination: send its readings in smaller requests (`reason`: a dead letter's, for one reading). */
+  | { kind: 'too_large'; message: string; reason: string }
+  /** The destination refused these readings (indices into the request) for their content, each for the reason it gave for it. */
+  | { kind: 'refused_readings'; refused: RefusedReading[]; message: string }
+  /** The destination refused the whole request for its content (`reason`: each reading's dead letter's). */
+  | { kind: 'refused'; message: string; reason: string }
   /**
    * A central gateway gives the request's site to another gateway instance (409 `site_claimed`):
    * two gateways forward under one site id. `message` is the centre's own.
    */
   | { kind: 'claimed'; message: string };
+
+/** A reading the destination refused: its index in the request and what the answer said of it alone. */
+export interface RefusedReading {
+  index: number;
+  reason: string;
+}
 
 /** The parts of an HTTP answer that decide what it means. */
 export interface AnswerInput {
@@ -63,17 +69,18 @@ function classifyRefusal(status: number, body: string, readings: number, message
     if (claimed !== undefined) return { kind: 'claimed', message: claimed };
   }
   if (status === 403) {
-    const indices = refusedIndices(body, readings);
-    return indices.length > 0 ? { kind: 'refused_readings', indices, message } : { kind: 'operator', message };
+    const refused = refusedReadings(status, body, readings);
+    return refused.length > 0 ? { kind: 'refused_readings', refused, message } : { kind: 'operator', message };
   }
   if (OPERATOR_STATUSES.has(status)) return { kind: 'operator', message };
-  if (status === 413) return { kind: 'too_large', message };
+  const reason = `upstream answered ${status}${body === '' ? '' : `: ${reasonText(answerMessage(body))}`}`;
+  if (status === 413) return { kind: 'too_large', message, reason };
   if (status === 400 || status === 422) {
-    const indices = refusedIndices(body, readings);
-    if (indices.length > 0) return { kind: 'refused_readings', indices, message };
-    if (status === 400 && readings > 1) return { kind: 'too_large', message };
+    const refused = refusedReadings(status, body, readings);
+    if (refused.length > 0) return { kind: 'refused_readings', refused, message };
+    if (status === 400 && readings > 1) return { kind: 'too_large', message, reason };
   }
-  return { kind: 'refused', message };
+  return { kind: 'refused', message, reason };
 }
 
 /** The centre's message when the answer is a `site_claimed` problem (http/site-claim-refusal.ts). */
@@ -90,23 +97,50 @@ function claimRefusal(body: string): string | undefined {
   return reasonText(typeof problem?.message === 'string' ? problem.message : body);
 }
 
-/** Batch indices named by the answer's validation details, in range and without repeats. */
-export function refusedIndices(body: string, readings: number): number[] {
-  let parsed: unknown;
+type ProblemBody = { message?: unknown; title?: unknown; error?: unknown; details?: unknown; detail?: unknown };
+
+/** The answer as problem details (`details`, or FastAPI's `detail`), or undefined when it is not JSON of that shape. */
+function problemOf(body: string): ProblemBody | undefined {
   try {
-    parsed = JSON.parse(body);
+    const parsed: unknown = JSON.parse(body);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as ProblemBody) : undefined;
   } catch {
-    return [];
+    return undefined;
   }
-  if (typeof parsed !== 'object' || parsed === null) return [];
-  const record = parsed as { details?: unknown; detail?: unknown };
-  const details = Array.isArray(record.details) ? record.details : Array.isArray(record.detail) ? record.detail : [];
-  const found = new Set<number>();
+}
+
+/** What an answer says in words: its problem's message when it has one, else the body as it is. */
+function answerMessage(body: string): string {
+  const problem = problemOf(body);
+  const said = [problem?.message, problem?.detail, problem?.title, problem?.error].find((m) => typeof m === 'string' && m.trim() !== '');
+  return (said as string | undefined) ?? body;
+}
+
+/**
+ * The readings the answer's validation details name (`loc` = ["body", index, …] or [index, …]), in
+ * range, in order, each with the reason given for it alone: "upstream answered 422: value: Input
+ * should be a number". One cause reads the same on every reading it refused, whatever else the
+ * answer named, so a technician sees it once.
+ */
+export function refusedReadings(status: number, body: string, readings: number): RefusedReading[] {
+  const problem = problemOf(body);
+  if (problem === undefined) return [];
+  const details = Array.isArray(problem.details) ? problem.details : Array.isArray(problem.detail) ? problem.detail : [];
+  const said = new Map<number, string[]>();
   for (const detail of details) {
-    const loc = (detail as { loc?: unknown } | null)?.loc;
+    const { loc, msg, type } = (detail ?? {}) as { loc?: unknown; msg?: unknown; type?: unknown };
     if (!Array.isArray(loc)) continue;
-    const index = loc[0] === 'body' ? loc[1] : loc[0];
-    if (Number.isInteger(index) && (index as number) >= 0 && (index as number) < readings) found.add(index as number);
+    const at = loc[0] === 'body' ? 1 : 0;
+    const index = loc[at];
+    if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= readings) continue;
+    const field = loc.slice(at + 1).join('.');
+    const text = typeof msg === 'string' ? msg : typeof type === 'string' ? type : 'refused';
+    const texts = said.get(index as number) ?? [];
+    const line = field === '' ? text : `${field}: ${text}`;
+    if (!texts.includes(line)) texts.push(line);
+    said.set(index as number, texts);
   }
-  return [...found].sort((a, b) => a - b);
+  return [...said]
+    .sort((a, b) => a[0] - b[0])
+    .map(([index, texts]) => ({ index, reason: reasonText(`upstream answered ${status}: ${texts.join('; ')}`) }));
 }

@@ -71,7 +71,7 @@ export class UpstreamTarget implements SinkTarget {
           return { ok: false, message: answer.message, level: 'error' };
         case 'too_large':
           if (chunk.length === 1) {
-            deadLetters.push(deadLetter(chunk[0]!, answer.message));
+            deadLetters.push(deadLetter(chunk[0]!, answer.reason));
           } else {
             const half = Math.ceil(chunk.length / 2);
             this.#lowerMaxReadings(half, answer.message);
@@ -79,14 +79,14 @@ export class UpstreamTarget implements SinkTarget {
           }
           break;
         case 'refused_readings': {
-          const refused = new Set(answer.indices);
-          for (const i of answer.indices) deadLetters.push(deadLetter(chunk[i]!, answer.message));
+          const refused = new Set(answer.refused.map((r) => r.index));
+          for (const { index, reason } of answer.refused) deadLetters.push(deadLetter(chunk[index]!, reason));
           const rest = chunk.filter((_, i) => !refused.has(i));
           if (rest.length > 0) pending.unshift(rest);
           break;
         }
         case 'refused':
-          for (const r of chunk) deadLetters.push(deadLetter(r, answer.message));
+          for (const r of chunk) deadLetters.push(deadLetter(r, answer.reason));
           break;
         case 'claimed': {
           const site = this.#siteOf(chunk[0]!.record);
