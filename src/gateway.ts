@@ -173,7 +173,6 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const app = createApp({
     gate,
     queue,
-    delivery,
     clock,
     inflight,
     stats,
@@ -207,7 +206,6 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     gate: http.gate,
     budget: inflight,
     queue,
-    delivery,
     clock,
     stats,
     keys,

@@ -17,7 +17,6 @@ import { FLEET_REPORT_PATH, registerFleetRoutes, type FleetDeps } from './routes
 
 /** What the app needs: what the health routes need (their API-key check it makes itself), and more. */
 export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   validator: Validator;
   logger: Logger;

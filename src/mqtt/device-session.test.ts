@@ -89,7 +89,6 @@ function gateway(entries: (hash: string) => KeyEntry[]) {
   const clock = new ReceiveClock();
   const ingest = new MqttIngest({
     queue,
-    delivery: { notifyAppended: () => undefined },
     clock,
     stats: new GatewayStats(),
     keys,

@@ -26,7 +26,6 @@ export type RefusalKind = 'malformed' | 'invalid' | 'topic' | 'forbidden';
 
 export interface MqttIngestDeps {
   queue: QueueWriter;
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   keys: { counters: KeyCounterTable };
@@ -71,7 +70,6 @@ export class MqttIngest {
     deps.stats.acceptedReadings += readings;
     deps.keys.counters.accepted(principal.name, readings);
     deps.accepted?.(principal, record, readings);
-    deps.delivery.notifyAppended();
     return { status: 'stored', readings };
   }
 

@@ -25,7 +25,6 @@ import { clockSynchronized } from '../../health/clock.js';
 
 export interface IngestDeps {
   queue: QueueWriter;
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   validator: Validator;
@@ -332,7 +331,6 @@ async function store(c: Context, encoded: Encoded, site: string | undefined, dep
   }
   deps.stats.acceptedRequests += 1;
   deps.stats.acceptedReadings += encoded.readings;
-  deps.delivery.notifyAppended();
   return undefined;
 }
 
