@@ -5,8 +5,9 @@
 // map), and of the delivery thread by area. Keeps the .cpuprofile files (open them in Chrome's
 // DevTools or speedscope) and a flame graph of each thread (ingest.svg, delivery.svg) under
 // bench/results/profiles/<time>/.
-// `--floor` profiles the HTTP floor instead (bench/lib/floor-server.mjs: the same requests, a handler
-// that only parses the body and answers), so that each area's µs a request can be set against the gateway's.
+// `--floor` profiles the HTTP floor instead (bench/lib/floor-server.mjs: the same requests, single or
+// `--batch N`, a handler that only parses the body and answers), so that each area's µs a request
+// can be set against the gateway's.
 // `--mqtt` profiles MQTT instead: QoS 1 publishes of one reading (or `--batch 100`: harbor/v1/ingest)
 // from bench/lib/mqtt-load.mjs on CPU 1, `--connections` clients (16 here) with `--window` publishes
 // in flight each, the gateway with no sink reachable as in bench/mqtt.mjs; a "request" is a message.
@@ -60,7 +61,6 @@ const load = writeLoadFile(join(work, `${kind}.txt`), kind, batch ?? 1);
 const apiKey = `bench-${randomBytes(16).toString('hex')}`;
 
 const floor = args.floor === true;
-if (floor && args.batch !== undefined) throw new Error('--floor profiles single push only');
 if (floor && mqtt) throw new Error('--floor profiles HTTP only');
 if (mqtt && batch !== undefined && batch !== MQTT_BATCH) throw new Error(`--mqtt batches are of ${MQTT_BATCH}`);
 const questdb = floor || mqtt ? undefined : await startQuestDb({ dataDir: join(work, 'questdb') });
@@ -112,7 +112,12 @@ try {
       return { requests: Math.round((result.messagesPerS * durationUs) / 1e6), durationUs, p99Us: (result.p99 ?? 0) * 1000 };
     }
     const result = await runWrk({
-      url: 'pid' in server ? `${server.url}/api/v2/ingest/${batch === undefined ? '' : 'batch'}` : server.url,
+      url:
+        'pid' in server
+          ? `${server.url}/api/v2/ingest/${batch === undefined ? '' : 'batch'}`
+          : batch === undefined
+            ? server.url
+            : server.batchUrl,
       threads: 2,
       connections,
       cpus: '1',
