@@ -5,8 +5,12 @@
 // map), and of the delivery thread by area. Keeps the .cpuprofile files (open them in Chrome's
 // DevTools or speedscope) and a flame graph of each thread (ingest.svg, delivery.svg) under
 // bench/results/profiles/<time>/.
-// `--floor` profiles the HTTP floor instead (bench/lib/floor-server.mjs: the same requests, a handler
-// that only parses the body and answers), so that each area's µs a request can be set against the gateway's.
+// `--floor` profiles the HTTP floor instead (bench/lib/floor-server.mjs: the same requests, single or
+// `--batch N`, a handler that only parses the body and answers), so that each area's µs a request
+// can be set against the gateway's.
+// `--mqtt` profiles MQTT instead: QoS 1 publishes of one reading (or `--batch 100`: harbor/v1/ingest)
+// from bench/lib/mqtt-load.mjs on CPU 1, `--connections` clients (16 here) with `--window` publishes
+// in flight each, the gateway with no sink reachable as in bench/mqtt.mjs; a "request" is a message.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,12 +25,15 @@ import { startFloorServer } from './lib/floor-server.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
 import { ensureWrk, runWrk } from './lib/wrk.mjs';
 import { pin } from './lib/harness.mjs';
+import { MQTT_BATCH, mqttLoad } from './lib/mqtt-load.mjs';
 
 const { values: args } = parseArgs({
   options: {
     bundle: { type: 'string', default: join(projectRoot, 'dist', 'gateway.mjs') },
     mode: { type: 'string', default: 'process-crash' },
-    connections: { type: 'string', default: '64' },
+    connections: { type: 'string' },
+    mqtt: { type: 'boolean', default: false },
+    window: { type: 'string', default: '32' },
     duration: { type: 'string', default: '10' },
     batch: { type: 'string' },
     floor: { type: 'boolean', default: false },
@@ -36,10 +43,11 @@ const { values: args } = parseArgs({
     out: { type: 'string', default: join(projectRoot, 'bench', 'results', 'profiles') },
   },
 });
-const connections = Number(args.connections);
+const mqtt = args.mqtt === true;
+const connections = Number(args.connections ?? (mqtt ? 16 : 64));
 const durationS = Number(args.duration);
 
-ensureWrk();
+if (!mqtt) ensureWrk();
 pin(process.pid, '1');
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const outDir = join(args.out, stamp);
@@ -53,11 +61,13 @@ const load = writeLoadFile(join(work, `${kind}.txt`), kind, batch ?? 1);
 const apiKey = `bench-${randomBytes(16).toString('hex')}`;
 
 const floor = args.floor === true;
-if (floor && args.batch !== undefined) throw new Error('--floor profiles single push only');
-const questdb = floor ? undefined : await startQuestDb({ dataDir: join(work, 'questdb') });
+if (floor && mqtt) throw new Error('--floor profiles HTTP only');
+if (mqtt && batch !== undefined && batch !== MQTT_BATCH) throw new Error(`--mqtt batches are of ${MQTT_BATCH}`);
+const questdb = floor || mqtt ? undefined : await startQuestDb({ dataDir: join(work, 'questdb') });
 if (questdb !== undefined) pin(/** @type {number} */ (questdb.pid), '1');
-let wrk;
-/** Requests accepted and the queue's commits since the start, warm-up included. */
+/** The measured load's outcome: requests (MQTT: messages) answered, over how long, and their p99. */
+let measured = { requests: 0, durationUs: 0, p99Us: 0 };
+/** Requests (messages) accepted and the queue's commits since the start, warm-up included. */
 let commits = { requests: 0, commits: 0 };
 /** The measured window on V8's clock. */
 const window = { fromUs: 0, toUs: 0 };
@@ -75,30 +85,63 @@ try {
         env: {
           DATA_DIR: join(work, 'data'),
           DURABILITY: args.mode,
-          QUESTDB_URL: /** @type {NonNullable<typeof questdb>} */ (questdb).httpUrl,
-          QUESTDB_TABLE: `profile_${randomBytes(3).toString('hex')}`,
+          ...(mqtt
+            ? // As bench/mqtt.mjs: no sink reachable, so what is profiled is ingest up to the commit.
+              { MQTT: 'on', MQTT_PORT: '0', MQTT_TLS_PORT: '0', QUEUE_MAX_BYTES: '8GiB', QUESTDB_URL: 'http://127.0.0.1:9' }
+            : {
+                QUESTDB_URL: /** @type {NonNullable<typeof questdb>} */ (questdb).httpUrl,
+                QUESTDB_TABLE: `profile_${randomBytes(3).toString('hex')}`,
+              }),
         },
       });
-  const run = {
-    url: 'pid' in server ? `${server.url}/api/v2/ingest/${batch === undefined ? '' : 'batch'}` : server.url,
-    threads: 2,
-    connections,
-    cpus: '1',
-    env: { BENCH_KIND: kind, BENCH_FILE: load.path, BENCH_API_KEY: apiKey },
+  /** Drives the load for `seconds`. @param {number} seconds */
+  const drive = async (seconds) => {
+    if (mqtt && 'logs' in server) {
+      const started = /** @type {{ address: string }} */ (server.logs.find((l) => l.event === 'mqtt_started'));
+      const startedAt = performance.now();
+      const result = await mqttLoad({
+        port: Number(started.address.split(':').pop()),
+        qos: 1,
+        kind,
+        connections,
+        window: Number(args.window),
+        durationMs: seconds * 1000,
+        password: apiKey,
+      });
+      const durationUs = (performance.now() - startedAt) * 1000;
+      return { requests: Math.round((result.messagesPerS * durationUs) / 1e6), durationUs, p99Us: (result.p99 ?? 0) * 1000 };
+    }
+    const result = await runWrk({
+      url:
+        'pid' in server
+          ? `${server.url}/api/v2/ingest/${batch === undefined ? '' : 'batch'}`
+          : batch === undefined
+            ? server.url
+            : server.batchUrl,
+      threads: 2,
+      connections,
+      cpus: '1',
+      durationS: seconds,
+      env: { BENCH_KIND: kind, BENCH_FILE: load.path, BENCH_API_KEY: apiKey },
+    });
+    return { requests: result.requests, durationUs: result.durationUs, p99Us: result.latencyUs.p99 };
   };
-  await runWrk({ ...run, durationS: 2 });
+  await drive(2);
   const pid = 'pid' in server ? server.pid : undefined;
   if (pid !== undefined) {
     threads.pid = String(pid);
     threads.before = threadCpuSeconds(pid);
   }
   window.fromUs = monotonicUs();
-  wrk = await runWrk({ ...run, durationS });
+  measured = await drive(durationS);
   window.toUs = monotonicUs();
   if (pid !== undefined) threads.after = threadCpuSeconds(pid);
   if ('pid' in server) {
     const status = await server.status();
-    commits = { requests: status.totals.acceptedRequests, commits: status.queue.commits };
+    commits = {
+      requests: mqtt ? status.totals.acceptedReadings / (batch ?? 1) : status.totals.acceptedRequests,
+      commits: status.queue.commits,
+    };
     const exit = await server.stop('SIGTERM');
     // Lines that are not the gateway's JSON log are Node's own (what `--node-arg` asked it to print).
     const nodeLines = server.logs.filter((l) => Object.keys(l).length === 1 && typeof l.msg === 'string').map((l) => l.msg);
@@ -114,18 +157,18 @@ try {
 const files = readdirSync(outDir).filter((f) => f.endsWith('.cpuprofile'));
 if (files.length === 0) throw new Error(`no CPU profile was written to ${outDir}`);
 const pct = (/** @type {number} */ share) => `${(share * 100).toFixed(1)} %`;
-const loadName = batch === undefined ? 'single push' : `batches of ${batch}`;
+const loadName = `${mqtt ? 'MQTT QoS 1, ' : ''}${batch === undefined ? (mqtt ? 'one reading a message' : 'single push') : `batches of ${batch}`}`;
 const what = floor ? 'the HTTP floor' : args.mode;
 const lines = [
   `${loadName[0]?.toUpperCase()}${loadName.slice(1)}, ${what}, ${connections} connections, ${durationS} s measured (after 2 s of warm-up; only the measured seconds are profiled): ` +
-    `${Math.round(wrk.requests / (wrk.durationUs / 1e6)).toLocaleString('en-US')} requests/s, p99 ${(wrk.latencyUs.p99 / 1000).toFixed(2)} ms` +
+    `${Math.round(measured.requests / (measured.durationUs / 1e6)).toLocaleString('en-US')} ${mqtt ? 'messages' : 'requests'}/s, p99 ${(measured.p99Us / 1000).toFixed(2)} ms` +
     (floor
       ? '.'
-      : `; ${(commits.requests / Math.max(1, commits.commits)).toFixed(1)} requests a commit (${commits.commits.toLocaleString('en-US')} commits, warm-up included).`),
+      : `; ${(commits.requests / Math.max(1, commits.commits)).toFixed(1)} ${mqtt ? 'messages' : 'requests'} a commit (${commits.commits.toLocaleString('en-US')} commits, warm-up included).`),
   '',
 ];
 /** Self time for each request answered in the measured window, in µs: comparable between the floor and the gateway. */
-const perRequest = (/** @type {number} */ ms) => ((ms * 1000) / Math.max(1, wrk.requests)).toFixed(2);
+const perRequest = (/** @type {number} */ ms) => ((ms * 1000) / Math.max(1, measured.requests)).toFixed(2);
 /** @type {Record<string, unknown>} */
 const summaries = {};
 // Node names each thread's profile CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: thread 0 is ingest.
@@ -169,5 +212,5 @@ if (threadRows.length > 0) {
 }
 const markdown = lines.join('\n');
 writeFileSync(join(outDir, 'summary.md'), `${markdown}\n`);
-writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify({ args, wrk, summaries, threads: threadRows }, null, 1)}\n`);
+writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify({ args, measured, window, summaries, threads: threadRows }, null, 1)}\n`);
 process.stdout.write(`${markdown}\nProfiles and summary: ${outDir}\n`);

@@ -197,7 +197,6 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const app = createApp({
     gate,
     queue,
-    delivery,
     clock,
     inflight,
     stats,
@@ -234,7 +233,6 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     gate: http.gate,
     budget: inflight,
     queue,
-    delivery,
     clock,
     stats,
     keys,

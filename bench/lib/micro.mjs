@@ -8,7 +8,8 @@ import { projectRoot } from '../../scripts/lib/paths.mjs';
 
 /**
  * Bundles `exports` (export statements naming the sources from the repository's root, as
- * `../../src/...`) into bench/.work/<name>.mjs and imports it.
+ * `../../src/...`) into bench/.work/<name>.mjs and imports it. Dependencies stay outside the bundle
+ * (imported from node_modules), as CommonJS ones that require Node's modules cannot be bundled into ESM.
  * @param {string} name
  * @param {string} exports
  * @returns {Promise<any>}
@@ -23,6 +24,7 @@ export async function importSources(name, exports) {
     platform: 'node',
     format: 'esm',
     outfile: bundle,
+    packages: 'external',
     logLevel: 'warning',
   });
   return import(pathToFileURL(bundle).href);

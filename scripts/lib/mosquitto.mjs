@@ -22,6 +22,7 @@ export function installMosquitto() {
 /**
  * @typedef {object} MosquittoBroker
  * @property {number} port
+ * @property {() => number | undefined} pid  the running broker's process id
  * @property {string} url           mqtt://127.0.0.1:port
  * @property {string} dataDir       its persistence directory, kept across restart()
  * @property {() => Promise<void>} restart  stops it (SIGTERM: it saves its sessions) and starts it again on the same port
@@ -88,6 +89,7 @@ export async function startMosquitto(options = {}) {
   await start();
   return {
     port,
+    pid: () => child?.pid,
     url: `mqtt://127.0.0.1:${port}`,
     dataDir: dir,
     restart: async () => {

@@ -18,7 +18,6 @@ import type { ClaimChecker } from './site-claim-refusal.js';
 
 /** What the app needs: what the health routes need (their API-key check it makes itself), and more. */
 export interface AppDeps extends Omit<HealthDeps, 'requireApiKey'> {
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   validator: Validator;
   logger: Logger;

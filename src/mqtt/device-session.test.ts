@@ -26,6 +26,8 @@ class MemorySocket extends EventEmitter {
   writable = true;
   ended = false;
   readonly received: Packet[] = [];
+  /** Calls of write: packets that went out together count once. */
+  writes = 0;
   readonly #parser;
 
   constructor(version: 4 | 5) {
@@ -38,7 +40,13 @@ class MemorySocket extends EventEmitter {
     this.emit('data', generate(packet, { protocolVersion: version }));
   }
 
+  /** Packets in one chunk, as TCP delivers what a client wrote at once. */
+  sendTogether(packets: Packet[], version: 4 | 5): void {
+    this.emit('data', Buffer.concat(packets.map((packet) => generate(packet, { protocolVersion: version }))));
+  }
+
   write(bytes: Buffer): boolean {
+    this.writes += 1;
     this.#parser.parse(bytes);
     return true;
   }
@@ -89,7 +97,6 @@ function gateway(entries: (hash: string) => KeyEntry[]) {
   const clock = new ReceiveClock();
   const ingest = new MqttIngest({
     queue,
-    delivery: { notifyAppended: () => undefined },
     clock,
     stats: new GatewayStats(),
     keys,
@@ -144,7 +151,7 @@ async function connected(deps: ConstructorParameters<typeof DeviceSession>[1], v
 
 const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
-const publish = (topic: string, value: string, qos: 0 | 1, messageId = 1): Packet => ({
+const publish = (topic: string, value: string, qos: 0 | 1 | 2, messageId = 1): Packet => ({
   cmd: 'publish',
   topic,
   payload: Buffer.from(value),
@@ -152,6 +159,29 @@ const publish = (topic: string, value: string, qos: 0 | 1, messageId = 1): Packe
   dup: false,
   retain: false,
   ...(qos > 0 ? { messageId } : {}),
+});
+
+describe('an MQTT session acknowledges', () => {
+  it('the publishes one commit stored in one write, in the order they came, after the commit', async () => {
+    for (const version of [4, 5] as const) {
+      const { deps, queue } = gateway((hash) => [{ name: 'crane', hash }]);
+      const { socket } = await connected(deps, version);
+      const before = socket.writes;
+      const ids = [5, 3, 9, 1, 7, 2];
+      socket.sendTogether(
+        ids.map((id, i) => publish('harbor/v1/crane-1/load', String(i), id % 2 === 0 ? 2 : 1, id)),
+        version,
+      );
+      // Nothing before the commit.
+      expect(socket.received.length).toBe(1);
+      await settled();
+      expect(queue.stats()).toMatchObject({ commits: 1, readings: ids.length });
+      expect(socket.writes - before).toBe(1);
+      expect(socket.received.slice(1).map((p) => [p.cmd, 'messageId' in p ? p.messageId : undefined])).toEqual(
+        ids.map((id) => [id % 2 === 0 ? 'pubrec' : 'puback', id]),
+      );
+    }
+  });
 });
 
 describe('an MQTT session judges each PUBLISH by the keys as they are now', () => {

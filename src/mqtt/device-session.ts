@@ -8,10 +8,13 @@ import type { InflightBudget } from '../http/inflight-budget.js';
 import type { FailureDelay } from '../http/middleware/api-key/failure-delay.js';
 import type { KeyGrant, KeyStore, Principal } from '../keys/key-store.js';
 import type { Validator } from '../reading/parse-readings.js';
+import type { Loc } from '../reading/reading-issues.js';
 import type { Reading } from '../reading/reading-schema.js';
 import type { MqttStats } from '../stats.js';
 import { FrameReader, type FrameProblem } from './frame-reader.js';
-import type { IngestOutcome, MqttIngest } from './mqtt-ingest.js';
+import type { IngestOutcome, MqttIngest, StoreListener } from './mqtt-ingest.js';
+import { ackSize, writeAck } from './publish-acks.js';
+import { readPublishFrame } from './publish-frame.js';
 import { INGEST_TOPIC, readingsOfPublish } from './publish-readings.js';
 import { CONNACK_V4, REASON, REFUSAL_REASON, UNAVAILABLE_REASON } from './reason-codes.js';
 
@@ -43,14 +46,37 @@ const SMALL_PACKET_BYTES = 16 * 1024;
 /** The key name of clients let in without a password (`MQTT_ANONYMOUS=on`). */
 export const ANONYMOUS = 'anonymous';
 
-/** A QoS 1 or 2 publish waiting for its acknowledgement, in the order it arrived. */
-interface AckSlot {
-  qos: 1 | 2;
-  messageId: number;
+/**
+ * A publish being stored, told its outcome by MqttIngest; a QoS 1 or 2 one is also its place in the
+ * order of acknowledgements. One object a publish, where promises and their callbacks were several.
+ */
+class InflightPublish implements StoreListener {
   /** Set once the publish is settled: the reason to acknowledge with, or `disconnect` with one. */
-  reason?: number;
-  disconnect?: number;
+  reason: number | undefined = undefined;
+  disconnect: number | undefined = undefined;
+  /** Its readings while they are stored: once they are, the session notes their ships. */
+  readings: Reading[] | undefined = undefined;
+
+  constructor(
+    readonly session: DeviceSession,
+    readonly qos: 0 | 1 | 2,
+    readonly messageId: number,
+    readonly topic: string,
+    readonly payload: Buffer,
+    readonly receivedMs: number,
+    /** The name of the key it was published with. */
+    readonly key: string,
+  ) {}
+
+  stored(outcome: IngestOutcome): void {
+    this.session.published(this, outcome);
+  }
 }
+
+/** Where a reading's ship id came from, for a refusal: the topic, or the ingest topic's payload. */
+const TOPIC_SHIP: Loc = ['topic', 'ship_id'];
+const topicShipLoc = (): Loc => TOPIC_SHIP;
+const payloadShipLoc = (index: number): Loc => ['payload', index, 'ship_id'];
 
 /**
  * What a client id's session keeps between its connections in this run: the QoS 2 packet ids whose
@@ -106,7 +132,7 @@ export class DeviceSession {
   #clientId = '';
   #clean = true;
   #persistent = false;
-  #acks: AckSlot[] = [];
+  #acks: InflightPublish[] = [];
   /** QoS 2 ids committed and awaiting PUBREL. */
   #unreleased = new Set<number>();
   #reserved = 0;
@@ -117,6 +143,8 @@ export class DeviceSession {
   #clientLeft = false;
   /** QoS 0 publishes not yet committed: bounded like the acknowledgements, as nothing else slows a QoS 0 sender. */
   #unsettledQos0 = 0;
+  /** Settled publishes wait for the end of the commit's callbacks, so that their acknowledgements go out in one write. */
+  #flushScheduled = false;
 
   constructor(socket: Socket, deps: DeviceSessionDeps) {
     this.#socket = socket;
@@ -201,7 +229,10 @@ export class DeviceSession {
 
   #onFrame(frame: Buffer): void {
     try {
-      this.#parser.parse(frame);
+      // A device's PUBLISH is read in place; every other packet, and any PUBLISH out of the ordinary, by the parser.
+      const publish = this.#state === 'connected' ? readPublishFrame(frame, this.#version) : undefined;
+      if (publish !== undefined) this.#onPublish(publish);
+      else this.#parser.parse(frame);
     } finally {
       if (this.#reserved > 0) {
         this.#deps.budget.release(this.#reserved);
@@ -388,7 +419,17 @@ export class DeviceSession {
         'publish refused',
       );
       if (this.#version === 5 && packet.qos > 0) {
-        this.#acks.push({ qos: packet.qos as 1 | 2, messageId: packet.messageId ?? 0, reason: REASON.topicNameInvalid });
+        const refused = new InflightPublish(
+          this,
+          packet.qos,
+          packet.messageId ?? 0,
+          packet.topic,
+          Buffer.alloc(0),
+          Date.now(),
+          principal.name,
+        );
+        refused.reason = REASON.topicNameInvalid;
+        this.#acks.push(refused);
         this.#flushAcks();
       } else {
         this.#close('topic_wildcard', REASON.topicNameInvalid);
@@ -396,10 +437,10 @@ export class DeviceSession {
       return;
     }
     const receivedMs = Date.now();
-    let slot: AckSlot | undefined;
+    const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
+    const publish = new InflightPublish(this, packet.qos, packet.messageId ?? 0, packet.topic, payload, receivedMs, principal.name);
     if (packet.qos > 0) {
-      slot = { qos: packet.qos as 1 | 2, messageId: packet.messageId ?? 0 };
-      this.#acks.push(slot);
+      this.#acks.push(publish);
       if (this.#acks.length > deps.config.maxInflight) {
         if (this.#version === 5) {
           this.#close('receive_maximum', REASON.receiveMaximumExceeded);
@@ -412,85 +453,111 @@ export class DeviceSession {
         this.#timePacket();
       }
       // Sent again before its PUBREL: its readings are committed already.
-      if (packet.qos === 2 && this.#unreleased.has(slot.messageId)) {
-        slot.reason = REASON.success;
+      if (packet.qos === 2 && this.#unreleased.has(publish.messageId)) {
+        publish.reason = REASON.success;
         this.#flushAcks();
         return;
       }
     }
-    const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
     const parsed = readingsOfPublish(packet.topic, payload, deps.validator, deps.maxBatchReadings);
     if (packet.qos === 0 && ++this.#unsettledQos0 >= deps.config.maxInflight && !this.#pausedForInflight) {
       this.#pausedForInflight = true;
       this.#socket.pause();
       this.#timePacket();
     }
-    const outcome: Promise<IngestOutcome> = parsed.ok
-      ? deps.ingest.store(
-          principal,
-          parsed.readings,
-          (i) => parsed.shipLocs?.[i] ?? (packet.topic === INGEST_TOPIC ? ['payload', i, 'ship_id'] : ['topic', 'ship_id']),
-        )
-      : Promise.resolve({ status: 'refused', kind: parsed.refusal, message: parsed.message, details: parsed.details });
-    outcome
-      .then((result) => {
-        if (result.status === 'stored' && parsed.ok) this.#noteShips(parsed.readings);
-        return this.#settle(result, slot, { topic: packet.topic, payload, receivedMs, key: principal.name });
-      })
-      .catch((error: unknown) => {
-        deps.logger.error({ event: 'mqtt_publish_failed', err: error }, 'MQTT publish could not be handled');
-        if (slot !== undefined) slot.disconnect = REASON.unspecified;
-        else this.#unsettledQos0 -= 1;
-        this.#flushAcks();
-      });
+    if (!parsed.ok) {
+      this.published(publish, { status: 'refused', kind: parsed.refusal, message: parsed.message, details: parsed.details });
+      return;
+    }
+    publish.readings = parsed.readings;
+    const shipLoc = packet.topic === INGEST_TOPIC ? payloadShipLoc : topicShipLoc;
+    const { shipLocs } = parsed;
+    deps.ingest.storeTo(publish, principal, parsed.readings, shipLocs === undefined ? shipLoc : (i) => shipLocs[i] ?? shipLoc(i));
   }
 
-  async #settle(
-    outcome: IngestOutcome,
-    slot: AckSlot | undefined,
-    context: { topic: string; payload: Buffer; receivedMs: number; key: string },
-  ): Promise<void> {
+  /** What became of a publish's readings (told by its InflightPublish): acknowledged once the acknowledgements before it are. */
+  published(publish: InflightPublish, outcome: IngestOutcome): void {
+    try {
+      if (outcome.status === 'stored' && publish.readings !== undefined) this.#noteShips(publish.readings);
+      publish.readings = undefined;
+      this.#settle(outcome, publish);
+    } catch (error) {
+      this.#deps.logger.error({ event: 'mqtt_publish_failed', err: error }, 'MQTT publish could not be handled');
+      if (publish.qos > 0) publish.disconnect = REASON.unspecified;
+      else this.#unsettledQos0 -= 1;
+      this.#flushAcks();
+    }
+  }
+
+  #settle(outcome: IngestOutcome, publish: InflightPublish): void {
     const deps = this.#deps;
+    const acknowledged = publish.qos > 0;
     switch (outcome.status) {
       case 'stored':
         deps.stats.acceptedReadings += outcome.readings;
-        if (slot !== undefined) slot.reason = REASON.success;
+        publish.reason = REASON.success;
         break;
       case 'empty':
-        if (slot !== undefined) slot.reason = REASON.success;
+        publish.reason = REASON.success;
         break;
       case 'unavailable':
         deps.stats.unacknowledged += 1;
-        if (slot !== undefined) slot.disconnect = UNAVAILABLE_REASON[outcome.refusal];
+        if (acknowledged) publish.disconnect = UNAVAILABLE_REASON[outcome.refusal];
         else this.#close('queue_unavailable', UNAVAILABLE_REASON[outcome.refusal]);
         break;
       case 'refused':
         deps.stats.refusedPublishes += 1;
-        deps.keys.counters.refused(context.key);
+        deps.keys.counters.refused(publish.key);
         deps.logger.debug(
-          { event: 'mqtt_publish_refused', key: context.key, topic: context.topic, problem: outcome.message },
+          { event: 'mqtt_publish_refused', key: publish.key, topic: publish.topic, problem: outcome.message },
           'publish refused',
         );
-        if (this.#version === 5 && slot !== undefined) {
+        if (this.#version === 5 && acknowledged) {
           // The client is told; it is not stored anywhere, as an HTTP 422 is not.
-          slot.reason = REFUSAL_REASON[outcome.kind];
+          publish.reason = REFUSAL_REASON[outcome.kind];
           break;
         }
-        try {
-          await deps.ingest.deadLetter('mqtt', outcome, context);
-          deps.stats.deadLettered(context.key);
-          if (slot !== undefined) slot.reason = REASON.success;
-        } catch {
-          deps.stats.unacknowledged += 1;
-          if (slot !== undefined) slot.disconnect = REASON.quotaExceeded;
-          else this.#close('dead_letters_full', REASON.quotaExceeded);
-        }
-        break;
+        void this.#deadLetter(outcome, publish);
+        return;
     }
-    if (slot?.qos === 2 && slot.reason === REASON.success) this.#unreleased.add(slot.messageId);
-    if (slot === undefined) this.#unsettledQos0 -= 1;
-    this.#flushAcks();
+    this.#settled(publish);
   }
+
+  /** Keeps a refusal the client cannot be told as a dead letter; acknowledged only once it is kept. */
+  async #deadLetter(outcome: IngestOutcome & { status: 'refused' }, publish: InflightPublish): Promise<void> {
+    const deps = this.#deps;
+    try {
+      await deps.ingest.deadLetter('mqtt', outcome, publish);
+      deps.stats.deadLettered(publish.key);
+      publish.reason = REASON.success;
+    } catch {
+      deps.stats.unacknowledged += 1;
+      if (publish.qos > 0) publish.disconnect = REASON.quotaExceeded;
+      else this.#close('dead_letters_full', REASON.quotaExceeded);
+    }
+    this.#settled(publish);
+  }
+
+  #settled(publish: InflightPublish): void {
+    if (publish.qos === 2 && publish.reason === REASON.success) this.#unreleased.add(publish.messageId);
+    if (publish.qos === 0) this.#unsettledQos0 -= 1;
+    this.#scheduleFlush();
+  }
+
+  /**
+   * Flushes once every publish a commit settled has been told: a commit answers many at once, one
+   * after the other in one callback, and process.nextTick runs after it.
+   */
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    process.nextTick(this.#scheduledFlush);
+  }
+
+  readonly #scheduledFlush = (): void => {
+    this.#flushScheduled = false;
+    this.#flushAcks();
+  };
 
   /**
    * The session's principal as the keys stand now; undefined, and the session closing, when its key
@@ -544,32 +611,32 @@ export class DeviceSession {
     });
   }
 
-  /** Acknowledges, in arrival order, every publish at the head that is settled. */
+  /** Acknowledges, in arrival order, every publish at the head that is settled: in one write. */
   #flushAcks(): void {
     if (this.#socket.destroyed) return;
-    this.#socket.cork();
-    while (this.#acks.length > 0) {
-      const head = this.#acks[0]!;
-      if (head.disconnect !== undefined) {
-        this.#socket.uncork();
-        this.#close('queue_unavailable', head.disconnect);
-        return;
+    const acks = this.#acks;
+    let ready = 0;
+    while (ready < acks.length && acks[ready]!.disconnect === undefined && acks[ready]!.reason !== undefined) ready++;
+    if (ready > 0) {
+      const size = ackSize(this.#version);
+      const bytes = Buffer.allocUnsafe(ready * size);
+      for (let i = 0; i < ready; i++) {
+        const ack = acks[i]!;
+        writeAck(bytes, i * size, ack.qos as 1 | 2, ack.messageId, this.#version, ack.reason!);
       }
-      if (head.reason === undefined) break;
-      this.#acks.shift();
-      const reasonCode = this.#version === 5 && head.reason !== REASON.success ? { reasonCode: head.reason } : {};
-      this.#write({ cmd: head.qos === 1 ? 'puback' : 'pubrec', messageId: head.messageId, ...reasonCode });
+      acks.splice(0, ready);
+      this.#writeBytes(bytes);
     }
-    this.#socket.uncork();
-    if (this.#state === 'closing') {
-      if (this.#acks.length === 0) this.#end(REASON.shuttingDown);
+    const disconnect = acks[0]?.disconnect;
+    if (disconnect !== undefined) {
+      this.#close('queue_unavailable', disconnect);
       return;
     }
-    if (
-      this.#pausedForInflight &&
-      this.#acks.length < this.#deps.config.maxInflight &&
-      this.#unsettledQos0 < this.#deps.config.maxInflight
-    ) {
+    if (this.#state === 'closing') {
+      if (acks.length === 0) this.#end(REASON.shuttingDown);
+      return;
+    }
+    if (this.#pausedForInflight && acks.length < this.#deps.config.maxInflight && this.#unsettledQos0 < this.#deps.config.maxInflight) {
       this.#pausedForInflight = false;
       this.#resume();
     }
@@ -581,8 +648,12 @@ export class DeviceSession {
   }
 
   #write(packet: Packet): void {
+    this.#writeBytes(generate(packet, { protocolVersion: this.#version }));
+  }
+
+  #writeBytes(bytes: Buffer): void {
     if (this.#socket.destroyed || !this.#socket.writable) return;
-    const ok = this.#socket.write(generate(packet, { protocolVersion: this.#version }));
+    const ok = this.#socket.write(bytes);
     // A client that does not read its acknowledgements is not read either.
     if (!ok && !this.#pausedForWrites) {
       this.#pausedForWrites = true;

@@ -38,20 +38,31 @@ export class FrameReader {
 
   push(chunk: Buffer): void {
     if (this.#stopped) return;
-    this.#pending.push(chunk);
-    this.#pendingBytes += chunk.length;
-    while (!this.#stopped) {
-      if (this.#size < 0 && !this.#readHeader()) return;
-      if (this.#pendingBytes < this.#size) return;
-      const all = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending, this.#pendingBytes);
-      const frame = all.subarray(0, this.#size);
-      const rest = all.subarray(this.#size);
-      this.#pending = rest.length > 0 ? [rest] : [];
-      this.#pendingBytes = rest.length;
-      this.#size = -1;
-      this.events.frame(frame);
-      if (this.#pendingBytes === 0) return;
+    let data = chunk;
+    if (this.#pendingBytes > 0) {
+      this.#pending.push(chunk);
+      this.#pendingBytes += chunk.length;
+      // The middle of a large packet: kept until it is whole, then joined once.
+      if (this.#size >= 0 && this.#pendingBytes < this.#size) return;
+      data = Buffer.concat(this.#pending, this.#pendingBytes);
+      this.#pending = [];
+      this.#pendingBytes = 0;
     }
+    // The packets whole in `data` are cut from it in place; what follows the last is kept.
+    let at = 0;
+    while (!this.#stopped) {
+      if (this.#size < 0 && !this.#readHeader(data, at)) break;
+      if (data.length - at < this.#size) break;
+      const end = at + this.#size;
+      this.#size = -1;
+      this.events.frame(data.subarray(at, end));
+      at = end;
+      if (at === data.length) return;
+    }
+    if (this.#stopped) return;
+    const rest = at === 0 ? data : data.subarray(at);
+    this.#pending = [rest];
+    this.#pendingBytes = rest.length;
   }
 
   /** Nothing more is read: after a problem, or when the connection is closing. */
@@ -61,14 +72,14 @@ export class FrameReader {
     this.#pendingBytes = 0;
   }
 
-  /** Reads the fixed header from what is pending; false while it is incomplete or when refused. */
-  #readHeader(): boolean {
+  /** Reads the fixed header of the packet at `at`; false while it is incomplete or when refused. */
+  #readHeader(data: Buffer, at: number): boolean {
     let multiplier = 1;
     let remaining = 0;
     // Byte 0 is the packet type and flags; bytes 1..4 the remaining length, 7 bits each.
     for (let i = 1; i <= 4; i++) {
-      const byte = this.#byteAt(i);
-      if (byte === undefined) return false;
+      if (at + i >= data.length) return false;
+      const byte = data[at + i]!;
       remaining += (byte & 0x7f) * multiplier;
       multiplier *= 128;
       if ((byte & 0x80) === 0) {
@@ -89,14 +100,5 @@ export class FrameReader {
     this.stop();
     this.events.problem(problem, size);
     return false;
-  }
-
-  #byteAt(index: number): number | undefined {
-    let offset = index;
-    for (const chunk of this.#pending) {
-      if (offset < chunk.length) return chunk[offset];
-      offset -= chunk.length;
-    }
-    return undefined;
   }
 }

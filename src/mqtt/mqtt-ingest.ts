@@ -4,8 +4,8 @@ import type { KeyCounterTable } from '../keys/key-counters.js';
 import type { Principal } from '../keys/key-store.js';
 import { foreignShips } from '../keys/ship-prefix.js';
 import type { IngestDeadLetters } from '../queue/dead-letters.js';
-import { QueueRefusedError, type QueueRefusal } from '../queue/queue-errors.js';
-import type { QueueWriter, SideWrite } from '../queue/queue-writer.js';
+import { classifyWriteError, type QueueRefusal } from '../queue/queue-errors.js';
+import type { AppendListener, QueueWriter, SideWrite } from '../queue/queue-writer.js';
 import { encodeRecord } from '../queue/record-codec.js';
 import type { Loc, ReadingIssue } from '../reading/reading-issues.js';
 import type { Reading } from '../reading/reading-schema.js';
@@ -24,9 +24,13 @@ export type IngestOutcome =
 
 export type RefusalKind = 'malformed' | 'invalid' | 'topic' | 'forbidden';
 
+/** Told once what became of a message's readings (`MqttIngest.storeTo`); must not throw. */
+export interface StoreListener {
+  stored(outcome: IngestOutcome): void;
+}
+
 export interface MqttIngestDeps {
   queue: QueueWriter;
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   keys: { counters: KeyCounterTable };
@@ -34,6 +38,35 @@ export interface MqttIngestDeps {
   logger: Logger;
   /** Told of every committed message's readings, as HTTP ingest tells it (the console's ship table). */
   accepted?: (principal: Principal, record: string, readings: number) => void;
+}
+
+const EMPTY: IngestOutcome = { status: 'empty' };
+
+/** One message's readings waiting for their commit: counted once committed, then its listener told. */
+class PendingStore implements AppendListener {
+  constructor(
+    readonly deps: MqttIngestDeps,
+    readonly listener: StoreListener,
+    readonly principal: Principal,
+    readonly record: string,
+    readonly readings: number,
+  ) {}
+
+  appended(error: Error | undefined): void {
+    const { deps, principal, readings } = this;
+    if (error !== undefined) {
+      const refused = classifyWriteError(error);
+      if (refused.refusal !== 'full' && refused.refusal !== 'closed') {
+        deps.logger.error({ event: 'queue_write_failed', refusal: refused.refusal, err: refused.cause }, refused.message);
+      }
+      this.listener.stored({ status: 'unavailable', refusal: refused.refusal, message: refused.message });
+      return;
+    }
+    deps.stats.acceptedReadings += readings;
+    deps.keys.counters.accepted(principal.name, readings);
+    deps.accepted?.(principal, this.record, readings);
+    this.listener.stored({ status: 'stored', readings });
+  }
 }
 
 /**
@@ -49,30 +82,29 @@ export class MqttIngest {
    * in power-loss mode) or refused.
    */
   store(principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc, side?: SideWrite): Promise<IngestOutcome> {
-    if (readings.length === 0) return Promise.resolve({ status: 'empty' });
-    const foreign = foreignShips(principal, readings, shipLoc);
-    if (foreign !== undefined) return Promise.resolve({ status: 'refused', kind: 'forbidden', ...foreign, readings });
-    // As over HTTP, encoded before the commit's wait, so what waits is the record, not the readings.
-    return this.#commit(principal, encodeRecord(readings, this.deps.clock), readings.length, side);
+    return new Promise((resolve) => this.storeTo({ stored: resolve }, principal, readings, shipLoc, side));
   }
 
-  async #commit(principal: Principal, record: string, readings: number, side: SideWrite | undefined): Promise<IngestOutcome> {
-    const { deps } = this;
-    try {
-      // As over HTTP: received at the clock's newest millisecond, from the site the key is bound to.
-      await deps.queue.append(record, readings, deps.clock.receivedMs(), undefined, principal.site, side);
-    } catch (error) {
-      if (!(error instanceof QueueRefusedError)) throw error;
-      if (error.refusal !== 'full' && error.refusal !== 'closed') {
-        deps.logger.error({ event: 'queue_write_failed', refusal: error.refusal, err: error.cause }, error.message);
-      }
-      return { status: 'unavailable', refusal: error.refusal, message: error.message };
+  /**
+   * As `store`, telling `listener` instead of settling a promise: a device session keeps hundreds of
+   * publishes in flight, and each costs one object here instead of a chain of promises. An outcome
+   * known at once (nothing to store, a foreign ship, a refusing queue) is told before this returns.
+   */
+  storeTo(listener: StoreListener, principal: Principal, readings: Reading[], shipLoc: (index: number) => Loc, side?: SideWrite): void {
+    if (readings.length === 0) {
+      listener.stored(EMPTY);
+      return;
     }
-    deps.stats.acceptedReadings += readings;
-    deps.keys.counters.accepted(principal.name, readings);
-    deps.accepted?.(principal, record, readings);
-    deps.delivery.notifyAppended();
-    return { status: 'stored', readings };
+    const foreign = foreignShips(principal, readings, shipLoc);
+    if (foreign !== undefined) {
+      listener.stored({ status: 'refused', kind: 'forbidden', ...foreign, readings });
+      return;
+    }
+    // As over HTTP, encoded before the commit's wait, so what waits is the record, not the readings.
+    const record = encodeRecord(readings, this.deps.clock);
+    const pending = new PendingStore(this.deps, listener, principal, record, readings.length);
+    // As over HTTP: received at the clock's newest millisecond, from the site the key is bound to.
+    this.deps.queue.appendTo(pending, record, readings.length, this.deps.clock.receivedMs(), principal.site, side);
   }
 
   /**

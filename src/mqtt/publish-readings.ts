@@ -25,8 +25,9 @@ export function readingsOfPublish(topic: string, payload: Buffer, validator: Val
     const parsed = Array.isArray(json.json) ? parseBatch(json.json, validator, maxBatchReadings) : parseSingle(json.json, validator);
     return parsed.ok ? parsed : { ...parsed, details: parsed.details.map((d) => relocate(d, 'payload')) };
   }
-  const ids = topic.startsWith(TOPIC_PREFIX) ? topic.slice(TOPIC_PREFIX.length).split('/') : [];
-  if (ids.length !== 2) {
+  // harbor/v1/{ship_id}/{cargo_id}: one slash after the prefix, found without splitting the topic.
+  const slash = topic.startsWith(TOPIC_PREFIX) ? topic.indexOf('/', TOPIC_PREFIX.length) : -1;
+  if (slash === -1 || topic.indexOf('/', slash + 1) !== -1) {
     return {
       ok: false,
       refusal: 'topic',
@@ -34,7 +35,8 @@ export function readingsOfPublish(topic: string, payload: Buffer, validator: Val
       details: [{ loc: ['topic'], msg: 'Unknown topic', type: 'topic_unknown' }],
     };
   }
-  const [shipId, cargoId] = ids as [string, string];
+  const shipId = topic.slice(TOPIC_PREFIX.length, slash);
+  const cargoId = topic.slice(slash + 1);
   const reading = readingOfPayload(payload);
   if (!reading.ok) return reading;
   const parsed = parseSingle({ time: reading.time, ship_id: shipId, cargo_id: cargoId, value: reading.value }, validator);

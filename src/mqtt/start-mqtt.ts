@@ -22,7 +22,6 @@ export interface MqttDeps {
   gate: ConnectionGate;
   budget: InflightBudget;
   queue: QueueWriter;
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   keys: KeyStore;

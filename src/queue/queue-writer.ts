@@ -52,6 +52,27 @@ export interface SideWrite {
   params: readonly (string | number | null)[];
 }
 
+/**
+ * Told once what became of an append (`appendTo`): `error` undefined once it is committed (and in
+ * power-loss mode synced), else why it was refused (QueueRefusedError).
+ */
+export interface AppendListener {
+  appended(error: Error | undefined): void;
+}
+
+/** The listener of a promise `append` and `write` return. */
+class PromisedAppend implements AppendListener {
+  constructor(
+    readonly resolve: () => void,
+    readonly reject: (error: Error) => void,
+  ) {}
+
+  appended(error: Error | undefined): void {
+    if (error === undefined) this.resolve();
+    else this.reject(error);
+  }
+}
+
 export interface QueueOptions {
   dataDir: string;
   durability: Durability;
@@ -125,8 +146,7 @@ interface PendingAppend extends QueueRow {
   turn: number;
   /** When it was appended (performance.now()), for the commit window. */
   atMs: number;
-  resolve: () => void;
-  reject: (error: Error) => void;
+  listener: AppendListener;
 }
 
 /**
@@ -197,6 +217,7 @@ export class QueueWriter {
   /** A commit failed for want of disk space, and none has succeeded since. */
   #diskFull = false;
   #diskFullListener: ((full: boolean) => void) | undefined;
+  #committedListener: (() => void) | undefined;
   /** When room was last made for the reserve while the disk is full (monotonic ms). */
   #roomMadeAt = Number.NEGATIVE_INFINITY;
 
@@ -268,35 +289,66 @@ export class QueueWriter {
     site?: string,
     side?: SideWrite,
   ): Promise<void> {
-    if (this.#closed) return Promise.reject(new QueueRefusedError('closed', 'The gateway is stopping; retry shortly'));
-    if (this.#checkpointer.lost) return Promise.reject(new QueueRefusedError('io_error', SYNC_LOST_MESSAGE));
     const bytes = Buffer.byteLength(payload);
+    const refusal = this.#admit(bytes);
+    if (refusal !== undefined) return Promise.reject(refusal);
+    return new Promise<void>((resolve, reject) => {
+      this.#enqueue(payload, readings, bytes, receivedMs, connection, site, side, new PromisedAppend(resolve, reject));
+    });
+  }
+
+  /**
+   * As `append`, telling `listener` instead of settling a promise: for a caller that keeps
+   * thousands of appends in flight (an MQTT session's publishes), no promise and no promise jobs
+   * an append. A refusal known at once is told before this returns.
+   */
+  appendTo(listener: AppendListener, payload: string, readings: number, receivedMs: number, site?: string, side?: SideWrite): void {
+    const bytes = Buffer.byteLength(payload);
+    const refusal = this.#admit(bytes);
+    if (refusal !== undefined) listener.appended(refusal);
+    else this.#enqueue(payload, readings, bytes, receivedMs, undefined, site, side, listener);
+  }
+
+  /** Why an append of `bytes` is refused now, or undefined: then its bytes are reserved until its commit. */
+  #admit(bytes: number): QueueRefusedError | undefined {
+    if (this.#closed) return new QueueRefusedError('closed', 'The gateway is stopping; retry shortly');
+    if (this.#checkpointer.lost) return new QueueRefusedError('io_error', SYNC_LOST_MESSAGE);
     if (this.#totals.bytes + this.#reserved + bytes > this.maxBytes) {
       this.#full = true;
-      return Promise.reject(new QueueRefusedError('full', QUEUE_FULL_MESSAGE));
+      return new QueueRefusedError('full', QUEUE_FULL_MESSAGE);
     }
     // On a full disk nothing is tried until there is room again: a failing commit could take the
     // room the delivery thread frees for itself.
-    if (this.#diskFull && !this.#roomToWrite()) return Promise.reject(classifyWriteError({ code: 'SQLITE_FULL' }));
+    if (this.#diskFull && !this.#roomToWrite()) return classifyWriteError({ code: 'SQLITE_FULL' });
     if (this.#diskFull) this.#setDiskFull(false);
     this.#reserved += bytes;
-    return new Promise<void>((resolve, reject) => {
-      this.#pending.push({
-        payload,
-        readings,
-        bytes,
-        receivedMs,
-        site: site === undefined || site === this.#site ? null : site,
-        side,
-        sideOnly: false,
-        connection,
-        turn: this.#turn,
-        atMs: this.#commitWindowMs === 0 ? 0 : performance.now(),
-        resolve,
-        reject,
-      });
-      this.#kick();
+    return undefined;
+  }
+
+  #enqueue(
+    payload: string,
+    readings: number,
+    bytes: number,
+    receivedMs: number,
+    connection: RequestConnection | undefined,
+    site: string | undefined,
+    side: SideWrite | undefined,
+    listener: AppendListener,
+  ): void {
+    this.#pending.push({
+      payload,
+      readings,
+      bytes,
+      receivedMs,
+      site: site === undefined || site === this.#site ? null : site,
+      side,
+      sideOnly: false,
+      connection,
+      turn: this.#turn,
+      atMs: this.#commitWindowMs === 0 ? 0 : performance.now(),
+      listener,
     });
+    this.#kick();
   }
 
   /**
@@ -320,8 +372,7 @@ export class QueueWriter {
         connection: undefined,
         turn: this.#turn,
         atMs: this.#commitWindowMs === 0 ? 0 : performance.now(),
-        resolve,
-        reject,
+        listener: new PromisedAppend(resolve, reject),
       });
       this.#kick();
     });
@@ -396,7 +447,7 @@ export class QueueWriter {
     for (const item of batch) this.#reserved -= item.bytes;
     if (this.#checkpointer.lost) {
       const refusal = new QueueRefusedError('io_error', SYNC_LOST_MESSAGE);
-      for (const item of batch) item.reject(refusal);
+      for (const item of batch) item.listener.appended(refusal);
       return;
     }
     if (batch.some((item) => isClosed(item.connection))) batch = this.#withoutAbandoned(batch);
@@ -404,7 +455,7 @@ export class QueueWriter {
     if (!this.#diskFull && !this.#roomForCommit(batch.reduce((sum, item) => sum + item.bytes, 0))) this.#setDiskFull(true);
     if (this.#diskFull) {
       const refusal = classifyWriteError({ code: 'SQLITE_FULL' });
-      for (const item of batch) item.reject(refusal);
+      for (const item of batch) item.listener.appended(refusal);
       return;
     }
     // Only commits that carry side writes pay for sorting them out.
@@ -425,7 +476,7 @@ export class QueueWriter {
       const refusal = classifyWriteError(error);
       if (isDiskFull(error)) this.#setDiskFull(true);
       else this.#lastWriteFailureMs = Date.now();
-      for (const item of batch) item.reject(refusal);
+      for (const item of batch) item.listener.appended(refusal);
       return;
     }
     this.#lastWriteFailureMs = undefined;
@@ -481,10 +532,11 @@ export class QueueWriter {
     if (error !== null) {
       this.#checkpointer.lose(error);
       const refusal = new QueueRefusedError('io_error', SYNC_LOST_MESSAGE);
-      for (const item of batch) item.reject(refusal);
+      for (const item of batch) item.listener.appended(refusal);
       return;
     }
-    for (const item of batch) item.resolve();
+    for (const item of batch) item.listener.appended(undefined);
+    this.#committedListener?.();
     // After the sync: a checkpoint's own sync of the log then has none of these pages left to write.
     this.#checkpointer.afterCommit();
   }
@@ -493,7 +545,7 @@ export class QueueWriter {
   #withoutAbandoned(batch: PendingAppend[]): PendingAppend[] {
     const kept: PendingAppend[] = [];
     for (const item of batch) {
-      if (isClosed(item.connection)) item.reject(new RequestAbandonedError());
+      if (isClosed(item.connection)) item.listener.appended(new RequestAbandonedError());
       else kept.push(item);
     }
     return kept;
@@ -610,6 +662,15 @@ export class QueueWriter {
    */
   onDiskFull(listener: (full: boolean) => void): void {
     this.#diskFullListener = listener;
+  }
+
+  /**
+   * Tells `listener` once a commit's appends are answered (in power-loss mode, after their log
+   * sync): once a commit, however many appends it carried, where telling each append's caller was a
+   * wake-up of the delivery thread per request or message.
+   */
+  onCommitted(listener: () => void): void {
+    this.#committedListener = listener;
   }
 
   #setDiskFull(full: boolean): void {

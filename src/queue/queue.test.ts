@@ -34,6 +34,29 @@ describe('QueueWriter and QueueReader', () => {
     expect(queue.stats().commits).toBe(2);
   });
 
+  it('tells appendTo listeners in their order once committed, then its commit listener once a commit, in both modes', async () => {
+    for (const durability of ['process-crash', 'power-loss'] as const) {
+      const queue = openQueue({ durability, maxBytes: 100 });
+      const told: string[] = [];
+      queue.onCommitted(() => told.push(`commit ${queue.stats().commits}`));
+      const listener = (name: string) => ({
+        appended: (error: Error | undefined) =>
+          told.push(error === undefined ? name : `${name} refused: ${(error as QueueRefusedError).refusal}`),
+      });
+      for (let i = 0; i < 3; i++) queue.appendTo(listener(`a${i}`), `${i}\ts\tc\t${i}`, 1, 1000 + i);
+      // Past the bound: refused before appendTo returns, nothing waits for a commit.
+      queue.appendTo(listener('big'), 'x'.repeat(200), 1, 2000);
+      expect(told).toEqual(['big refused: full']);
+      const done = queue.append('4\ts\tc\t4', 1, 1004);
+      await done;
+      expect(told).toEqual(['big refused: full', 'a0', 'a1', 'a2', 'commit 1']);
+      expect(queue.stats()).toMatchObject({ commits: 1, readings: 4 });
+      queue.close();
+      queue.appendTo(listener('late'), '5\ts\tc\t5', 1, 1005);
+      expect(told.at(-1)).toBe('late refused: closed');
+    }
+  });
+
   it('commits a side write in the transaction of its append, and alone through write(), in the same group commit', async () => {
     const queue = openQueue();
     queue.run('CREATE TABLE IF NOT EXISTS side_state (id INTEGER PRIMARY KEY)');

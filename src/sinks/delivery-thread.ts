@@ -42,6 +42,7 @@ export class DeliveryThread {
     for (const spec of data.sinks) stats.sink(spec.name);
     this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
     this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');
+    queue.onCommitted(() => this.notifyAppended());
     queue.onDiskFull((full) => {
       this.#diskFull = full;
       this.#post({ type: 'disk', full });
@@ -70,7 +71,7 @@ export class DeliveryThread {
   }
 
   /**
-   * Called after ingest commits: every whole batch of new readings wakes the sinks once (a sink
+   * Called after each ingest commit (and a re-queue from the console): every whole batch of new readings wakes the sinks once (a sink
    * backing off stays asleep); a nearly full queue asks the dropping sinks for room.
    */
   notifyAppended(): void {

@@ -26,7 +26,6 @@ import { type ClaimChecker, siteClaimRefusal } from '../site-claim-refusal.js';
 
 export interface IngestDeps {
   queue: QueueWriter;
-  delivery: { notifyAppended(): void };
   clock: ReceiveClock;
   stats: GatewayStats;
   validator: Validator;
@@ -343,7 +342,6 @@ async function store(c: Context, encoded: Encoded, site: string | undefined, dep
   }
   deps.stats.acceptedRequests += 1;
   deps.stats.acceptedReadings += encoded.readings;
-  deps.delivery.notifyAppended();
   return undefined;
 }
 
