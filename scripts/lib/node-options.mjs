@@ -9,5 +9,5 @@ export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=8 --max-old-space-siz
 // and more are mapped on their own and handed back when freed. By default glibc raises that
 // threshold to the largest block freed so far (up to 32 MiB), after which such blocks come from
 // the arenas and their freed memory stays there: at idle, 6 to 21 MB of the gateway's private
-// memory was free memory malloc held (docs/benchmarks.md, "Idle memory: what each megabyte is").
+// memory was free memory malloc held (docs/history/benchmarks.md, "Idle memory: what each megabyte is").
 export const GATEWAY_GLIBC_TUNABLES = 'glibc.malloc.mmap_threshold=131072';

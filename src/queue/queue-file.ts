@@ -196,7 +196,7 @@ export function openQueueFile(
   // In power-loss mode the sinks' commits are synced too, though losing one would only send
   // readings again: a commit SQLite has indexed but not synced is lost when a later fsync fails and
   // the kernel drops the file's unwritten pages, and recovery after a power cut then ends the log at
-  // that hole, dropping the answered commits behind it (docs/benchmarks.md, "Bytes written per
+  // that hole, dropping the answered commits behind it (docs/history/benchmarks.md, "Bytes written per
   // reading"). Ingest's commits are synced by ingest (log-sync.ts), which answers none after such a
   // failure.
   db.pragma(`synchronous = ${durability === 'power-loss' && options.syncedElsewhere !== true ? 'FULL' : 'NORMAL'}`);

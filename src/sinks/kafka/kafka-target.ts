@@ -17,7 +17,7 @@ type KafkaClient = typeof import('./batch-producer.js');
  * refused whole, and a smaller limit is found by halving. It also bounds the duplicates a broker
  * failure leaves: the failed request's readings the broker wrote without acknowledging. Written
  * straight from the queue records, larger requests would cost less CPU per reading
- * (docs/benchmarks.md measured 64 and 256 KiB) but raise that bound.
+ * (docs/history/benchmarks.md measured 64 and 256 KiB) but raise that bound.
  */
 const MAX_REQUEST_BYTES = 64 * 1024;
 // After a timed-out send is abandoned, how long its client may take to give up its retries.
