@@ -95,7 +95,9 @@ describe('requests without a session', () => {
   it('are answered 429 with Retry-After at once past their shared rate; loopback is not counted', async () => {
     // The clock stands still, so the bucket refills not at all however slow the machine is.
     vi.useFakeTimers({ toFake: ['Date'] });
-    onTestFinished(() => vi.useRealTimers());
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const hono = app('metrics-token-0123456789');
     const statuses: number[] = [];
     for (let i = 0; i < 60; i++) {
