@@ -10,10 +10,12 @@
 // One folder a handover, under HANDOVER_DIR: handover.json (what and how far), queue/ (the file set
 // aside), before/ (after a failed trial: the copy from before it, so only the trial's own readings
 // are exported; the older release got the copy back and delivers the rest itself),
-// readings.ndjson, progress (batches taken), refused.ndjson (readings the release refused).
+// readings.ndjson, progress (batches taken), refused.ndjson (readings the release refused). Once
+// done, the folder moves to handed-over/ with what is kept: the record, refused readings, and the
+// file set aside when it holds dead letters (which no release delivers).
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { readBytes, syncDirectory, syncFile, writeAtomic } from './files.mjs';
 import { slotDevice } from './rauc.mjs';
 import { GATEWAY_STATE, UPDATE_DIR, log, oneLine, readJson, sleep, warn } from './records.mjs';
@@ -225,7 +227,7 @@ function exportHandover(dir, handover, exporter) {
     const next = {
       ...handover,
       state: /** @type {const} */ ('kept'),
-      problem: `${handover.from} could not export the readings of its queue file (${/** @type {Error} */ (error).message}); the file is kept in ${join(dir, 'queue')}`,
+      problem: `${handover.from} could not export the readings of its queue file (${/** @type {Error} */ (error).message}); the file is kept in ${join(doneFolder(dir), 'queue')}`,
     };
     writeHandover(dir, next);
     warn(next.problem);
@@ -342,18 +344,31 @@ export async function replayHandover(dir, handover, ingest) {
 function finishHandover(dir, handover, refused) {
   const exported = handover.exported ?? { readings: 0, batches: 0, deadLetters: 0 };
   const keep = exported.deadLetters > 0;
+  const record = doneFolder(dir);
   const words = [
-    `The ${exported.readings} readings left in the queue of ${handover.from} were handed to ${handover.to}${refused > 0 ? `; ${handover.to} refused ${refused} of them, kept in ${join(dir, 'refused.ndjson')}` : ''}.`,
+    `The ${exported.readings} readings left in the queue of ${handover.from} were handed to ${handover.to}${refused > 0 ? `; ${handover.to} refused ${refused} of them, kept in ${join(record, 'refused.ndjson')}` : ''}.`,
   ];
-  if (keep) words.push(`The queue file, with ${exported.deadLetters} dead letters, is kept in ${join(dir, 'queue')}.`);
+  if (keep) words.push(`The queue file, with ${exported.deadLetters} dead letters, is kept in ${join(record, 'queue')}.`);
   rmSync(join(dir, 'before'), { recursive: true, force: true });
   rmSync(join(dir, 'readings.ndjson'), { force: true });
   if (!keep) rmSync(join(dir, 'queue'), { recursive: true, force: true });
   /** @type {Handover} */
   const next = { ...handover, state: 'done', refused, announcement: words.join(' ') };
   writeHandover(dir, next);
-  syncDirectory(dir);
+  retire(dir);
   return next;
+}
+
+/** Where a handover's folder goes once nothing is left to do: out of the pending ones, kept as its record. */
+const doneFolder = (/** @type {string} */ dir) => join(dir, '..', '..', 'handed-over', basename(dir));
+
+function retire(/** @type {string} */ dir) {
+  const done = doneFolder(dir);
+  mkdirSync(join(done, '..'), { recursive: true, mode: 0o700 });
+  rmSync(done, { recursive: true, force: true });
+  renameSync(dir, done);
+  syncDirectory(join(dir, '..'));
+  syncDirectory(join(done, '..'));
 }
 
 /**
@@ -368,9 +383,10 @@ export async function runHandovers({ ingest, updateDir = UPDATE_DIR, exporter = 
   for (const entry of handovers(updateDir)) {
     let { handover } = entry;
     if (handover.state === 'export') handover = exportHandover(entry.dir, handover, exporter);
-    if (handover.state === 'kept' && handover.announcement === '') {
+    if (handover.state === 'kept') {
       handover = { ...handover, announcement: handover.problem ?? '' };
       writeHandover(entry.dir, handover);
+      retire(entry.dir);
       told.push(handover.announcement);
     }
     if (handover.state !== 'replay') continue;

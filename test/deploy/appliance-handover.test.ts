@@ -82,8 +82,11 @@ describe('handing a queue file over to another release', () => {
     const ingest = loopbackIngest({ port: new URL(previous.url).port, apiKey: TEST_KEY });
     const told = await runHandovers({ ingest, updateDir: updates, exporter });
     expect(told).toEqual(['The 700 readings left in the queue of trial were handed to previous.']);
-    expect(existsSync(join(dir, 'queue'))).toBe(false);
-    expect(existsSync(join(dir, 'before'))).toBe(false);
+    // Done: nothing is left pending; the record is kept, without the copies.
+    expect(existsSync(dir)).toBe(false);
+    const done = join(updates, 'handed-over', '2026-11-26T10-00-00-000Z');
+    expect(JSON.parse(readFileSync(join(done, 'handover.json'), 'utf8'))).toMatchObject({ state: 'done', refused: 0 });
+    expect(existsSync(join(done, 'queue'))).toBe(false);
     await waitForCount(`SELECT count() FROM "${to.QUESTDB_TABLE}"`, 700, 60_000);
 
     // Handed over a second time (a power cut before the note of the last batch): stored once all the same.
