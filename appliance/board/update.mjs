@@ -321,6 +321,8 @@ export async function installFromBootPartition(boot = BOOT_DIR) {
       announce(`No update was installed. ${notes.join('. ')}. Nothing was written to the system.`, boot);
       return 1;
     }
+    // Said at once, on the screen and in the result file, in case the installation is cut short.
+    if (notes.length > 0) announce(`${notes.join('. ')}. Installing ${chosen.name} (${chosen.version}).`, boot);
     const entry = looked.find((l) => l.name === chosen.name)?.manifest;
     if (entry !== undefined && !('problem' in entry)) manifest = entry;
     busy = `${chosen.name}${INSTALLING}`;
