@@ -560,11 +560,21 @@ await runTest(
         `going back answered ${done.status}: ${done.html.replace(/<[^>]+>/g, ' ').slice(0, 600)}`,
       );
       const back = await follow(committed.machine, 'A', 'going back to the old release, on trial', { trial: true });
+      const shown = back.machine.console().length;
       const seconds = await confirmed(
         back.machine,
         new RegExp(`Went back to ${oldRelease.version.replace(/\./g, '\\.')} in slot A: ready and confirmed`),
         since,
       );
+      // The handover runs beside the trial: done before or after the confirmation.
+      const handed = await seen(
+        back.machine,
+        shown,
+        /The (\d+) readings left in the queue of \S+ were handed to \S+/,
+        20 * 60_000,
+        'the handover to the old release',
+      );
+      say(`going back handed ${handed[1]} readings of the newer queue to ${oldRelease.version}`);
       const rolled = await waitForDelivery({ url, apiKey, questdbPort, questdbPassword, answered });
       timings.push(`going back from the console (confirmed to ${oldRelease.version} confirmed): ${seconds} s`);
       proved(
