@@ -554,13 +554,13 @@ await runTest(
       );
       startStress();
       const since = Date.now();
+      const shown = committed.machine.console().length;
       const done = await session.post('/console/update/rollback', { to: oldRelease.version, confirm: 'yes' });
       expect(
         done.status === 200 && done.html.includes(`Going back to ${oldRelease.version} (slot A)`),
         `going back answered ${done.status}: ${done.html.replace(/<[^>]+>/g, ' ').slice(0, 600)}`,
       );
       const back = await follow(committed.machine, 'A', 'going back to the old release, on trial', { trial: true });
-      const shown = back.machine.console().length;
       const seconds = await confirmed(
         back.machine,
         new RegExp(`Went back to ${oldRelease.version.replace(/\./g, '\\.')} in slot A: ready and confirmed`),
