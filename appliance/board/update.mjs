@@ -442,7 +442,7 @@ export async function handover() {
     ? readFileSync(join(BOOT_DIR, RESULT_FILE), 'utf8').trim().replace(/^\S+ /, '')
     : '';
   announce(`${current === '' ? '' : `${current} `}${told.join(' ')}`);
-  refreshBanner();
+  withUmask(refreshBanner);
   return 0;
 }
 
