@@ -62,6 +62,7 @@ const SYSTEM_UNITS = [
   'harbor-update-rollback.path',
   'harbor-update-handover.service',
   'harbor-banner.service',
+  'harbor-banner-online.service',
   'systemd-networkd.service',
   'systemd-resolved.service',
   'systemd-timesyncd.service',
