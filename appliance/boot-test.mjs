@@ -13,9 +13,13 @@
 //           refused when wrong; the readings reach the board's QuestDB and the upstream; the clock
 //           shows unsynchronised until the test's time server answers, then synchronised; power is
 //           cut while readings are being sent;
-//   boot 2: every answered reading is in QuestDB exactly once; the root is read-only;
-//   boot 3: a new harbor.conf changes the device keys: the removed and replaced keys are refused, the
-//           new ones accepted; the key file is owned by the gateway's dynamic user.
+//   boot 2: the screen's banner names the site, the release, the address and the URLs at it and the
+//           certificate's fingerprint; every answered reading is in QuestDB exactly once; the root is
+//           read-only; /status and the console name the release;
+//   boot 3: a new harbor.conf gives the board a static address, and harbor-keys.conf adds, replaces
+//           and revokes device keys by name: the screen names the new address, the removed and
+//           replaced keys are refused, the new ones accepted, the one left alone still works; the key
+//           file is owned by the gateway's dynamic user.
 // The local console is checked at boots 1 and 3 (consoleChecks), /status beside it.
 // Builds the image when missing (--without-grafana --test-keys). Runs as root, in a network
 // namespace of its own: the board reaches only what the test serves.
@@ -31,13 +35,17 @@ import { repoRoot, run } from './lib/host.mjs';
 import { releaseFolder, untrustedSmallBundle } from './lib/test-bundles.mjs';
 import { consoleSession, gatewayStatus, postReadings, questdbCount } from './lib/vm-checks.mjs';
 import { startVmTest } from './lib/vm-test.mjs';
+import { KEYS_APPLIED_FILE, KEYS_FILE } from './board/firstboot.mjs';
 import {
+  GUEST_DHCP_ADDRESS,
   HOST_FROM_GUEST,
+  bootFiles,
   bootMachine,
   editPartition,
   instrumentSlot,
   partitionDigest,
   partitions,
+  readBootFile,
   readPartitionFile,
   waitForHttp,
   writeBootFile,
@@ -86,8 +94,9 @@ await runTest(
     const apiKey = `boot-test-${stamp}-api-key`;
     const questdbPassword = `boot-test-${stamp}-questdb`;
     const keys = { tank: `tank1-${stamp}-key`, gps: `gps2-${stamp}-key`, tankNew: `tank1-${stamp}-new-key`, cam: `cam3-${stamp}-key` };
-    const conf = (/** @type {string} */ deviceKeys) =>
+    const conf = (/** @type {string} */ deviceKeys, /** @type {string[]} */ network = []) =>
       [
+        ...network,
         'SITE_NAME=Boot test site',
         'HOSTNAME=gw-boot-test',
         `API_KEY=${apiKey}`,
@@ -108,13 +117,14 @@ await runTest(
     const questdbPort = await freePort();
     const url = `http://127.0.0.1:${port}`;
     let boot = 0;
-    const start = async (/** @type {string} */ why) => {
+    const start = async (/** @type {string} */ why, guest = GUEST_DHCP_ADDRESS) => {
       boot += 1;
       const machine = bootMachine({
         disk,
         serial: join(work, `serial-${boot}.log`),
         forwards: { [port]: 8000, [httpsPort]: 443, [questdbPort]: 9000 },
         work,
+        guest,
       });
       const chosen = await machine.waitFor(/booting slot ([AB])/, 300_000, 'the boot script choosing a slot');
       const ready = await waitForHttp(`${url}/readyz`, 40 * 60_000, machine);
@@ -218,6 +228,10 @@ await runTest(
 
     // Boot 2.
     const second = await start('after the power cut');
+    // The screen after a boot that applied nothing: what a technician visiting after a power cut reads.
+    await expectBanner(second, GUEST_DHCP_ADDRESS, consoleFingerprint, 'after the power cut');
+    const status2 = await gatewayStatus(url, apiKey);
+    expect(status2.version === release.version, `/status names version ${status2.version}, the release is ${release.version}`);
     await waitFor(
       async () => ((await gatewayStatus(url, apiKey)).queue.readings === 0 ? true : undefined),
       30 * 60_000,
@@ -239,10 +253,17 @@ await runTest(
     // First boot names the slot's partition in place of /dev/root (settings.mjs, setRootDevice).
     expect(/^\S+\s+\/\s+ext4\s+ro,/m.test(fstab), `the root is not read-only in fstab: ${fstab}`);
 
-    // Boot 3: the device keys change.
-    writeFileSync(join(work, 'harbor.conf'), conf(`tank-1:${keys.tankNew} cam-3:${keys.cam}`));
+    // Boot 3: a static address, and the device keys changed by name.
+    const staticAddress = '10.0.2.16';
+    writeFileSync(
+      join(work, 'harbor.conf'),
+      conf('', ['NETWORK=static', `ADDRESS=${staticAddress}/24`, `GATEWAY=${HOST_FROM_GUEST}`, 'DNS=10.0.2.3']),
+    );
     writeBootFile(disk, parts.boot, join(work, 'harbor.conf'), 'harbor.conf');
-    const third = await start('harbor.conf with new device keys');
+    writeFileSync(join(work, KEYS_FILE), `ADD=tank-1:${keys.tankNew} cam-3:${keys.cam}\r\nREVOKE=gps-2\r\n`);
+    writeBootFile(disk, parts.boot, join(work, KEYS_FILE), KEYS_FILE);
+    const third = await start('a static address and harbor-keys.conf', staticAddress);
+    await expectBanner(third, staticAddress, consoleFingerprint, 'after the address changed');
     const after = {
       tankOld: tlsPost(keys.tank, 'tank-ship', ['level', '4']),
       tankNew: tlsPost(keys.tankNew, 'tank-ship', ['level', '4.5']),
@@ -258,6 +279,12 @@ await runTest(
     const status3 = await consoleChecks(board);
     third.cut();
     await third.exited;
+    const applied = readBootFile(disk, parts.boot, KEYS_APPLIED_FILE) ?? '';
+    expect(
+      /new key for tank-1/.test(applied) && /added cam-3/.test(applied) && /revoked gps-2/.test(applied),
+      `${KEYS_APPLIED_FILE} says: ${applied}`,
+    );
+    expect(!bootFiles(disk, parts.boot).includes(KEYS_FILE), `${KEYS_FILE}, which holds keys, is still on the boot partition`);
     expect(partitionDigest(disk, parts.rootB) === slotB, 'slot B was written although the only bundle offered was refused');
     const owner = keyFileOwner(disk, parts.data);
     // Owned as the state directory is: systemd 257 keeps a DynamicUser= service's StateDirectory=
@@ -268,7 +295,7 @@ await runTest(
       `the key file is owned by uid ${owner.file}, its folder by ${owner.dir}`,
     );
     say(
-      `device keys changed by harbor.conf: old and removed keys 401, new ones 200; key file owned as the gateway's state directory (uid ${owner.file} on disk); ${status3.keys.length} keys in /status`,
+      `device keys changed by name in harbor-keys.conf: replaced and revoked keys 401, new ones 200; key file owned as the gateway's state directory (uid ${owner.file} on disk); ${status3.keys.length} keys in /status`,
     );
   },
   () => {
@@ -300,6 +327,11 @@ async function consoleChecks({ url, apiKey, consoleUrl, password, fingerprint, c
     expect(new RegExp(`<dt>Clock</dt>\\s*<dd>${clock}`).test(overview.html), `the console overview does not say the clock is ${clock}`);
   const settings = await session.request('/console/settings');
   expect(settings.status === 200 && /name="bundle"/.test(settings.html), 'the console has no update upload on the appliance');
+  expect(
+    new RegExp(`<dd id="release">${status.version.replace(/\./g, '\\.')} \\(slot A, committed\\)</dd>`).test(settings.html) &&
+      /<dd id="previous-release">none to go back to: nothing was installed since the card was flashed/.test(settings.html),
+    `the console's settings page does not name the release ${status.version}: ${settings.html.replace(/<[^>]+>/g, ' ').slice(0, 800)}`,
+  );
   say(`console on 443: the console password logs in, a wrong one 401; fingerprint${clock ? ` and clock (${clock})` : ''} shown`);
   if (refusedBundle !== undefined) {
     const upload = await session.uploadBundle(refusedBundle);
@@ -311,6 +343,29 @@ async function consoleChecks({ url, apiKey, consoleUrl, password, fingerprint, c
     say('console upload of a bundle signed by a key the board does not trust: refused before anything was written');
   }
   return status;
+}
+
+/**
+ * The screen's banner as a technician reads it at a boot: the site, the host, the release, the
+ * address and the URLs at it, the certificate's fingerprint. agetty fills in the address and prints
+ * the banner again when it changes, so the one that names `address` is waited for.
+ * @param {import('./lib/vm.mjs').Machine} machine
+ * @param {string} address
+ * @param {string} fingerprint
+ * @param {string} when
+ */
+async function expectBanner(machine, address, fingerprint, when) {
+  const at = address.replace(/\./g, '\\.');
+  const banner = await machine.waitFor(
+    new RegExp(
+      `Harbor Gateway "Boot test site" on gw-boot-test \\(release (\\S+), slot A, committed\\)\\s+Address:  ${at} [^\\n]*\\s+Ingest:   http://${at}:8000/api/v2/ingest/   https://${at}/api/v2/ingest/\\s+Console:  https://${at}/console/\\s+HTTPS certificate SHA-256: (\\S+)`,
+    ),
+    10 * 60_000,
+    `the screen's banner at ${address}`,
+  );
+  expect(banner[1] === release.version, `the screen names release ${banner[1]}, the card holds ${release.version}`);
+  expect(banner[2] === fingerprint, `the screen shows certificate ${banner[2]}, the gateway serves ${fingerprint}`);
+  say(`the screen ${when}: site, host, release ${banner[1]}, ${address} with the ingest and console URLs, the certificate's fingerprint`);
 }
 
 /** The SHA-256 fingerprint of the certificate served on a port, as the console prints it. */

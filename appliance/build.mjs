@@ -59,6 +59,10 @@ const SYSTEM_UNITS = [
   'harbor-update-file.service',
   'harbor-update-url.timer',
   'harbor-update-upload.path',
+  'harbor-update-rollback.path',
+  'harbor-update-handover.service',
+  'harbor-banner.service',
+  'harbor-banner-online.service',
   'systemd-networkd.service',
   'systemd-resolved.service',
   'systemd-timesyncd.service',
@@ -142,7 +146,12 @@ try {
     filter: (path) => withGrafana || !path.startsWith(grafanaDropIns),
   });
   const sysroot = unpackSysroot(join(work, 'sysroot'), { refresh: args.includes('--refresh') });
-  stageGateway({ sysroot, destination: join(overlay, GATEWAY_HOME), tree: releaseVersion === undefined ? undefined : source.dir });
+  stageGateway({
+    sysroot,
+    destination: join(overlay, GATEWAY_HOME),
+    tree: releaseVersion === undefined ? undefined : source.dir,
+    version: source.version,
+  });
   installSystemdFiles(overlay, { withGrafana });
   if (withGrafana) installGrafanaProvisioning(overlay);
   cpSync(join(repoRoot, 'appliance/board'), join(overlay, 'usr/lib/harbor-appliance'), { recursive: true });

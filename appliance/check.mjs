@@ -34,6 +34,7 @@ import { parseEnvText } from './board/settings.mjs';
 import { unitCommand, unitCredentials, unitEnvironment } from './board/unit.mjs';
 import { applianceCache, ensureBinfmt, ensureHostPackages, repoRoot, requireRoot, run, stopwatch } from './lib/host.mjs';
 import { GATEWAY_HOME, installSystemdFiles } from './lib/layout.mjs';
+import { currentVersion } from './lib/release-source.mjs';
 import { CROSS_TOOLS, stageGateway } from './lib/stage-gateway.mjs';
 import { targetNode, unpackSysroot } from './lib/sysroot.mjs';
 
@@ -68,7 +69,8 @@ try {
   const node = targetNode(root);
   step(`arm64 root from Debian ${node.version} packages unpacked`);
 
-  stageGateway({ sysroot: root, destination: join(root, GATEWAY_HOME) });
+  const release = currentVersion().version;
+  stageGateway({ sysroot: root, destination: join(root, GATEWAY_HOME), version: release });
   cpSync(join(repoRoot, 'appliance/board'), join(root, 'usr/lib/harbor-appliance'), { recursive: true });
   copyFileSync('/usr/bin/qemu-aarch64-static', join(root, 'usr/bin/qemu-aarch64-static'));
   step(`gateway bundle and arm64 better-sqlite3 staged in /${GATEWAY_HOME}`);
@@ -156,15 +158,19 @@ try {
     expect(batch.status === 200, `batch push answered ${batch.status}: ${await batch.text()}`);
     const refused = await fetch(`${url}/api/v2/ingest/`, { method: 'POST', headers: { 'X-API-Key': 'harbor-dev-key' }, body: '{}' });
     expect(refused.status === 401, `the shipped test key got ${refused.status}, expected 401`);
-    const status = /** @type {{ queue: { readings: number, maxBytes: number }, flush: { consecutiveFailures: number } }} */ (
-      await (await fetch(`${url}/status`, { headers })).json()
-    );
+    const status =
+      /** @type {{ version: string, queue: { readings: number, maxBytes: number }, flush: { consecutiveFailures: number } }} */ (
+        await (await fetch(`${url}/status`, { headers })).json()
+      );
     expect(status.queue.readings === 3, `/status shows ${status.queue.readings} queued readings, expected 3`);
     expect(
       status.queue.maxBytes === Number(env['QUEUE_MAX_BYTES']),
       `queue bound ${status.queue.maxBytes} is not first boot's ${env['QUEUE_MAX_BYTES']}`,
     );
-    step(`3 readings accepted and queued while QuestDB is away (${status.flush.consecutiveFailures} failed flush attempts so far)`);
+    expect(status.version === release, `/status reports version ${status.version}, the release is ${release}`);
+    step(
+      `3 readings accepted and queued while QuestDB is away (${status.flush.consecutiveFailures} failed flush attempts so far); /status names release ${release}`,
+    );
   } finally {
     gateway.kill('SIGTERM');
   }
@@ -192,6 +198,24 @@ try {
     queue.close();
   }
   step('queue.db written on arm64 holds both records (3 readings) after the stop');
+
+  // What a release hands another that cannot read its queue file (appliance/board/handover.mjs).
+  const exported = JSON.parse(
+    emulated([
+      ...unitCommand(unit).slice(0, -1),
+      'queue',
+      'export',
+      join('/', String(env['DATA_DIR']), 'queue.db'),
+      '--out',
+      '/board/readings.ndjson',
+    ]),
+  );
+  const lines = readFileSync(join(board, 'readings.ndjson'), 'utf8').trim().split('\n');
+  expect(
+    exported.readings === 3 && lines.length === exported.batches && lines.every((line) => JSON.parse(line).body.includes('ship-arm64')),
+    `queue export wrote ${JSON.stringify(exported)}: ${lines.join(' | ')}`,
+  );
+  step('the arm64 gateway exports the queued readings as ingest batches, for a release that cannot read the file');
   failed = false;
 } finally {
   process.stdout.write(`\nappliance:check ${failed ? 'FAILED' : 'passed'} in ${elapsed().toFixed(1)} s\n${timings.join('\n')}\n`);

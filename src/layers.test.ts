@@ -44,7 +44,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'version',
     'audit',
   ],
-  cli: ['config', 'log', 'keys', 'tls', 'queue', 'catalogue', 'claims', 'gateway', 'version', 'audit'],
+  cli: ['config', 'log', 'keys', 'tls', 'queue', 'sinks', 'catalogue', 'claims', 'gateway', 'version', 'audit'],
   main: ['cli', 'sinks'],
 };
 

@@ -31,10 +31,12 @@ import { fileURLToPath } from 'node:url';
 import {
   SECRETS,
   STORED_SECRETS,
+  changeKeyFile,
   defaultHostname,
   envValue,
   parseConfigText,
   parseEnvText,
+  parseKeyChanges,
   queueBound,
   queueBytesFromEnv,
   renderApplied,
@@ -78,6 +80,10 @@ export const SAVED_CONFIG = 'var/lib/harbor-appliance/applied.conf';
 /** What harbor-update reads: the central tier's bundle address and the trial's time limit. */
 export const UPDATE_ENV = 'etc/harbor-gateway/update.env';
 export const ISSUE = 'run/issue.d/50-harbor.issue';
+/** The drop-in that adds and revokes device keys by name, leaving the others as they are. */
+export const KEYS_FILE = 'harbor-keys.conf';
+export const KEYS_APPLIED_FILE = 'harbor-keys-applied.txt';
+export const KEYS_ERROR_FILE = 'harbor-keys-error.txt';
 /**
  * Grafana applies its admin password credential only when it creates its database; this flag (in
  * RAM, for this boot) makes the appliance's drop-in of harbor-grafana.service store a changed one.
@@ -333,20 +339,15 @@ export function firstBoot({ root, boot, system, now = new Date(), newSecret = ()
       const keyFile = writeDeviceKeys(keyPath, settings.deviceKeys);
       system.log(`device keys: ${settings.deviceKeys.length} from harbor.conf in ${keyFile}`);
     }
-    // agetty expands backslash escapes in issue files: \4 is the board's IPv4 address.
-    const site = settings.siteName.replace(/\\/g, '\\\\');
-    const httpsPort = unitEnv['HTTPS_PORT'] ?? '8443';
-    const issue = [
-      `Harbor Gateway ${site ? `"${site}" ` : ''}on ${hostname} (\\4)`,
-      `Ingest: http://${hostname}.local:8000/api/v2/ingest/${withGrafana ? `   Dashboard: http://${hostname}.local:3000/` : ''}`,
-      `HTTPS:  https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/api/v2/ingest/ (TLS also on 8000)`,
-      `HTTPS certificate SHA-256: ${fingerprint ?? 'see /status once the gateway runs'}`,
-      `Console: https://${hostname}.local${httpsPort === '443' ? '' : `:${httpsPort}`}/console/ (password CONSOLE_PASSWORD)`,
-      ...(shown.length > 0 ? ['Generated on this first boot, shown until the next reboot:', ...shown] : []),
-      '',
-      '',
-    ];
-    writeAtomic(at(ISSUE), issue.join('\n'), 0o600);
+    // The screen's banner (banner.mjs, at every boot) names the site, the addresses and the
+    // certificate; this adds what is shown once.
+    if (shown.length > 0)
+      writeAtomic(
+        at(ISSUE),
+        [`Generated on this first boot, shown until the next reboot (CONSOLE_PASSWORD opens the console):`, ...shown, '', ''].join('\n'),
+        0o600,
+      );
+    else rmSync(at(ISSUE), { force: true });
     system.log(`harbor.conf applied: hostname ${hostname}, queue bound ${bound.bytes} bytes, network ${settings.network.mode}`);
     audit([
       ...changes,
@@ -432,23 +433,101 @@ export function createGatewayCertificate({ command, env }) {
  * @param {import('./settings.mjs').DeviceKey[]} keys
  */
 export function writeDeviceKeys(path, keys) {
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true, mode: 0o750 });
-  const owner = statSync(dir);
   // A key the file holds already keeps its line: the gateway sees it unchanged, and its open
   // MQTT sessions go on.
   const held = keyFileHashes(existsSync(path) ? readFileSync(path, 'utf8') : '');
   const kept = new Map(
     keys.flatMap(({ name, key }) => (held.has(name) && keyHashMatches(String(held.get(name)), key) ? [[key, String(held.get(name))]] : [])),
   );
-  writeAtomic(
+  writeKeyText(
     path,
     renderKeyFile(keys, (key) => kept.get(key) ?? hashDeviceKey(key)),
-    0o600,
   );
-  if (process.getuid?.() === 0) chownSync(path, owner.uid, owner.gid);
   return path;
 }
+
+/** The key file's text, owned as its folder (see writeDeviceKeys). */
+function writeKeyText(/** @type {string} */ path, /** @type {string} */ text) {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o750 });
+  const owner = statSync(dir);
+  writeAtomic(path, text, 0o600);
+  if (process.getuid?.() === 0) chownSync(path, owner.uid, owner.gid);
+}
+
+/**
+ * harbor-keys.conf on the boot partition: the device keys it adds and revokes, the others kept. The
+ * file holds keys: it is wiped once applied, and what was done (names only) is in
+ * harbor-keys-applied.txt; a file with a mistake changes nothing and stays, with
+ * harbor-keys-error.txt saying what to fix.
+ * Each change, and a refused file, is an entry of the gateway's audit trail (actor harbor-keys.conf).
+ * @param {{ root: string, boot: string, system: Pick<System, 'log' | 'audit'>, now?: Date }} options
+ * @returns {'applied' | 'invalid' | 'none'}
+ */
+export function applyKeyChanges({ root, boot, system, now = new Date() }) {
+  const file = join(boot, KEYS_FILE);
+  if (!existsSync(file)) return 'none';
+  const changes = parseKeyChanges(readFileSync(file, 'utf8'));
+  const unit = readFileSync(join(root, GATEWAY_UNIT), 'utf8');
+  const envPath = join(root, GATEWAY_ENV);
+  const env = { ...unitEnvironment(unit), ...(existsSync(envPath) ? parseEnvText(readFileSync(envPath, 'utf8')) : {}) };
+  const command = unitCommand(unit);
+  const program = command.at(-1) === 'serve' ? command.slice(0, -1) : command;
+  const audit = (/** @type {AuditEntry[]} */ entries) => system.audit({ command: [...program, 'audit', 'record'], env, entries });
+  const actor = KEYS_FILE;
+  if (changes.problems.length > 0) {
+    writeAtomic(
+      join(boot, KEYS_ERROR_FILE),
+      [
+        `${KEYS_FILE} was not applied (${now.toISOString()}); no key was changed. Fix these lines and boot again:`,
+        ...changes.problems.map((p) => `- ${p}`),
+        '',
+      ].join('\r\n'),
+    );
+    system.log(`${KEYS_FILE} not applied: ${changes.problems.length} problem(s), listed in ${KEYS_ERROR_FILE}`);
+    audit([
+      {
+        action: 'settings_applied',
+        outcome: 'refused',
+        actor,
+        detail: `${changes.problems.length} problem(s), listed in ${KEYS_ERROR_FILE} on the boot partition; no key changed`,
+      },
+    ]);
+    return 'invalid';
+  }
+  const path = join(root, env['API_KEYS_FILE'] ?? join(env['DATA_DIR'] ?? 'var/lib/harbor-gateway', 'api-keys'));
+  const changed = changeKeyFile(existsSync(path) ? readFileSync(path, 'utf8') : '', changes, hashDeviceKey);
+  writeKeyText(path, changed.text);
+  wipe(file);
+  rmSync(join(boot, KEYS_ERROR_FILE), { force: true });
+  const said = [
+    ...changed.added.map((name) => `added ${name}`),
+    ...changed.replaced.map((name) => `new key for ${name}`),
+    ...changed.revoked.map((name) => `revoked ${name}`),
+    ...changed.unknown.map((name) => `no key named ${name} to revoke`),
+  ];
+  writeAtomic(join(boot, KEYS_APPLIED_FILE), [`${KEYS_FILE} applied on ${now.toISOString()}:`, ...said, ''].join('\r\n'));
+  system.log(`${KEYS_FILE} applied: ${said.join(', ')}`);
+  const prefixOf = new Map(changes.add.map(({ name, shipPrefix }) => [name, shipPrefix]));
+  audit([
+    ...changed.replaced.flatMap((name) => [
+      /** @type {AuditEntry} */ ({ action: 'key_revoked', outcome: 'ok', actor, subject: name, detail: `replaced by ${KEYS_FILE}` }),
+      /** @type {AuditEntry} */ ({ action: 'key_added', outcome: 'ok', actor, subject: name, detail: keyLimits(prefixOf.get(name)) }),
+    ]),
+    ...changed.added.map(
+      (name) =>
+        /** @type {AuditEntry} */ ({ action: 'key_added', outcome: 'ok', actor, subject: name, detail: keyLimits(prefixOf.get(name)) }),
+    ),
+    ...changed.revoked.map(
+      (name) =>
+        /** @type {AuditEntry} */ ({ action: 'key_revoked', outcome: 'ok', actor, subject: name, detail: `revoked in ${KEYS_FILE}` }),
+    ),
+  ]);
+  return 'applied';
+}
+
+/** What a device key may write, as an audit entry says it. */
+const keyLimits = (/** @type {string | undefined} */ prefix) => (prefix === undefined ? 'all ships' : `ships starting with ${prefix}`);
 
 /**
  * The audit entries of replacing a key file's keys with DEVICE_KEYS: keys added, keys revoked
@@ -461,13 +540,12 @@ export function deviceKeyChanges(current, keys) {
   const held = keyFileLines(current);
   /** @type {AuditEntry[]} */
   const entries = [];
-  const limits = (/** @type {string | undefined} */ prefix) => (prefix === undefined ? 'all ships' : `ships starting with ${prefix}`);
   for (const { name, key, shipPrefix } of keys) {
     const before = held.get(name);
     if (before !== undefined && keyHashMatches(before.hash, key) && before.shipPrefix === shipPrefix) continue;
     if (before !== undefined)
       entries.push({ action: 'key_revoked', outcome: 'ok', actor: 'harbor.conf', subject: name, detail: 'replaced by DEVICE_KEYS' });
-    entries.push({ action: 'key_added', outcome: 'ok', actor: 'harbor.conf', subject: name, detail: limits(shipPrefix) });
+    entries.push({ action: 'key_added', outcome: 'ok', actor: 'harbor.conf', subject: name, detail: keyLimits(shipPrefix) });
   }
   const given = new Set(keys.map(({ name }) => name));
   for (const name of held.keys())
@@ -633,8 +711,10 @@ function main() {
   const root = resolve(flag('--root', '/'));
   const boot = resolve(flag('--boot', join(root, 'boot/firmware')));
   try {
-    const result = firstBoot({ root, boot, system: root === '/' ? boardSystem() : treeSystem(root) });
-    process.exitCode = result.status === 'invalid' ? 1 : 0;
+    const system = root === '/' ? boardSystem() : treeSystem(root);
+    const result = firstBoot({ root, boot, system });
+    const keys = applyKeyChanges({ root, boot, system });
+    process.exitCode = result.status === 'invalid' || keys === 'invalid' ? 1 : 0;
   } catch (error) {
     log(`harbor-firstboot failed: ${/** @type {Error} */ (error).message}`);
     process.exitCode = 2;

@@ -133,9 +133,10 @@ const DEVICE_KEY = /^[\x21-\x39\x3b-\x7e]{16,256}$/;
  * DEVICE_KEYS: `name:key` or `name:key:ship_prefix` entries separated by spaces, commas or `;`;
  * `none` removes every device key. The key may not hold `:` here.
  * @param {string} text
+ * @param {string} [setting]  the setting named in problems
  * @returns {{ keys: DeviceKey[], problems: string[] }}
  */
-export function parseDeviceKeys(text) {
+export function parseDeviceKeys(text, setting = 'DEVICE_KEYS') {
   /** @type {DeviceKey[]} */
   const keys = [];
   /** @type {string[]} */
@@ -153,7 +154,7 @@ export function parseDeviceKeys(text) {
     const key = split < 0 ? rest : rest.slice(0, split);
     const shipPrefix = split < 0 ? undefined : rest.slice(split + 1);
     // Never the key itself in a problem: it would end on the boot partition's error file.
-    const where = `DEVICE_KEYS entry ${index + 1}${KEY_NAME.test(name) ? ` (${name})` : ''}`;
+    const where = `${setting} entry ${index + 1}${KEY_NAME.test(name) ? ` (${name})` : ''}`;
     if (!KEY_NAME.test(name)) problems.push(`${where}: the name must be 1-64 characters of A-Z a-z 0-9 _ . -`);
     else if (name === 'default') problems.push(`${where}: the name default is API_KEY's`);
     else if (names.has(name)) problems.push(`${where}: the name is used twice`);
@@ -165,8 +166,50 @@ export function parseDeviceKeys(text) {
       keys.push({ name, key, shipPrefix });
     }
   }
-  if (keys.length === 0 && problems.length === 0) problems.push('DEVICE_KEYS holds no entry: write none to remove every device key');
+  if (keys.length === 0 && problems.length === 0 && setting === 'DEVICE_KEYS')
+    problems.push('DEVICE_KEYS holds no entry: write none to remove every device key');
   return { keys, problems };
+}
+
+/**
+ * harbor-keys.conf, the drop-in that changes some device keys and leaves the others as they are:
+ * ADD= entries as DEVICE_KEYS takes them (a name that exists gets the new key), REVOKE= names.
+ * @param {string} text
+ * @returns {{ add: DeviceKey[], revoke: string[], problems: string[] }}
+ */
+export function parseKeyChanges(text) {
+  const { values, problems } = parseConfigText(text, new Set(['ADD', 'REVOKE']));
+  const added = parseDeviceKeys(values.get('ADD') ?? '', 'ADD');
+  problems.push(...added.problems);
+  const revoke = (values.get('REVOKE') ?? '').split(/[\s,;]+/).filter((name) => name !== '');
+  for (const name of revoke) if (!KEY_NAME.test(name)) problems.push(`REVOKE: ${JSON.stringify(name.slice(0, 64))} is not a key name`);
+  for (const { name } of added.keys) if (revoke.includes(name)) problems.push(`${name} is both added and revoked`);
+  if (added.keys.length === 0 && revoke.length === 0 && problems.length === 0) problems.push('harbor-keys.conf adds and revokes nothing');
+  return { add: added.keys, revoke, problems };
+}
+
+/**
+ * The gateway's key file with some keys added (or given a new key) and some revoked, every other
+ * line kept as it was (the gateway's own fields among them).
+ * @param {string} text   the key file as it is ('' when there is none)
+ * @param {{ add: DeviceKey[], revoke: string[] }} changes
+ * @param {(key: string) => string} hash
+ */
+export function changeKeyFile(text, { add, revoke }, hash) {
+  const nameOf = (/** @type {string} */ line) =>
+    line.trim() === '' || line.trim().startsWith('#') ? undefined : line.trim().split(/\s+/)[0];
+  const lines = text === '' ? [renderKeyFile([], hash).trimEnd()] : text.replace(/\n$/, '').split('\n');
+  const present = new Set(lines.map(nameOf).filter((name) => name !== undefined));
+  const drop = new Set([...revoke, ...add.map(({ name }) => name)]);
+  const kept = lines.filter((line) => !drop.has(String(nameOf(line))));
+  const added = renderKeyFile(add, hash).split('\n').slice(1, -1);
+  return {
+    text: `${[...kept, ...added].join('\n')}\n`,
+    added: add.filter(({ name }) => !present.has(name)).map(({ name }) => name),
+    replaced: add.filter(({ name }) => present.has(name)).map(({ name }) => name),
+    revoked: revoke.filter((name) => present.has(name)),
+    unknown: revoke.filter((name) => !present.has(name)),
+  };
 }
 
 /**
@@ -208,9 +251,10 @@ export const MAX_QUEUE_SHARE = 0.5;
  * to the end of the line (so passwords may hold `#`) and may be wrapped in matching quotes.
  * Tolerates what editors on a technician's laptop add: a byte-order mark, CRLF line ends.
  * @param {string} text
+ * @param {Set<string>} [known]  the setting names the file may hold
  * @returns {{ values: Map<string, string>, problems: string[] }}
  */
-export function parseConfigText(text) {
+export function parseConfigText(text, known = KEYS) {
   /** @type {Map<string, string>} */
   const values = new Map();
   /** @type {string[]} */
@@ -231,7 +275,7 @@ export function parseConfigText(text) {
       problems.push(`${where}: "${key.slice(0, 40)}" is not a setting name`);
       return;
     }
-    if (!KEYS.has(key)) {
+    if (!known.has(key)) {
       problems.push(`${where}: unknown setting ${key}`);
       return;
     }

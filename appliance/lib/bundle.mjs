@@ -3,7 +3,7 @@
 // before it reads anything, and every block against the signed hash tree as it writes the slot.
 import { linkSync, mkdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { COMPATIBLE } from '../board/update.mjs';
+import { COMPATIBLE } from '../board/rauc.mjs';
 import { run } from './host.mjs';
 
 /**

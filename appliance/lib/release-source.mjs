@@ -6,13 +6,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { previousReleaseBundle } from '../../scripts/lib/previous-release.mjs';
 import { releases } from '../../scripts/lib/releases.mjs';
-import { output, repoRoot, run } from './host.mjs';
+import { output, repoRoot } from './host.mjs';
 
 /**
  * @typedef {object} ReleaseSource
  * @property {string} dir             a tree with package.json, package-lock.json, dist/gateway.mjs and node_modules
  * @property {string} version         the image's and bundle's version
- * @property {string} gatewayVersion  what the gateway reports (its package.json)
+ * @property {string} gatewayVersion  what the gateway reports: the release's version (its package.json's for a release)
  * @property {string} commit          the gateway's commit
  * @property {number} queueFormat     the queue file format the gateway writes
  * @property {boolean} released       a release recorded in CHANGELOG.md, or a tree in between
@@ -34,9 +34,9 @@ export function queueFormatOfTree(/** @type {string} */ dir) {
  * @returns {ReleaseSource}
  */
 export function currentSource() {
-  const { version, gatewayVersion, commit, released } = currentVersion();
-  run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
-  return { dir: repoRoot, version, gatewayVersion, commit, queueFormat: queueFormatOfTree(repoRoot), released };
+  const { version, commit, released } = currentVersion();
+  // The image's gateway is built for the release (stage-gateway.mjs) and reports its version.
+  return { dir: repoRoot, version, gatewayVersion: version, commit, queueFormat: queueFormatOfTree(repoRoot), released };
 }
 
 /** This tree's bundle version (see currentSource), without building anything. */

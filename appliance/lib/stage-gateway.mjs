@@ -6,6 +6,8 @@
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { readBytes } from '../board/files.mjs';
+import { buildSync } from 'esbuild';
+import { bundleOptions } from '../../build.mjs';
 import { digest } from './debian.mjs';
 import { applianceCache, output, repoRoot, run } from './host.mjs';
 import { targetNode } from './sysroot.mjs';
@@ -77,19 +79,28 @@ export function crossBuildBetterSqlite3(sysroot, tree = repoRoot) {
 
 /**
  * Writes the gateway's install tree (what goes to /opt/harbor-gateway), with the README the unit's
- * Documentation= points at, from a tree whose bundle is built (this one unless an earlier release's
- * is given). The installs of the README's Debian-board steps (npm ci on the board) hold the same
- * runtime files and more.
- * @param {{ sysroot: string, destination: string, tree?: string }} options
+ * Documentation= points at, from a tree whose bundle is built (an earlier release's, given), or
+ * this tree's bundle built for the release: the gateway reports the release's version (`/status`,
+ * the console, the health rows), which between releases is a development build's, not the package's.
+ * The installs of the README's Debian-board steps (npm ci on the board) hold the same runtime files and more.
+ * @param {{ sysroot: string, destination: string, tree?: string, version: string }} options
  */
-export function stageGateway({ sysroot, destination, tree }) {
-  if (tree === undefined) run(process.execPath, [join(repoRoot, 'build.mjs')], { cwd: repoRoot });
+export function stageGateway({ sysroot, destination, tree, version }) {
   const from = tree ?? repoRoot;
   const module = crossBuildBetterSqlite3(sysroot, from);
   rmSync(destination, { recursive: true, force: true });
   mkdirSync(join(destination, 'dist'), { recursive: true });
-  for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt'])
-    if (existsSync(join(from, 'dist', file))) copyFileSync(join(from, 'dist', file), join(destination, 'dist', file));
+  if (tree === undefined)
+    buildSync({
+      ...bundleOptions,
+      outfile: join(destination, 'dist', 'gateway.mjs'),
+      // The map stays with the build tree; the card carries the bundle and its licences.
+      sourcemap: false,
+      define: { ...bundleOptions.define, __GATEWAY_VERSION__: JSON.stringify(version) },
+    });
+  else
+    for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt'])
+      if (existsSync(join(from, 'dist', file))) copyFileSync(join(from, 'dist', file), join(destination, 'dist', file));
   copyFileSync(join(from, 'README.md'), join(destination, 'README.md'));
   for (const name of RUNTIME_MODULES) {
     const packageDir = join(from, 'node_modules', name);

@@ -128,6 +128,10 @@ export function consoleSession(base) {
         ]),
       });
     },
+    /** Sends a form of the session's pages (its token added), as the browser does. */
+    async post(/** @type {string} */ path, /** @type {Record<string, string>} */ fields) {
+      return request(path, { body: new URLSearchParams({ _csrf: csrf, ...fields }) });
+    },
     /** Uploads a file as the Certificate and settings page's update form does. */
     async uploadBundle(/** @type {string} */ file) {
       const form = new FormData();

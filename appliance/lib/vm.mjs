@@ -147,16 +147,20 @@ process.once('exit', () => {
 });
 for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.once(signal, () => process.exit(1));
 
+/** The address qemu's user-mode network gives the board by DHCP. */
+export const GUEST_DHCP_ADDRESS = '10.0.2.15';
+
 /**
- * Boots the disk. Ports of the board are forwarded from the namespace's loopback.
- * @param {{ disk: string, serial: string, forwards: Record<string, number>, work: string }} options
+ * Boots the disk. Ports of the board are forwarded from the namespace's loopback, to the board's
+ * DHCP address unless `guest` names the one it was given instead.
+ * @param {{ disk: string, serial: string, forwards: Record<string, number>, work: string, guest?: string }} options
  *   forwards: host port -> board port
  * @returns {Machine}
  */
-export function bootMachine({ disk, serial, forwards, work }) {
+export function bootMachine({ disk, serial, forwards, work, guest = GUEST_DHCP_ADDRESS }) {
   rmSync(serial, { force: true });
   const hostfwd = Object.entries(forwards)
-    .map(([host, guest]) => `,hostfwd=tcp:127.0.0.1:${host}-:${guest}`)
+    .map(([host, port]) => `,hostfwd=tcp:127.0.0.1:${host}-${guest}:${port}`)
     .join('');
   const log = openSync(join(work, 'qemu.log'), 'a');
   const machine = spawn(

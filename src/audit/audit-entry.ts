@@ -10,6 +10,7 @@ export const AUDIT_ACTIONS = [
   'dead_letters_purged',
   'site_claim_released',
   'update_uploaded',
+  'rollback_requested',
   'update_installed',
   'update_confirmed',
   'update_rolled_back',

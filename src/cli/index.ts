@@ -12,6 +12,7 @@ import { auditCommand } from './audit-command.js';
 import { catalogueCommand } from './catalogue-command.js';
 import { deadLettersCommand } from './dead-letters-command.js';
 import { keysCommand } from './keys-command.js';
+import { queueCommand } from './queue-command.js';
 import { tlsCertificateCommand } from './tls-certificate-command.js';
 import { siteClaimsCommand } from './site-claims-command.js';
 
@@ -34,6 +35,7 @@ Usage: harbor-gateway [command]
   audit          list the audit trail, or add entries to it (see: audit help)
   site-claims    at a centre: list which gateway owns each site id forwarded here, release one
                  (see: site-claims help)
+  queue          export the readings a queue file holds as ingest batches (see: queue help)
   tls-certificate
                  print the HTTPS certificate's SHA-256 fingerprint, source and names; creates the
                  self-signed certificate when no other is configured
@@ -152,6 +154,9 @@ export async function runCli(args: string[]): Promise<void> {
       break;
     case 'site-claims':
       process.exitCode = siteClaimsCommand(args.slice(1), process.env, TERMINAL);
+      break;
+    case 'queue':
+      process.exitCode = queueCommand(args.slice(1), TERMINAL);
       break;
     case 'tls-certificate':
       process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, TERMINAL);

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/temp-dir.js';
 import { PartReader, boundaryOf, saveMultipartFile } from './multipart-file.js';
-import { UPLOAD_BUNDLE, UPLOAD_VERDICT, folderInstaller } from './update-bundle.js';
+import { ROLLBACK_REQUEST, UPLOAD_BUNDLE, UPLOAD_VERDICT, folderInstaller } from './update-bundle.js';
 
 /** A browser's upload of the update form: the form token and the file, as multipart/form-data. */
 function uploadRequest(bundle: Buffer, fields: [string, string][] = [['_csrf', 'token-0123']]): Request {
@@ -116,5 +116,45 @@ describe('the console update upload', () => {
     expect(outcome.ok).toBe(false);
     expect(outcome.message).toMatch(/^The upload was not taken: the upload ended before the form did/);
     expect(readdirSync(folder)).toEqual([]);
+  });
+
+  it('reads the releases the updater describes, and nothing it cannot trust', () => {
+    const folder = tempDir('update-upload');
+    const releasesFile = join(tempDir('run'), 'release.json');
+    const installer = folderInstaller({ folder, releasesFile });
+    expect(installer.releases()).toBeUndefined();
+    const releases = {
+      version: '0.5.0',
+      slot: 'B',
+      trial: false,
+      previous: { version: '0.4.0', slot: 'A' },
+      previousUnavailable: null,
+      lastUpdate: '0.4.0 -> 0.5.0, confirmed (2026-11-26 10:00 UTC)',
+    };
+    writeFileSync(releasesFile, JSON.stringify(releases));
+    expect(installer.releases()).toEqual(releases);
+    writeFileSync(releasesFile, JSON.stringify({ ...releases, previous: '0.4.0' }));
+    expect(installer.releases()).toBeUndefined();
+  });
+
+  it('asks the updater to go back to the release the page offered and tells its verdict', async () => {
+    const folder = tempDir('update-upload');
+    const asked: string[] = [];
+    const updater = setInterval(() => {
+      const request = join(folder, ROLLBACK_REQUEST);
+      if (!existsSync(request)) return;
+      asked.push(readFileSync(request, 'utf8'));
+      rmSync(request);
+      writeFileSync(join(folder, UPLOAD_VERDICT), JSON.stringify({ state: 'installing', message: 'Going back to 0.4.0 (slot A).' }));
+    }, 20);
+    try {
+      const outcome = await folderInstaller({ folder, verdictWaitMs: 20_000 }).rollBack('0.4.0');
+      expect(outcome).toEqual({ ok: true, message: 'Going back to 0.4.0 (slot A).' });
+      expect(asked.map((text) => JSON.parse(text))).toEqual([{ to: '0.4.0' }]);
+    } finally {
+      clearInterval(updater);
+    }
+    const unanswered = await folderInstaller({ folder, verdictWaitMs: 200 }).rollBack('0.4.0');
+    expect(unanswered.message).toMatch(/has not answered yet.*screen/);
   });
 });

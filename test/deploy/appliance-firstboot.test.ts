@@ -33,8 +33,12 @@ import {
   GRAFANA_ENV,
   GRAFANA_PASSWORD_FLAG,
   ISSUE,
+  KEYS_APPLIED_FILE,
+  KEYS_ERROR_FILE,
+  KEYS_FILE,
   SLOT_MARKER,
   UPDATE_ENV,
+  applyKeyChanges,
   checkGatewayConfig,
   createGatewayCertificate,
   credentialFile,
@@ -52,6 +56,7 @@ import {
   setRootReadOnly,
   validateSettings,
 } from '../../appliance/board/settings.mjs';
+import { bannerFacts, renderBanner } from '../../appliance/board/banner.mjs';
 import { unitCommand, unitCredentials, unitEnvironment, unitValues, unitWords } from '../../appliance/board/unit.mjs';
 import { type AuditEntry, recordAudit } from '../../appliance/board/audit.mjs';
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
@@ -368,6 +373,7 @@ describe('first boot on a root tree', () => {
       calls,
       logs,
       audited,
+      system,
       boot1,
       read,
       leftInRun,
@@ -425,11 +431,13 @@ describe('first boot on a root tree', () => {
     expect(board.read(credstoreFile('console_password'))).toBe('generated-secret-4-0123456789abcdef');
     expect(shown).toContain('CONSOLE_PASSWORD=generated-secret-4-0123456789abcdef');
     expect(board.read(ISSUE)).toContain('CONSOLE_PASSWORD=generated-secret-4-0123456789abcdef');
-    expect(board.read(ISSUE)).toContain('Console: https://harbor-3f9a0c.local/console/ (password CONSOLE_PASSWORD)');
-    expect(board.read(ISSUE)).toContain('Dashboard: http://harbor-3f9a0c.local:3000/');
-    // The certificate the gateway will serve, made by the gateway itself, its fingerprint on the console.
-    expect(board.read(ISSUE)).toContain('HTTPS:  https://harbor-3f9a0c.local/api/v2/ingest/');
-    const fingerprint = /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})\n/.exec(board.read(ISSUE))?.[1];
+    // The screen's banner, written at every boot, names the console at the board's address.
+    const banner = renderBanner(bannerFacts({ root: board.root, cmdline: 'rauc.slot=A harbor.trial=0' }));
+    expect(banner).toContain('on harbor-3f9a0c (release ');
+    expect(banner).toContain('Console:  https://\\4/console/   Dashboard: http://\\4:3000/');
+    expect(banner).toContain('Ingest:   http://\\4:8000/api/v2/ingest/   https://\\4/api/v2/ingest/');
+    // The certificate the gateway will serve, made by the gateway itself, its fingerprint on the screen.
+    const fingerprint = /HTTPS certificate SHA-256: ((?:[0-9A-F]{2}:){31}[0-9A-F]{2})\n/.exec(banner)?.[1];
     expect(fingerprint).toBeDefined();
     expect(new X509Certificate(board.read('var/lib/harbor-gateway/tls/cert.pem')).fingerprint256).toBe(fingerprint);
     expect(statSync(join(board.root, 'var/lib/harbor-gateway/tls/key.pem')).mode & 0o777).toBe(0o600);
@@ -528,6 +536,72 @@ describe('first boot on a root tree', () => {
     });
     // No ALERT_* setting: nobody is notified any more.
     expect(parseEnvText(board.read(GRAFANA_ENV))).toEqual({});
+  });
+
+  it('adds and revokes device keys by name from harbor-keys.conf, keeping the others, and changes nothing when it is wrong', () => {
+    const board = makeBoard();
+    writeFileSync(
+      join(board.boot, CONFIG_FILE),
+      ['API_KEY=pier9-sensor-key-0123456789', 'DEVICE_KEYS=tank-1:tank1-key-0123456789 gps-2:gps2-key-0123456789:gps-'].join('\r\n'),
+    );
+    expect(board.boot1().status).toBe('applied');
+    board.audited.splice(0);
+    const keyFile = 'var/lib/harbor-gateway/api-keys';
+    // A field the gateway's own tools write (a central gateway's key for one site) is kept as it is.
+    appendFileSync(join(board.root, keyFile), `site-9 ${parseKeyFile(board.read(keyFile)).entries[0]?.hash} site=Pier%209\n`);
+    const keysBefore = board.read(keyFile);
+
+    // A mistake: nothing changes, the file stays for the technician to fix, the error names the line, never a key.
+    writeFileSync(join(board.boot, KEYS_FILE), 'ADD=cam-3:short\r\nREVOKE=tank-1\r\n');
+    expect(applyKeyChanges({ root: board.root, boot: board.boot, system: board.system })).toBe('invalid');
+    expect(board.read(keyFile)).toBe(keysBefore);
+    expect(board.audited.splice(0).map((e) => [e.action, e.outcome, e.actor])).toEqual([
+      ['settings_applied', 'refused', 'harbor-keys.conf'],
+    ]);
+    expect(existsSync(join(board.boot, KEYS_FILE))).toBe(true);
+    const error = readFileSync(join(board.boot, KEYS_ERROR_FILE), 'utf8');
+    expect(error).toContain('ADD entry 1 (cam-3): the key must be 16-256 printable characters');
+    expect(error).not.toContain('short');
+
+    writeFileSync(
+      join(board.boot, KEYS_FILE),
+      '# two new cameras, a new key for the GPS, the tank retired\r\nADD=cam-3:cam3-key-0123456789 cam-4:cam4-key-0123456789:cam- gps-2:gps2-new-key-0123456789\r\nREVOKE=tank-1 crane-7\r\n',
+    );
+    expect(applyKeyChanges({ root: board.root, boot: board.boot, system: board.system })).toBe('applied');
+    // In the gateway's audit trail by name, never a key.
+    expect(board.audited.splice(0).map((e) => [e.action, e.actor, e.subject, e.detail])).toEqual([
+      ['key_revoked', 'harbor-keys.conf', 'gps-2', 'replaced by harbor-keys.conf'],
+      ['key_added', 'harbor-keys.conf', 'gps-2', 'all ships'],
+      ['key_added', 'harbor-keys.conf', 'cam-3', 'all ships'],
+      ['key_added', 'harbor-keys.conf', 'cam-4', 'ships starting with cam-'],
+      ['key_revoked', 'harbor-keys.conf', 'tank-1', 'revoked in harbor-keys.conf'],
+    ]);
+    const keys = parseKeyFile(board.read(keyFile));
+    expect(keys.problems).toEqual([]);
+    expect(keys.entries.map((entry) => [entry.name, entry.shipPrefix, entry.site])).toEqual([
+      ['site-9', undefined, 'Pier 9'],
+      ['cam-3', undefined, undefined],
+      ['cam-4', 'cam-', undefined],
+      ['gps-2', undefined, undefined],
+    ]);
+    const hash = (name: string) => String(keys.entries.find((entry) => entry.name === name)?.hash);
+    expect(keyMatches(hash('cam-3'), 'cam3-key-0123456789')).toBe(true);
+    expect(keyMatches(hash('gps-2'), 'gps2-new-key-0123456789')).toBe(true);
+    expect(keyMatches(hash('gps-2'), 'gps2-key-0123456789')).toBe(false);
+    expect(statSync(join(board.root, keyFile)).mode & 0o777).toBe(0o600);
+    // The drop-in held keys: gone, and what was done is said by name only.
+    expect(existsSync(join(board.boot, KEYS_FILE))).toBe(false);
+    expect(existsSync(join(board.boot, KEYS_ERROR_FILE))).toBe(false);
+    const applied = readFileSync(join(board.boot, KEYS_APPLIED_FILE), 'utf8');
+    expect(applied.split('\r\n').slice(1)).toEqual([
+      'added cam-3',
+      'added cam-4',
+      'new key for gps-2',
+      'revoked tank-1',
+      'no key named crane-7 to revoke',
+      '',
+    ]);
+    expect(applied).not.toMatch(/key-0123456789/);
   });
 
   it('writes device keys for the gateway, and gives a slot an update wrote the settings last applied', () => {
@@ -825,7 +899,7 @@ describe('first boot on a root tree', () => {
       expect(lstatSync(join(board.root, 'var/lib/harbor-gateway/queue.db')).isFile()).toBe(true);
       // It serves the certificate whose fingerprint first boot put on the console.
       expect(env['HTTPS_PORT']).toBe('443');
-      const shown = /HTTPS certificate SHA-256: (\S+)/.exec(board.read(ISSUE))?.[1];
+      const shown = /HTTPS certificate SHA-256: (\S+)/.exec(renderBanner(bannerFacts({ root: board.root, cmdline: '' })))?.[1];
       expect(started?.['tls']).toMatchObject({ fingerprintSha256: shown });
     });
   });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { auditLines, gatewayRun, recordAudit } from '../../appliance/board/audit.mjs';
 import { deviceKeyChanges, hashDeviceKey } from '../../appliance/board/firstboot.mjs';
 import { renderKeyFile } from '../../appliance/board/settings.mjs';
-import { sourceName } from '../../appliance/board/update.mjs';
+import { sourceName } from '../../appliance/board/records.mjs';
 import { installSystemdFiles } from '../../appliance/lib/layout.mjs';
 import { auditInputSchema } from '../../src/audit/audit-entry.js';
 

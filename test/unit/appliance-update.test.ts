@@ -2,24 +2,29 @@
 // boot script reads and RAUC's backend writes, which bundle may replace which release, what becomes
 // of a trial, the queue kept across a trial that upgrades its format, and the device key file that
 // first boot writes for the gateway. The emulated board runs them for real (appliance:update-test).
-import { lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { backend, parseEnvFile, readBootState } from '../../appliance/board/boot-state.mjs';
 import { hashDeviceKey } from '../../appliance/board/firstboot.mjs';
 import { parseConfigText, parseDeviceKeys, renderKeyFile, validateSettings } from '../../appliance/board/settings.mjs';
+import { renderBanner } from '../../appliance/board/banner.mjs';
+import { bootBundles, chooseBundle } from '../../appliance/board/boot-bundles.mjs';
+import { takeRollbackRequest, writeVerdict } from '../../appliance/board/console-channel.mjs';
 import {
-  compareVersions,
-  gatewayUnitFailure,
+  exportPending,
   queueFormatOf,
-  raucConfig,
-  restoreQueue,
+  replayHandover,
+  setAsideAfterTrial,
+  setAsideForRollback,
   snapshotQueue,
-  trialOutcome,
-  versionDecision,
-  writeVerdict,
-} from '../../appliance/board/update.mjs';
+} from '../../appliance/board/handover.mjs';
+import { raucConfig } from '../../appliance/board/rauc.mjs';
+import { previousRelease } from '../../appliance/board/rollback.mjs';
+import { judgeGateway, readGatewayJournal } from '../../appliance/board/trial.mjs';
+import { trialOutcome } from '../../appliance/board/update.mjs';
+import { compareVersions, versionDecision } from '../../appliance/board/versions.mjs';
 import { parseKeyFile } from '../../src/keys/key-file.js';
 import { keyMatches } from '../../src/keys/key-hash.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -124,20 +129,72 @@ describe('which bundle may replace which release', () => {
   });
 });
 
-describe("the gateway's unit on a trial", () => {
-  it('fails the trial on any restart, even once the unit reads success again, and on a failed unit', () => {
-    const running = { ActiveState: 'active', SubState: 'running', Result: 'success', ExecMainStatus: '0', NRestarts: '0' };
-    expect(gatewayUnitFailure(running)).toBeUndefined();
-    expect(gatewayUnitFailure({ ...running, ActiveState: 'activating', SubState: 'start' })).toBeUndefined();
-    expect(gatewayUnitFailure({ ...running, ActiveState: 'activating', SubState: 'start', NRestarts: '1' })).toBe(
-      'harbor-gateway.service exited and was restarted once, now activating',
-    );
-    expect(
-      gatewayUnitFailure({ ActiveState: 'activating', SubState: 'auto-restart', Result: 'exit-code', ExecMainStatus: '1', NRestarts: '3' }),
-    ).toBe('harbor-gateway.service exited and was restarted 3 times, now activating (exit-code, exit status 1)');
-    expect(
-      gatewayUnitFailure({ ActiveState: 'failed', SubState: 'failed', Result: 'exit-code', ExecMainStatus: '78', NRestarts: '0' }),
-    ).toBe('harbor-gateway.service failed (exit-code, exit status 78)');
+describe("the gateway's runs on a trial", () => {
+  // The journal of harbor-gateway.service as `journalctl --output=json` gives it: systemd's own
+  // lines (pid 1) with the fields it adds, the gateway's pino lines and what Node printed.
+  const systemd = (MESSAGE: string, fields: Record<string, string> = {}) => ({
+    _PID: '1',
+    UNIT: 'harbor-gateway.service',
+    MESSAGE,
+    ...fields,
+  });
+  const gateway = (MESSAGE: string) => ({ _PID: '812', MESSAGE });
+  const active = { ActiveState: 'active', SubState: 'running', Result: 'success', ExecMainStatus: '0' };
+
+  it("fails a release that exits, in the gateway's own words rather than systemd's restart lines", () => {
+    const journal = readGatewayJournal([
+      gateway('{"level":30,"event":"start","msg":"gateway starting"}'),
+      gateway('file:///opt/harbor-gateway/dist/gateway.mjs:1'),
+      gateway('Error: this release cannot start: a bundle made by the update test'),
+      gateway('    at file:///opt/harbor-gateway/dist/gateway.mjs:1:7'),
+      gateway('Node.js v20.19.2'),
+      systemd('harbor-gateway.service: Main process exited, code=exited, status=1/FAILURE', { EXIT_STATUS: '1' }),
+      systemd("harbor-gateway.service: Failed with result 'exit-code'.", { UNIT_RESULT: 'exit-code' }),
+      systemd('harbor-gateway.service: Scheduled restart job, restart counter is at 1.'),
+    ]);
+    expect(judgeGateway(journal, { ...active, ActiveState: 'activating', SubState: 'auto-restart' })).toEqual({
+      failed: 'the gateway stopped: Error: this release cannot start: a bundle made by the update test (exit-code, exit status 1)',
+    });
+  });
+
+  it('takes the last error the gateway logged, with its cause, and a refused setting', () => {
+    const crashed = readGatewayJournal([
+      gateway('{"level":50,"event":"questdb_failed","msg":"delivery failed"}'),
+      gateway(
+        '{"level":60,"event":"start_failed","err":{"message":"EACCES: permission denied, open \'/var/lib/harbor-gateway/queue.db\'"},"msg":"could not start the gateway"}',
+      ),
+      systemd("harbor-gateway.service: Failed with result 'exit-code'.", { UNIT_RESULT: 'exit-code', EXIT_STATUS: '1' }),
+    ]);
+    expect(judgeGateway(crashed, { ...active, ActiveState: 'failed' })).toEqual({
+      failed:
+        "the gateway stopped: could not start the gateway: EACCES: permission denied, open '/var/lib/harbor-gateway/queue.db' (exit-code, exit status 1)",
+    });
+    const refused = readGatewayJournal([
+      gateway('harbor-gateway: invalid configuration: API_KEY is a shipped test value'),
+      systemd('harbor-gateway.service: Main process exited, code=exited, status=78/CONFIG'),
+      systemd("harbor-gateway.service: Failed with result 'exit-code'."),
+    ]);
+    expect(judgeGateway(refused, { ...active, ActiveState: 'failed' })).toEqual({
+      failed: 'the gateway stopped: harbor-gateway: invalid configuration: API_KEY is a shipped test value (exit-code, exit status 78)',
+    });
+  });
+
+  it('waits out a gateway systemd restarted because the board was slow, and fails one that then exits', () => {
+    const slow = [
+      systemd('harbor-gateway.service: start operation timed out. Terminating.'),
+      systemd("harbor-gateway.service: Failed with result 'timeout'.", { UNIT_RESULT: 'timeout' }),
+      systemd('harbor-gateway.service: Watchdog timeout (limit 30s)!'),
+      systemd("harbor-gateway.service: Failed with result 'watchdog'.", { UNIT_RESULT: 'watchdog' }),
+    ];
+    expect(judgeGateway(readGatewayJournal(slow), active)).toEqual({
+      slow: 'systemd restarted the gateway 2 times after a watchdog (the board was slow)',
+    });
+    expect(judgeGateway(readGatewayJournal([]), active)).toBeUndefined();
+    const thenExits = readGatewayJournal([
+      ...slow,
+      systemd("harbor-gateway.service: Failed with result 'signal'.", { UNIT_RESULT: 'signal' }),
+    ]);
+    expect(judgeGateway(thenExits, active)).toEqual({ failed: 'the gateway stopped (signal) without a log line saying why' });
   });
 });
 
@@ -158,7 +215,9 @@ describe('the queue across a trial that upgrades its format', () => {
     }
   };
 
-  it('keeps a copy before the trial and gives it back to the older release, setting the newer file aside', () => {
+  const trial = { from: '0.4.0', to: '0.5.0', slot: 'B' as const, startedAt: '', source: 'x', status: 'failed' as const };
+
+  it('keeps a copy before the trial and gives it back to the older release, setting the newer file aside for a handover', () => {
     const state = temp();
     const updates = temp();
     queueFile(state, 4, 3);
@@ -166,13 +225,22 @@ describe('the queue across a trial that upgrades its format', () => {
     // The trial's gateway upgrades the file and takes a reading.
     queueFile(state, 5, 1);
     expect(queueFormatOf(join(state, 'queue.db'))).toBe(5);
-    const done = restoreQueue({ stateDir: state, updateDir: updates, now: new Date('2026-11-26T10:00:00Z') });
-    expect(done).toMatch(/format 5.*kept in .*format-4 queue/);
+    const done = setAsideAfterTrial({ trial, stateDir: state, updateDir: updates, now: new Date('2026-11-26T10:00:00Z') });
+    expect(done?.text).toBe('the trial had upgraded the queue to format 5; the format-4 queue from before it was put back');
     expect(queueFormatOf(join(state, 'queue.db'))).toBe(4);
-    const aside = readdirSync(state).find((name) => name.startsWith('queue-format-5-set-aside-'));
-    expect(aside).toBeDefined();
-    expect(queueFormatOf(join(state, String(aside), 'queue.db'))).toBe(5);
     expect(rowsIn(state)).toEqual({ n: 3 });
+    // The newer file and the copy from before the trial wait for the release of slot B to export what the trial added.
+    const dir = join(updates, 'handover', '2026-11-26T10-00-00-000Z');
+    expect(done?.dir).toBe(dir);
+    expect(queueFormatOf(join(dir, 'queue', 'queue.db'))).toBe(5);
+    expect(queueFormatOf(join(dir, 'before', 'queue.db'))).toBe(4);
+    expect(JSON.parse(readFileSync(join(dir, 'handover.json'), 'utf8'))).toMatchObject({
+      from: '0.5.0',
+      to: '0.4.0',
+      exporter: 'B',
+      after: true,
+      state: 'export',
+    });
   });
 
   it('copies nothing when the release reads the format as it is, and keeps the queue when the trial left it alone', () => {
@@ -182,8 +250,9 @@ describe('the queue across a trial that upgrades its format', () => {
     expect(snapshotQueue({ stateDir: state, updateDir: updates, releaseFormat: 4 })).toBe(false);
     expect(snapshotQueue({ stateDir: state, updateDir: updates, releaseFormat: 5 })).toBe(true);
     queueFile(state, 4, 1);
-    expect(restoreQueue({ stateDir: state, updateDir: updates })).toBeUndefined();
+    expect(setAsideAfterTrial({ trial, stateDir: state, updateDir: updates })).toBeUndefined();
     expect(rowsIn(state)).toEqual({ n: 3 });
+    expect(readdirSync(updates)).toEqual([]);
   });
 });
 
@@ -241,5 +310,212 @@ describe("the verdict on a console upload, in the gateway's folder", () => {
       message: 'Refused, nothing was written: bad signature.',
     });
     expect(readdirSync(folder)).toEqual(['result.json']);
+  });
+});
+
+describe('bundles copied to the boot partition under any name', () => {
+  const ok = (version: string) => ({ version, compatible: 'harbor-gateway-arm64' });
+
+  it('finds every .raucb in any case and the one whose installation was cut short', () => {
+    const boot = temp();
+    for (const name of ['harbor-gateway-0.5.0-debian-arm64.raucb', 'OLD.RAUCB', 'notes.txt', 'x.raucb.installing'])
+      writeFileSync(join(boot, name), '');
+    expect(bootBundles(boot)).toEqual({
+      bundles: ['OLD.RAUCB', 'harbor-gateway-0.5.0-debian-arm64.raucb'],
+      interrupted: 'x.raucb.installing',
+    });
+  });
+
+  it('takes the newest the board may install and says why each other one was not taken', () => {
+    const { chosen, refused } = chooseBundle(
+      [
+        { name: 'a.raucb', manifest: ok('0.5.0-dev.9') },
+        { name: 'b.raucb', manifest: ok('0.5.0') },
+        { name: 'c.raucb', manifest: { problem: "the bundle's signature or format was refused: signature verification failed" } },
+        { name: 'd.raucb', manifest: ok('0.3.0') },
+        { name: 'e.raucb', manifest: { version: '0.6.0', compatible: 'other-board' } },
+      ],
+      '0.4.0',
+    );
+    expect(chosen).toEqual({ name: 'b.raucb', version: '0.5.0' });
+    expect(refused).toEqual([
+      { name: 'c.raucb', reason: "the bundle's signature or format was refused: signature verification failed" },
+      { name: 'd.raucb', reason: '0.3.0 is older than 0.4.0 (a downgrade)' },
+      { name: 'e.raucb', reason: 'it is for other-board, this board is harbor-gateway-arm64' },
+      { name: 'a.raucb', reason: '0.5.0-dev.9 is not the newest bundle on the card (b.raucb is 0.5.0)' },
+    ]);
+    expect(chooseBundle([{ name: 'a.raucb', manifest: ok('0.4.0') }], '0.4.0')).toEqual({
+      chosen: undefined,
+      refused: [{ name: 'a.raucb', reason: '0.4.0 is the release this board runs' }],
+    });
+  });
+});
+
+describe('going back to the previous release', () => {
+  const onB = { slot: 'B' as const, trial: false };
+  const confirmed = {
+    from: '0.4.0',
+    to: '0.5.0',
+    slot: 'B' as const,
+    startedAt: '',
+    source: 'x',
+    status: 'good' as const,
+    fromQueueFormat: 4,
+  };
+
+  it('offers the release the last confirmed update replaced, in the other slot', () => {
+    expect(previousRelease({ booted: onB, pending: undefined, last: confirmed })).toEqual({ version: '0.4.0', slot: 'A', queueFormat: 4 });
+    // Once gone back, the release left is the previous one.
+    const back = { ...confirmed, from: '0.5.0', to: '0.4.0', slot: 'A' as const, kind: 'rollback' as const, fromQueueFormat: 5 };
+    expect(previousRelease({ booted: { slot: 'A', trial: false }, pending: undefined, last: back })).toEqual({
+      version: '0.5.0',
+      slot: 'B',
+      queueFormat: 5,
+    });
+  });
+
+  it('offers none when the other slot holds no confirmed release, or while an update is under way', () => {
+    const reason = (state: Parameters<typeof previousRelease>[0]) => (previousRelease(state) as { unavailable: string }).unavailable;
+    expect(reason({ booted: onB, pending: undefined, last: undefined })).toMatch(/nothing was installed since the card was flashed/);
+    expect(reason({ booted: onB, pending: undefined, last: { ...confirmed, slot: 'A', to: '0.5.1', status: 'failed' } })).toMatch(
+      /the other slot holds 0\.5\.1, which was not confirmed/,
+    );
+    expect(reason({ booted: { slot: 'B', trial: true }, pending: undefined, last: confirmed })).toMatch(/on trial/);
+    expect(reason({ booted: onB, pending: { ...confirmed, status: 'installed' }, last: confirmed })).toMatch(/under way/);
+  });
+
+  it("takes the console's request only from a plain small file, never through a link", () => {
+    const folder = temp();
+    writeFileSync(join(folder, 'rollback.request'), '{"to":"0.4.0"}');
+    expect(takeRollbackRequest(folder)).toEqual({ to: '0.4.0' });
+    expect(readdirSync(folder)).toEqual([]);
+    const elsewhere = join(temp(), 'secret');
+    writeFileSync(elsewhere, '{"to":"0.4.0"}');
+    symlinkSync(elsewhere, join(folder, 'rollback.request'));
+    expect(takeRollbackRequest(folder)).toBeUndefined();
+    expect(readdirSync(folder)).toEqual([]);
+    expect(readFileSync(elsewhere, 'utf8')).toBe('{"to":"0.4.0"}');
+  });
+});
+
+describe('handing over the readings of a queue file the running release cannot read', () => {
+  const batch = (values: number[], site: string | null = null) =>
+    JSON.stringify({
+      site,
+      readings: values.length,
+      body: JSON.stringify(values.map((v) => ({ time: `2026-01-01T00:00:00.00000000${v}Z`, ship_id: 's', cargo_id: 'c', value: v }))),
+    });
+  const handover = (dir: string, lines: string[]) => {
+    writeFileSync(join(dir, 'readings.ndjson'), `${lines.join('\n')}\n`);
+    return { id: 'h1', from: '0.5.0', to: '0.4.0', exporter: null, after: false, state: 'replay' as const, announcement: '' };
+  };
+  /** An ingest API that answers from a script, then 200; records what it took. */
+  const ingest = (answers: number[] = [], refuses = (_body: string) => false) => {
+    const taken: { body: string; site: string | null; key: string }[] = [];
+    return {
+      taken,
+      ready: async () => true,
+      wait: async () => {},
+      post: async (body: string, site: string | null, key: string) => {
+        const status = answers.shift() ?? (refuses(body) ? 422 : 200);
+        if (status === 200) taken.push({ body, site, key });
+        return { status, text: status === 200 ? '{}' : `answer ${status}` };
+      },
+    };
+  };
+
+  it('sends every batch with its site, waits out answers that mean later, and notes how far it got', async () => {
+    const dir = temp();
+    const record = handover(dir, [batch([1, 2]), batch([3], 'pier-7')]);
+    const api = ingest([503, 0, 429]);
+    expect(await replayHandover(dir, record, api)).toBe(0);
+    expect(api.taken.map((t) => [JSON.parse(t.body).map((r: { value: number }) => r.value), t.site, t.key])).toEqual([
+      [[1, 2], null, 'handover-h1-0'],
+      [[3], 'pier-7', 'handover-h1-1'],
+    ]);
+    expect(readFileSync(join(dir, 'progress'), 'utf8')).toBe('2');
+    // Run again after a power cut: nothing is sent twice.
+    const again = ingest();
+    await replayHandover(dir, record, again);
+    expect(again.taken).toEqual([]);
+  });
+
+  it('sends a refused batch reading by reading and keeps what is still refused', async () => {
+    const dir = temp();
+    const record = handover(dir, [batch([1, 2, 3])]);
+    const api = ingest([], (body) => body.includes('"value":2') || JSON.parse(body).length > 1);
+    expect(await replayHandover(dir, record, api)).toBe(1);
+    expect(api.taken.map((t) => JSON.parse(t.body)[0].value)).toEqual([1, 3]);
+    const kept = readFileSync(join(dir, 'refused.ndjson'), 'utf8').trim().split('\n');
+    expect(kept).toHaveLength(1);
+    expect(JSON.parse(String(kept[0]))).toMatchObject({ reading: { value: 2 }, answer: 'answer 422' });
+  });
+
+  it('exports before a slot is written, and goes back to nothing changed when going back cannot export', () => {
+    const updates = temp();
+    const dir = join(updates, 'handover', 'x');
+    mkdirSync(join(dir, 'queue'), { recursive: true });
+    writeFileSync(
+      join(dir, 'handover.json'),
+      JSON.stringify({ id: 'x', from: '0.5.0', to: '0.4.0', exporter: 'B', after: true, state: 'export', announcement: '' }),
+    );
+    const calls: unknown[] = [];
+    exportPending({
+      updateDir: updates,
+      exporter: (slot, where, after) => {
+        calls.push([slot, where, after]);
+        return { readings: 7, batches: 1, deadLetters: 0 };
+      },
+    });
+    expect(calls).toEqual([['B', dir, true]]);
+    expect(JSON.parse(readFileSync(join(dir, 'handover.json'), 'utf8'))).toMatchObject({ state: 'replay', exported: { readings: 7 } });
+
+    const state = temp();
+    writeFileSync(join(state, 'queue.db'), 'the queue');
+    const failed = setAsideForRollback({
+      from: '0.5.0',
+      to: '0.4.0',
+      stateDir: state,
+      updateDir: temp(),
+      exporter: () => {
+        throw new Error('no space left on device');
+      },
+    });
+    expect(failed).toEqual({ problem: expect.stringContaining('no space left on device') });
+    expect(readFileSync(join(state, 'queue.db'), 'utf8')).toBe('the queue');
+  });
+});
+
+describe("the board's screen", () => {
+  it('names the site, the release and its state, the URLs at the address agetty fills in, and the fingerprint', () => {
+    const facts = {
+      site: 'Pier 7 \\ north',
+      hostname: 'gw-pier',
+      port: '8000',
+      httpsPort: '443',
+      fingerprint: 'AB:CD',
+      dashboard: false,
+      release: { version: '0.5.0', slot: 'B', trial: false },
+      previous: { version: '0.4.0', slot: 'A' },
+      lastUpdate: '0.4.0 -> 0.5.0, confirmed (2026-11-26 10:00 UTC)',
+    };
+    expect(renderBanner(facts)).toBe(
+      [
+        'Harbor Gateway "Pier 7 \\\\ north" on gw-pier (release 0.5.0, slot B, committed)',
+        '  Address:  \\4  (also gw-pier.local)',
+        '  Ingest:   http://\\4:8000/api/v2/ingest/   https://\\4/api/v2/ingest/',
+        '  Console:  https://\\4/console/',
+        '  HTTPS certificate SHA-256: AB:CD',
+        '  Previous release: 0.4.0 in slot A (the console can go back to it)',
+        '  Last update: 0.4.0 -> 0.5.0, confirmed (2026-11-26 10:00 UTC)',
+        '',
+        '',
+      ].join('\n'),
+    );
+    expect(
+      renderBanner({ ...facts, httpsPort: '8443', release: { ...facts.release, trial: true }, previous: { unavailable: 'x' } }),
+    ).toMatch(
+      /slot B, on trial: kept once its gateway is ready\)[\s\S]*https:\/\/\\4:8443\/console\/[\s\S]*SHA-256: AB:CD\n\s+Last update/,
+    );
   });
 });

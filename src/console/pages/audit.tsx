@@ -20,6 +20,7 @@ const ACTIONS: Record<AuditEntry['action'], string> = {
   dead_letters_purged: 'Dead letters purged',
   site_claim_released: 'Site claim released',
   update_uploaded: 'Update uploaded',
+  rollback_requested: 'Going back asked',
   update_installed: 'Update installed',
   update_confirmed: 'Update confirmed',
   update_rolled_back: 'Update rolled back',

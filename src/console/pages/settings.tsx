@@ -1,5 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { ConfigCheck } from '../../config/check-config.js';
+import type { ApplianceReleases } from '../update-bundle.js';
 import { CsrfField, Section, SubmitButton, Table } from './layout.js';
 
 export interface SettingRow {
@@ -21,8 +22,8 @@ export interface SettingsModel {
   certificate: CertificateFacts;
   settings: SettingRow[];
   check: ConfigCheck;
-  /** The appliance's update upload, when this system has one. */
-  update: string | undefined;
+  /** The appliance's updates, when this system has them: what an upload does, and the releases. */
+  update: { description: string; releases: ApplianceReleases | undefined } | undefined;
   csrf: string;
 }
 
@@ -70,7 +71,8 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
     </Section>
     {update === undefined ? null : (
       <Section name="update" heading="Update">
-        <p>{update}</p>
+        {update.releases === undefined ? null : <Releases releases={update.releases} csrf={csrf} />}
+        <p>{update.description}</p>
         <form method="post" action={`/console/update?_csrf=${encodeURIComponent(csrf)}`} enctype="multipart/form-data" class="stack">
           <CsrfField csrf={csrf} />
           <div>
@@ -100,5 +102,36 @@ export const Settings: FC<SettingsModel> = ({ certificate, settings, check, upda
         credentials.
       </p>
     </Section>
+  </>
+);
+
+/** The release that runs, the one the board can go back to (and the button that does), the last update. */
+const Releases: FC<{ releases: ApplianceReleases; csrf: string }> = ({ releases, csrf }) => (
+  <>
+    <dl class="facts">
+      <dt>Running release</dt>
+      <dd id="release">
+        {releases.version} (slot {releases.slot ?? '?'}, {releases.trial ? 'on trial: kept once the gateway is ready' : 'committed'})
+      </dd>
+      <dt>Previous release</dt>
+      <dd id="previous-release">
+        {releases.previous === null
+          ? `none to go back to: ${releases.previousUnavailable}`
+          : `${releases.previous.version} (slot ${releases.previous.slot})`}
+      </dd>
+      {releases.lastUpdate === null ? null : (
+        <>
+          <dt>Last update</dt>
+          <dd>{releases.lastUpdate}</dd>
+        </>
+      )}
+    </dl>
+    {releases.previous === null ? null : (
+      <form method="post" action="/console/update/rollback" class="actions">
+        <CsrfField csrf={csrf} />
+        <input type="hidden" name="to" value={releases.previous.version} />
+        <SubmitButton>Go back to {releases.previous.version}</SubmitButton>
+      </form>
+    )}
   </>
 );

@@ -10,6 +10,7 @@ import { registerLoginRoutes } from './login.js';
 import { auditLogins, auditLogouts } from './login-audit.js';
 import { registerMetricsRoute } from './metrics.js';
 import { registerPageRoutes } from './pages.js';
+import { registerRollbackRoute } from './rollback.js';
 import { registerSiteClaimRoutes } from './site-claims.js';
 import { registerShipRoute } from './ship.js';
 import { registerUpdateRoute } from './update.js';
@@ -48,6 +49,7 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
       `${CONSOLE_PATH}/dead-letters`,
       `${CONSOLE_PATH}/dead-letters/*`,
       `${CONSOLE_PATH}/site-claims/*`,
+      `${CONSOLE_PATH}/update/*`,
     ],
     bodyLimit({ maxSize: FORM_MAX_BYTES, onError: (c) => c.text('Form too large', 413) }),
   );
@@ -61,5 +63,6 @@ export function mountConsole(app: Hono, console: GatewayConsole): void {
   registerSiteClaimRoutes(app, console);
   registerUpdateRoute(app, console);
   registerAuditRoute(app, console);
+  registerRollbackRoute(app, console);
   app.all(`${CONSOLE_PATH}/*`, (c) => c.text('No such page in the console', 404));
 }

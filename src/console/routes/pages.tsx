@@ -9,6 +9,7 @@ import { Settings, type SettingRow } from '../pages/settings.js';
 import { renderPage, sessionFrame } from '../render.js';
 import { requestHostname } from '../request-facts.js';
 import { gatewayAddresses, httpsUrl, type GatewayAddresses } from '../console-addresses.js';
+import type { UpdateInstaller } from '../update-bundle.js';
 
 /** Seconds between refreshes of the overview and devices pages (by the script; without it, a reload). */
 const REFRESH_S = 10;
@@ -70,7 +71,7 @@ export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
       certificate,
       settings,
       check: checkConfig(console.deps.env),
-      update: console.updateInstaller()?.description,
+      update: updateFacts(console.updateInstaller()),
       csrf: c.get('consoleSession').csrf,
     };
     return renderPage(c, frame(c, 'settings', 'Certificate and settings'), <Settings {...model} />);
@@ -83,3 +84,6 @@ export function registerPageRoutes(app: Hono, console: GatewayConsole): void {
     }),
   );
 }
+
+const updateFacts = (installer: UpdateInstaller | undefined) =>
+  installer === undefined ? undefined : { description: installer.description, releases: installer.releases() };
