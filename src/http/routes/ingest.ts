@@ -16,7 +16,7 @@ import { foreignShips } from '../../keys/ship-prefix.js';
 import { siteOfRequest } from '../../keys/site-binding.js';
 import { INSTANCE_HEADER, SITE_HEADER } from '../../reading/site-id.js';
 import type { GatewayStats } from '../../stats.js';
-import { readJsonBody } from '../body.js';
+import { bodyReservation, readJsonBody } from '../body.js';
 import type { InflightBudget } from '../inflight-budget.js';
 import { principalOf } from '../middleware/api-key/index.js';
 import { parseIdempotencyKey, type IdempotencyKeys } from '../idempotency-keys.js';
@@ -101,8 +101,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
 
   // Declared lengths over the limit are refused by readJsonBody; reserve what will be read.
-  const declared = Number(c.req.header('content-length') ?? deps.maxBodyBytes);
-  const reserved = Math.min(Number.isFinite(declared) ? declared : deps.maxBodyBytes, deps.maxBodyBytes);
+  const reserved = bodyReservation(c, deps.maxBodyBytes);
   if (!deps.inflight.tryReserve(reserved)) {
     return problem(
       c,
@@ -118,7 +117,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   let parsed: ParseResult;
   try {
     const body = await readJsonBody(c, deps.maxBodyBytes);
-    if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : undefined);
+    if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : body.headers);
     parsed = parse(body.json, kind, deps);
   } finally {
     deps.inflight.release(reserved);
