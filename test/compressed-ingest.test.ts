@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERIES_MEDIA_TYPE } from '../src/reading/series-batch.js';
 import { TEST_KEY, jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { waitUntil } from './support/wait.js';
@@ -162,5 +163,59 @@ describe('compressed bodies at every ingest endpoint', () => {
       async () => (await small.post('/api/v2/ingest/batch', [{ ship_id: 'a', cargo_id: 'b', value: 1 }])).status === 200,
     );
     await small.stop();
+  });
+});
+
+describe('the series form at the batch endpoints', () => {
+  const series = {
+    time0: '2026-05-27T11:00:00.000000000Z',
+    time_unit: 'ms',
+    series: [
+      { ship_id: 'series-1', cargo_id: 'temp', times: [0, 5000, 5000], values: [12.37, 12.38, 12.36] },
+      { ship_id: 'series-1', cargo_id: 'lat', times: [1, 5000], values: [53.546112, 53.546131] },
+    ],
+  };
+
+  it('stores the readings the series stand for, compressed or not', async () => {
+    const answer = await send('/api/v2/ingest/harbor-1/batch', gzipSync(JSON.stringify(series)), {
+      'content-type': SERIES_MEDIA_TYPE,
+      'content-encoding': 'gzip',
+    });
+    expect(await jsonAnswer(answer)).toEqual({ status: 200, body: { status: 'Batch data received and queued', count: 5 } });
+    expect(await rowsOf('series-1')).toEqual([
+      ['temp', 12.37, '2026-05-27T11:00:00.000000000Z'],
+      ['lat', 53.546112, '2026-05-27T11:00:00.001000000Z'],
+      ['temp', 12.38, '2026-05-27T11:00:05.000000000Z'],
+      ['lat', 53.546131, '2026-05-27T11:00:05.001000000Z'],
+      ['temp', 12.36, '2026-05-27T11:00:10.000000000Z'],
+    ]);
+  });
+
+  it('refuses a reading of it at its index in the batch it stands for, series after series', async () => {
+    const bad = structuredClone(series);
+    bad.series[1]!.values[1] = 'north' as unknown as number;
+    const answer = await send('/api/v2/ingest/batch', JSON.stringify(bad), { 'content-type': `${SERIES_MEDIA_TYPE}; charset=utf-8` });
+    expect(await jsonAnswer(answer)).toMatchObject({ status: 422, body: { details: [{ loc: ['body', 4, 'value'] }] } });
+    // Without its media type, the body is no plain batch.
+    expect((await send('/api/v2/ingest/batch', JSON.stringify(series), { 'content-type': 'application/json' })).status).toBe(400);
+  });
+
+  it('is offered, with the codings, to a forwarding gateway that does not use them yet, and to nobody else', async () => {
+    const reading = JSON.stringify([{ ship_id: 'offer-1', cargo_id: 'c', value: 1 }]);
+    const forwarding = await send('/api/v2/ingest/batch', reading, { 'content-type': 'application/json', 'x-harbor-site': 'site-b' });
+    expect(forwarding.status).toBe(200);
+    expect(forwarding.headers.get('accept-encoding')).toBe('gzip, deflate');
+    expect(forwarding.headers.get('accept-post')).toBe(`application/json, ${SERIES_MEDIA_TYPE}`);
+    const using = await send('/api/v2/ingest/batch', gzipSync(JSON.stringify(series)), {
+      'content-type': SERIES_MEDIA_TYPE,
+      'content-encoding': 'gzip',
+      'x-harbor-site': 'site-b',
+    });
+    expect(using.status).toBe(200);
+    expect(using.headers.get('accept-encoding')).toBeNull();
+    expect(using.headers.get('accept-post')).toBeNull();
+    const device = await send('/api/v2/ingest/batch', reading, { 'content-type': 'application/json' });
+    expect(device.headers.get('accept-encoding')).toBeNull();
+    expect(device.headers.get('accept-post')).toBeNull();
   });
 });
