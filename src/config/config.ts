@@ -111,6 +111,7 @@ export interface UpstreamSinkConfig {
   policy: SettingValues['upstreamPolicy'];
   backfill: boolean;
   batchReadings: number;
+  compression: SettingValues['upstreamCompression'];
 }
 
 /** The Kafka sink's settings, resolved (the SASL password read from its file or credential). */
@@ -329,6 +330,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamPolicy: _upstreamPolicy,
     upstreamBackfill: _upstreamBackfill,
     upstreamBatchReadings: _upstreamBatchReadings,
+    upstreamCompression: _upstreamCompression,
     ...restWithMqtt
   } = values as SettingValues;
   const rest = withoutMqttSettings(restWithMqtt);
@@ -486,6 +488,7 @@ function resolveUpstream(
     policy: values.upstreamPolicy!,
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
+    compression: values.upstreamCompression!,
   };
 }
 

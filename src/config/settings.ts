@@ -576,6 +576,12 @@ export const SETTINGS = {
     doc: 'Most readings in one upstream request (a gateway takes up to its `MAX_BATCH_READINGS`, 10000 by default).',
     schema: integer(1, 100_000),
   }),
+  upstreamCompression: define({
+    env: 'UPSTREAM_COMPRESSION',
+    default: 'gzip',
+    doc: "`gzip` or `deflate`: batches go compressed with it, in the series form where the upstream takes that, once the upstream's answers say it takes them (a Harbor gateway's do; the first batch goes as plain JSON). An upstream that answers 415 to one gets it again as plain JSON, and plain JSON until the gateway restarts. `off`: plain JSON batches always, the API's own form.",
+    schema: z.enum(['gzip', 'deflate', 'off']),
+  }),
   kafkaBrokers: define({
     env: 'KAFKA_BROKERS',
     default: undefined,

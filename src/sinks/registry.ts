@@ -6,6 +6,7 @@ import { QuestDbTarget } from './questdb/questdb-target.js';
 import { RemoteSiteClaims } from './remote-questdb/remote-site-claims.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
 import { UpstreamTarget } from './upstream/upstream-target.js';
+import type { UpstreamCompression } from './upstream/upstream-link.js';
 
 /**
  * The sinks a gateway delivers to, as plain data: made from the configuration on the main thread,
@@ -59,6 +60,7 @@ export interface UpstreamSinkSpec extends SinkSpecBase {
   proxy: string | undefined;
   timeoutMs: number;
   maxBodyBytes: number;
+  compression: UpstreamCompression;
 }
 
 export interface KafkaSinkSpec extends SinkSpecBase {
@@ -102,6 +104,7 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           timeoutMs: spec.timeoutMs,
           maxReadings: spec.batchReadings,
           maxBodyBytes: spec.maxBodyBytes,
+          compression: spec.compression,
           site: spec.site,
           ...(spec.instance === undefined ? {} : { instance: spec.instance }),
         },
