@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { request as httpRequest } from 'node:http';
-import { deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERIES_MEDIA_TYPE } from '../src/reading/series-batch.js';
 import { TEST_KEY, jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
@@ -56,7 +56,7 @@ async function rowsOf(ship: string): Promise<[string, number, string][]> {
 }
 
 describe('compressed bodies at every ingest endpoint', () => {
-  it('stores what gzip and deflate bodies hold, as their plain bodies would', async () => {
+  it('stores what gzip, deflate and br bodies hold, as their plain bodies would', async () => {
     const batch = Array.from({ length: 200 }, (_, i) => ({
       time: new Date(Date.UTC(2026, 4, 27, 10, 0, 0) + i * 5000).toISOString(),
       ship_id: 'zip-1',
@@ -74,6 +74,8 @@ describe('compressed bodies at every ingest endpoint', () => {
     expect((await send('/api/v2/ingest/harbor-1', deflateRawSync(JSON.stringify(raw)), { 'content-encoding': 'Deflate' })).status).toBe(
       200,
     );
+    const brotli = { ...single, cargo_id: 'brotli' };
+    expect((await send('/api/v2/ingest', brotliCompressSync(JSON.stringify(brotli)), { 'content-encoding': 'br' })).status).toBe(200);
     const fix = { ship_id: 'zip-1', time: '2026-05-27T08:00:00Z', latitude: 53.5461, longitude: 9.9661 };
     expect(
       await jsonAnswer(await send('/api/v2/ingest/gps', gzipSync(JSON.stringify(fix)), { 'content-encoding': 'x-gzip' })),
@@ -88,7 +90,8 @@ describe('compressed bodies at every ingest endpoint', () => {
     expect((await sendChunked('/api/v2/ingest/ttn', gzipSync(JSON.stringify(uplink)), { 'content-encoding': 'gzip' })).status).toBe(200);
 
     const rows = await rowsOf('zip-1');
-    expect(rows).toHaveLength(200 + 2 + 2 + 1);
+    expect(rows).toHaveLength(200 + 3 + 2 + 1);
+    expect(rows).toContainEqual(['brotli', -0.5, '2026-05-27T09:00:00.123456789Z']);
     expect(rows).toContainEqual(['single', -0.5, '2026-05-27T09:00:00.123456789Z']);
     expect(rows).toContainEqual(['raw-deflate', -0.5, '2026-05-27T09:00:00.123456789Z']);
     expect(rows).toContainEqual(['latitude', 53.5461, '2026-05-27T08:00:00.000000000Z']);
@@ -101,6 +104,7 @@ describe('compressed bodies at every ingest endpoint', () => {
     const bombs: [string, Buffer, string][] = [
       ['gzip, 16 MiB of zeros', gzipSync(Buffer.alloc(16 * MiB)), 'gzip'],
       ['deflate, 16 MiB of zeros', deflateSync(Buffer.alloc(16 * MiB)), 'deflate'],
+      ['br, 64 MiB of zeros', brotliCompressSync(Buffer.alloc(64 * MiB), { params: { [constants.BROTLI_PARAM_QUALITY]: 1 } }), 'br'],
       ['gzip, 1 GiB in 1,024 concatenated members', Buffer.concat(new Array(1024).fill(member)), 'gzip'],
     ];
     const rssBefore = process.memoryUsage().rss;
@@ -133,11 +137,11 @@ describe('compressed bodies at every ingest endpoint', () => {
       status: 400,
       body: { message: expect.stringContaining('not a whole gzip stream'), details: [{ loc: ['body'], type: 'encoding_invalid' }] },
     });
-    const unknown = await send('/api/v2/ingest', '{}', { 'content-encoding': 'br' });
-    expect(unknown.headers.get('accept-encoding')).toBe('gzip, deflate');
+    const unknown = await send('/api/v2/ingest', '{}', { 'content-encoding': 'zstd' });
+    expect(unknown.headers.get('accept-encoding')).toBe('gzip, deflate, br');
     expect(await jsonAnswer(unknown)).toMatchObject({
       status: 415,
-      body: { message: expect.stringContaining('gzip or deflate'), details: [{ type: 'unsupported_encoding' }] },
+      body: { message: expect.stringContaining('gzip, deflate or br'), details: [{ type: 'unsupported_encoding' }] },
     });
   });
 
@@ -204,7 +208,7 @@ describe('the series form at the batch endpoints', () => {
     const reading = JSON.stringify([{ ship_id: 'offer-1', cargo_id: 'c', value: 1 }]);
     const forwarding = await send('/api/v2/ingest/batch', reading, { 'content-type': 'application/json', 'x-harbor-site': 'site-b' });
     expect(forwarding.status).toBe(200);
-    expect(forwarding.headers.get('accept-encoding')).toBe('gzip, deflate');
+    expect(forwarding.headers.get('accept-encoding')).toBe('gzip, deflate, br');
     expect(forwarding.headers.get('accept-post')).toBe(`application/json, ${SERIES_MEDIA_TYPE}`);
     const using = await send('/api/v2/ingest/batch', gzipSync(JSON.stringify(series)), {
       'content-type': SERIES_MEDIA_TYPE,

@@ -579,8 +579,8 @@ export const SETTINGS = {
   upstreamCompression: define({
     env: 'UPSTREAM_COMPRESSION',
     default: 'gzip',
-    doc: "`gzip` or `deflate`: batches go compressed with it, in the series form where the upstream takes that, once the upstream's answers say it takes them (a Harbor gateway's do; the first batch goes as plain JSON). An upstream that answers 415 to one gets it again as plain JSON, and plain JSON until the gateway restarts. `off`: plain JSON batches always, the API's own form.",
-    schema: z.enum(['gzip', 'deflate', 'off']),
+    doc: "`gzip`, `deflate` or `br` (Brotli, quality 5): batches go compressed with it, in the series form where the upstream takes that, once the upstream's answers say it takes them (a Harbor gateway's do; the first batch goes as plain JSON). An upstream that answers 415 to one gets it again as plain JSON, and plain JSON until the gateway restarts. `off`: plain JSON batches always, the API's own form.",
+    schema: z.enum(['gzip', 'deflate', 'br', 'off']),
   }),
   kafkaBrokers: define({
     env: 'KAFKA_BROKERS',

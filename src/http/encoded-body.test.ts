@@ -1,4 +1,4 @@
-import { deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { readEncodedBody } from './encoded-body.js';
 
@@ -38,6 +38,7 @@ describe('a compressed request body', () => {
     [' GZip ', gzipSync(json)],
     ['deflate', deflateSync(json)],
     ['deflate', deflateRawSync(json)],
+    ['br', brotliCompressSync(json)],
   ])('is read whole with Content-Encoding %j', async (encoding, compressed) => {
     expect(await readEncodedBody(body(compressed, 3).stream, encoding, MiB)).toEqual({ ok: true, bytes: json });
   });
@@ -49,13 +50,13 @@ describe('a compressed request body', () => {
   });
 
   it('is refused with 415 naming the codings taken, for an unknown coding or several', async () => {
-    for (const encoding of ['br', 'zstd', 'compress', 'gzip, gzip', 'deflate, gzip']) {
+    for (const encoding of ['zstd', 'compress', 'identity, br', 'gzip, gzip', 'deflate, gzip']) {
       const result = await readEncodedBody(body(gzipSync(json)).stream, encoding, MiB);
       expect(result).toMatchObject({
         ok: false,
         status: 415,
         details: [{ loc: ['header', 'content-encoding'], type: 'unsupported_encoding' }],
-        headers: { 'Accept-Encoding': 'gzip, deflate' },
+        headers: { 'Accept-Encoding': 'gzip, deflate, br' },
       });
       expect((result as { message: string }).message).toContain(encoding);
     }
@@ -67,6 +68,7 @@ describe('a compressed request body', () => {
     ['followed by other bytes', 'gzip', Buffer.concat([gzipSync(json), Buffer.from('trailing')])],
     ['empty', 'gzip', Buffer.alloc(0)],
     ['deflate cut short', 'deflate', deflateSync(json).subarray(0, 10)],
+    ['br cut short', 'br', brotliCompressSync(json).subarray(0, 10)],
   ])('is refused with 400 when it is %s', async (_what, encoding, bytes) => {
     const result = await readEncodedBody(body(bytes).stream, encoding, MiB);
     expect(result).toMatchObject({ ok: false, status: 400, details: [{ loc: ['body'], type: 'encoding_invalid' }] });
@@ -86,9 +88,10 @@ describe('a compressed request body', () => {
 
   it('that inflates past the limit is refused with 413 once the limit is passed, not once it is all inflated', async () => {
     const cases: [string, Buffer][] = [
-      // 16 MiB of zeros in one member and in one deflate stream: about 16 KiB each.
+      // 16 MiB of zeros in one gzip member, one deflate and one Brotli stream: 16 KiB or less each.
       ['gzip', gzipSync(Buffer.alloc(16 * MiB))],
       ['deflate', deflateSync(Buffer.alloc(16 * MiB))],
+      ['br', brotliCompressSync(Buffer.alloc(16 * MiB), { params: { [constants.BROTLI_PARAM_QUALITY]: 1 } })],
       // 4 GiB in 4,096 members of 1 MiB: about 4 MiB sent.
       ['gzip', gzipMembers(4096, MiB)],
     ];

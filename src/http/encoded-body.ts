@@ -1,15 +1,15 @@
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip, createInflate, createInflateRaw } from 'node:zlib';
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import type { ProblemDetail } from './problem-details.js';
 
 /**
  * The content codings a request body may come in, as an answer's `Accept-Encoding` names them.
  * zstd is not among them: Node's zlib has it from 22.15 on, and the gateway runs on Node 20.
  */
-export const ACCEPTED_ENCODINGS = 'gzip, deflate';
+export const ACCEPTED_ENCODINGS = 'gzip, deflate, br';
 
-type Coding = 'gzip' | 'deflate';
+type Coding = 'gzip' | 'deflate' | 'br';
 
 /** A body refused before or while it was read: the status, what was wrong and where, and headers for the answer. */
 export interface BodyRefusal {
@@ -23,12 +23,18 @@ export interface BodyRefusal {
 const BODY = ['body'];
 const ENCODING_LOC = ['header', 'content-encoding'];
 
-/** `gzip` (or its old name `x-gzip`) or `deflate`, whatever their case; undefined for anything else. */
+/** `gzip` (or its old name `x-gzip`), `deflate` or `br`, whatever their case; undefined for anything else. */
 function codingOf(header: string): Coding | undefined {
   const name = header.trim().toLowerCase();
   if (name === 'gzip' || name === 'x-gzip') return 'gzip';
-  if (name === 'deflate') return 'deflate';
+  if (name === 'deflate' || name === 'br') return name;
   return undefined;
+}
+
+function decompressor(coding: Coding, head: Buffer) {
+  if (coding === 'gzip') return createGunzip();
+  if (coding === 'br') return createBrotliDecompress();
+  return isZlibHeader(head) ? createInflate() : createInflateRaw();
 }
 
 class TooLarge extends Error {}
@@ -37,7 +43,7 @@ class TooLarge extends Error {}
  * Reads a body sent with `Content-Encoding: encoding` and decompresses it as it arrives, up to
  * `limit` bytes each way: the decompressed bytes are refused (413) as soon as they pass the limit,
  * and so are compressed bytes past it (a stream of empty blocks would otherwise run for ever).
- * zlib stops inflating while the bytes it made are not taken, so a small body that inflates to
+ * zlib (and its Brotli decoder) stops inflating while the bytes it made are not taken, so a small body that inflates to
  * gigabytes costs no more memory than the limit and a few 16 KiB chunks. Concatenated gzip members
  * are one body, as gzip itself reads them. `deflate` is the zlib format (RFC 9110), or raw deflate
  * as some clients send it, told apart by the zlib header. One coding only: a body compressed twice
@@ -64,9 +70,8 @@ export async function readEncodedBody(
       done();
     },
   });
-  const inflate = coding === 'gzip' ? createGunzip() : isZlibHeader(head) ? createInflate() : createInflateRaw();
   try {
-    await pipeline(compressed(reader, head, received, limit), inflate, collect);
+    await pipeline(compressed(reader, head, received, limit), decompressor(coding, head), collect);
   } catch (error) {
     if (error instanceof TooLarge) return tooLarge(limit);
     if (received.failed) return incomplete();
@@ -131,12 +136,12 @@ function unsupported(encoding: string): BodyRefusal {
     ok: false,
     status: 415,
     message: several
-      ? `Content-Encoding ${encoding} names several codings; compress the body once, with gzip or deflate`
-      : `Content-Encoding ${encoding} is not supported; send the body compressed with gzip or deflate, or uncompressed`,
+      ? `Content-Encoding ${encoding} names several codings; compress the body once, with gzip, deflate or br`
+      : `Content-Encoding ${encoding} is not supported; send the body compressed with gzip, deflate or br, or uncompressed`,
     details: [
       {
         loc: ENCODING_LOC,
-        msg: several ? 'One coding only: gzip, deflate or identity' : 'Accepted: gzip, deflate, identity',
+        msg: several ? 'One coding only: gzip, deflate, br or identity' : 'Accepted: gzip, deflate, br, identity',
         type: 'unsupported_encoding',
       },
     ],

@@ -1,4 +1,4 @@
-import { gunzipSync, inflateSync } from 'node:zlib';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/logger.js';
 import type { QueueRecord } from '../../queue/queue-reader.js';
@@ -20,7 +20,7 @@ const record: QueueRecord = {
   ].join('\n'),
 };
 const chunk = outgoingReadings([record], []);
-const OFFERS = { acceptEncoding: 'gzip, deflate', acceptPost: `application/json, ${SERIES_MEDIA_TYPE}` };
+const OFFERS = { acceptEncoding: 'gzip, deflate, br', acceptPost: `application/json, ${SERIES_MEDIA_TYPE}` };
 
 function logged() {
   const lines: Record<string, unknown>[] = [];
@@ -70,16 +70,30 @@ describe('UpstreamLink', () => {
     expect(lines.map((l) => [l['event'], l['coding'], l['seriesForm']])).toEqual([['upstream_compression', 'gzip', true]]);
   });
 
-  it('compresses with the configured coding only, and never with off', async () => {
+  it('compresses with the configured coding, with gzip where the upstream takes only that, and never with off', async () => {
     const deflate = new UpstreamLink('deflate', createLogger('silent'));
     deflate.learn(OFFERS);
     const batch = await deflate.encode(chunk);
     expect(batch.headers['content-encoding']).toBe('deflate');
     expect(JSON.parse(inflateSync(batch.body as Buffer).toString()).time_unit).toBe('s');
 
-    const gzipOnly = new UpstreamLink('deflate', createLogger('silent'));
-    gzipOnly.learn({ acceptEncoding: 'gzip', acceptPost: undefined });
-    expect((await gzipOnly.encode(chunk)).headers).toEqual({ 'content-type': 'application/json' });
+    const br = new UpstreamLink('br', createLogger('silent'));
+    br.learn(OFFERS);
+    const brBatch = await br.encode(chunk);
+    expect(brBatch.headers['content-encoding']).toBe('br');
+    expect(JSON.parse(brotliDecompressSync(brBatch.body as Buffer).toString()).time_unit).toBe('s');
+
+    const { lines, logger } = logged();
+    const gzipOnly = new UpstreamLink('br', logger);
+    gzipOnly.learn({ acceptEncoding: 'gzip, deflate', acceptPost: undefined });
+    expect((await gzipOnly.encode(chunk)).headers).toEqual({ 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    gzipOnly.learn(OFFERS);
+    expect((await gzipOnly.encode(chunk)).headers['content-encoding']).toBe('br');
+    expect(lines.map((l) => l['coding'])).toEqual(['gzip', 'br']);
+
+    const neither = new UpstreamLink('deflate', createLogger('silent'));
+    neither.learn({ acceptEncoding: 'identity', acceptPost: undefined });
+    expect((await neither.encode(chunk)).headers).toEqual({ 'content-type': 'application/json' });
 
     const off = new UpstreamLink('off', createLogger('silent'));
     off.learn(OFFERS);

@@ -191,7 +191,8 @@ const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => read
 /** An answer's reading indices, which count in the body's order, as indices into the chunk. */
 function inChunkOrder(answer: Answer, order: readonly number[] | undefined): Answer {
   if (order === undefined || answer.kind !== 'refused_readings') return answer;
-  return { ...answer, indices: answer.indices.map((k) => order[k]!).sort((a, b) => a - b) };
+  const refused = answer.refused.map((r) => ({ ...r, index: order[r.index]! })).sort((a, b) => a.index - b.index);
+  return { ...answer, refused };
 }
 
 /** A delivery the centre refuses for the site: what the operator reads in `lastError`, and the state words find (health/gateway-state.ts). */
