@@ -129,6 +129,8 @@ export interface KafkaSinkConfig {
   policy: 'block' | 'drop_oldest';
   backfill: boolean;
   batchReadings: number;
+  /** Each record batch's codec (Kafka's own, which consumers undo): `off` for none. */
+  compression: SettingValues['kafkaCompression'];
 }
 
 export class ConfigError extends Error {
@@ -304,6 +306,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     kafkaPolicy,
     kafkaBackfill,
     kafkaBatchReadings,
+    kafkaCompression,
     apiKeyFile: _apiKeyFile,
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
@@ -393,6 +396,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             policy: kafkaPolicy,
             backfill: kafkaBackfill,
             batchReadings: kafkaBatchReadings,
+            compression: kafkaCompression,
           },
   };
 }

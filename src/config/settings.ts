@@ -667,8 +667,14 @@ export const SETTINGS = {
   kafkaBatchReadings: define({
     env: 'KAFKA_BATCH_READINGS',
     default: '20000',
-    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 64 KiB).',
+    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 64 KiB of messages).',
     schema: integer(1, 1_000_000),
+  }),
+  kafkaCompression: define({
+    env: 'KAFKA_COMPRESSION',
+    default: 'gzip',
+    doc: "Kafka sink: the codec of each record batch, which every Kafka broker and consumer undoes: `gzip` (Node's zlib), `snappy` or `lz4` (the Kafka client's native modules: less CPU than gzip, more bytes), `off` for none. zstd needs Node 22.15 or later, which the gateway does not require. A topic whose `compression.type` names another codec has the broker compress again with that.",
+    schema: z.enum(['gzip', 'snappy', 'lz4', 'off']),
   }),
   mqtt: define({
     env: 'MQTT',
