@@ -39,7 +39,8 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbTable'
   | 'remoteQuestdbPolicy'
   | 'remoteQuestdbBackfill'
-  | 'remoteQuestdbBatchReadings';
+  | 'remoteQuestdbBatchReadings'
+  | 'remoteQuestdbCompression';
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
@@ -51,6 +52,8 @@ export interface RemoteQuestDbConfig {
   /** PEM of REMOTE_QUESTDB_CA_FILE, read and checked at start. */
   ca: string | undefined;
   table: string;
+  /** `gzip`: ILP bodies compressed where the remote QuestDB reads them (9.1 and later). */
+  compression: SettingValues['remoteQuestdbCompression'];
 }
 
 /** The console password and the `/metrics` token, each resolved from its value, file or credential. */
@@ -323,6 +326,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbPolicy: _remoteQuestdbPolicy,
     remoteQuestdbBackfill: _remoteQuestdbBackfill,
     remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
+    remoteQuestdbCompression: _remoteQuestdbCompression,
     upstreamUrl: _upstreamUrl,
     upstreamApiKey: _upstreamApiKey,
     upstreamApiKeyFile: _upstreamApiKeyFile,
@@ -579,6 +583,7 @@ function remoteQuestDbConfig(
     policy: partial.remoteQuestdbPolicy ?? 'drop_oldest',
     backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
+    compression: partial.remoteQuestdbCompression ?? 'gzip',
   };
 }
 

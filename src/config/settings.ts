@@ -511,6 +511,12 @@ export const SETTINGS = {
     doc: 'Most readings in one ILP request to the remote QuestDB.',
     schema: integer(1, 1_000_000),
   }),
+  remoteQuestdbCompression: define({
+    env: 'REMOTE_QUESTDB_COMPRESSION',
+    default: 'gzip',
+    doc: "`gzip`: ILP requests to the remote QuestDB go gzip-compressed once its build (`SELECT build()`, asked once) shows a release that reads them, QuestDB 9.1 or later; to an older one, plain. QuestDB's ILP/HTTP takes no other coding. `off`: plain always.",
+    schema: z.enum(['gzip', 'off']),
+  }),
   upstreamUrl: define({
     env: 'UPSTREAM_URL',
     default: undefined,

@@ -75,7 +75,14 @@ export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec | KafkaSinkSpec;
 export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
   switch (spec.kind) {
     case 'questdb': {
-      const questdb = new QuestDbHttp(spec.questdb);
+      const questdb = new QuestDbHttp({
+        ...spec.questdb,
+        onCompression: (gzip, build) =>
+          logger.info(
+            { event: 'questdb_compression', sink: spec.name, gzip, build },
+            gzip ? 'ILP requests go gzip-compressed' : 'this QuestDB does not read gzip: ILP requests go plain',
+          ),
+      });
       const claims =
         spec.claims === undefined || spec.instance === undefined
           ? undefined
