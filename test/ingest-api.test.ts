@@ -162,9 +162,10 @@ describe('refusals', () => {
     expect(chunked).toBe(413);
   });
 
-  it('answers 415 for compressed bodies', async () => {
-    const response = await gw.post('/api/v2/ingest', reading, { 'content-encoding': 'gzip' });
+  it('answers 415 naming the codings it takes for a coding it does not', async () => {
+    const response = await gw.post('/api/v2/ingest', reading, { 'content-encoding': 'zstd' });
     expect(response.status).toBe(415);
+    expect(response.headers.get('accept-encoding')).toBe('gzip, deflate, br');
   });
 
   it('is lenient about Content-Type but not about the body', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKafka, type KafkaBroker } from '../scripts/lib/kafka.mjs';
 import { createTopic, readTopic } from './support/kafka.js';
-import { writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './support/temp-dir.js';
 import type { QueueRecord } from '../src/queue/queue-reader.js';
@@ -50,6 +51,7 @@ function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}, now?: (
       policy: 'drop_oldest',
       backfill: false,
       batchReadings: 10_000,
+      compression: 'gzip',
       ...overrides,
     },
     { site: SITE, ...(now === undefined ? {} : { now }) },
@@ -91,7 +93,53 @@ function readings(ships: number, perShip: number, baseNs = 1_795_780_800_000_000
   return { records, lines };
 }
 
+/** The attributes' codec bits (0 none, 1 gzip, 2 snappy, 3 lz4) of each record batch the broker stored for `topic`, and their bytes. */
+function storedBatches(topic: string, partitions: number): { codecs: number[]; bytes: number } {
+  const codecs: number[] = [];
+  let bytes = 0;
+  for (let p = 0; p < partitions; p++) {
+    const dir = join(broker.dataDir, 'log', `${topic}-${p}`);
+    for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
+      const log = readFileSync(join(dir, name));
+      // Each batch: base offset (8), length of the rest (4), leader epoch (4), magic (1), CRC (4), attributes (2);
+      // a segment may be longer than its batches, zeros after them.
+      for (let at = 0; at + 12 <= log.length && log.readInt32BE(at + 8) > 0; at += 12 + log.readInt32BE(at + 8)) {
+        codecs.push(log.readInt16BE(at + 21) & 7);
+        bytes += 12 + log.readInt32BE(at + 8);
+      }
+    }
+  }
+  return { codecs, bytes };
+}
+
 describe('Kafka target against a real broker', () => {
+  it('sends record batches compressed with KAFKA_COMPRESSION, which the broker stores as sent and a consumer reads back whole', async () => {
+    const { records, lines } = readings(5, 400);
+    const stored: Record<string, { codecs: number[]; bytes: number }> = {};
+    for (const [compression, bitmask] of [
+      ['off', 0],
+      ['gzip', 1],
+      ['snappy', 2],
+      ['lz4', 3],
+    ] as const) {
+      const topic = await newTopic(1);
+      // The topic's readiness marker, written when it was made.
+      const marker = storedBatches(topic, 1);
+      expect(await target(topic, { compression }).deliver(records)).toMatchObject({ ok: true, deadLetters: [] });
+      const messages = await readTopic(broker.bootstrap, topic);
+      expect(
+        messages.map((m) => [m.key, JSON.parse(m.value).value]),
+        compression,
+      ).toEqual(lines.map((l) => [l.shipId, l.value]));
+      const all = storedBatches(topic, 1);
+      stored[compression] = { codecs: all.codecs.slice(marker.codecs.length), bytes: all.bytes - marker.bytes };
+      expect(new Set(stored[compression].codecs), compression).toEqual(new Set([bitmask]));
+    }
+    expect(stored['gzip']!.bytes * 4).toBeLessThan(stored['off']!.bytes);
+    expect(stored['snappy']!.bytes * 2).toBeLessThan(stored['off']!.bytes);
+    expect(stored['lz4']!.bytes * 2).toBeLessThan(stored['off']!.bytes);
+  });
+
   it('delivers every reading keyed by ship_id, each ship in order, with exact nanosecond times', async () => {
     const topic = await newTopic();
     const { records, lines } = readings(5, 200);
@@ -216,7 +264,13 @@ describe('Kafka target against a real broker', () => {
   it('sets aside a reading the broker refuses as too large and delivers the rest', async () => {
     const topic = await newTopic(1, { 'max.message.bytes': '2000' });
     const small = readings(3, 20);
-    const huge: Line = { timeNs: '1795780800000000000', shipId: `ship-${'x'.repeat(3000)}`, cargoId: 'temperature', value: 1 };
+    // Random characters: too large for the topic compressed too.
+    const huge: Line = {
+      timeNs: '1795780800000000000',
+      shipId: `ship-${randomBytes(3000).toString('base64url')}`,
+      cargoId: 'temperature',
+      value: 1,
+    };
     const delivery = await target(topic).deliver([...small.records, record([huge])]);
     expect(delivery.ok).toBe(true);
     if (!delivery.ok) return;

@@ -106,9 +106,10 @@ function clusterId() {
 /**
  * Starts a single-node KRaft broker on free loopback ports with freshly formatted storage and
  * resolves once it has started; throws (with the broker's output) when it does not.
- * @param {{ partitions?: number, heap?: string, sasl?: { username: string, password: string }, tls?: { cert: string, key: string } }} [options]
+ * @param {{ partitions?: number, heap?: string, sasl?: { username: string, password: string }, tls?: { cert: string, key: string }, advertisedPort?: number }} [options]
  *   `sasl` adds a SASL_PLAINTEXT listener taking PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for that user;
  *   `tls` adds an SSL listener with that certificate and (PKCS#8) key, both PEM.
+ *   `advertisedPort`: the port clients are told to reach the plaintext listener at (a proxy in front of it).
  * @returns {Promise<KafkaBroker>}
  */
 export async function startKafka(options = {}) {
@@ -124,7 +125,7 @@ export async function startKafka(options = {}) {
   const saslPort = options.sasl ? saslChoice : undefined;
   const tlsPort = options.tls ? tlsChoice : undefined;
   const listeners = [`PLAINTEXT://127.0.0.1:${port}`, `CONTROLLER://127.0.0.1:${controllerPort}`];
-  const advertised = [`PLAINTEXT://127.0.0.1:${port}`];
+  const advertised = [`PLAINTEXT://127.0.0.1:${options.advertisedPort ?? port}`];
   const properties = [
     'process.roles=broker,controller',
     'node.id=1',

@@ -39,7 +39,8 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbTable'
   | 'remoteQuestdbPolicy'
   | 'remoteQuestdbBackfill'
-  | 'remoteQuestdbBatchReadings';
+  | 'remoteQuestdbBatchReadings'
+  | 'remoteQuestdbCompression';
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
@@ -51,6 +52,8 @@ export interface RemoteQuestDbConfig {
   /** PEM of REMOTE_QUESTDB_CA_FILE, read and checked at start. */
   ca: string | undefined;
   table: string;
+  /** `gzip`: ILP bodies compressed where the remote QuestDB reads them (9.1 and later). */
+  compression: SettingValues['remoteQuestdbCompression'];
 }
 
 /** The console password and the `/metrics` token, each resolved from its value, file or credential. */
@@ -111,6 +114,7 @@ export interface UpstreamSinkConfig {
   policy: SettingValues['upstreamPolicy'];
   backfill: boolean;
   batchReadings: number;
+  compression: SettingValues['upstreamCompression'];
 }
 
 /** The Kafka sink's settings, resolved (the SASL password read from its file or credential). */
@@ -128,6 +132,8 @@ export interface KafkaSinkConfig {
   policy: 'block' | 'drop_oldest';
   backfill: boolean;
   batchReadings: number;
+  /** Each record batch's codec (Kafka's own, which consumers undo): `off` for none. */
+  compression: SettingValues['kafkaCompression'];
 }
 
 export class ConfigError extends Error {
@@ -303,6 +309,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     kafkaPolicy,
     kafkaBackfill,
     kafkaBatchReadings,
+    kafkaCompression,
     apiKeyFile: _apiKeyFile,
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
@@ -319,6 +326,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbPolicy: _remoteQuestdbPolicy,
     remoteQuestdbBackfill: _remoteQuestdbBackfill,
     remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
+    remoteQuestdbCompression: _remoteQuestdbCompression,
     upstreamUrl: _upstreamUrl,
     upstreamApiKey: _upstreamApiKey,
     upstreamApiKeyFile: _upstreamApiKeyFile,
@@ -329,6 +337,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamPolicy: _upstreamPolicy,
     upstreamBackfill: _upstreamBackfill,
     upstreamBatchReadings: _upstreamBatchReadings,
+    upstreamCompression: _upstreamCompression,
     ...restWithMqtt
   } = values as SettingValues;
   const rest = withoutMqttSettings(restWithMqtt);
@@ -391,6 +400,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             policy: kafkaPolicy,
             backfill: kafkaBackfill,
             batchReadings: kafkaBatchReadings,
+            compression: kafkaCompression,
           },
   };
 }
@@ -486,6 +496,7 @@ function resolveUpstream(
     policy: values.upstreamPolicy!,
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
+    compression: values.upstreamCompression!,
   };
 }
 
@@ -572,6 +583,7 @@ function remoteQuestDbConfig(
     policy: partial.remoteQuestdbPolicy ?? 'drop_oldest',
     backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
+    compression: partial.remoteQuestdbCompression ?? 'gzip',
   };
 }
 

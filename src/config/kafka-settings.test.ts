@@ -22,6 +22,7 @@ describe('Kafka sink settings', () => {
       policy: 'drop_oldest',
       backfill: false,
       batchReadings: 20_000,
+      compression: 'gzip',
     });
   });
 
@@ -35,6 +36,7 @@ describe('Kafka sink settings', () => {
       KAFKA_SASL_PASSWORD: 'a-password',
       KAFKA_POLICY: 'block',
       KAFKA_BACKFILL: 'on',
+      KAFKA_COMPRESSION: 'lz4',
     }).kafka;
     expect(kafka).toMatchObject({
       topic: 'fleet.readings',
@@ -43,7 +45,9 @@ describe('Kafka sink settings', () => {
       sasl: { mechanism: 'SCRAM-SHA-512', username: 'site-17', password: 'a-password' },
       policy: 'block',
       backfill: true,
+      compression: 'lz4',
     });
+    expect(problemsOf({ KAFKA_BROKERS: 'kafka:9092', KAFKA_COMPRESSION: 'zstd' })).toEqual([expect.stringMatching(/^KAFKA_COMPRESSION /)]);
   });
 
   it('read the SASL password from a systemd credential', () => {

@@ -511,6 +511,12 @@ export const SETTINGS = {
     doc: 'Most readings in one ILP request to the remote QuestDB.',
     schema: integer(1, 1_000_000),
   }),
+  remoteQuestdbCompression: define({
+    env: 'REMOTE_QUESTDB_COMPRESSION',
+    default: 'gzip',
+    doc: "`gzip`: ILP requests to the remote QuestDB go gzip-compressed once its build (`SELECT build()`, asked once) shows a release that reads them, QuestDB 9.1 or later; to an older one, plain. QuestDB's ILP/HTTP takes no other coding. `off`: plain always.",
+    schema: z.enum(['gzip', 'off']),
+  }),
   upstreamUrl: define({
     env: 'UPSTREAM_URL',
     default: undefined,
@@ -575,6 +581,12 @@ export const SETTINGS = {
     default: '1000',
     doc: 'Most readings in one upstream request (a gateway takes up to its `MAX_BATCH_READINGS`, 10000 by default).',
     schema: integer(1, 100_000),
+  }),
+  upstreamCompression: define({
+    env: 'UPSTREAM_COMPRESSION',
+    default: 'gzip',
+    doc: "`gzip`, `deflate` or `br` (Brotli, quality 5): batches go compressed with it, in the series form where the upstream takes that, once the upstream's answers say it takes them (a Harbor gateway's do; the first batch goes as plain JSON). An upstream that answers 415 to one gets it again as plain JSON, and plain JSON until the gateway restarts. `off`: plain JSON batches always, the API's own form.",
+    schema: z.enum(['gzip', 'deflate', 'br', 'off']),
   }),
   kafkaBrokers: define({
     env: 'KAFKA_BROKERS',
@@ -661,8 +673,14 @@ export const SETTINGS = {
   kafkaBatchReadings: define({
     env: 'KAFKA_BATCH_READINGS',
     default: '20000',
-    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 64 KiB).',
+    doc: 'Kafka sink: most readings taken off the queue in one delivery (sent in requests of at most 64 KiB of messages).',
     schema: integer(1, 1_000_000),
+  }),
+  kafkaCompression: define({
+    env: 'KAFKA_COMPRESSION',
+    default: 'gzip',
+    doc: "Kafka sink: the codec of each record batch, which every Kafka broker and consumer undoes: `gzip` (Node's zlib), `snappy` or `lz4` (the Kafka client's native modules: less CPU than gzip, more bytes), `off` for none. zstd needs Node 22.15 or later, which the gateway does not require. A topic whose `compression.type` names another codec has the broker compress again with that.",
+    schema: z.enum(['gzip', 'snappy', 'lz4', 'off']),
   }),
   mqtt: define({
     env: 'MQTT',

@@ -1,4 +1,10 @@
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import { Pool } from './undici-dispatchers.js';
+
+const gzipBody = promisify(gzip);
+/** The first QuestDB release whose ILP/HTTP endpoint reads `Content-Encoding: gzip`; older ones read the bytes as ILP text. */
+const GZIP_SINCE: readonly [number, number] = [9, 1];
 
 export interface QuestDbOptions {
   url: string;
@@ -14,6 +20,12 @@ export interface QuestDbOptions {
    * Node trusts by default (Mozilla's list, plus `NODE_EXTRA_CA_CERTS`).
    */
   ca?: string | undefined;
+  /**
+   * `gzip`: ILP bodies go gzip-compressed once `SELECT build()` told a QuestDB that reads them
+   * (9.1 and later); until then, and to an older one, plain. `onCompression` hears what was found.
+   */
+  compression?: 'gzip' | 'off' | undefined;
+  onCompression?: ((gzip: boolean, build: string) => void) | undefined;
 }
 
 /** `error`: an operator has to fix it (refused credentials, a certificate that does not verify); `warn`: it may pass. */
@@ -35,6 +47,8 @@ export class QuestDbError extends Error {
   constructor(
     message: string,
     readonly level: FailureLevel = 'warn',
+    /** The HTTP status QuestDB answered with; undefined when it did not answer. */
+    readonly status?: number,
   ) {
     super(message);
   }
@@ -58,12 +72,15 @@ export class QuestDbHttp {
   readonly #options: QuestDbOptions;
   readonly #authorization: string | undefined;
   readonly #timeoutMs: number;
+  /** Whether writes go gzip-compressed: undefined until the server's build is known. */
+  #gzip: boolean | undefined;
 
   constructor(options: QuestDbOptions) {
     this.#options = options;
     this.#timeoutMs = options.timeoutMs;
     this.#pool = newPool(options);
     this.#authorization = authorization(options);
+    if (options.compression !== 'gzip') this.#gzip = false;
   }
 
   /**
@@ -82,11 +99,14 @@ export class QuestDbHttp {
     let text: string;
     let retryAfter: string | string[] | undefined;
     try {
+      const gzipped = (this.#gzip ?? (await this.#readsGzip())) ? await gzipBody(body) : undefined;
+      const headers = this.#headers({ 'content-type': 'text/plain; charset=utf-8' });
+      if (gzipped !== undefined) headers['content-encoding'] = 'gzip';
       const response = await this.#pool.request({
         path: '/write?precision=n',
         method: 'POST',
-        headers: this.#headers({ 'content-type': 'text/plain; charset=utf-8' }),
-        body,
+        headers,
+        body: gzipped ?? body,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
         signal: AbortSignal.timeout(timeoutMs),
@@ -106,6 +126,30 @@ export class QuestDbHttp {
     const failed = { ok: false, kind: 'failed', message: answered(statusCode, parsed.message), level: statusLevel(statusCode) } as const;
     const retryAfterMs = statusCode === 429 || statusCode === 503 ? parseRetryAfter(retryAfter) : undefined;
     return retryAfterMs === undefined ? failed : { ...failed, retryAfterMs };
+  }
+
+  /**
+   * Whether the server reads gzip bodies, from its build (`Build Information: QuestDB 9.3.4, …`):
+   * an older QuestDB ignores Content-Encoding and would refuse the compressed bytes as malformed
+   * lines, which the sink would set aside as dead letters. Asked once; when the question itself
+   * fails (the server away, credentials refused, a server error) the write goes plain and the next
+   * one asks again. A server that does not know the question is taken for one without gzip.
+   */
+  async #readsGzip(): Promise<boolean> {
+    let build: string;
+    try {
+      const answer = await this.exec<{ dataset?: unknown[][] }>('SELECT build()');
+      build = String(answer.dataset?.[0]?.[0] ?? '');
+    } catch (error) {
+      const status = error instanceof QuestDbError ? error.status : undefined;
+      if (status === undefined || status === 401 || status === 403 || status >= 500) return false;
+      build = error instanceof Error ? error.message : String(error);
+    }
+    const version = /QuestDB (?:Enterprise )?(\d+)\.(\d+)/.exec(build);
+    const [major, minor] = version === null ? [0, 0] : [Number(version[1]), Number(version[2])];
+    this.#gzip = major > GZIP_SINCE[0] || (major === GZIP_SINCE[0] && minor >= GZIP_SINCE[1]);
+    this.#options.onCompression?.(this.#gzip, build);
+    return this.#gzip;
   }
 
   /** Runs one SQL statement and returns QuestDB's JSON answer; throws QuestDbError on failure. */
@@ -128,7 +172,7 @@ export class QuestDbHttp {
       const failure = describeNetworkError(error);
       throw new QuestDbError(failure.message, failure.level);
     }
-    if (statusCode !== 200) throw new QuestDbError(answered(statusCode, parseError(text).message), statusLevel(statusCode));
+    if (statusCode !== 200) throw new QuestDbError(answered(statusCode, parseError(text).message), statusLevel(statusCode), statusCode);
     return JSON.parse(text) as T;
   }
 

@@ -6,6 +6,7 @@ import { QuestDbTarget } from './questdb/questdb-target.js';
 import { RemoteSiteClaims } from './remote-questdb/remote-site-claims.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
 import { UpstreamTarget } from './upstream/upstream-target.js';
+import type { UpstreamCompression } from './upstream/upstream-link.js';
 
 /**
  * The sinks a gateway delivers to, as plain data: made from the configuration on the main thread,
@@ -59,6 +60,7 @@ export interface UpstreamSinkSpec extends SinkSpecBase {
   proxy: string | undefined;
   timeoutMs: number;
   maxBodyBytes: number;
+  compression: UpstreamCompression;
 }
 
 export interface KafkaSinkSpec extends SinkSpecBase {
@@ -73,7 +75,14 @@ export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec | KafkaSinkSpec;
 export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
   switch (spec.kind) {
     case 'questdb': {
-      const questdb = new QuestDbHttp(spec.questdb);
+      const questdb = new QuestDbHttp({
+        ...spec.questdb,
+        onCompression: (gzip, build) =>
+          logger.info(
+            { event: 'questdb_compression', sink: spec.name, gzip, build },
+            gzip ? 'ILP requests go gzip-compressed' : 'this QuestDB does not read gzip: ILP requests go plain',
+          ),
+      });
       const claims =
         spec.claims === undefined || spec.instance === undefined
           ? undefined
@@ -102,6 +111,7 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
           timeoutMs: spec.timeoutMs,
           maxReadings: spec.batchReadings,
           maxBodyBytes: spec.maxBodyBytes,
+          compression: spec.compression,
           site: spec.site,
           ...(spec.instance === undefined ? {} : { instance: spec.instance }),
         },

@@ -56,6 +56,7 @@ function upstreamSpec(config: Config, instance: string | undefined): SinkSpec | 
     proxy: upstream.proxy,
     timeoutMs: upstream.timeoutMs,
     maxBodyBytes: upstream.maxBodyBytes,
+    compression: upstream.compression,
   };
 }
 

@@ -7,7 +7,8 @@ import { createSelfSignedCertificate } from '../../src/tls/self-signed.js';
  * What QuestDB Enterprise does at its HTTP port, in front of the suite's open-source QuestDB (which
  * has neither TLS nor tokens): it terminates TLS with a certificate of its own and lets a request
  * through only with `Authorization: Bearer <token>`, refusing anything else with 401. `busy` answers
- * every request 503 with `Retry-After`, as an overloaded reverse proxy would.
+ * every request 503 with `Retry-After`, as an overloaded reverse proxy would. `build` answers
+ * `SELECT build()` in QuestDB's place, as another release would.
  */
 export class TlsTokenProxy {
   busy: { retryAfterSeconds: number } | undefined;
@@ -15,6 +16,9 @@ export class TlsTokenProxy {
   readonly sockets = new Set<Socket>();
   /** Requests that reached QuestDB, by path without the query (`/write`, `/exec`). */
   readonly forwarded = new Map<string, number>();
+  /** The body of each `/write` as it came (its Content-Encoding, or identity, and its bytes). */
+  readonly writes: { encoding: string; bytes: number }[] = [];
+  build: string | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -44,6 +48,19 @@ export class TlsTokenProxy {
       }
       const path = (req.url ?? '/').split('?')[0]!;
       proxy?.forwarded.set(path, (proxy.forwarded.get(path) ?? 0) + 1);
+      const build = proxy?.build;
+      if (build !== undefined && path === '/exec' && new URL(req.url ?? '/', 'http://x').searchParams.get('query') === 'SELECT build()') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ dataset: [[build]], count: 1 }));
+        req.resume();
+        return;
+      }
+      if (path === '/write') {
+        const write = { encoding: req.headers['content-encoding'] ?? 'identity', bytes: 0 };
+        proxy?.writes.push(write);
+        req.on('data', (chunk: Buffer) => {
+          write.bytes += chunk.length;
+        });
+      }
       const { authorization: _token, ...headers } = req.headers;
       const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);

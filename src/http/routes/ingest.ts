@@ -16,7 +16,9 @@ import { foreignShips } from '../../keys/ship-prefix.js';
 import { siteOfRequest } from '../../keys/site-binding.js';
 import { INSTANCE_HEADER, SITE_HEADER } from '../../reading/site-id.js';
 import type { GatewayStats } from '../../stats.js';
-import { readJsonBody } from '../body.js';
+import { bodyReservation, readJsonBody } from '../body.js';
+import { advertiseForwardingForms } from '../forwarding-forms.js';
+import { isSeriesMediaType, parseSeriesBatch } from '../../reading/series-batch.js';
 import type { InflightBudget } from '../inflight-budget.js';
 import { principalOf } from '../middleware/api-key/index.js';
 import { parseIdempotencyKey, type IdempotencyKeys } from '../idempotency-keys.js';
@@ -91,6 +93,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   const siteHeader = c.req.header(SITE_HEADER);
   const origin = siteOfRequest(principalOf(c), siteHeader, deps.siteId);
   if (!origin.ok) return problem(c, origin.status, origin.message, origin.details);
+  if (siteHeader !== undefined) advertiseForwardingForms(c);
   // A gateway forwarding names its site and its instance: a device's request pays no second look-up.
   const instance = siteHeader === undefined || deps.claims === undefined ? undefined : c.req.header(INSTANCE_HEADER);
   if (instance !== undefined) {
@@ -101,8 +104,7 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   if (deps.queue.isFull()) return unavailable(c, new QueueRefusedError('full', deps.fullReason.message()));
 
   // Declared lengths over the limit are refused by readJsonBody; reserve what will be read.
-  const declared = Number(c.req.header('content-length') ?? deps.maxBodyBytes);
-  const reserved = Math.min(Number.isFinite(declared) ? declared : deps.maxBodyBytes, deps.maxBodyBytes);
+  const reserved = bodyReservation(c, deps.maxBodyBytes);
   if (!deps.inflight.tryReserve(reserved)) {
     return problem(
       c,
@@ -118,8 +120,10 @@ async function ingest(c: Context, kind: Kind, deps: IngestDeps): Promise<Respons
   let parsed: ParseResult;
   try {
     const body = await readJsonBody(c, deps.maxBodyBytes);
-    if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : undefined);
-    parsed = parse(body.json, kind, deps);
+    if (!body.ok) return problem(c, body.status, body.message, body.details, body.status === 413 ? { Connection: 'close' } : body.headers);
+    // A plain batch is an array: only another body pays for a look at its Content-Type.
+    const series = kind === 'batch' && !Array.isArray(body.json) && isSeriesMediaType(c.req.header('content-type'));
+    parsed = series ? parseSeriesBatch(body.json, deps.validator, deps.maxBatchReadings) : parse(body.json, kind, deps);
   } finally {
     deps.inflight.release(reserved);
   }

@@ -2,6 +2,7 @@ import {
   Base,
   type BaseOptions,
   type ClusterMetadata,
+  compressionsAlgorithms,
   DynamicBuffer,
   kGetApi,
   kGetBootstrapConnection,
@@ -17,7 +18,17 @@ import {
   type ResponseParser,
   Writer,
 } from '@platformatic/kafka';
-import { encodeProduceRequest, type MessageList, nextSequence, type PartitionMessages, ScratchBuffer } from './produce-request.js';
+import {
+  type BatchCodec,
+  encodeProduceRequest,
+  type MessageList,
+  nextSequence,
+  type PartitionMessages,
+  ScratchBuffer,
+} from './produce-request.js';
+
+/** `KAFKA_COMPRESSION`: the codec of each record batch, or `off`. */
+export type KafkaCompression = 'gzip' | 'snappy' | 'lz4' | 'off';
 
 /** Messages with their keys' partition hashes (murmur2 of the key, unsigned). */
 export interface KeyedMessages extends MessageList {
@@ -62,9 +73,15 @@ export class BatchProducer extends Base {
   /** The next sequence number of each `topic:partition` this producer sent to. */
   readonly #sequences = new Map<string, number>();
   readonly #scratch = new ScratchBuffer();
+  readonly #recordsScratch = new ScratchBuffer();
+  /** The client library's compressor: gzip from Node's zlib, snappy and lz4 from its optional native modules. */
+  readonly #codec: BatchCodec | undefined;
 
-  constructor(options: BaseOptions) {
+  constructor(options: BaseOptions, compression: KafkaCompression = 'off') {
     super({ ...options, maxInflights: 1, retries: Number.MAX_SAFE_INTEGER });
+    this.#codec = compression === 'off' ? undefined : compressionsAlgorithms[compression];
+    // A codec whose native module is missing fails here, for an operator, not at each request.
+    this.#codec?.compressSync(Buffer.alloc(1));
   }
 
   /**
@@ -153,8 +170,9 @@ export class BatchProducer extends Base {
               // the producer's one buffer, which the connection copies into the request it queues
               // before send returns: no buffer a request, and none kept through the retries.
               const body = encodeProduceRequest(
-                { ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout! },
+                { ...request, version: api.version, acks: ACKS_ALL, timeoutMs: this[kOptions].timeout!, codec: this.#codec },
                 this.#scratch,
+                this.#recordsScratch,
               );
               const flexible = api.version >= 9;
               connection.send(PRODUCE_API, api.version, () => new Writer(new DynamicBuffer(body)), parser, flexible, flexible, retry);

@@ -1,4 +1,4 @@
-import { MultipleErrors, NetworkError, ProtocolError, ResponseError } from '@platformatic/kafka';
+import { MultipleErrors, NetworkError, ProtocolError, ResponseError, UnsupportedCompressionError } from '@platformatic/kafka';
 import { describe, expect, it } from 'vitest';
 import { classifyFailure } from './kafka-failure.js';
 
@@ -16,6 +16,7 @@ describe('what a failed Kafka send means', () => {
   it('is for an operator when the broker refuses the credentials, the topic or the certificate', () => {
     expect(classifyFailure(new ProtocolError('SASL_AUTHENTICATION_FAILED')).kind).toBe('operator');
     expect(classifyFailure(new ResponseError(0, 9, { '/topics/0': 29 }, {})).kind).toBe('operator');
+    expect(classifyFailure(new UnsupportedCompressionError('Cannot load snappy module')).kind).toBe('operator');
     const untrusted = new NetworkError('Connection failed.', {
       cause: Object.assign(new Error('self-signed certificate in certificate chain'), { code: 'SELF_SIGNED_CERT_IN_CHAIN' }),
     });

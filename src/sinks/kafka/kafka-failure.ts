@@ -25,6 +25,8 @@ const OPERATOR_CODES = new Set([
   'UNSUPPORTED_SASL_MECHANISM',
   'ILLEGAL_SASL_STATE',
   'PLT_KFK_AUTHENTICATION',
+  // KAFKA_COMPRESSION names a codec whose native module the client cannot load.
+  'PLT_KFK_UNSUPPORTED_COMPRESSION',
 ]);
 const CONTENT_CODES = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
 /** Kafka 4's default `log.message.timestamp.after.max.ms`: how far ahead of its clock a broker takes a timestamp. */

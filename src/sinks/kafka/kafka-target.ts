@@ -184,13 +184,16 @@ export class KafkaTarget implements SinkTarget {
     if (this.#producer !== undefined) return this.#producer;
     const kafka = await this.#loadClient();
     const { brokers, clientId, tls, tlsCaFile, sasl } = this.#config;
-    this.#producer = new kafka.BatchProducer({
-      clientId,
-      bootstrapBrokers: brokers,
-      autocreateTopics: false,
-      ...(tls ? { tls: tlsCaFile === undefined ? {} : { ca: readFileSync(tlsCaFile) }, tlsServerName: true } : {}),
-      ...(sasl ? { sasl: { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } } : {}),
-    });
+    this.#producer = new kafka.BatchProducer(
+      {
+        clientId,
+        bootstrapBrokers: brokers,
+        autocreateTopics: false,
+        ...(tls ? { tls: tlsCaFile === undefined ? {} : { ca: readFileSync(tlsCaFile) }, tlsServerName: true } : {}),
+        ...(sasl ? { sasl: { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } } : {}),
+      },
+      this.#config.compression,
+    );
     return this.#producer;
   }
 

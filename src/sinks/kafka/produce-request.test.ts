@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { Reader, produceV7, produceV8, produceV9, produceV10, produceV11, readRecordsBatch } from '@platformatic/kafka';
+import {
+  compressionsAlgorithms,
+  Reader,
+  produceV7,
+  produceV8,
+  produceV9,
+  produceV10,
+  produceV11,
+  readRecordsBatch,
+} from '@platformatic/kafka';
 import fc from 'fast-check';
 import { encodeProduceRequest, type MessageList, nextSequence, type ProduceRequest } from './produce-request.js';
 
@@ -46,8 +55,10 @@ function withMessages(
 
 const CLIENT_APIS = { 7: produceV7, 8: produceV8, 9: produceV9, 10: produceV10, 11: produceV11 } as const;
 
-/** The same request as the client library's Produce API writes it for its producer. */
-function clientEncoding(request: ProduceRequest): Buffer {
+const CODECS = ['gzip', 'snappy', 'lz4'] as const;
+
+/** The same request as the client library's Produce API writes it for its producer, compressed with `compression`. */
+function clientEncoding(request: ProduceRequest, compression?: (typeof CODECS)[number]): Buffer {
   const { list } = request.messages as TextMessages;
   const messages = request.partitions.flatMap(({ partition, indices }) =>
     indices.map((i) => ({
@@ -63,7 +74,7 @@ function clientEncoding(request: ProduceRequest): Buffer {
   const sequences = { getWithDefault: (key: string) => first.get(key) ?? 0 };
   const api = CLIENT_APIS[request.version as keyof typeof CLIENT_APIS];
   // The client's own types do not name the sequences' map it is handed; it reads it with getWithDefault alone.
-  const options = { producerId: request.producerId, producerEpoch: request.producerEpoch, sequences } as never;
+  const options = { producerId: request.producerId, producerEpoch: request.producerEpoch, sequences, compression } as never;
   return api.createRequest(request.acks, request.timeoutMs, messages, options).buffer;
 }
 
@@ -102,23 +113,34 @@ describe('a Produce request encoded in one buffer', () => {
     );
   });
 
-  it('holds record batches whose CRC-32C, records and sequence the client reads back', () => {
+  it.each(CODECS)("compressed with %s, is byte for byte the client library's with that compression", (codec) => {
+    fc.assert(
+      fc.property(request, (r) => encodeProduceRequest({ ...r, codec: compressionsAlgorithms[codec] }).equals(clientEncoding(r, codec))),
+      { numRuns: 100 },
+    );
+  });
+
+  it('holds record batches whose CRC-32C, records and sequence the client reads back, compressed or not', () => {
     const messages = Array.from({ length: 150 }, (_, i) => ({
       key: `MV Ærø ${i % 7}`,
       value: `{"time":"2026-11-27T12:00:00.000000001Z","ship_id":"MV Ærø ${i}","value":${i}}`,
     }));
-    const body = encodeProduceRequest(
-      withMessages(
-        { version: 11, acks: -1, timeoutMs: 5000, topic: 'readings', producerId: 4242n, producerEpoch: 3, timestampMs: 1_795_780_800_123 },
-        [{ partition: 2, baseSequence: 9000, messages }],
-      ),
+    const request = withMessages(
+      { version: 11, acks: -1, timeoutMs: 5000, topic: 'readings', producerId: 4242n, producerEpoch: 3, timestampMs: 1_795_780_800_123 },
+      [{ partition: 2, baseSequence: 9000, messages }],
     );
-    // transactional_id, acks, timeout, one topic named "readings", one partition (2), then the batch's length.
-    const reader = Reader.from(body.subarray(1 + 2 + 4 + 1 + 1 + 8 + 1 + 4 + 2));
-    const batch = readRecordsBatch(reader);
-    expect(batch).toMatchObject({ magic: 2, attributes: 0, producerId: 4242n, producerEpoch: 3, firstSequence: 9000 });
-    expect(batch.firstTimestamp).toBe(1_795_780_800_123n);
-    expect(batch.records.map((r) => [r.key.toString(), r.value.toString()])).toEqual(messages.map((m) => [m.key, m.value]));
+    const plainBytes = encodeProduceRequest(request).length;
+    for (const codec of [undefined, ...CODECS]) {
+      const body = encodeProduceRequest({ ...request, codec: codec === undefined ? undefined : compressionsAlgorithms[codec] });
+      // transactional_id, acks, timeout, one topic named "readings", one partition (2), then the batch's length.
+      const reader = Reader.from(body.subarray(1 + 2 + 4 + 1 + 1 + 8 + 1 + 4 + 2));
+      const batch = readRecordsBatch(reader);
+      const attributes = codec === undefined ? 0 : compressionsAlgorithms[codec].bitmask;
+      expect(batch).toMatchObject({ magic: 2, attributes, producerId: 4242n, producerEpoch: 3, firstSequence: 9000 });
+      expect(batch.firstTimestamp).toBe(1_795_780_800_123n);
+      expect(batch.records.map((r) => [r.key.toString(), r.value.toString()])).toEqual(messages.map((m) => [m.key, m.value]));
+      if (codec !== undefined) expect(body.length, codec).toBeLessThan(plainBytes / 4);
+    }
   });
 
   it('refuses a value that writes other than the bytes it told, rather than send a batch its lengths belie', () => {

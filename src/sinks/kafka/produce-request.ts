@@ -18,6 +18,12 @@ export interface PartitionMessages {
   indices: readonly number[];
 }
 
+/** A record batch codec: Kafka's number for it (the attributes' low bits) and a compressor of the records. */
+export interface BatchCodec {
+  bitmask: number;
+  compressSync(records: Buffer): Buffer;
+}
+
 /** A Produce request's body (after the request header) for one topic. */
 export interface ProduceRequest {
   /** The Produce API version: 7 and 8 are Kafka's old encoding, 9 to 11 its compact (flexible) one. */
@@ -31,6 +37,8 @@ export interface ProduceRequest {
   timestampMs: number;
   messages: MessageList;
   partitions: readonly PartitionMessages[];
+  /** Each batch's records compressed with it; uncompressed when undefined. */
+  codec?: BatchCodec | undefined;
 }
 
 /** A buffer written again for each request, grown to the largest. */
@@ -75,9 +83,11 @@ function putUvarint(out: Buffer, at: number, n: number): number {
 
 const putVarint = (out: Buffer, at: number, n: number): number => putUvarint(out, at, n * 2);
 
-/** A RecordBatch (magic 2) of the messages at `indices`, uncompressed, from its baseOffset to its last record. */
-function batchBytes(messages: MessageList, indices: readonly number[]): number {
-  let bytes = 8 + 4 + BATCH_HEADER_BYTES;
+const BATCH_FRAME_BYTES = 8 + 4 + BATCH_HEADER_BYTES;
+
+/** The records of the messages at `indices`, uncompressed, as a RecordBatch holds them after its header. */
+function recordsBytes(messages: MessageList, indices: readonly number[]): number {
+  let bytes = 0;
   for (let i = 0; i < indices.length; i++) {
     const m = indices[i]!;
     const body = recordBodyBytes(messages.keyBytes(m), messages.valueBytes(m), i);
@@ -86,17 +96,55 @@ function batchBytes(messages: MessageList, indices: readonly number[]): number {
   return bytes;
 }
 
+/** Writes the records of the messages at `indices` at `at`, returning where they ended. */
+function writeRecords(out: Buffer, at: number, messages: MessageList, indices: readonly number[]): number {
+  for (let i = 0; i < indices.length; i++) {
+    const m = indices[i]!;
+    const keyBytes = messages.keyBytes(m);
+    const valueBytes = messages.valueBytes(m);
+    at = putVarint(out, at, recordBodyBytes(keyBytes, valueBytes, i));
+    out[at++] = 0; // attributes
+    out[at++] = 0; // timestamp delta
+    at = putVarint(out, at, i);
+    at = putVarint(out, at, keyBytes);
+    let end = messages.writeKey(m, out, at);
+    if (end - at !== keyBytes) throw new Error(`a message key wrote ${end - at} bytes, not the ${keyBytes} it told`);
+    at = end;
+    at = putVarint(out, at, valueBytes);
+    end = messages.writeValue(m, out, at);
+    if (end - at !== valueBytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${valueBytes} it told`);
+    at = end;
+    out[at++] = 0; // headers
+  }
+  return at;
+}
+
+/** Each partition's records compressed with `codec`, written first into `scratch`. */
+function compressedRecords(request: ProduceRequest, codec: BatchCodec, scratch: ScratchBuffer | undefined): Buffer[] {
+  return request.partitions.map(({ indices }) => {
+    const bytes = recordsBytes(request.messages, indices);
+    const records = scratch?.take(bytes) ?? Buffer.allocUnsafe(bytes);
+    writeRecords(records, 0, request.messages, indices);
+    return codec.compressSync(records);
+  });
+}
+
 /**
- * A Produce request's body in one buffer (of `scratch`, when given), each partition's messages one RecordBatch (magic 2,
- * uncompressed, no headers, CRC-32C), byte for byte what the client library's Produce API writes
- * for the same messages: consumers read the same records, and the broker deduplicates a resent
- * request by the producer id, epoch and sequence numbers in it.
+ * A Produce request's body in one buffer (of `scratch`, when given), each partition's messages one
+ * RecordBatch (magic 2, no headers, CRC-32C; its records compressed with the request's codec, then
+ * first written into `recordsScratch`), byte for byte what the client library's Produce API writes
+ * for the same messages and compression: consumers read the same records, and the broker
+ * deduplicates a resent request by the producer id, epoch and sequence numbers in it.
  */
-export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchBuffer): Buffer {
+export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchBuffer, recordsScratch?: ScratchBuffer): Buffer {
   const flexible = request.version >= 9;
   const topic = Buffer.from(request.topic);
   const messages = request.messages;
-  const sizes = request.partitions.map((p) => batchBytes(messages, p.indices));
+  const codec = request.codec;
+  const compressed = codec === undefined ? undefined : compressedRecords(request, codec, recordsScratch);
+  const sizes = request.partitions.map(
+    (p, i) => BATCH_FRAME_BYTES + (compressed === undefined ? recordsBytes(messages, p.indices) : compressed[i]!.length),
+  );
   let total = (flexible ? 1 : 2) + 2 + 4;
   total += flexible ? 1 + uvarintBytes(topic.length + 1) + uvarintBytes(request.partitions.length + 1) : 4 + 2 + 4;
   total += topic.length;
@@ -135,7 +183,7 @@ export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchB
     at = out.writeInt32BE(0, at); // partitionLeaderEpoch
     out[at++] = MAGIC;
     at += 4; // the CRC, once the rest is written
-    at = out.writeInt16BE(0, at); // attributes: uncompressed, no transaction
+    at = out.writeInt16BE(codec?.bitmask ?? 0, at); // attributes: the codec, no transaction
     at = out.writeInt32BE(indices.length - 1, at);
     at = out.writeBigInt64BE(timestamp, at);
     at = out.writeBigInt64BE(timestamp, at);
@@ -143,24 +191,7 @@ export function encodeProduceRequest(request: ProduceRequest, scratch?: ScratchB
     at = out.writeInt16BE(request.producerEpoch, at);
     at = out.writeInt32BE(baseSequence, at);
     at = out.writeInt32BE(indices.length, at);
-    for (let i = 0; i < indices.length; i++) {
-      const m = indices[i]!;
-      const keyBytes = messages.keyBytes(m);
-      const valueBytes = messages.valueBytes(m);
-      at = putVarint(out, at, recordBodyBytes(keyBytes, valueBytes, i));
-      out[at++] = 0; // attributes
-      out[at++] = 0; // timestamp delta
-      at = putVarint(out, at, i);
-      at = putVarint(out, at, keyBytes);
-      let end = messages.writeKey(m, out, at);
-      if (end - at !== keyBytes) throw new Error(`a message key wrote ${end - at} bytes, not the ${keyBytes} it told`);
-      at = end;
-      at = putVarint(out, at, valueBytes);
-      end = messages.writeValue(m, out, at);
-      if (end - at !== valueBytes) throw new Error(`a message value wrote ${end - at} bytes, not the ${valueBytes} it told`);
-      at = end;
-      out[at++] = 0; // headers
-    }
+    at = compressed === undefined ? writeRecords(out, at, messages, indices) : at + compressed[p]!.copy(out, at);
     out.writeUInt32BE(crc32c(out, start + CRC_FROM, at), start + CRC_AT);
     if (flexible) out[at++] = 0; // the partition's tagged fields
   }

@@ -42,6 +42,7 @@ describe('remote QuestDB settings', () => {
       policy: 'block',
       backfill: true,
       batchReadings: 5000,
+      compression: 'gzip',
     });
     const credentials = tempDir('cred');
     writeFileSync(join(credentials, 'remote_questdb_token'), TOKEN);

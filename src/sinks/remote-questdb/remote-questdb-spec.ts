@@ -24,6 +24,7 @@ export function remoteQuestDbSpec(config: Config, instance?: string): QuestDbSin
       token: remote.token,
       ca: remote.ca,
       timeoutMs: config.flushTimeoutMs,
+      compression: remote.compression,
     },
     describe: `${remote.url} (table ${remote.table})`,
     table: remote.table,

@@ -32,6 +32,7 @@ describe('upstream settings', () => {
       policy: 'drop_oldest',
       backfill: false,
       batchReadings: 1000,
+      compression: 'gzip',
     });
     expect(Object.keys(loadConfig({})).filter((key) => key.startsWith('upstream'))).toEqual(['upstream']);
   });
@@ -104,6 +105,7 @@ describe('upstream settings', () => {
       UPSTREAM_POLICY: 'block',
       UPSTREAM_BACKFILL: 'on',
       UPSTREAM_BATCH_READINGS: '100',
+      UPSTREAM_COMPRESSION: 'deflate',
     }).upstream;
     expect(upstream).toMatchObject({
       proxy: 'http://proxy.site:3128',
@@ -113,7 +115,11 @@ describe('upstream settings', () => {
       policy: 'block',
       backfill: true,
       batchReadings: 100,
+      compression: 'deflate',
     });
+    expect(problemsOf({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'k', UPSTREAM_COMPRESSION: 'zstd' })).toEqual([
+      expect.stringMatching(/^UPSTREAM_COMPRESSION /),
+    ]);
   });
 
   it('add the upstream sink after the local QuestDB, its description without the key', () => {
@@ -121,7 +127,7 @@ describe('upstream settings', () => {
       loadConfig({ UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'upstream-key-0123456789', UPSTREAM_PROXY: 'http://proxy:3128' }),
     );
     expect(specs.map((s) => s.name)).toEqual(['questdb', 'upstream']);
-    expect(specs[1]).toMatchObject({ kind: 'upstream', policy: 'drop_oldest', backfill: false, batchReadings: 1000 });
+    expect(specs[1]).toMatchObject({ kind: 'upstream', policy: 'drop_oldest', backfill: false, batchReadings: 1000, compression: 'gzip' });
     expect(specs[1]!.describe).toBe(`${URL} via proxy http://proxy:3128`);
     expect(sinkSpecs(loadConfig({})).map((s) => s.name)).toEqual(['questdb']);
   });

@@ -5,9 +5,10 @@ import { INSTANCE_HEADER, SITE_HEADER, encodeSite } from '../../reading/site-id.
 import type { Delivery, SinkTarget } from '../sink.js';
 import { readingLetter, reasonText } from '../dead-letter-reason.js';
 import { outgoingReadings, type OutgoingReading } from '../outgoing-readings.js';
-import { classifyAnswer, type Answer } from './answer.js';
-import { batchBody, chunkReadings } from './batch-json.js';
+import { classifyAnswer, type Answer, type AnswerInput } from './answer.js';
+import { chunkReadings } from './batch-json.js';
 import { upstreamDispatcher } from './dispatcher.js';
+import { type EncodedBatch, UpstreamLink, type UpstreamCompression } from './upstream-link.js';
 
 export interface UpstreamTargetOptions {
   /** The destination's batch endpoint, whole. */
@@ -23,6 +24,8 @@ export interface UpstreamTargetOptions {
   site: string;
   /** This gateway's instance, sent in `X-Harbor-Instance` with its own readings (not with other sites' it relays). */
   instance?: string;
+  /** The coding batches go in once the upstream takes it (upstream-link.ts); default gzip. */
+  compression?: UpstreamCompression;
 }
 
 /** An answer body is read up to this much: enough for any refusal's details, bounded against a hostile peer. */
@@ -43,12 +46,15 @@ export class UpstreamTarget implements SinkTarget {
   readonly #log: Logger;
   /** Lowered when the destination says a request was too large, so later batches start small enough. */
   #maxReadings: number;
+  /** The forms batches go in, as the upstream's answers told. */
+  readonly #link: UpstreamLink;
 
   constructor(options: UpstreamTargetOptions, logger: Logger, dispatcher?: Dispatcher) {
     this.#options = options;
     this.#dispatcher = dispatcher;
     this.#log = logger;
     this.#maxReadings = options.maxReadings;
+    this.#link = new UpstreamLink(options.compression ?? 'gzip', logger);
     this.describe = describeUpstream(options.url, options.proxy);
   }
 
@@ -121,29 +127,36 @@ export class UpstreamTarget implements SinkTarget {
     } catch (error) {
       return { kind: 'operator', message: `cannot set up the upstream connection: ${reasonText((error as Error).message)}` };
     }
+    let batch: EncodedBatch;
+    let answer: AnswerInput;
     try {
-      const response = await this.#dispatcher.request({
-        ...target(this.#options.url),
-        method: 'POST',
-        headers: this.#headers(chunk[0]!.record),
-        body: batchBody(chunk),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      const body = await readBounded(response.body);
-      return classifyAnswer(
-        {
+      for (;;) {
+        batch = await this.#link.encode(chunk);
+        const response = await this.#dispatcher.request({
+          ...target(this.#options.url),
+          method: 'POST',
+          headers: { ...this.#headers(chunk[0]!.record), ...batch.headers },
+          body: batch.body,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        answer = {
           status: response.statusCode,
           retryAfter: header(response.headers['retry-after']),
           location: header(response.headers['location']),
-          body,
-        },
-        chunk.length,
-      );
+          body: await readBounded(response.body),
+        };
+        this.#link.learn({
+          acceptEncoding: header(response.headers['accept-encoding']),
+          acceptPost: header(response.headers['accept-post']),
+        });
+        if (answer.status !== 415 || !this.#link.refused(batch, reasonText(answer.body))) break;
+      }
     } catch (error) {
       return networkAnswer(error, timeoutMs);
     }
+    return inChunkOrder(classifyAnswer(answer, chunk.length), batch.order);
   }
 
   /**
@@ -152,7 +165,6 @@ export class UpstreamTarget implements SinkTarget {
    */
   #headers(record: QueueRecord): Record<string, string> {
     const headers: Record<string, string> = {
-      'content-type': 'application/json',
       'x-api-key': this.#options.apiKey,
       [SITE_HEADER]: encodeSite(this.#siteOf(record)),
     };
@@ -175,6 +187,13 @@ export const describeUpstream = (url: string, proxy: string | undefined): string
   proxy === undefined ? url : `${url} via proxy ${proxy}`;
 
 const deadLetter = (r: OutgoingReading, reason: string): DeadLetterInput => readingLetter(r.record, r.reading, reason);
+
+/** An answer's reading indices, which count in the body's order, as indices into the chunk. */
+function inChunkOrder(answer: Answer, order: readonly number[] | undefined): Answer {
+  if (order === undefined || answer.kind !== 'refused_readings') return answer;
+  const refused = answer.refused.map((r) => ({ ...r, index: order[r.index]! })).sort((a, b) => a.index - b.index);
+  return { ...answer, refused };
+}
 
 /** A delivery the centre refuses for the site: what the operator reads in `lastError`, and the state words find (health/gateway-state.ts). */
 const heldMessage = (site: string, centre: string): string =>
