@@ -82,10 +82,11 @@ export interface StopCause {
 
 export interface GatewayOptions {
   /**
-   * The script the delivery thread runs: the gateway bundle itself, which starts the sinks when it
-   * finds itself in a worker thread. Tests that run the sources pass the built bundle.
+   * The script the delivery thread runs: the gateway bundle's entry, which starts the sinks when it
+   * finds itself in a worker thread (this module is a chunk of the bundle, not its entry). Tests
+   * that run the sources pass the built bundle.
    */
-  deliveryScript?: URL | string;
+  deliveryScript: URL | string;
   /** The environment the configuration was loaded from, for the console's settings page; `process.env` by default. */
   env?: Record<string, string | undefined>;
   /** What takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
@@ -97,7 +98,7 @@ export interface GatewayOptions {
  * nothing is written before the queue file's format is known to be readable, and the servers listen
  * only once everything they answer from is open.
  */
-export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
+export async function startGateway(config: Config, logger: Logger, options: GatewayOptions): Promise<Gateway> {
   // A queue file from a newer release is refused before anything is written, the certificate included.
   assertReadableFormat(queuePath(config.dataDir));
   // Then nothing is written before this process owns the data directory: a second gateway stops here.
@@ -535,7 +536,7 @@ function deliveryThread(
   options: GatewayOptions,
 ): DeliveryThread {
   return new DeliveryThread(
-    options.deliveryScript ?? new URL(import.meta.url),
+    options.deliveryScript,
     {
       dataDir: config.dataDir,
       durability: config.durability,
