@@ -94,8 +94,7 @@ async function serve(entry: URL): Promise<void> {
   process.on('SIGHUP', () => {
     if (gateway === undefined) return;
     gateway.keys.reload();
-    gateway.catalogue.reload();
-    void gateway.catalogue.publish();
+    void gateway.catalogue.reload().then(() => gateway?.catalogue.publish());
     try {
       gateway.reloadCertificate();
     } catch (error) {
