@@ -37,19 +37,31 @@ const runs = Number(args.runs);
 const settleS = Number(args.settle);
 const windowS = Number(args.window);
 const load = loadAverage;
-const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standaloneBench('idle-', args);
-// The other build's environment as its release shipped it (`GLIBC_TUNABLES=` for one from before the malloc setting).
-const bundleEnv = envPairs(args['bundle-env']);
-
-/** Each optional part's settings, on top of a plain site gateway's. */
+/** The optional parts `--parts` may name, each on top of a plain site gateway (checked before QuestDB starts). */
 const PART_NAMES = ['console', 'mqtt', 'catalogue', 'kafka', 'fleet-report'];
 const settings = args.parts.flatMap((list) => list.split(',')).filter((name) => name !== '');
 for (const name of settings)
   if (name !== 'off' && name !== 'on' && !PART_NAMES.includes(name))
     throw new Error(`--parts ${name}: not one of off, on, ${PART_NAMES.join(', ')}`);
-const kafka = settings.some((name) => name === 'kafka' || name === 'on') ? await startKafka() : undefined;
+const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standaloneBench('idle-', args);
+// The other build's environment as its release shipped it (`GLIBC_TUNABLES=` for one from before the malloc setting).
+const bundleEnv = envPairs(args['bundle-env']);
+
 const kafkaTopic = `idle_${randomBytes(4).toString('hex')}`;
-if (kafka) await createKafkaTopic(kafka.bootstrap, kafkaTopic);
+/** A broker for the settings with a Kafka sink; QuestDB stopped again when it cannot be had. */
+async function kafkaWhenNeeded() {
+  if (!settings.some((name) => name === 'kafka' || name === 'on')) return undefined;
+  const broker = await startKafka().catch(async (/** @type {unknown} */ error) => {
+    await questdb.stop();
+    throw error;
+  });
+  await createKafkaTopic(broker.bootstrap, kafkaTopic).catch(async (/** @type {unknown} */ error) => {
+    await Promise.all([broker.close(), questdb.stop()]);
+    throw error;
+  });
+  return broker;
+}
+const kafka = await kafkaWhenNeeded();
 const catalogueFile = join(workDir, 'catalogue.yaml');
 writeFileSync(catalogueFile, 'ships:\n  ship-000: MV Idle\ncargo:\n  - match: temp*\n    name: Temperature\n    unit: °C\n');
 
