@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { formatTimestampNs } from './format-timestamp.js';
 import { parseBatch } from './parse-readings.js';
 import { readingSchema } from './reading-schema.js';
@@ -72,7 +73,7 @@ describe('the series form', () => {
           seen.set(key, i);
         }
       }),
-      { numRuns: 1_000 },
+      { numRuns: propertyRuns(1_000) },
     );
   });
 
@@ -123,7 +124,7 @@ describe('the series form', () => {
           }
         }
       }),
-      { numRuns: 1_000 },
+      { numRuns: propertyRuns(1_000) },
     );
   });
 
