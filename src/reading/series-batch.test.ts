@@ -4,14 +4,8 @@ import { propertyRuns } from '../../test/support/property-sizes.js';
 import { formatTimestampNs } from './format-timestamp.js';
 import { parseBatch } from './parse-readings.js';
 import { readingSchema } from './reading-schema.js';
-import {
-  encodeSeriesBatch,
-  isSeriesMediaType,
-  layOutSeries,
-  parseSeriesBatch,
-  SERIES_MEDIA_TYPE,
-  type SeriesReading,
-} from './series-batch.js';
+import { layOutSeries, parseSeriesBatch } from './series-batch.js';
+import { encodeSeriesBatch, isSeriesMediaType, SERIES_MEDIA_TYPE, type SeriesReading } from './series-form.js';
 import { TimeWindow } from './time-window.js';
 
 const limits = { maxIdLength: 12 };
