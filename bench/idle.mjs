@@ -1,4 +1,4 @@
-// A quiet gateway's cost: `npm run bench:idle [-- --runs 3 --settle 20 --window 60 --bundle PATH]`.
+// A quiet gateway's cost: `npm run bench:idle [-- --runs 3 --settle 20 --window 60 --bundle PATH --parts off,on]`.
 // QuestDB runs beside it; each run starts the gateway with its shipped settings on a fresh data
 // directory, sends one reading (so the table is set up and one delivery went out), waits `--settle`
 // seconds, then measures `--window` seconds of doing nothing: CPU time (utime + stime of all
@@ -6,11 +6,16 @@
 // end resident, peak resident (VmHWM) and private memory (RssAnon), the V8 heaps of both threads
 // and the process's mappings grouped. `--bundle` adds another build, run alternately with this one
 // (its runs first in odd runs), with `--bundle-env NAME=VALUE` added to its environment only.
+// `--parts` measures each build in each of the settings it lists (comma-separated, alternately):
+// `off`, a plain site gateway (local QuestDB, HTTP and HTTPS ingest, CONSOLE=off), each optional
+// part alone on top of it (`console`, `mqtt`, `catalogue`, `kafka`, `fleet-report`), or `on`, all of
+// them; without it the shipped settings alone. Kafka's parts start a broker beside QuestDB.
 // Prints a Markdown table of medians (min–max) with the load average at start and end.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createKafkaTopic, startKafka } from '../scripts/lib/kafka.mjs';
 import { sampleProcess } from '../scripts/lib/proc.mjs';
 import { median } from '../scripts/lib/stats.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
@@ -25,15 +30,71 @@ const { values: args } = parseArgs({
     bundle: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     'bundle-env': { type: 'string', multiple: true, default: [] },
+    parts: { type: 'string', multiple: true, default: [] },
   },
 });
 const runs = Number(args.runs);
 const settleS = Number(args.settle);
 const windowS = Number(args.window);
 const load = loadAverage;
+/** The optional parts `--parts` may name, each on top of a plain site gateway (checked before QuestDB starts). */
+const PART_NAMES = ['console', 'mqtt', 'catalogue', 'kafka', 'fleet-report'];
+const settings = args.parts.flatMap((list) => list.split(',')).filter((name) => name !== '');
+for (const name of settings)
+  if (name !== 'off' && name !== 'on' && !PART_NAMES.includes(name))
+    throw new Error(`--parts ${name}: not one of off, on, ${PART_NAMES.join(', ')}`);
 const { builds, extraEnv, workDir, apiKey, loadAtStart, questdb } = await standaloneBench('idle-', args);
 // The other build's environment as its release shipped it (`GLIBC_TUNABLES=` for one from before the malloc setting).
 const bundleEnv = envPairs(args['bundle-env']);
+
+const kafkaTopic = `idle_${randomBytes(4).toString('hex')}`;
+/** A broker for the settings with a Kafka sink; QuestDB stopped again when it cannot be had. */
+async function kafkaWhenNeeded() {
+  if (!settings.some((name) => name === 'kafka' || name === 'on')) return undefined;
+  const broker = await startKafka().catch(async (/** @type {unknown} */ error) => {
+    await questdb.stop();
+    throw error;
+  });
+  await createKafkaTopic(broker.bootstrap, kafkaTopic).catch(async (/** @type {unknown} */ error) => {
+    await Promise.all([broker.close(), questdb.stop()]);
+    throw error;
+  });
+  return broker;
+}
+const kafka = await kafkaWhenNeeded();
+const catalogueFile = join(workDir, 'catalogue.yaml');
+writeFileSync(catalogueFile, 'ships:\n  ship-000: MV Idle\ncargo:\n  - match: temp*\n    name: Temperature\n    unit: °C\n');
+
+/** The environment of one optional part when on. @param {string} part @returns {Record<string, string>} */
+function partEnv(part) {
+  switch (part) {
+    case 'console':
+      return { CONSOLE: 'on' };
+    case 'mqtt':
+      return { MQTT: 'on', MQTT_PORT: '0', MQTT_TLS_PORT: '0' };
+    case 'catalogue':
+      return { CATALOGUE_FILE: catalogueFile };
+    case 'kafka':
+      return { KAFKA_BROKERS: kafka?.bootstrap ?? '', KAFKA_TOPIC: kafkaTopic };
+    default:
+      // The site's report goes to the centre it forwards to: a remote QuestDB sink (here the same QuestDB).
+      return {
+        HEALTH_REPORT: 'true',
+        REMOTE_QUESTDB_URL: questdb.httpUrl,
+        REMOTE_QUESTDB_TABLE: `idle_remote_${randomBytes(4).toString('hex')}`,
+      };
+  }
+}
+
+/** A setting of `--parts` as an environment. @param {string} name @returns {Record<string, string>} */
+const settingEnv = (name) => Object.assign({ CONSOLE: 'off' }, ...(name === 'on' ? PART_NAMES : name === 'off' ? [] : [name]).map(partEnv));
+
+/** What is measured: each build in each setting. */
+const targets = builds.flatMap((build) =>
+  settings.length === 0
+    ? [{ ...build, env: {} }]
+    : settings.map((name) => ({ name: `${build.name}, parts ${name}`, bundle: build.bundle, env: settingEnv(name) })),
+);
 
 /**
  * Voluntary context switches (the thread slept and was woken), CPU ticks and run time in ns (from
@@ -91,7 +152,7 @@ function mappings(pid) {
   return groups;
 }
 
-/** @param {{ name: string, bundle: string }} build */
+/** @param {{ name: string, bundle: string, env: Record<string, string> }} build */
 async function idleRun(build) {
   const dataDir = mkdtempSync(join(workDir, 'gateway-'));
   const gateway = await startBenchGateway({
@@ -101,6 +162,7 @@ async function idleRun(build) {
       DATA_DIR: dataDir,
       QUESTDB_URL: questdb.httpUrl,
       QUESTDB_TABLE: `idle_${randomBytes(4).toString('hex')}`,
+      ...build.env,
       ...extraEnv,
       ...(build.bundle === args.bundle ? bundleEnv : {}),
     },
@@ -112,8 +174,12 @@ async function idleRun(build) {
       body: JSON.stringify({ time: new Date().toISOString(), ship_id: 'ship-000', cargo_id: 'temperature', value: 21.5 }),
     });
     if (!response.ok) throw new Error(`the reading was refused: ${response.status}`);
-    if (!(await waitFor(async () => (await gateway.status()).totals.flushedReadings >= 1, 30_000)))
-      throw new Error('the reading was not delivered within 30 s');
+    // Delivered by every sink (Kafka's and the remote QuestDB's too, when on).
+    const delivered = async () => {
+      const status = await gateway.status();
+      return status.totals.flushedReadings >= 1 && (status.sinks ?? []).every((sink) => sink.backlog === 0);
+    };
+    if (!(await waitFor(delivered, 30_000))) throw new Error('the reading was not delivered by every sink within 30 s');
     await sleep(settleS * 1000);
     const before = sampleProcess(gateway.pid);
     const wokeBefore = wakeUps(gateway.pid);
@@ -155,10 +221,10 @@ async function idleRun(build) {
 }
 
 /** @type {Map<string, Awaited<ReturnType<typeof idleRun>>[]>} */
-const results = new Map(builds.map((b) => [b.name, []]));
+const results = new Map(targets.map((b) => [b.name, []]));
 try {
   for (let run = 1; run <= runs; run++) {
-    const order = run % 2 === 1 ? builds : [...builds].reverse();
+    const order = run % 2 === 1 ? targets : [...targets].reverse();
     for (const build of order) {
       const result = await idleRun(build);
       results.get(build.name)?.push(result);
@@ -177,6 +243,7 @@ try {
     }
   }
 } finally {
+  await kafka?.close();
   await questdb.stop();
   rmSync(workDir, { recursive: true, force: true });
 }
@@ -201,12 +268,12 @@ const rows = [
 process.stdout.write(
   `\nload average at start ${loadAtStart}, at end ${load()}; ${runs} runs, ${settleS} s settle, ${windowS} s measured\n\n`,
 );
-process.stdout.write(`| Figure | ${builds.map((b) => b.name).join(' | ')} |\n|---|${builds.map(() => '---:').join('|')}|\n`);
+process.stdout.write(`| Figure | ${targets.map((b) => b.name).join(' | ')} |\n|---|${targets.map(() => '---:').join('|')}|\n`);
 for (const [label, pick, digits] of rows)
   process.stdout.write(
-    `| ${label} | ${builds.map((b) => cell((results.get(b.name) ?? []).map(/** @type {any} */ (pick)), /** @type {number} */ (digits))).join(' | ')} |\n`,
+    `| ${label} | ${targets.map((b) => cell((results.get(b.name) ?? []).map(/** @type {any} */ (pick)), /** @type {number} */ (digits))).join(' | ')} |\n`,
   );
-for (const build of builds) {
+for (const build of targets) {
   const list = results.get(build.name) ?? [];
   const threads = [...new Set(list.flatMap((r) => Object.keys(r.woke)))];
   const groups = [...new Set(list.flatMap((r) => Object.keys(r.mappingsMb)))];

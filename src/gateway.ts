@@ -22,9 +22,8 @@ import { CatalogueStore } from './catalogue/catalogue-store.js';
 import { HealthLifecycle, within } from './health/health-lifecycle.js';
 import { HealthReporter } from './health/health-reporter.js';
 import { createFleetSinkTable, createFleetSiteTable, FleetRecorder } from './health/fleet-rows.js';
-import { FleetReporter, type FleetDestination } from './health/fleet-reporter.js';
+import type { FleetDestination, FleetReporter } from './health/fleet-reporter.js';
 import { REMOTE_QUESTDB_SINK, remoteQuestDbSpec } from './sinks/remote-questdb/remote-questdb-spec.js';
-import { SiteReportSender, siteReportUrl } from './sinks/upstream/site-report.js';
 import { setUpTable } from './sinks/questdb/table-setup.js';
 import { takeSnapshot, type GatewaySnapshot, type SinkDescription } from './health/snapshot.js';
 import { SystemdNotifier } from './health/systemd-notify.js';
@@ -33,9 +32,9 @@ import { ConnectionGate } from './http/connection-gate.js';
 import { keysAppliedPath } from './keys/keys-applied.js';
 import { FailureDelay } from './http/middleware/api-key/failure-delay.js';
 import { IdempotencyKeys, idempotencyFile } from './http/idempotency-keys.js';
-import { GatewayStats } from './stats.js';
+import { GatewayStats, type GatewayParts } from './stats.js';
 import type { ReadingsStore } from './console/cargo-history.js';
-import { GatewayConsole } from './console/gateway-console.js';
+import type { ConsoleDeps, GatewayConsole } from './console/gateway-console.js';
 import type { UpdateInstaller } from './console/update-bundle.js';
 import { AuditTrail } from './audit/audit-trail.js';
 import { VERSION } from './version.js';
@@ -82,10 +81,11 @@ export interface StopCause {
 
 export interface GatewayOptions {
   /**
-   * The script the delivery thread runs: the gateway bundle itself, which starts the sinks when it
-   * finds itself in a worker thread. Tests that run the sources pass the built bundle.
+   * The script the delivery thread runs: the gateway bundle's entry, which starts the sinks when it
+   * finds itself in a worker thread (this module is a chunk of the bundle, not its entry). Tests
+   * that run the sources pass the built bundle.
    */
-  deliveryScript?: URL | string;
+  deliveryScript: URL | string;
   /** The environment the configuration was loaded from, for the console's settings page; `process.env` by default. */
   env?: Record<string, string | undefined>;
   /** What takes update bundles uploaded in the console; by default the system's (the appliance's), if it has one. */
@@ -97,7 +97,7 @@ export interface GatewayOptions {
  * nothing is written before the queue file's format is known to be readable, and the servers listen
  * only once everything they answer from is open.
  */
-export async function startGateway(config: Config, logger: Logger, options: GatewayOptions = {}): Promise<Gateway> {
+export async function startGateway(config: Config, logger: Logger, options: GatewayOptions): Promise<Gateway> {
   // A queue file from a newer release is refused before anything is written, the certificate included.
   assertReadableFormat(queuePath(config.dataDir));
   // Then nothing is written before this process owns the data directory: a second gateway stops here.
@@ -163,7 +163,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     identity,
     siteClaims: () => claims.view(),
   };
-  const gatewayConsole = new GatewayConsole({
+  const gatewayConsole = await consoleWhenOn(config, {
     ...facts,
     certificate: () => ({ ...tlsSummary(certificate), subjectAltName: certificate.subjectAltName, pem: certificate.cert }),
     delivery,
@@ -239,7 +239,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     failureDelay,
     validator,
     stopping: stopping.signal,
-    accepted: (principal, record, readings) => gatewayConsole.accepted(principal, record, readings),
+    ...(gatewayConsole === undefined ? {} : { accepted: gatewayConsole.accepted.bind(gatewayConsole) }),
     onFailure: async () => {
       await http.close(Date.now());
       await questdb?.close();
@@ -247,24 +247,17 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
       queue.close();
     },
   });
-  gatewayConsole.start(http.httpsPort);
+  gatewayConsole?.start(http.httpsPort);
   audit.start();
   delivery.start();
   keys.watch();
   catalogue.watch();
-  const fleet = fleetDestinations(config, questdb);
+  const fleet = await fleetReporting(config, questdb, identity, logger);
   const snapshot = () => takeSnapshot({ ...facts, idempotency });
-  const housekeeping = scheduleHousekeeping(config, logger, queue, {
-    health,
-    fleet,
-    catalogue,
-    snapshot,
-    identity,
-    claims,
-    fleetRecorder,
-  });
+  const housekeeping = scheduleHousekeeping(config, queue, { health, fleet, catalogue, snapshot, claims, fleetRecorder });
   const systemd = await notifySystemdReady(config, http, queue, logger);
-  logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions, instance: instance.id });
+  stats.parts = partsOf(config, fleet);
+  logStarted(config, logger, { http, queue, certificate, sinks: sinkDescriptions, instance: instance.id, parts: stats.parts });
 
   // Everything a graceful stop (stopInOrder) closes.
   const running: Running = {
@@ -325,7 +318,7 @@ interface Running {
   mqtt: RunningMqtt | undefined;
   delivery: DeliveryThread;
   questdb: QuestDbHttp | undefined;
-  fleet: FleetDestinations;
+  fleet: FleetReporting | undefined;
   queue: QueueWriter;
   owner: DataDirLock;
   idempotency: IdempotencyKeys;
@@ -333,7 +326,7 @@ interface Running {
   health: HealthLifecycle | undefined;
   snapshot: () => GatewaySnapshot;
   audit: AuditTrail;
-  console: GatewayConsole;
+  console: GatewayConsole | undefined;
 }
 
 /** Graceful stop: refuse new work, finish in-flight requests, let the sinks drain until the deadline, close the queue. */
@@ -351,15 +344,22 @@ async function stopInOrder(config: Config, logger: Logger, running: Running, cau
   running.audit.close();
   saveIdempotencyKeys(config, logger, running.idempotency);
   running.claims.close();
-  await running.console.stop();
+  await running.console?.stop();
   await delivery.stop(deadline);
   await running.health?.stopped(running.snapshot, cause.signal, deadline);
   await running.questdb?.close();
-  await running.fleet.close();
+  await running.fleet?.close();
   if (!queue.close())
     logger.warn({ event: 'checkpoint_failed' }, 'could not checkpoint the queue (disk full?); its WAL is replayed at the next start');
   running.owner.release();
   logger.info({ event: 'stopped', queued: queue.stats().readings }, 'stopped; queue closed');
+}
+
+/** The console and `/metrics`, loaded only when `CONSOLE` is on. */
+async function consoleWhenOn(config: Config, deps: ConsoleDeps): Promise<GatewayConsole | undefined> {
+  if (!config.console) return undefined;
+  const { GatewayConsole } = await import('./console/gateway-console.js');
+  return new GatewayConsole(deps);
 }
 
 /** The schema of record and its fast twin, judging reading times by one window. */
@@ -535,7 +535,7 @@ function deliveryThread(
   options: GatewayOptions,
 ): DeliveryThread {
   return new DeliveryThread(
-    options.deliveryScript ?? new URL(import.meta.url),
+    options.deliveryScript,
     {
       dataDir: config.dataDir,
       durability: config.durability,
@@ -677,25 +677,35 @@ function healthQuestDb(sinks: readonly SinkSpec[]): QuestDbHttp | undefined {
   return healthSink === undefined ? undefined : new QuestDbHttp(healthSink.questdb);
 }
 
-interface FleetDestinations {
-  destinations: FleetDestination[];
+interface FleetReporting {
+  reporter: FleetReporter;
   close(): Promise<void>;
 }
 
 /**
  * Where this site's health goes to the centre, through the sinks it has: the central gateway
  * behind an upstream of the gateway form (`…/api/v2/ingest/batch`), and a remote QuestDB (over its
- * own client, unless it already takes the health rows because the local QuestDB is off).
+ * own client, unless it already takes the health rows because the local QuestDB is off). Loaded
+ * only when health reports are on and a sink goes to a centre: undefined otherwise.
  */
-function fleetDestinations(config: Config, healthQuestDb: QuestDbHttp | undefined): FleetDestinations {
+async function fleetReporting(
+  config: Config,
+  healthQuestDb: QuestDbHttp | undefined,
+  identity: { site: string; instance: string },
+  logger: Logger,
+): Promise<FleetReporting | undefined> {
+  if (!config.healthReport) return undefined;
   const destinations: FleetDestination[] = [];
   const closers: (() => Promise<void>)[] = [];
   const upstream = config.upstream;
-  const reportUrl = upstream === undefined ? undefined : siteReportUrl(upstream.url);
-  if (upstream !== undefined && reportUrl !== undefined) {
-    const sender = new SiteReportSender(reportUrl, upstream.apiKey, { caFile: upstream.caFile, proxy: upstream.proxy });
-    destinations.push({ name: 'upstream', send: (report) => sender.send(JSON.stringify(report)) });
-    closers.push(() => sender.close());
+  if (upstream !== undefined) {
+    const { SiteReportSender, siteReportUrl } = await import('./sinks/upstream/site-report.js');
+    const reportUrl = siteReportUrl(upstream.url);
+    if (reportUrl !== undefined) {
+      const sender = new SiteReportSender(reportUrl, upstream.apiKey, { caFile: upstream.caFile, proxy: upstream.proxy });
+      destinations.push({ name: 'upstream', send: (report) => sender.send(JSON.stringify(report)) });
+      closers.push(() => sender.close());
+    }
   }
   const remote = remoteQuestDbSpec(config);
   if (remote !== undefined) {
@@ -705,7 +715,12 @@ function fleetDestinations(config: Config, healthQuestDb: QuestDbHttp | undefine
     destinations.push({ name: REMOTE_QUESTDB_SINK, send: (report) => recorder.record(report, undefined) });
     if (client !== healthQuestDb) closers.push(() => client.close());
   }
-  return { destinations, close: async () => void (await Promise.all(closers.map((close) => close()))) };
+  if (destinations.length === 0) return undefined;
+  const { FleetReporter } = await import('./health/fleet-reporter.js');
+  return {
+    reporter: new FleetReporter(destinations, { ...identity, gateway: config.gatewayName }, logger),
+    close: async () => void (await Promise.all(closers.map((close) => close()))),
+  };
 }
 
 /**
@@ -714,23 +729,17 @@ function fleetDestinations(config: Config, healthQuestDb: QuestDbHttp | undefine
  */
 function scheduleHousekeeping(
   config: Config,
-  logger: Logger,
   queue: QueueWriter,
   housekeeper: {
     health: HealthLifecycle | undefined;
-    fleet: FleetDestinations;
+    fleet: FleetReporting | undefined;
     catalogue: CatalogueStore;
     snapshot: () => GatewaySnapshot;
-    identity: { site: string; instance: string };
     claims: SiteClaims;
     fleetRecorder: FleetRecorder | undefined;
   },
 ): ScheduledTask {
-  const { health, fleet, catalogue, snapshot, identity, claims, fleetRecorder } = housekeeper;
-  const fleetReporter =
-    config.healthReport && fleet.destinations.length > 0
-      ? new FleetReporter(fleet.destinations, { ...identity, gateway: config.gatewayName }, logger)
-      : undefined;
+  const { health, fleet, catalogue, snapshot, claims, fleetRecorder } = housekeeper;
   return cron.schedule(
     config.housekeepingCron,
     async () => {
@@ -743,7 +752,7 @@ function scheduleHousekeeping(
       const conflicts = claims.view().conflicts;
       await Promise.all([
         health?.report(current),
-        fleetReporter?.report(current),
+        fleet?.reporter.report(current),
         conflicts.length === 0 ? undefined : fleetRecorder?.recordConflicts(conflicts, Date.now()),
       ]);
       await catalogue.publish();
@@ -764,10 +773,30 @@ async function notifySystemdReady(
   return systemd;
 }
 
+/** Which optional parts this start loaded. */
+function partsOf(config: Config, fleet: FleetReporting | undefined): GatewayParts {
+  const on = (yes: boolean) => (yes ? 'on' : 'off');
+  return {
+    console: on(config.console),
+    mqtt: on(config.mqtt !== undefined),
+    mqttSubscription: on(config.mqttSubscribe !== undefined),
+    catalogue: on(config.catalogueFile !== undefined),
+    fleetReport: on(fleet !== undefined),
+    kafka: on(config.kafka !== undefined),
+  };
+}
+
 function logStarted(
   config: Config,
   logger: Logger,
-  started: { http: HttpServer; queue: QueueWriter; certificate: ServerCertificate; sinks: readonly SinkDescription[]; instance: string },
+  started: {
+    http: HttpServer;
+    queue: QueueWriter;
+    certificate: ServerCertificate;
+    sinks: readonly SinkDescription[];
+    instance: string;
+    parts: GatewayParts;
+  },
 ): void {
   const { http, queue, certificate } = started;
   const line = startLine(config, started);
@@ -790,6 +819,7 @@ function logStarted(
       questdb: config.questdbUrl,
       table: config.table,
       sinks: started.sinks,
+      parts: started.parts,
       apiKeySource: config.apiKeySource,
       apiKeysFile: config.apiKeysFile,
       environment: config.environment,
@@ -816,7 +846,9 @@ function startLine(config: Config, started: { http: HttpServer; queue: QueueWrit
     config.apiKeySource === 'development default'
       ? `X-API-Key ${config.apiKey}, the public development key (set API_KEY before other machines reach this one)`
       : `X-API-Key from API_KEY (${config.apiKeySource})`;
-  return `Harbor Gateway ${VERSION}: ${api}; ${tls}; ${queued}; ${questdb}; ${key}, device keys in ${config.apiKeysFile}`;
+  // The console is on unless switched off: a person looking for it is told why it is not there.
+  const console = config.console ? '' : '; console off (CONSOLE=off)';
+  return `Harbor Gateway ${VERSION}: ${api}; ${tls}; ${queued}; ${questdb}; ${key}, device keys in ${config.apiKeysFile}${console}`;
 }
 
 /** What a technician compares with the device's view: never the key. */

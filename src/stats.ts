@@ -34,6 +34,25 @@ export class SinkStats {
 export const LOCAL_SINK = 'questdb';
 
 /** Counters since start, shared by ingest and the sinks and read by the status endpoint. */
+/**
+ * The optional parts of the gateway as it started: `off`, none of a part's code is loaded and it
+ * holds no memory (docs/architecture.md, "What loads when").
+ */
+export interface GatewayParts {
+  /** The console and `/metrics` (`CONSOLE`). */
+  console: 'on' | 'off';
+  /** The MQTT endpoint for devices (`MQTT`). */
+  mqtt: 'on' | 'off';
+  /** The subscription to a site broker (`MQTT_SUBSCRIBE_URL`). */
+  mqttSubscription: 'on' | 'off';
+  /** The site's catalogue (`CATALOGUE_FILE`). */
+  catalogue: 'on' | 'off';
+  /** The site's report to the centre, on when a sink forwards to one and health reports are on. */
+  fleetReport: 'on' | 'off';
+  /** The Kafka sink (`KAFKA_BROKERS`). */
+  kafka: 'on' | 'off';
+}
+
 export class GatewayStats {
   readonly startedMs = Date.now();
   acceptedRequests = 0;
@@ -46,6 +65,8 @@ export class GatewayStats {
   deliveryHeap: { usedBytes: number; totalBytes: number } | undefined;
   /** MQTT's own counters, when the endpoint or a subscription is on. */
   mqtt: MqttStats | undefined;
+  /** The optional parts, once the gateway has started. */
+  parts: GatewayParts | undefined;
 
   /** A sink's counters, made on first use. */
   sink(name: string): SinkStats {

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import { brotliCompressSync, constants, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERIES_MEDIA_TYPE } from '../src/reading/series-batch.js';
+import { SERIES_MEDIA_TYPE } from '../src/reading/series-form.js';
 import { TEST_KEY, jsonAnswer, startTestGateway, type TestGateway } from './support/gateway.js';
 import { sql, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { waitUntil } from './support/wait.js';

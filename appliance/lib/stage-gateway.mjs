@@ -93,14 +93,19 @@ export function stageGateway({ sysroot, destination, tree, version }) {
   if (tree === undefined)
     buildSync({
       ...bundleOptions,
-      outfile: join(destination, 'dist', 'gateway.mjs'),
-      // The map stays with the build tree; the card carries the bundle and its licences.
+      // The entry and its chunks (build.mjs); the maps stay with the build tree, the card carries the bundle and its licences.
+      outdir: join(destination, 'dist'),
       sourcemap: false,
       define: { ...bundleOptions.define, __GATEWAY_VERSION__: JSON.stringify(version) },
     });
-  else
+  else {
     for (const file of ['gateway.mjs', 'gateway.mjs.LEGAL.txt'])
       if (existsSync(join(from, 'dist', file))) copyFileSync(join(from, 'dist', file), join(destination, 'dist', file));
+    // The modules the entry loads when it needs them, without their source maps (a release built before them has none).
+    const chunks = join(from, 'dist', 'chunks');
+    if (existsSync(chunks))
+      cpSync(chunks, join(destination, 'dist', 'chunks'), { recursive: true, filter: (path) => !path.endsWith('.map') });
+  }
   copyFileSync(join(from, 'README.md'), join(destination, 'README.md'));
   for (const name of RUNTIME_MODULES) {
     const packageDir = join(from, 'node_modules', name);

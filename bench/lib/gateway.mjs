@@ -7,6 +7,7 @@ import { startGatewayProcess } from '../../scripts/lib/gateway-process.mjs';
  * @property {{ records: number, readings: number, bytes: number, commits: number, oldestAgeSeconds: number | null }} queue
  * @property {{ acceptedRequests: number, acceptedReadings: number, refusedRequests: number, flushes: number, flushFailures: number, flushedReadings: number, deadLettered: number }} totals
  * @property {number} deadLetters
+ * @property {{ name: string, backlog: number }[]} sinks
  * @property {{ rssBytes: number, heapUsedBytes: number, heapTotalBytes?: number, deliveryHeapUsedBytes?: number, deliveryHeapTotalBytes?: number }} memory
  */
 

@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../log/logger.js';
 import { auditInputSchema, entryOf } from './audit-entry.js';
 import { AuditFile, MAX_ENTRIES, MAX_REPEATED_ENTRIES, auditPath } from './audit-file.js';
@@ -115,6 +115,52 @@ describe('the audit trail', () => {
       ['key_added', 'cli'],
     ]);
     t.close();
+  });
+
+  it('holds no connection to the file while idle, and opens it at a tick only when another process wrote', () => {
+    const { dataDir, trail, audits } = setUp();
+    const path = auditPath(dataDir);
+    const openFiles = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(path);
+        } catch {
+          return false;
+        }
+      });
+    // As the file looks ticks later: changed longer ago than a tick of the kernel's clock.
+    const settle = () => {
+      for (const name of [path, `${path}-wal`])
+        if (existsSync(name)) utimesSync(name, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    };
+    const t = trail();
+    expect(openFiles()).toEqual([]);
+    t.record({ action: 'key_added', outcome: 'ok', actor: 'console', subject: 'a' });
+    t.tick();
+    expect(openFiles()).toEqual([]);
+    settle();
+    t.tick();
+    const opened = vi.spyOn(AuditFile, 'open');
+    const read = vi.spyOn(AuditFile.prototype, 'othersAfter');
+    try {
+      t.tick();
+      t.tick();
+      expect(opened).not.toHaveBeenCalled();
+      expect(read).not.toHaveBeenCalled();
+      const cli = new Database(path);
+      cli
+        .prepare('INSERT INTO audit (at_ms, first_ms, action, outcome, actor, count, writer) VALUES (?, ?, ?, ?, ?, 1, ?)')
+        .run(Date.now(), Date.now(), 'key_revoked', 'ok', 'cli', 'cli-2');
+      cli.close();
+      t.tick();
+      expect(opened).toHaveBeenCalledTimes(1);
+      expect(audits().map((l) => l['action'])).toEqual(['key_added', 'key_revoked']);
+      expect(openFiles()).toEqual([]);
+    } finally {
+      opened.mockRestore();
+      read.mockRestore();
+      t.close();
+    }
   });
 
   it('keeps entries in the log and the counters while the file cannot be written, and writes them once it can', () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import {
   type AuditAction,
@@ -9,7 +10,7 @@ import {
   entryOf,
   isRepeatable,
 } from './audit-entry.js';
-import { AuditFile } from './audit-file.js';
+import { AuditFile, auditPath } from './audit-file.js';
 import { RepeatWindows } from './repeat-windows.js';
 
 export interface AuditTrailOptions {
@@ -26,6 +27,11 @@ export interface AuditTrailOptions {
 const MAX_PENDING = 256;
 /** Entries held while the file cannot be written; past it the oldest are let go (they are in the log). */
 const MAX_HELD = 1000;
+/**
+ * A file changed this recently when it was last looked at may change again with the same size and
+ * time stamp as seen (file times move in steps of the kernel's clock tick): it is looked at again.
+ */
+const UNSETTLED_MS = 1000;
 
 export interface AuditCount {
   action: AuditAction;
@@ -39,6 +45,10 @@ export interface AuditCount {
  * transaction. Refused and throttled logins are gathered per address (RepeatWindows), so a flood of
  * them costs neither a write nor a log line each. Entries other processes wrote (the command line,
  * the appliance's tools) are read from the file at the same pace: logged and counted here too.
+ *
+ * Idle, it holds no connection to the file: each write or read opens it and closes it again, and a
+ * tick with nothing to write looks at the file (a stat of it and its log) and opens it only when
+ * another process changed it.
  */
 export class AuditTrail {
   readonly #options: Required<Omit<AuditTrailOptions, 'logger' | 'dataDir'>> & Pick<AuditTrailOptions, 'logger' | 'dataDir'>;
@@ -47,10 +57,13 @@ export class AuditTrail {
   readonly #windows: RepeatWindows;
   readonly #counts = new Map<string, AuditCount>();
   #pending: AuditEntry[] = [];
-  #file: AuditFile | undefined;
   #fileProblem: string | undefined;
   /** The last id of the file seen, so only entries after it are read as others'. */
   #seenId = 0;
+  /** The file and its log as a stat saw them after the last read: while they look the same, nobody wrote. */
+  #seenState = '';
+  /** The file had just changed at the last read: read it at the next tick whatever it looks like. */
+  #unsettled = true;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -58,7 +71,9 @@ export class AuditTrail {
     this.#options = { flushMs: 5000, windowMs: 60_000, now: Date.now, ...options };
     this.#windows = new RepeatWindows(this.#options.windowMs);
     // What is in the file already was there before this start: counted from here on.
-    this.#seenId = this.#openFile()?.lastId() ?? 0;
+    this.#visit((file) => {
+      this.#seenId = file.lastId();
+    });
   }
 
   /** Writes and reads every `flushMs` until `close()`; the timer never keeps the process alive. */
@@ -74,21 +89,16 @@ export class AuditTrail {
     if (entry !== undefined) this.#keep(entry);
   }
 
-  /** Closes the windows that are due, writes what waits, reads what others wrote. */
+  /** Closes the windows that are due, writes what waits, reads what others wrote (if anyone wrote). */
   tick(): void {
     for (const entry of this.#windows.close(this.#options.now())) this.#keep(entry);
+    if (this.#pending.length === 0 && !this.#unsettled && this.#fileState().state === this.#seenState) return;
     this.#flush();
-    this.#readOthers();
   }
 
   /** The newest entries, newest first: those written, those waiting and the windows still open. */
   latest(limit: number): AuditEntry[] {
-    let stored: AuditEntry[] = [];
-    try {
-      stored = this.#openFile()?.latest(limit) ?? [];
-    } catch (error) {
-      this.#problem(error);
-    }
+    const stored = this.#visit((file) => file.latest(limit)) ?? [];
     return [...this.#pending, ...this.#windows.pending(), ...stored].sort((a, b) => b.atMs - a.atMs).slice(0, limit);
   }
 
@@ -103,10 +113,7 @@ export class AuditTrail {
     clearInterval(this.#timer);
     for (const entry of this.#windows.close(Number.POSITIVE_INFINITY)) this.#keep(entry);
     this.#flush();
-    this.#readOthers();
     this.#closed = true;
-    this.#file?.close();
-    this.#file = undefined;
   }
 
   #keep(entry: AuditEntry): void {
@@ -115,35 +122,75 @@ export class AuditTrail {
     if (this.#pending.length >= MAX_PENDING) this.#flush();
   }
 
+  /** Writes what waits and reads what others wrote, in one opening of the file. */
   #flush(): void {
-    if (this.#pending.length === 0) return;
-    const file = this.#openFile();
-    if (file !== undefined) {
-      try {
-        file.append(this.#pending, this.#writer);
-        this.#pending = [];
-        this.#fileProblem = undefined;
-        return;
-      } catch (error) {
-        this.#problem(error);
-      }
-    }
+    this.#visit((file) => {
+      if (this.#pending.length === 0) return;
+      file.append(this.#pending, this.#writer);
+      this.#pending = [];
+      this.#fileProblem = undefined;
+    });
     if (this.#pending.length > MAX_HELD) this.#pending = this.#pending.slice(-MAX_HELD);
   }
 
-  #readOthers(): void {
-    const file = this.#openFile();
-    if (file === undefined) return;
+  /**
+   * Opens the file, does `use` with it, reads what others wrote since the last read, and closes it
+   * again; undefined when the file cannot be opened or `use` failed (said once by #problem).
+   */
+  #visit<T>(use: (file: AuditFile) => T): T | undefined {
+    if (this.#closed) return undefined;
+    let file: AuditFile;
     try {
-      const { entries, lastId } = file.othersAfter(this.#seenId, this.#writer);
-      for (const entry of entries) {
-        this.#count(entry.action, entry.outcome, entry.count);
-        this.#log(entry);
-      }
-      this.#seenId = lastId;
+      file = AuditFile.open(this.#options.dataDir, { busyTimeoutMs: 1000 });
     } catch (error) {
       this.#problem(error);
+      return undefined;
     }
+    let result: T | undefined;
+    let read = false;
+    try {
+      result = use(file);
+      this.#readOthers(file);
+      read = true;
+    } catch (error) {
+      this.#problem(error);
+    } finally {
+      file.close();
+    }
+    // After the close, which removes the file's log: the file as the next tick will find it.
+    if (read) {
+      const { state, changedMs } = this.#fileState();
+      this.#seenState = state;
+      this.#unsettled = Date.now() - changedMs < UNSETTLED_MS;
+    }
+    return result;
+  }
+
+  #readOthers(file: AuditFile): void {
+    const { entries, lastId } = file.othersAfter(this.#seenId, this.#writer);
+    for (const entry of entries) {
+      this.#count(entry.action, entry.outcome, entry.count);
+      this.#log(entry);
+    }
+    this.#seenId = lastId;
+  }
+
+  /** Identity, size and change time of the file and its log, as one string, and the later change time. */
+  #fileState(): { state: string; changedMs: number } {
+    const path = auditPath(this.#options.dataDir);
+    let changedMs = 0;
+    const state = [path, `${path}-wal`]
+      .map((name) => {
+        try {
+          const stat = statSync(name, { bigint: true });
+          changedMs = Math.max(changedMs, Number(stat.mtimeNs / 1_000_000n));
+          return `${stat.ino}:${stat.size}:${stat.mtimeNs}`;
+        } catch {
+          return '-';
+        }
+      })
+      .join(' ');
+    return { state, changedMs };
   }
 
   #count(action: AuditAction, outcome: AuditOutcome, n: number): void {
@@ -163,17 +210,6 @@ export class AuditTrail {
     };
     if (entry.outcome === 'ok') this.#options.logger.info(line, describeEntry(entry));
     else this.#options.logger.warn(line, describeEntry(entry));
-  }
-
-  #openFile(): AuditFile | undefined {
-    if (this.#file === undefined && !this.#closed) {
-      try {
-        this.#file = AuditFile.open(this.#options.dataDir, { busyTimeoutMs: 1000 });
-      } catch (error) {
-        this.#problem(error);
-      }
-    }
-    return this.#file;
   }
 
   /** Said once until the file works again: the entries stay in the log and the counters meanwhile. */

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SAMPLE_CATALOGUE as SAMPLE } from '../../test/support/catalogue-sample.js';
-import { CatalogueError, cargoEntryFor, cargoPattern, matchesCargo, parseCatalogue } from './catalogue-file.js';
+import { cargoEntryFor, cargoPattern, matchesCargo } from './catalogue.js';
+import { CatalogueError, parseCatalogue } from './catalogue-file.js';
 
 const problems = (text: string): string[] => {
   try {

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { QuestDbClient } from '../questdb/questdb-http.js';
-import { EMPTY_CATALOGUE, parseCatalogue, type Catalogue } from './catalogue-file.js';
+import { EMPTY_CATALOGUE, type Catalogue } from './catalogue.js';
 import { CATALOGUE_TABLES, createCatalogueTables, encodeCatalogue, type CatalogueTables } from './catalogue-tables.js';
 
 export interface CatalogueStoreOptions {
@@ -21,7 +21,8 @@ export interface CatalogueStoreOptions {
  * file, checks it and writes it to two small QuestDB tables: at start, whenever the file changes
  * (polled) and on SIGHUP. A file with a mistake is refused whole, with every problem logged, and
  * the catalogue loaded before stays; one that is missing is an empty catalogue. A write QuestDB
- * did not take is made again at the next housekeeping run.
+ * did not take is made again at the next housekeeping run. The file's parser (yaml and its schema)
+ * is loaded when there is a file to parse: without one the store holds the empty catalogue alone.
  */
 export class CatalogueStore {
   #catalogue: Catalogue = EMPTY_CATALOGUE;
@@ -30,21 +31,28 @@ export class CatalogueStore {
   #unpublished = true;
   #tablesReady = false;
   #timer: NodeJS.Timeout | undefined;
+  /** The latest read of the file, done; reads follow each other in the order asked. */
+  #read: Promise<void>;
   readonly #options: CatalogueStoreOptions;
   readonly #tables: CatalogueTables;
 
   constructor(options: CatalogueStoreOptions) {
     this.#options = options;
     this.#tables = options.tables ?? CATALOGUE_TABLES;
-    this.reload();
+    this.#read = this.#readFile();
   }
 
   get catalogue(): Catalogue {
     return this.#catalogue;
   }
 
-  /** Re-reads the file; keeps the catalogue loaded before when it has a mistake. */
-  reload(): void {
+  /** Re-reads the file; keeps the catalogue loaded before when it has a mistake. Never rejects. */
+  reload(): Promise<void> {
+    this.#read = this.#read.then(() => this.#readFile());
+    return this.#read;
+  }
+
+  async #readFile(): Promise<void> {
     const { path, logger } = this.#options;
     this.#fileVersion = this.#version();
     if (path === undefined) return;
@@ -61,7 +69,7 @@ export class CatalogueStore {
       logger.info({ event: 'catalogue_missing', path }, 'no catalogue file: ship and cargo ids show as they are');
     }
     try {
-      this.#catalogue = parseCatalogue(text);
+      this.#catalogue = text.trim() === '' ? EMPTY_CATALOGUE : (await import('./catalogue-file.js')).parseCatalogue(text);
     } catch (error) {
       const problems = (error as { problems?: string[] }).problems ?? [(error as Error).message];
       logger.error(
@@ -77,12 +85,12 @@ export class CatalogueStore {
     );
   }
 
-  /** Starts watching the file for changes, each change written to QuestDB at once. */
+  /** Starts watching the file for changes, each change written to QuestDB at once; without `CATALOGUE_FILE`, nothing. */
   watch(): void {
+    if (this.#options.path === undefined) return;
     this.#timer ??= setInterval(() => {
       if (this.#version() === this.#fileVersion) return;
-      this.reload();
-      void this.publish();
+      void this.reload().then(() => this.publish());
     }, this.#options.pollMs).unref();
   }
 
@@ -91,8 +99,9 @@ export class CatalogueStore {
     this.#timer = undefined;
   }
 
-  /** Writes the catalogue to QuestDB unless it is there already; true once it is. */
+  /** Writes the catalogue to QuestDB, once the file read last is, unless it is there already; true once it is. */
   async publish(now = Date.now()): Promise<boolean> {
+    await this.#read;
     const { questdb, gateway, site, logger } = this.#options;
     if (questdb === undefined) return false;
     if (!this.#unpublished) return true;

@@ -1,5 +1,5 @@
 import { escapeIlp, ilpString as text } from '../questdb/ilp-escape.js';
-import { cargoPattern, type Catalogue } from './catalogue-file.js';
+import { cargoPattern, type Catalogue } from './catalogue.js';
 
 export const CARGO_CATALOGUE_TABLE = 'cargo_catalogue';
 export const SHIP_CATALOGUE_TABLE = 'ship_catalogue';

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { CatalogueError, cargoEntryFor, parseCatalogue } from '../catalogue/catalogue-file.js';
+import { cargoEntryFor } from '../catalogue/catalogue.js';
+import { CatalogueError, parseCatalogue } from '../catalogue/catalogue-file.js';
 import { SETTINGS } from '../config/settings.js';
 
 interface Output {

@@ -8,13 +8,6 @@ import { QueueFormatError } from '../queue/queue-format.js';
 import { DataDirInUseError } from '../queue/data-dir-lock.js';
 import { VERSION } from '../version.js';
 import { EXIT_IN_USE } from './data-dir-access.js';
-import { auditCommand } from './audit-command.js';
-import { catalogueCommand } from './catalogue-command.js';
-import { deadLettersCommand } from './dead-letters-command.js';
-import { keysCommand } from './keys-command.js';
-import { queueCommand } from './queue-command.js';
-import { tlsCertificateCommand } from './tls-certificate-command.js';
-import { siteClaimsCommand } from './site-claims-command.js';
 
 /**
  * Exit status for configuration errors (EX_CONFIG), a queue file from a newer release among them;
@@ -45,7 +38,8 @@ Usage: harbor-gateway [command]
   version        print the version
 `;
 
-async function serve(): Promise<void> {
+/** `entry`: the bundle's entry, which the delivery thread runs. */
+async function serve(entry: URL): Promise<void> {
   // A terminal closed under a running gateway (the window of `npm run local`) fails each later write
   // to it with EIO, and an unheeded stream error would end the process in the middle of its stop,
   // the queue left unclosed: those lines are lost, the stop goes on.
@@ -100,8 +94,7 @@ async function serve(): Promise<void> {
   process.on('SIGHUP', () => {
     if (gateway === undefined) return;
     gateway.keys.reload();
-    gateway.catalogue.reload();
-    void gateway.catalogue.publish();
+    void gateway.catalogue.reload().then(() => gateway?.catalogue.publish());
     try {
       gateway.reloadCertificate();
     } catch (error) {
@@ -109,7 +102,7 @@ async function serve(): Promise<void> {
     }
   });
   try {
-    gateway = await startGateway(config, logger);
+    gateway = await startGateway(config, logger, { deliveryScript: entry });
   } catch (error) {
     if (error instanceof CertificateError || error instanceof ConfigError) {
       process.stderr.write(`harbor-gateway: ${error.message}\n`);
@@ -136,34 +129,49 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Runs one command line; `args` are the arguments after the program name. */
-export async function runCli(args: string[]): Promise<void> {
+/** Runs one command line; `args` are the arguments after the program name, `entry` the bundle's entry file. */
+export async function runCli(args: string[], entry: URL): Promise<void> {
   const command = args[0] ?? 'serve';
   switch (command) {
     case 'serve':
-      await serve();
+      await serve(entry);
       break;
-    case 'dead-letters':
+    // Each command's module is loaded by its command alone: serve holds none of them.
+    case 'dead-letters': {
+      const { deadLettersCommand } = await import('./dead-letters-command.js');
       process.exitCode = await deadLettersCommand(args.slice(1), process.env, TERMINAL);
       break;
-    case 'keys':
+    }
+    case 'keys': {
+      const { keysCommand } = await import('./keys-command.js');
       process.exitCode = await keysCommand(args.slice(1), process.env, TERMINAL);
       break;
-    case 'audit':
+    }
+    case 'audit': {
+      const { auditCommand } = await import('./audit-command.js');
       process.exitCode = await auditCommand(args.slice(1), process.env, TERMINAL, readStdin);
       break;
-    case 'site-claims':
+    }
+    case 'site-claims': {
+      const { siteClaimsCommand } = await import('./site-claims-command.js');
       process.exitCode = siteClaimsCommand(args.slice(1), process.env, TERMINAL);
       break;
-    case 'queue':
+    }
+    case 'queue': {
+      const { queueCommand } = await import('./queue-command.js');
       process.exitCode = queueCommand(args.slice(1), TERMINAL);
       break;
-    case 'tls-certificate':
+    }
+    case 'tls-certificate': {
+      const { tlsCertificateCommand } = await import('./tls-certificate-command.js');
       process.exitCode = await tlsCertificateCommand(args.slice(1), process.env, TERMINAL);
       break;
-    case 'catalogue':
+    }
+    case 'catalogue': {
+      const { catalogueCommand } = await import('./catalogue-command.js');
       process.exitCode = catalogueCommand(args.slice(1), process.env, TERMINAL);
       break;
+    }
     case 'check-config': {
       const check = checkConfig();
       if (check.valid) {

@@ -383,6 +383,12 @@ export const SETTINGS = {
     doc: 'File holding the Grafana admin password (checked, never used).',
     schema: text(),
   }),
+  console: define({
+    env: 'CONSOLE',
+    default: 'on',
+    doc: '`on` or `off`. `off`: no local console and no `/metrics` (both answer 404), and none of their code loaded or memory held. On, the console stays locked until it has a password (`CONSOLE_PASSWORD`).',
+    schema: boolean,
+  }),
   consolePassword: define({
     env: 'CONSOLE_PASSWORD',
     default: undefined,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Hono } from 'hono';
 import { afterAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { EMPTY_CATALOGUE } from '../catalogue/catalogue-file.js';
+import { EMPTY_CATALOGUE } from '../catalogue/catalogue.js';
 import { KeyStore } from '../keys/key-store.js';
 import { createLogger } from '../log/logger.js';
 import { QueueWriter } from '../queue/queue-writer.js';

@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono';
 import type { Logger } from 'pino';
-import type { Catalogue } from '../catalogue/catalogue-file.js';
+import type { Catalogue } from '../catalogue/catalogue.js';
 import { describeGatewayState, OutageWatch, type GatewayState } from '../health/gateway-state.js';
 import { takeSnapshot, type GatewaySnapshot, type SiteClaimsSource, type SinkDescription } from '../health/snapshot.js';
 import type { AuditTrail } from '../audit/audit-trail.js';

@@ -1,4 +1,4 @@
-import type { FlushReport, GatewayStats, MqttStats } from '../stats.js';
+import type { FlushReport, GatewayParts, GatewayStats, MqttStats } from '../stats.js';
 import type { KeyCounters } from '../keys/key-counters.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
@@ -73,6 +73,8 @@ export interface GatewaySnapshot {
    * under too (refused in the last 10 minutes). Null where no gateway forwards to this one.
    */
   siteClaims?: { sites: number; conflicts: SiteConflictSnapshot[] } | null;
+  /** Which optional parts are on; those off hold none of their code. Absent until the gateway has started. */
+  parts?: GatewayParts;
 }
 
 /** A site two gateway instances forward under: the owner, whose readings are stored, and the one refused. */
@@ -321,5 +323,6 @@ export function takeSnapshot(
     },
     ...(stats.mqtt === undefined ? {} : { mqtt: mqttSnapshot(stats.mqtt) }),
     ...(siteClaims === undefined ? {} : { siteClaims: siteClaimsSnapshot(siteClaims()) }),
+    ...(stats.parts === undefined ? {} : { parts: stats.parts }),
   };
 }

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { SERIES_MEDIA_TYPE } from '../reading/series-batch.js';
+import { SERIES_MEDIA_TYPE } from '../reading/series-form.js';
 import { ACCEPTED_ENCODINGS } from './encoded-body.js';
 
 const ACCEPTED_BATCH_TYPES = `application/json, ${SERIES_MEDIA_TYPE}`;

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { generate } from 'mqtt-packet';
 import { describe, expect, it } from 'vitest';
 import { ackSize, writeAck } from './publish-acks.js';
@@ -31,7 +32,7 @@ describe('writeAck', () => {
         );
         expect(bytes).toEqual(Buffer.concat(expected));
       }),
-      { numRuns: 500 },
+      { numRuns: propertyRuns(500) },
     );
   });
 });

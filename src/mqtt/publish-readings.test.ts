@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { describe, expect, it } from 'vitest';
 import { readingSchema } from '../reading/reading-schema.js';
 import { readingsOfPublish, TOPIC_PREFIX } from './publish-readings.js';
@@ -32,7 +33,7 @@ describe('readingsOfPublish', () => {
           expect(result.details.every((d) => d.loc[0] === 'topic')).toBe(true);
         }
       }),
-      { numRuns: 3000 },
+      { numRuns: propertyRuns(3000) },
     );
   });
 });

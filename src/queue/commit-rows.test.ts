@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { queuedReading } from '../../test/support/queued-reading.js';
 import { ReceiveClock } from '../reading/receive-clock.js';
 import { JOIN_MAX_BYTES, type QueueRow, commitRows } from './commit-rows.js';
@@ -35,6 +36,7 @@ describe('the rows of a commit', () => {
         }
         expect(rows.reduce((sum, row) => sum + row.readings, 0)).toBe(records.reduce((sum, r) => sum + r.readings, 0));
       }),
+      { numRuns: propertyRuns(100) },
     );
   });
 

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { type ClockNotice, ReceiveClock } from './receive-clock.js';
 
 /** A wall clock moved by hand. */
@@ -75,7 +76,7 @@ describe('ReceiveClock', () => {
           }
         });
       }),
-      { numRuns: 60 },
+      { numRuns: propertyRuns(60) },
     );
   });
 

@@ -1,16 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { formatTimestampNs } from './format-timestamp.js';
 import { parseBatch } from './parse-readings.js';
 import { readingSchema } from './reading-schema.js';
-import {
-  encodeSeriesBatch,
-  isSeriesMediaType,
-  layOutSeries,
-  parseSeriesBatch,
-  SERIES_MEDIA_TYPE,
-  type SeriesReading,
-} from './series-batch.js';
+import { layOutSeries, parseSeriesBatch } from './series-batch.js';
+import { encodeSeriesBatch, isSeriesMediaType, SERIES_MEDIA_TYPE, type SeriesReading } from './series-form.js';
 import { TimeWindow } from './time-window.js';
 
 const limits = { maxIdLength: 12 };
@@ -72,7 +67,7 @@ describe('the series form', () => {
           seen.set(key, i);
         }
       }),
-      { numRuns: 1_000 },
+      { numRuns: propertyRuns(1_000) },
     );
   });
 
@@ -123,7 +118,7 @@ describe('the series form', () => {
           }
         }
       }),
-      { numRuns: 1_000 },
+      { numRuns: propertyRuns(1_000) },
     );
   });
 

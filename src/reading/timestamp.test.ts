@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../test/support/property-sizes.js';
 import { MAX_EPOCH_SECONDS, parseTimestampNs } from './timestamp.js';
 
 /**
@@ -141,7 +142,7 @@ describe('parseTimestampNs', () => {
         const actual = parseTimestampNs(text);
         expect(typeof actual === 'string' ? actual : { type: actual.type }).toEqual(expected);
       }),
-      { numRuns: 20_000 },
+      { numRuns: propertyRuns(20_000) },
     );
   });
 
@@ -153,7 +154,7 @@ describe('parseTimestampNs', () => {
         const expected = ms === 0 ? '0' : `${ms}000000`;
         expect(parseTimestampNs(date.toISOString())).toBe(expected);
       }),
-      { numRuns: 2000 },
+      { numRuns: propertyRuns(2000) },
     );
   });
 });

@@ -66,7 +66,8 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
   const logger = createLogger(data.logLevel).child({ thread: 'delivery' });
   const appended = data.appended === undefined ? undefined : new AppendSignal(data.appended);
-  const sinks: Sink[] = data.sinks.map((spec) => {
+  const targets = await Promise.all(data.sinks.map(async (spec) => ({ spec, target: await createTarget(spec, logger) })));
+  const sinks: Sink[] = targets.map(({ spec, target }) => {
     const replayWindowMs = spec.replayWindowMs ?? 0;
     const reader = new QueueReader(data.dataDir, data.durability, spec.name, {
       keeps: replayWindowMs > 0,
@@ -83,7 +84,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     });
     const loop = new SinkLoop({
       reader,
-      target: createTarget(spec, logger),
+      target,
       logger,
       options: {
         intervalMs: data.intervalMs,

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { KafkaSinkConfig } from '../config/config.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
-import { KafkaTarget } from './kafka/kafka-target.js';
 import { QuestDbTarget } from './questdb/questdb-target.js';
 import { RemoteSiteClaims } from './remote-questdb/remote-site-claims.js';
 import type { SinkPolicy, SinkTarget } from './sink.js';
@@ -72,7 +71,8 @@ export interface KafkaSinkSpec extends SinkSpecBase {
 
 export type SinkSpec = QuestDbSinkSpec | UpstreamSinkSpec | KafkaSinkSpec;
 
-export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
+/** A sink's target; Kafka's code (its encoders, its client) is imported only for a Kafka sink. */
+export async function createTarget(spec: SinkSpec, logger: Logger): Promise<SinkTarget> {
   switch (spec.kind) {
     case 'questdb': {
       const questdb = new QuestDbHttp({
@@ -117,7 +117,9 @@ export function createTarget(spec: SinkSpec, logger: Logger): SinkTarget {
         },
         logger,
       );
-    case 'kafka':
+    case 'kafka': {
+      const { KafkaTarget } = await import('./kafka/kafka-target.js');
       return new KafkaTarget(spec.kafka, { site: spec.site, ...(spec.instance === undefined ? {} : { instance: spec.instance }) });
+    }
   }
 }

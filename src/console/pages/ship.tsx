@@ -1,5 +1,5 @@
 import type { FC } from 'hono/jsx';
-import type { CargoEntry } from '../../catalogue/catalogue-file.js';
+import type { CargoEntry } from '../../catalogue/catalogue.js';
 import type { ShipView } from '../activity/ship-table.js';
 import { type CargoHistory, type HistoryPoint, SPANS, type SpanHours } from '../cargo-history.js';
 import { ChartFrame, PLOT_HEIGHT, PLOT_WIDTH } from './chart-frame.js';

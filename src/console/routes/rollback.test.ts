@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Hono } from 'hono';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { AuditInput } from '../../audit/audit-entry.js';
-import { EMPTY_CATALOGUE } from '../../catalogue/catalogue-file.js';
+import { EMPTY_CATALOGUE } from '../../catalogue/catalogue.js';
 import { KeyStore } from '../../keys/key-store.js';
 import { createLogger } from '../../log/logger.js';
 import { QueueWriter } from '../../queue/queue-writer.js';

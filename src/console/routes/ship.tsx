@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import { cargoEntryFor } from '../../catalogue/catalogue-file.js';
+import { cargoEntryFor } from '../../catalogue/catalogue.js';
 import { DEFAULT_SPAN, SPANS, type SpanHours } from '../cargo-history.js';
 import type { GatewayConsole } from '../gateway-console.js';
 import { CONSOLE_PATH } from '../pages/layout.js';

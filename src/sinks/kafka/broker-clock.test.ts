@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BrokerClock } from './broker-clock.js';
 import { brokerNowOf, classifyFailure } from './kafka-failure.js';
-import { ProtocolError, ResponseError } from '@platformatic/kafka';
+import { ProtocolError, ResponseError } from '../../../test/support/kafka-client.js';
 
 const HOUR = 3_600_000;
 

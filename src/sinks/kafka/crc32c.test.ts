@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsCRC32C } from '@platformatic/kafka';
+import { jsCRC32C } from '../../../test/support/kafka-client.js';
 import fc from 'fast-check';
 import { crc32c } from './crc32c.js';
 

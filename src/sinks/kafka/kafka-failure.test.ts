@@ -1,4 +1,10 @@
-import { MultipleErrors, NetworkError, ProtocolError, ResponseError, UnsupportedCompressionError } from '@platformatic/kafka';
+import {
+  MultipleErrors,
+  NetworkError,
+  ProtocolError,
+  ResponseError,
+  UnsupportedCompressionError,
+} from '../../../test/support/kafka-client.js';
 import { describe, expect, it } from 'vitest';
 import { classifyFailure } from './kafka-failure.js';
 

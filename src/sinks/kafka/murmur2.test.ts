@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { murmur2 as clientMurmur2 } from '@platformatic/kafka';
+import { murmur2 as clientMurmur2 } from '../../../test/support/kafka-client.js';
 import fc from 'fast-check';
 import { murmur2, murmur2Ascii } from './murmur2.js';
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../../test/support/property-sizes.js';
 import {
   compressionsAlgorithms,
   Reader,
@@ -8,7 +9,7 @@ import {
   produceV10,
   produceV11,
   readRecordsBatch,
-} from '@platformatic/kafka';
+} from '../../../test/support/kafka-client.js';
 import fc from 'fast-check';
 import { encodeProduceRequest, type MessageList, nextSequence, type ProduceRequest } from './produce-request.js';
 
@@ -109,14 +110,14 @@ describe('a Produce request encoded in one buffer', () => {
   it("is byte for byte the client library's for the same messages, in every Produce version it speaks", () => {
     fc.assert(
       fc.property(request, (r) => encodeProduceRequest(r).equals(clientEncoding(r))),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 
   it.each(CODECS)("compressed with %s, is byte for byte the client library's with that compression", (codec) => {
     fc.assert(
       fc.property(request, (r) => encodeProduceRequest({ ...r, codec: compressionsAlgorithms[codec] }).equals(clientEncoding(r, codec))),
-      { numRuns: 100 },
+      { numRuns: propertyRuns(100) },
     );
   });
 

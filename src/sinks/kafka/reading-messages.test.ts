@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { murmur2 } from '@platformatic/kafka';
+import { murmur2 } from '../../../test/support/kafka-client.js';
 import { describe, expect, it } from 'vitest';
+import { propertyRuns } from '../../../test/support/property-sizes.js';
 import { queueRecord as record } from '../../../test/support/queue-record.js';
 import { recordOf, retainedHeapBytes } from '../../../test/support/retained-heap.js';
 import type { DeadLetterInput, QueueRecord } from '../../queue/queue-reader.js';
@@ -67,7 +68,7 @@ describe("a batch's Kafka messages written from its queue records", () => {
           }
         },
       ),
-      { numRuns: 500 },
+      { numRuns: propertyRuns(500) },
     );
   });
 
@@ -141,7 +142,7 @@ describe("a batch's Kafka messages written from its queue records", () => {
           expect(out.toString()).toBe(readingJson(t.reading, t.siteJson, t.valueText));
         }
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 

@@ -1,6 +1,8 @@
 import { SenderBufferV2 } from '@questdb/nodejs-client';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { anyCodePoint } from '../../../test/support/code-points.js';
+import { propertyRuns } from '../../../test/support/property-sizes.js';
 import type { QueuedReading } from '../../queue/record-codec.js';
 import { RecordCorruptError, encodeRecord } from '../../queue/record-codec.js';
 import { ReceiveClock } from '../../reading/receive-clock.js';
@@ -30,7 +32,7 @@ const queued = (records: readonly QueuedReading[][], sites: readonly (string | u
 
 const special = fc.constantFrom(' ', ',', '=', '\\', '"', '\n', '\r', '\t', 'é', '😀', '港', '\u0000', '#');
 const id = fc.oneof(
-  fc.string({ unit: 'binary', minLength: 1, maxLength: 30 }),
+  fc.string({ unit: anyCodePoint, minLength: 1, maxLength: 30 }),
   fc.array(fc.oneof(special, fc.string({ minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 12 }).map((parts) => parts.join('')),
 );
 const row = fc.record({
@@ -53,7 +55,7 @@ describe('IlpEncoder', () => {
         const sites = pairs.map(([, s]) => s);
         expect(encoder.encode(rows, 0, rows.length, sites).equals(clientEncode('cargo_data', rows, sites))).toBe(true);
       }),
-      { numRuns: 3000 },
+      { numRuns: propertyRuns(3000) },
     );
   });
 
@@ -76,7 +78,7 @@ describe('IlpEncoder', () => {
           expect(encoder.encodeRecords(queued(records, sites)).equals(clientEncode('cargo_data', records.flat(), rowSites))).toBe(true);
         },
       ),
-      { numRuns: 1000 },
+      { numRuns: propertyRuns(1000) },
     );
     expect(() => encoder.encodeRecords([{ payload: '1\ts\tc\t1' }, { payload: 'x\ts\tc\t1' }])).toThrow(RecordCorruptError);
   });

@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../log/logger.js';
 import type { QueueRecord } from '../../queue/queue-reader.js';
-import { SERIES_MEDIA_TYPE } from '../../reading/series-batch.js';
+import { SERIES_MEDIA_TYPE } from '../../reading/series-form.js';
 import { outgoingReadings } from '../outgoing-readings.js';
 import { listNames, UpstreamLink } from './upstream-link.js';
 

@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants, deflate, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
-import { encodeSeriesBatch, SERIES_MEDIA_TYPE } from '../../reading/series-batch.js';
+import { encodeSeriesBatch, SERIES_MEDIA_TYPE } from '../../reading/series-form.js';
 import type { OutgoingReading } from '../outgoing-readings.js';
 import { batchBody } from './batch-json.js';
 
