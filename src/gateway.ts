@@ -18,6 +18,7 @@ import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { TimeWindow } from './reading/time-window.js';
 import { ReceiveClock } from './reading/receive-clock.js';
+import type { Catalogue } from './catalogue/catalogue.js';
 import { CatalogueStore } from './catalogue/catalogue-store.js';
 import { HealthLifecycle, within } from './health/health-lifecycle.js';
 import { HealthReporter } from './health/health-reporter.js';
@@ -137,7 +138,9 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const queue = openQueue(config, sinks, logger);
   health?.recordStart();
   const stats = new GatewayStats();
-  const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
+  // The thinning rules the catalogue has at the start: the sinks keep them for their run.
+  await catalogue.whenRead();
+  const delivery = deliveryThread(config, sinks, queue, stats, logger, options, catalogue.catalogue.thinning);
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({
@@ -533,6 +536,7 @@ function deliveryThread(
   stats: GatewayStats,
   logger: Logger,
   options: GatewayOptions,
+  thinning: Catalogue['thinning'],
 ): DeliveryThread {
   return new DeliveryThread(
     options.deliveryScript,
@@ -544,6 +548,7 @@ function deliveryThread(
       batchBytes: BATCH_BYTES,
       backoffMaxMs: config.flushBackoffMaxMs,
       sinks,
+      thinning,
     },
     queue,
     stats,

@@ -221,6 +221,8 @@ export interface SinkSnapshot extends SinkDescription {
   dropped: number;
   /** Readings it did not send because its destination would not keep them (older than its retention). */
   expired: number;
+  /** Readings its thinning did not send as themselves (held back by a deadband, gathered into a summary). */
+  thinned: number;
   last: FlushReport | null;
   lastError: { at: string; message: string } | null;
   /** Seconds its attempts have failed without a success in between; null while they succeed. */
@@ -248,6 +250,7 @@ export function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: 
     deadLettered: s.deadLettered,
     dropped: s.dropped,
     expired: s.expired,
+    thinned: s.thinned,
     last: s.last ?? null,
     lastError: s.lastError ?? null,
     failingSeconds: s.consecutiveFailures > 0 ? secondsSince(s.failingSinceMs, now) : null,

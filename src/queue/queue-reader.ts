@@ -21,6 +21,7 @@ import {
   writeKeptMark,
   writeSinkMark,
 } from './sink-marks.js';
+import { createSinkState, readSinkState, sinkStateWriter, type SinkStateChanges } from './sink-state.js';
 
 /** One request's readings, as stored. */
 export interface QueueRecord {
@@ -106,7 +107,15 @@ export class QueueReader {
   readonly #db: Database.Database;
   /** Undefined without the writer's files (a reader made apart from the gateway): it then makes no checkpoints. */
   readonly #checkpointer: Checkpointer | undefined;
-  readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
+  readonly #advance: (
+    to: Progress,
+    deadLetters: readonly DeadLetterInput[],
+    failedMs: number,
+    state: SinkStateChanges | undefined,
+  ) => Progress;
+  readonly #writeState: (changes: SinkStateChanges) => void;
+  /** The sink's state (sink-state.ts) as the file held it at open. */
+  readonly state: ReadonlyMap<string, string>;
   #progress: Progress;
   #cursor: Progress;
   /** Undefined for a sink without a replay window. */
@@ -154,16 +163,24 @@ export class QueueReader {
     } else if (kept !== undefined) {
       this.#write(() => db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink));
     }
+    this.#write(() => createSinkState(db));
+    this.state = readSinkState(db, sink);
+    const writeState = sinkStateWriter(db, sink);
+    this.#writeState = writeState;
     const insertDeadLetter = db.prepare<[number, number, string, string, string, string | null, number | null]>(
       'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink, site, own_site) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
-    const advance = db.transaction((to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number): Progress => {
-      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null, d.ownSite ?? null);
-      writeSinkMark(db, sink, to);
-      return advanceCommonMark(db).common;
-    });
+    const advance = db.transaction(
+      (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number, state: SinkStateChanges | undefined): Progress => {
+        for (const d of deadLetters)
+          insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null, d.ownSite ?? null);
+        writeSinkMark(db, sink, to);
+        if (state !== undefined) writeState(state);
+        return advanceCommonMark(db).common;
+      },
+    );
     // Immediate: two sinks may move their marks at once, and each reads the others' in the transaction.
-    this.#advance = (to, deadLetters, failedMs) => advance.immediate(to, deadLetters, failedMs);
+    this.#advance = (to, deadLetters, failedMs, state) => advance.immediate(to, deadLetters, failedMs, state);
   }
 
   /** This sink's mark: everything up to it was delivered, dead-lettered or dropped. */
@@ -203,9 +220,10 @@ export class QueueReader {
 
   /**
    * Moves the mark past the given records (the destination holds their readings), keeping the
-   * readings it refused as dead letters, then drops the segments every sink has passed.
+   * readings it refused as dead letters, then drops the segments every sink has passed. `state`:
+   * changes to the sink's state after these records, written with the mark.
    */
-  complete(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = []): Completion {
+  complete(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = [], state?: SinkStateChanges): Completion {
     const last = records.at(-1);
     if (last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
     const end = { segment: last.segment, lastId: last.id };
@@ -216,7 +234,7 @@ export class QueueReader {
       return { records: records.length, readings: 0, deadLettered: 0 };
     }
     // When this throws (an fsync failed, a full disk without reserve), the cursor stays: the batch is sent again.
-    const common = this.#write(() => this.#advance(end, deadLetters, Date.now()));
+    const common = this.#write(() => this.#advance(end, deadLetters, Date.now(), state));
     if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
     this.#dropPassed(common);
@@ -232,12 +250,23 @@ export class QueueReader {
     return this.#kept;
   }
 
-  /** Lets go of the kept records up to `to` (never past the progress mark); drops passed segments. */
-  keep(to: Progress): void {
+  /**
+   * Lets go of the kept records up to `to` (never past the progress mark); drops passed segments.
+   * `state`: changes to the sink's state after the records up to `to`, written with the kept mark (a
+   * sink that keeps records keeps its state as of its kept mark, where a start sends again from).
+   */
+  keep(to: Progress, state?: SinkStateChanges): void {
     if (this.#kept === undefined) return;
     const mark = compareMarks(to, this.#progress) <= 0 ? to : this.#progress;
     if (compareMarks(mark, this.#kept) <= 0) return;
-    this.#write(() => this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate());
+    this.#write(() =>
+      this.#db
+        .transaction(() => {
+          writeKeptMark(this.#db, this.sink, mark);
+          if (state !== undefined) this.#writeState(state);
+        })
+        .immediate(),
+    );
     this.#kept = mark;
     this.#dropPassed(readProgress(this.#db));
     this.#checkpointer?.afterCommit();

@@ -146,6 +146,7 @@ export class DeliveryThread {
       sink.deliveries += 1;
       sink.delivered += message.delivered;
       sink.expired += message.expired;
+      sink.thinned += message.thinned;
       sink.deadLettered += message.deadLettered;
       sink.taken += message.taken;
       sink.consecutiveFailures = 0;

@@ -4,7 +4,8 @@ import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader
 import { ReplayWindow } from '../queue/replay-window.js';
 import type { AppendSignal } from './append-signal.js';
 import { Backoff } from './backoff.js';
-import type { Recovery, SinkTarget } from './sink.js';
+import type { Delivery, Recovery, SinkTarget } from './sink.js';
+import type { SinkThinning } from './thinning/sink-thinning.js';
 
 export interface SinkLoopOptions {
   intervalMs: number;
@@ -17,9 +18,10 @@ export interface SinkLoopOptions {
 export interface SinkEvents {
   /**
    * `passed`: readings of records re-queued for another sink, which this one passed without
-   * delivering; `expired`: readings the destination would not keep, not sent.
+   * delivering; `expired`: readings the destination would not keep, not sent; `thinned`: readings
+   * the thinning held back or gathered into a summary, not sent as themselves.
    */
-  delivered(result: Completion & { delivered: number; passed: number; expired: number; durationMs: number }): void;
+  delivered(result: Completion & { delivered: number; passed: number; expired: number; thinned: number; durationMs: number }): void;
   failed(result: { message: string; readings: number; durationMs: number }): void;
   /** Only records of other sinks were read, and passed. */
   passed?(readings: number): void;
@@ -105,6 +107,8 @@ export class SinkLoop {
   #seenAppended = 0;
   /** Times everything kept was sent again: a read made before a replay is not delivered. */
   #replays = 0;
+  /** What of each batch goes to the destination (thinning/): undefined, all of it. */
+  readonly #thinning: SinkThinning | undefined;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -115,8 +119,10 @@ export class SinkLoop {
     replay?: ReplaySettings;
     /** Ingest's commits: without it the sink reads the queue every interval even when it is empty. */
     appended?: AppendSignal;
+    thinning?: SinkThinning;
   }) {
     this.#reader = deps.reader;
+    this.#thinning = deps.thinning;
     this.#appended = deps.appended;
     this.#replay =
       deps.replay === undefined || deps.replay.windowMs <= 0
@@ -289,6 +295,7 @@ export class SinkLoop {
       this.#readAhead = undefined;
       this.#replays += 1;
       replay.window.replaying();
+      this.#thinning?.replaying();
       const readings = replay.queue.replay();
       if (readings > 0) {
         this.#log.info(
@@ -300,7 +307,8 @@ export class SinkLoop {
     }
     if (expired !== undefined) {
       try {
-        replay.queue.keep(expired);
+        replay.queue.keep(expired, this.#thinning?.keptChanges(expired));
+        this.#thinning?.kept(expired);
         replay.window.released(expired);
         if (this.#shortOfDisk && !this.#windowCut) {
           this.#windowCut = true;
@@ -358,13 +366,17 @@ export class SinkLoop {
     const full = this.#isFull(records);
     const mine = this.#mine(records);
     if (mine.length === 0) return this.#passOthers(records, full);
-    const delivering = this.#target.deliver(mine);
+    const thinned = this.#thinning?.thin(mine);
+    const sending = thinned?.records ?? mine;
+    // Everything held back by the thinning: nothing to send, the mark moves all the same.
+    const delivering: Promise<Delivery> =
+      sending.length === 0 ? Promise.resolve({ ok: true, requests: 0, deadLetters: [] }) : this.#target.deliver(sending);
     // While the destination works on it, read the batch after this one.
     if (full) {
       const last = records.at(-1)!;
       this.#readAhead = this.#read({ segment: last.segment, lastId: last.id });
     }
-    let delivery: Awaited<typeof delivering>;
+    let delivery: Delivery;
     try {
       delivery = await delivering;
     } catch (error) {
@@ -375,37 +387,47 @@ export class SinkLoop {
     if (!delivery.ok) {
       this.#readAhead = undefined;
       this.#mustRecover = true;
+      this.#thinning?.failed();
       return this.#failed(delivery, readings, started);
     }
     const durationMs = Math.round(performance.now() - started);
     let completion: Completion;
     try {
-      completion = this.#reader.complete(records, delivery.deadLetters);
+      completion = this.#reader.complete(records, delivery.deadLetters, this.#thinning?.changes());
     } catch (error) {
       // The destination has the batch but the queue file could not record it (an fsync failed, a
       // full disk): it is sent again later, which deduplication stores once.
       this.#readAhead = undefined;
+      this.#thinning?.failed();
       return this.#failed(
         { message: `delivered, but the queue could not record it: ${(error as Error).message}`, level: 'error' },
         readings,
         started,
       );
     }
+    const last = records.at(-1)!;
+    this.#thinning?.delivered({ segment: last.segment, lastId: last.id });
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
     const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
     const passed = completion.readings === 0 ? 0 : completion.readings - readings;
+    const thinnedReadings = completion.readings === 0 ? 0 : (thinned?.thinned ?? 0);
     const delivered =
       completion.readings === 0
         ? 0
-        : completion.readings - passed - expired - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
-    this.#events.delivered({ ...completion, delivered, passed, expired, durationMs });
+        : completion.readings -
+          passed -
+          expired -
+          thinnedReadings -
+          delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
+    this.#events.delivered({ ...completion, delivered, passed, expired, thinned: thinnedReadings, durationMs });
     this.#log.info(
       {
         event: 'delivered',
         sink: this.name,
         readings: delivered,
+        ...(thinned === undefined ? {} : { thinned: thinned.thinned, summaries: thinned.summaries }),
         records: records.length,
         requests: delivery.requests,
         deadLettered: delivery.deadLetters.length,

@@ -12,6 +12,7 @@ export const sinkSnapshotOf = (change: Partial<SinkSnapshot> & Pick<SinkSnapshot
   deadLettered: 0,
   dropped: 0,
   expired: 0,
+  thinned: 0,
   last: null,
   lastError: null,
   failingSeconds: null,
