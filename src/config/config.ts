@@ -115,6 +115,9 @@ export interface UpstreamSinkConfig {
   backfill: boolean;
   batchReadings: number;
   compression: SettingValues['upstreamCompression'];
+  order: SettingValues['upstreamOrder'];
+  /** Bytes a second on average; 0: no budget. */
+  maxBytesPerS: number;
 }
 
 /** The Kafka sink's settings, resolved (the SASL password read from its file or credential). */
@@ -134,6 +137,9 @@ export interface KafkaSinkConfig {
   batchReadings: number;
   /** Each record batch's codec (Kafka's own, which consumers undo): `off` for none. */
   compression: SettingValues['kafkaCompression'];
+  order: SettingValues['kafkaOrder'];
+  /** Bytes a second on average; 0: no budget. */
+  maxBytesPerS: number;
 }
 
 export class ConfigError extends Error {
@@ -310,6 +316,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     kafkaBackfill,
     kafkaBatchReadings,
     kafkaCompression,
+    kafkaOrder,
+    kafkaMaxBytesPerS,
     apiKeyFile: _apiKeyFile,
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
@@ -338,6 +346,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamBackfill: _upstreamBackfill,
     upstreamBatchReadings: _upstreamBatchReadings,
     upstreamCompression: _upstreamCompression,
+    upstreamOrder: _upstreamOrder,
+    upstreamMaxBytesPerS: _upstreamMaxBytesPerS,
     ...restWithMqtt
   } = values as SettingValues;
   const rest = withoutMqttSettings(restWithMqtt);
@@ -401,6 +411,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             backfill: kafkaBackfill,
             batchReadings: kafkaBatchReadings,
             compression: kafkaCompression,
+            order: kafkaOrder,
+            maxBytesPerS: kafkaMaxBytesPerS,
           },
   };
 }
@@ -497,6 +509,8 @@ function resolveUpstream(
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
     compression: values.upstreamCompression!,
+    order: values.upstreamOrder!,
+    maxBytesPerS: values.upstreamMaxBytesPerS!,
   };
 }
 

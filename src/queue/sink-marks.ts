@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { dropSegment, listSegments, readProgress, type Progress, type Totals } from './queue-file.js';
 import { forgetSinkState } from './sink-state.js';
+import { writeAhead } from './sink-ahead.js';
 
 /**
  * Each sink's own progress mark (`sink_progress`), and the common mark (`progress`) they have all
@@ -136,6 +137,7 @@ export function registerSinks(db: Database.Database, sinks: readonly SinkRegistr
         db.prepare('DELETE FROM sink_progress WHERE name = ?').run(name);
         db.prepare('DELETE FROM sink_kept WHERE name = ?').run(name);
         forgetSinkState(db, name);
+        writeAhead(db, name, undefined);
       }
       const { common, passed } = advanceCommonMark(db);
       return { added, removed, released: passed, common };

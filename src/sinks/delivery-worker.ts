@@ -99,6 +99,13 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       },
     });
     const thinning = sinkThinning(spec, reader, data.thinning ?? [], replayWindowMs > 0);
+    const currentFirst = spec.order === 'current_first' && thinning === undefined && replayWindowMs === 0;
+    if (spec.order === 'current_first' && !currentFirst) {
+      logger.warn(
+        { event: 'current_first_off', sink: spec.name },
+        `${spec.name} sends its backlog oldest first: its thinning (or replay window) decides in queue order`,
+      );
+    }
     const loop = new SinkLoop({
       reader,
       target,
@@ -112,6 +119,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       replay: { windowMs: replayWindowMs, queue: reader },
       ...(appended === undefined ? {} : { appended }),
       ...(thinning === undefined ? {} : { thinning }),
+      ...(currentFirst ? { currentFirst: reader } : {}),
       events: {
         delivered: ({ delivered, expired, thinned, readings, deadLettered, durationMs }) =>
           post({ type: 'delivered', sink: spec.name, delivered, expired, thinned, taken: readings, deadLettered, durationMs }),

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Progress } from '../queue/queue-file.js';
 import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader.js';
 import { ReplayWindow } from '../queue/replay-window.js';
+import { compareMarks } from '../queue/sink-marks.js';
 import type { AppendSignal } from './append-signal.js';
 import { Backoff } from './backoff.js';
 import type { Delivery, Recovery, SinkTarget } from './sink.js';
@@ -33,6 +34,9 @@ export interface SinkEvents {
 
 /** What a sink loop uses of its sink's side of the queue. */
 export type SinkQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
+
+/** A current-first sink's side of the queue: its newest records, and those it delivered ahead of its mark. */
+export type AheadQueue = Pick<QueueReader, 'readHead' | 'readNewest' | 'completeAhead' | 'ahead'>;
 
 /** A sink that keeps its delivered readings for `windowMs` and sends them again after a recovery. */
 export interface ReplaySettings {
@@ -109,6 +113,10 @@ export class SinkLoop {
   #replays = 0;
   /** What of each batch goes to the destination (thinning/): undefined, all of it. */
   readonly #thinning: SinkThinning | undefined;
+  /** Current first: with a backlog, the newest records go first and the backlog behind them. */
+  readonly #currentFirst: AheadQueue | undefined;
+  /** The batch in flight was read ahead of the mark (the newest records), not from the backlog. */
+  #sendingAhead = false;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -120,9 +128,12 @@ export class SinkLoop {
     /** Ingest's commits: without it the sink reads the queue every interval even when it is empty. */
     appended?: AppendSignal;
     thinning?: SinkThinning;
+    /** Current first after an outage (sink-ahead.ts); never with a replay window or thinning, which decide in queue order. */
+    currentFirst?: AheadQueue;
   }) {
     this.#reader = deps.reader;
     this.#thinning = deps.thinning;
+    this.#currentFirst = deps.currentFirst;
     this.#appended = deps.appended;
     this.#replay =
       deps.replay === undefined || deps.replay.windowMs <= 0
@@ -257,7 +268,30 @@ export class SinkLoop {
 
   #read(from?: Progress): QueueRecord[] {
     if (from === undefined && this.#appended !== undefined) this.#seenAppended = this.#appended.count;
-    return this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    const ahead = this.#currentFirst;
+    if (ahead === undefined || from !== undefined)
+      return this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    const { batchReadings, batchBytes } = this.#options;
+    // What came after the records sent ahead goes first, so the destination stays current.
+    const head = ahead.readHead(batchReadings, batchBytes);
+    this.#sendingAhead = head.length > 0;
+    if (this.#sendingAhead) return head;
+    const backlog = this.#reader.readOldest(batchReadings, batchBytes);
+    if (ahead.ahead !== undefined || !this.#isFull(backlog)) return backlog;
+    // More than a batch behind: the newest batch first, when it lies beyond the oldest one.
+    const newest = ahead.readNewest(batchReadings, batchBytes);
+    const first = newest[0];
+    const last = backlog.at(-1)!;
+    this.#sendingAhead =
+      first !== undefined && compareMarks({ segment: first.segment, lastId: first.id }, { segment: last.segment, lastId: last.id }) > 0;
+    if (this.#sendingAhead) {
+      this.#log.info(
+        { event: 'current_first', sink: this.name, readings: newest.reduce((sum, r) => sum + r.readings, 0) },
+        `${this.name} is behind: its newest readings go first, the backlog behind them`,
+      );
+      return newest;
+    }
+    return backlog;
   }
 
   #isFull(records: readonly QueueRecord[]): boolean {
@@ -371,8 +405,8 @@ export class SinkLoop {
     // Everything held back by the thinning: nothing to send, the mark moves all the same.
     const delivering: Promise<Delivery> =
       sending.length === 0 ? Promise.resolve({ ok: true, requests: 0, deadLetters: [] }) : this.#target.deliver(sending);
-    // While the destination works on it, read the batch after this one.
-    if (full) {
+    // While the destination works on it, read the batch after this one (in queue order only).
+    if (full && this.#currentFirst === undefined) {
       const last = records.at(-1)!;
       this.#readAhead = this.#read({ segment: last.segment, lastId: last.id });
     }
@@ -393,7 +427,9 @@ export class SinkLoop {
     const durationMs = Math.round(performance.now() - started);
     let completion: Completion;
     try {
-      completion = this.#reader.complete(records, delivery.deadLetters, this.#thinning?.changes());
+      completion = this.#sendingAhead
+        ? this.#currentFirst!.completeAhead(records, delivery.deadLetters)
+        : this.#reader.complete(records, delivery.deadLetters, this.#thinning?.changes());
     } catch (error) {
       // The destination has the batch but the queue file could not record it (an fsync failed, a
       // full disk): it is sent again later, which deduplication stores once.
@@ -447,7 +483,8 @@ export class SinkLoop {
         `${this.name} refused readings; kept as dead letters`,
       );
     }
-    return { outcome: full ? 'full' : 'delivered' };
+    // With records sent ahead, the backlog behind them goes on at once.
+    return { outcome: full || this.#currentFirst?.ahead !== undefined ? 'full' : 'delivered' };
   }
 
   /** The records this sink delivers: all of them, but those re-queued for another sink alone. */
@@ -462,7 +499,7 @@ export class SinkLoop {
   #passOthers(records: QueueRecord[], full: boolean): { outcome: Outcome } {
     let completion: Completion;
     try {
-      completion = this.#reader.complete(records);
+      completion = this.#sendingAhead ? this.#currentFirst!.completeAhead(records) : this.#reader.complete(records);
     } catch (error) {
       // The queue file could not record it (an fsync failed, a full disk): passed again later.
       this.#log.warn({ event: 'pass_failed', sink: this.name, error: (error as Error).message }, 'could not pass records of other sinks');
