@@ -119,7 +119,12 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   // Made at the first start, and anew on another board: what forwarded readings are told apart by.
   const instance = gatewayInstance(config, logger);
   const sinks = sinkSpecs(config, instance.id);
-  const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
+  const sinkDescriptions = sinks.map((s) => ({
+    name: s.name,
+    destination: s.describe,
+    policy: s.policy,
+    ...((s.maxBytesPerS ?? 0) > 0 ? { budgetBytesPerS: s.maxBytesPerS! } : {}),
+  }));
   // Before anything else that can fail, and before the gateway answers anyone: the dashboards and
   // alert rules then find empty tables rather than none. A QuestDB that does not answer within the
   // wait holds up nothing: the reports, the catalogue and the sinks create them later.

@@ -147,6 +147,7 @@ export class DeliveryThread {
       sink.delivered += message.delivered;
       sink.expired += message.expired;
       sink.thinned += message.thinned;
+      sink.sentBytes += message.sentBytes;
       sink.deadLettered += message.deadLettered;
       sink.taken += message.taken;
       sink.consecutiveFailures = 0;

@@ -9,6 +9,7 @@ import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
 import { SinkLoop } from './sink-loop.js';
 import { AppendSignal } from './append-signal.js';
+import { SinkBudget } from './sink-budget.js';
 import { SinkThinning } from './thinning/sink-thinning.js';
 import type { ThinningRule } from './thinning/thinning-rules.js';
 
@@ -44,6 +45,7 @@ export type FromDelivery =
       delivered: number;
       expired: number;
       thinned: number;
+      sentBytes: number;
       taken: number;
       deadLettered: number;
       durationMs: number;
@@ -120,9 +122,10 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       ...(appended === undefined ? {} : { appended }),
       ...(thinning === undefined ? {} : { thinning }),
       ...(currentFirst ? { currentFirst: reader } : {}),
+      ...((spec.maxBytesPerS ?? 0) > 0 ? { budget: new SinkBudget(spec.maxBytesPerS!) } : {}),
       events: {
-        delivered: ({ delivered, expired, thinned, readings, deadLettered, durationMs }) =>
-          post({ type: 'delivered', sink: spec.name, delivered, expired, thinned, taken: readings, deadLettered, durationMs }),
+        delivered: ({ delivered, expired, thinned, sentBytes, readings, deadLettered, durationMs }) =>
+          post({ type: 'delivered', sink: spec.name, delivered, expired, thinned, sentBytes, taken: readings, deadLettered, durationMs }),
         failed: (result) => post({ type: 'failed', sink: spec.name, ...result }),
         passed: (readings) => post({ type: 'passed', sink: spec.name, readings }),
         waiting: (sinceMs) => post({ type: 'waiting', sink: spec.name, sinceMs }),

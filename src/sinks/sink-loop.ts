@@ -6,6 +6,7 @@ import { compareMarks } from '../queue/sink-marks.js';
 import type { AppendSignal } from './append-signal.js';
 import { Backoff } from './backoff.js';
 import type { Delivery, Recovery, SinkTarget } from './sink.js';
+import type { SinkBudget } from './sink-budget.js';
 import type { SinkThinning } from './thinning/sink-thinning.js';
 
 export interface SinkLoopOptions {
@@ -20,9 +21,12 @@ export interface SinkEvents {
   /**
    * `passed`: readings of records re-queued for another sink, which this one passed without
    * delivering; `expired`: readings the destination would not keep, not sent; `thinned`: readings
-   * the thinning held back or gathered into a summary, not sent as themselves.
+   * the thinning held back or gathered into a summary, not sent as themselves; `sentBytes`: the
+   * bytes of the readings sent, as queued (what a budget counts).
    */
-  delivered(result: Completion & { delivered: number; passed: number; expired: number; thinned: number; durationMs: number }): void;
+  delivered(
+    result: Completion & { delivered: number; passed: number; expired: number; thinned: number; sentBytes: number; durationMs: number },
+  ): void;
   failed(result: { message: string; readings: number; durationMs: number }): void;
   /** Only records of other sinks were read, and passed. */
   passed?(readings: number): void;
@@ -117,6 +121,7 @@ export class SinkLoop {
   readonly #currentFirst: AheadQueue | undefined;
   /** The batch in flight was read ahead of the mark (the newest records), not from the backlog. */
   #sendingAhead = false;
+  readonly #budget: SinkBudget | undefined;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -130,7 +135,10 @@ export class SinkLoop {
     thinning?: SinkThinning;
     /** Current first after an outage (sink-ahead.ts); never with a replay window or thinning, which decide in queue order. */
     currentFirst?: AheadQueue;
+    /** Bytes a second on average (sink-budget.ts). */
+    budget?: SinkBudget;
   }) {
+    this.#budget = deps.budget;
     this.#reader = deps.reader;
     this.#thinning = deps.thinning;
     this.#currentFirst = deps.currentFirst;
@@ -190,10 +198,13 @@ export class SinkLoop {
       await this.#sleep(delay);
       if (this.#stopping) break;
       const { outcome, retryAfterMs } = await this.#attempt();
-      this.#backingOff = outcome === 'failed';
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
       else delay = this.#options.intervalMs;
+      // The budget's wait, like a backoff, is never cut short by a wake.
+      const budgetWait = outcome === 'failed' ? 0 : (this.#budget?.waitMs() ?? 0);
+      delay = Math.max(delay, budgetWait);
+      this.#backingOff = outcome === 'failed' || budgetWait > 0;
       // Nothing to deliver: sleep until ingest commits, then gather readings for an interval. With
       // readings kept, no longer than until the next check of the destination is due.
       if (outcome === 'empty' && this.#appended !== undefined) {
@@ -443,6 +454,10 @@ export class SinkLoop {
     }
     const last = records.at(-1)!;
     this.#thinning?.delivered({ segment: last.segment, lastId: last.id });
+    const bytes = sending.reduce((sum, r) => sum + r.bytes, 0);
+    // A replayed batch goes over the link again, but was counted when it first went.
+    this.#budget?.spent(bytes);
+    const sentBytes = completion.readings === 0 ? 0 : bytes;
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
@@ -457,7 +472,7 @@ export class SinkLoop {
           expired -
           thinnedReadings -
           delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
-    this.#events.delivered({ ...completion, delivered, passed, expired, thinned: thinnedReadings, durationMs });
+    this.#events.delivered({ ...completion, delivered, passed, expired, thinned: thinnedReadings, sentBytes, durationMs });
     this.#log.info(
       {
         event: 'delivered',

@@ -13,6 +13,8 @@ export const sinkSnapshotOf = (change: Partial<SinkSnapshot> & Pick<SinkSnapshot
   dropped: 0,
   expired: 0,
   thinned: 0,
+  sentBytes: 0,
+  catchUpSeconds: null,
   last: null,
   lastError: null,
   failingSeconds: null,
