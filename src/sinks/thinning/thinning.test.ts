@@ -6,7 +6,7 @@ import { Thinning, type SeriesState, type StreamSplit } from './thinning.js';
 import type { ThinningRule } from './thinning-rules.js';
 
 // The thinning of a forwarding sink against a plain reference: every reading of the whole sequence
-// in turn, the rules as docs/catalogue.md states them. The sink's engine works in batches, keeps its
+// in turn, the rules as docs/fleet.md ("Thinning") states them. The sink's engine works in batches, keeps its
 // state as text between them, rolls a batch back when it was not delivered, and starts from that
 // text after a crash: whatever the cuts and crashes, what it sends for a record must be what the
 // reference sends for it.
