@@ -48,6 +48,9 @@ const CATALOGUE = `thinning:
     max_interval_minutes: ${MAX_INTERVAL_MINUTES}
 `;
 
+/** @typedef {{ ms: number, cargo: string, value: number }} Reading */
+const SITES = /** @type {const} */ (['whole', 'thinned']);
+
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (/** @type {string} */ line) => process.stdout.write(`${line}\n`);
 async function run() {
@@ -89,7 +92,7 @@ async function run() {
     const setLinks = (/** @type {boolean} */ up) => {
       for (const link of Object.values(links)) up ? link.restore() : link.cut();
     };
-    const linkBytes = () => Object.fromEntries(Object.entries(links).map(([name, link]) => [name, link.bytes]));
+    const linkBytes = () => ({ whole: links.whole?.bytes ?? 0, thinned: links.thinned?.bytes ?? 0 });
 
     const catalogue = join(dir, 'catalogue.yaml');
     writeFileSync(catalogue, CATALOGUE);
@@ -125,6 +128,7 @@ async function run() {
     const startReading = startWall - 2 * 3_600_000;
     const readingTime = (/** @type {number} */ wall) => startReading + (wall - startWall) * compress;
     /** @type {Record<string, { ms: number, cargo: string, value: number }[]>} */
+    /** @type {{ whole: Reading[], thinned: Reading[] }} */
     const answered = { whole: [], thinned: [] };
     const values = new Map();
     let tick = 0;
@@ -133,7 +137,8 @@ async function run() {
       while (running) {
         const ms = startReading + tick * PERIOD_S * 1000;
         while (readingTime(Date.now()) < ms) await sleep(5);
-        for (const name of Object.keys(sites)) {
+        for (const name of SITES) {
+          const site = /** @type {import('../lib/gateway-process.mjs').GatewayProcess} */ (sites[name]);
           const readings = SERIES.map((cargo) => {
             const key = `${name}:${cargo}`;
             const step = cargo === 'pump_rpm' ? (Math.random() - 0.5) * 200 : (Math.random() - 0.5) * 0.4;
@@ -142,7 +147,7 @@ async function run() {
             return { ms, cargo, value };
           });
           const body = readings.map((r) => ({ time: new Date(r.ms).toISOString(), ship_id: 'ship-1', cargo_id: r.cargo, value: r.value }));
-          const response = await fetch(`${sites[name].url}/api/v2/ingest/batch`, {
+          const response = await fetch(`${site.url}/api/v2/ingest/batch`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': siteKey },
             body: JSON.stringify(body),
@@ -189,7 +194,9 @@ async function run() {
     // Both sites drained: every backlog empty.
     for (const [name, site] of Object.entries(sites)) {
       for (;;) {
-        const status = await (await fetch(`${site.url}/status`, { headers: { 'x-api-key': siteKey } })).json();
+        const status = /** @type {{ sinks: { backlog: number }[] }} */ (
+          await (await fetch(`${site.url}/status`, { headers: { 'x-api-key': siteKey } })).json()
+        );
         if (status.sinks.every((/** @type {{ backlog: number }} */ s) => s.backlog === 0)) break;
         if (Date.now() - back > 1_200_000) throw new Error(`site ${name} did not drain`);
         await sleep(500);
