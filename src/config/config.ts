@@ -40,7 +40,8 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbPolicy'
   | 'remoteQuestdbBackfill'
   | 'remoteQuestdbBatchReadings'
-  | 'remoteQuestdbCompression';
+  | 'remoteQuestdbCompression'
+  | 'remoteQuestdbMaxBytesPerS';
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
@@ -54,6 +55,8 @@ export interface RemoteQuestDbConfig {
   table: string;
   /** `gzip`: ILP bodies compressed where the remote QuestDB reads them (9.1 and later). */
   compression: SettingValues['remoteQuestdbCompression'];
+  /** Bytes a second on average; 0: no budget. */
+  maxBytesPerS: number;
 }
 
 /** The console password and the `/metrics` token, each resolved from its value, file or credential. */
@@ -335,6 +338,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbBackfill: _remoteQuestdbBackfill,
     remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
     remoteQuestdbCompression: _remoteQuestdbCompression,
+    remoteQuestdbMaxBytesPerS: _remoteQuestdbMaxBytesPerS,
     upstreamUrl: _upstreamUrl,
     upstreamApiKey: _upstreamApiKey,
     upstreamApiKeyFile: _upstreamApiKeyFile,
@@ -598,6 +602,7 @@ function remoteQuestDbConfig(
     backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
     compression: partial.remoteQuestdbCompression ?? 'gzip',
+    maxBytesPerS: partial.remoteQuestdbMaxBytesPerS ?? 0,
   };
 }
 

@@ -524,6 +524,12 @@ export const SETTINGS = {
     doc: "`gzip`: ILP requests to the remote QuestDB go gzip-compressed once its build (`SELECT build()`, asked once) shows a release that reads them, QuestDB 9.1 or later; to an older one, plain. QuestDB's ILP/HTTP takes no other coding. `off`: plain always.",
     schema: z.enum(['gzip', 'off']),
   }),
+  remoteQuestdbMaxBytesPerS: define({
+    env: 'REMOTE_QUESTDB_MAX_BYTES_PER_S',
+    default: '0',
+    doc: "The remote QuestDB sink's bandwidth budget, as `UPSTREAM_MAX_BYTES_PER_S`; `0`: no budget. It sends in queue order (its replay window decides so): no `current_first`.",
+    schema: byteSize(0, 1024 * 1024 * 1024),
+  }),
   upstreamUrl: define({
     env: 'UPSTREAM_URL',
     default: undefined,
