@@ -18,6 +18,7 @@ import { QueueWriter } from './queue/queue-writer.js';
 import { readingSchema } from './reading/reading-schema.js';
 import { TimeWindow } from './reading/time-window.js';
 import { ReceiveClock } from './reading/receive-clock.js';
+import type { Catalogue } from './catalogue/catalogue.js';
 import { CatalogueStore } from './catalogue/catalogue-store.js';
 import { HealthLifecycle, within } from './health/health-lifecycle.js';
 import { HealthReporter } from './health/health-reporter.js';
@@ -118,7 +119,12 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   // Made at the first start, and anew on another board: what forwarded readings are told apart by.
   const instance = gatewayInstance(config, logger);
   const sinks = sinkSpecs(config, instance.id);
-  const sinkDescriptions = sinks.map((s) => ({ name: s.name, destination: s.describe, policy: s.policy }));
+  const sinkDescriptions = sinks.map((s) => ({
+    name: s.name,
+    destination: s.describe,
+    policy: s.policy,
+    ...((s.maxBytesPerS ?? 0) > 0 ? { budgetBytesPerS: s.maxBytesPerS! } : {}),
+  }));
   // Before anything else that can fail, and before the gateway answers anyone: the dashboards and
   // alert rules then find empty tables rather than none. A QuestDB that does not answer within the
   // wait holds up nothing: the reports, the catalogue and the sinks create them later.
@@ -137,7 +143,9 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const queue = openQueue(config, sinks, logger);
   health?.recordStart();
   const stats = new GatewayStats();
-  const delivery = deliveryThread(config, sinks, queue, stats, logger, options);
+  // The thinning rules the catalogue has at the start: the sinks keep them for their run.
+  await catalogue.whenRead();
+  const delivery = deliveryThread(config, sinks, queue, stats, logger, options, catalogue.catalogue.thinning);
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({
@@ -533,6 +541,7 @@ function deliveryThread(
   stats: GatewayStats,
   logger: Logger,
   options: GatewayOptions,
+  thinning: Catalogue['thinning'],
 ): DeliveryThread {
   return new DeliveryThread(
     options.deliveryScript,
@@ -544,6 +553,7 @@ function deliveryThread(
       batchBytes: BATCH_BYTES,
       backoffMaxMs: config.flushBackoffMaxMs,
       sinks,
+      thinning,
     },
     queue,
     stats,

@@ -18,6 +18,10 @@ export class SinkStats {
   dropped = 0;
   /** Readings not sent because the destination would not keep them (older than its retention). */
   expired = 0;
+  /** Readings its thinning held back or gathered into summaries (thinning/): taken off the queue, not sent as themselves. */
+  thinned = 0;
+  /** Bytes of the readings sent (as queued), and the readings taken with them: the backlog's bytes per reading. */
+  sentBytes = 0;
   /** Readings the sink took off its part of the queue: delivered, dead-lettered or dropped. */
   taken = 0;
   last: FlushReport | undefined;

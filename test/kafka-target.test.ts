@@ -50,6 +50,8 @@ function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}, now?: (
       timeoutMs: 3_000,
       policy: 'drop_oldest',
       backfill: false,
+      order: 'oldest_first',
+      maxBytesPerS: 0,
       batchReadings: 10_000,
       compression: 'gzip',
       ...overrides,

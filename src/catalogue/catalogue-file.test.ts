@@ -28,8 +28,24 @@ describe('the catalogue file', () => {
   });
 
   it('reads an empty file, or one of comments, as an empty catalogue', () => {
-    expect(parseCatalogue('')).toEqual({ ships: new Map(), cargo: [] });
-    expect(parseCatalogue('# nothing yet\n')).toEqual({ ships: new Map(), cargo: [] });
+    expect(parseCatalogue('')).toEqual({ ships: new Map(), cargo: [], thinning: [] });
+    expect(parseCatalogue('# nothing yet\n')).toEqual({ ships: new Map(), cargo: [], thinning: [] });
+  });
+
+  it('reads thinning rules in the order written, and refuses one that is neither a deadband nor a summary', () => {
+    expect(
+      parseCatalogue('thinning:\n  - match: temp*\n    deadband: 0.5\n  - match: rpm\n    summary_seconds: 30\n    lateness_seconds: 5\n')
+        .thinning,
+    ).toEqual([
+      { match: 'temp*', deadband: 0.5, maxIntervalMs: undefined },
+      { match: 'rpm', summaryMs: 30_000, latenessMs: 5_000 },
+    ]);
+    const refused = problems(
+      'thinning:\n  - match: temp\n    deadband: 1\n    summary_seconds: 60\n  - match: rpm\n    summary_seconds: 0.5\n',
+    );
+    expect(refused).toHaveLength(2);
+    expect(refused[0]).toMatch(/^thinning rule 1/);
+    expect(refused[1]).toMatch(/^thinning rule 2/);
   });
 
   it('refuses a file with mistakes, naming each one and where it is', () => {
@@ -87,10 +103,10 @@ describe('the annotated sample, systemd/catalogue.yaml', () => {
   const sample = readFileSync(join(import.meta.dirname, '..', '..', 'systemd', 'catalogue.yaml'), 'utf8');
 
   it('is an empty catalogue as shipped, and a valid one with its examples uncommented', () => {
-    expect(parseCatalogue(sample)).toEqual({ ships: new Map(), cargo: [] });
+    expect(parseCatalogue(sample)).toEqual({ ships: new Map(), cargo: [], thinning: [] });
     const uncommented = sample
       .split('\n')
-      .filter((line) => /^#(ships:|cargo:| {2}- | {4}\w+:| {2}["\w-][^:]*:)/.test(line))
+      .filter((line) => /^#(ships:|cargo:|thinning:| {2}- | {4}\w+:| {2}["\w-][^:]*:)/.test(line))
       .map((line) => line.slice(1))
       .join('\n');
     const catalogue = parseCatalogue(uncommented);
@@ -98,5 +114,9 @@ describe('the annotated sample, systemd/catalogue.yaml', () => {
     expect(catalogue.cargo.map((e) => e.match)).toEqual(['reefer4_temp', 'reefer*_temp', '*humidity', 'fuel_level']);
     expect(cargoEntryFor(catalogue, 'reefer4_temp')?.max).toBe(-18);
     expect(cargoEntryFor(catalogue, 'reefer7_temp')?.name).toBe('Reefer temperature');
+    expect(catalogue.thinning).toEqual([
+      { match: 'reefer*_temp', deadband: 0.2, maxIntervalMs: 900_000 },
+      { match: '*_rpm', summaryMs: 60_000, latenessMs: 10_000 },
+    ]);
   });
 });

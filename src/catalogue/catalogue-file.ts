@@ -1,6 +1,6 @@
 import { parseDocument } from 'yaml';
 import * as z from 'zod';
-import { type Catalogue, MAX_ID } from './catalogue.js';
+import { type Catalogue, MAX_ID, type ThinningEntry } from './catalogue.js';
 
 // The catalogue file's parser, loaded only when there is a file to parse: yaml and the schema are
 // memory a gateway without a catalogue does not hold.
@@ -25,9 +25,48 @@ const cargoEntrySchema = z
   })
   .refine((e) => e.min === undefined || e.max === undefined || e.min <= e.max, { message: 'min must not be above max', path: ['max'] });
 
+const matchSchema = label(MAX_ID).refine((p) => p.split('*').length <= 2, 'may hold one * at most (temp*, *_temp, reefer*_temp)');
+
+/** A day at most: a summary interval or lateness longer than that would hold readings back for days. */
+const DAY_S = 86_400;
+
+const thinningEntrySchema = z.union(
+  [
+    z
+      .strictObject({
+        match: matchSchema,
+        deadband: z.number('must be a number').min(0, 'must not be negative').max(Number.MAX_VALUE, 'must be a finite number'),
+        max_interval_minutes: z
+          .number('must be a number')
+          .positive('must be above 0')
+          .max(7 * 24 * 60, 'must be at most a week')
+          .optional(),
+      })
+      .transform((e): ThinningEntry => ({ match: e.match, deadband: e.deadband, maxIntervalMs: minutesMs(e.max_interval_minutes) })),
+    z
+      .strictObject({
+        match: matchSchema,
+        summary_seconds: z.number('must be a whole number').int('must be a whole number').min(1).max(DAY_S, 'must be at most a day'),
+        lateness_seconds: z
+          .number('must be a whole number')
+          .int('must be a whole number')
+          .min(0)
+          .max(DAY_S, 'must be at most a day')
+          .optional(),
+      })
+      .transform(
+        (e): ThinningEntry => ({ match: e.match, summaryMs: e.summary_seconds * 1000, latenessMs: (e.lateness_seconds ?? 0) * 1000 }),
+      ),
+  ],
+  'must be a deadband (match, deadband, max_interval_minutes) or a summary (match, summary_seconds, lateness_seconds)',
+);
+
+const minutesMs = (minutes: number | undefined): number | undefined => (minutes === undefined ? undefined : Math.round(minutes * 60_000));
+
 const catalogueSchema = z.strictObject({
   ships: z.record(label(MAX_ID), label(100), 'must map ship ids to names (ship-007: MV Nordlicht)').optional(),
   cargo: z.array(cargoEntrySchema, 'must be a list of entries, each starting with "- match:"').max(1000).optional(),
+  thinning: z.array(thinningEntrySchema, 'must be a list of rules, each starting with "- match:"').max(1000).optional(),
 });
 
 export class CatalogueError extends Error {
@@ -43,7 +82,7 @@ export function parseCatalogue(text: string): Catalogue {
   if (document.errors.length > 0) throw new CatalogueError(document.errors.map((e) => e.message.split('\n')[0] ?? e.message));
   const parsed = catalogueSchema.safeParse(document.toJS() ?? {});
   if (!parsed.success) throw new CatalogueError(parsed.error.issues.map((issue) => `${where(issue.path)}: ${issue.message}`));
-  return { ships: new Map(Object.entries(parsed.data.ships ?? {})), cargo: parsed.data.cargo ?? [] };
+  return { ships: new Map(Object.entries(parsed.data.ships ?? {})), cargo: parsed.data.cargo ?? [], thinning: parsed.data.thinning ?? [] };
 }
 
 /** `cargo[2].max` as a site manager counts: "cargo entry 3, max". */
@@ -51,6 +90,7 @@ function where(path: readonly PropertyKey[]): string {
   if (path.length === 0) return 'the file';
   const [section, index, ...rest] = path;
   if (section === 'cargo' && typeof index === 'number') return [`cargo entry ${index + 1}`, ...rest.map(String)].join(', ');
+  if (section === 'thinning' && typeof index === 'number') return [`thinning rule ${index + 1}`, ...rest.map(String)].join(', ');
   if (section === 'ships' && index !== undefined) return `ships, ${String(index)}`;
   return path.map(String).join(', ');
 }

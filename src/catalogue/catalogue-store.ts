@@ -27,6 +27,8 @@ export interface CatalogueStoreOptions {
 export class CatalogueStore {
   #catalogue: Catalogue = EMPTY_CATALOGUE;
   #fileVersion = '';
+  /** A catalogue was loaded before (a reload, not the start). */
+  #loaded = false;
   /** The catalogue changed since it was last written to QuestDB. */
   #unpublished = true;
   #tablesReady = false;
@@ -44,6 +46,11 @@ export class CatalogueStore {
 
   get catalogue(): Catalogue {
     return this.#catalogue;
+  }
+
+  /** The latest read of the file asked for, done. Never rejects. */
+  whenRead(): Promise<void> {
+    return this.#read;
   }
 
   /** Re-reads the file; keeps the catalogue loaded before when it has a mistake. Never rejects. */
@@ -68,6 +75,7 @@ export class CatalogueStore {
       text = '';
       logger.info({ event: 'catalogue_missing', path }, 'no catalogue file: ship and cargo ids show as they are');
     }
+    const thinningBefore = JSON.stringify(this.#catalogue.thinning);
     try {
       this.#catalogue = text.trim() === '' ? EMPTY_CATALOGUE : (await import('./catalogue-file.js')).parseCatalogue(text);
     } catch (error) {
@@ -79,6 +87,11 @@ export class CatalogueStore {
       return;
     }
     this.#unpublished = true;
+    if (this.#loaded && JSON.stringify(this.#catalogue.thinning) !== thinningBefore) {
+      // The sinks decide from the rules they started with, so a replay after a crash decides the same.
+      logger.warn({ event: 'thinning_changed', path }, "the catalogue's thinning rules changed: the sinks apply them from the next start");
+    }
+    this.#loaded = true;
     logger.info(
       { event: 'catalogue_loaded', path, ships: this.#catalogue.ships.size, cargo: this.#catalogue.cargo.length },
       'catalogue loaded',

@@ -14,13 +14,29 @@
  *     - match: temp*
  *       name: Temperature
  *       unit: °C
+ *   thinning:
+ *     - match: reefer*_temp
+ *       deadband: 0.2
+ *       max_interval_minutes: 15
+ *     - match: pump_rpm
+ *       summary_seconds: 60
  */
 export interface Catalogue {
   /** Display names by exact ship id. */
   ships: Map<string, string>;
   /** In the file's order: the first entry whose pattern matches a cargo id applies. */
   cargo: CargoEntry[];
+  /**
+   * What the sinks towards the centre send of a cargo id (the local QuestDB keeps every reading):
+   * the first rule whose pattern matches applies; an id no rule matches is sent whole.
+   */
+  thinning: ThinningEntry[];
 }
+
+/** A deadband or a summary per interval, in the form the sinks take it (sinks/thinning/thinning-rules.ts). */
+export type ThinningEntry =
+  | { match: string; deadband: number; maxIntervalMs?: number | undefined }
+  | { match: string; summaryMs: number; latenessMs: number };
 
 export interface CargoEntry {
   /** An id, or a pattern with one `*` standing for any characters: `temp*`, `*_temp`, `reefer*_temp`. */
@@ -34,7 +50,7 @@ export interface CargoEntry {
   decimals?: number | undefined;
 }
 
-export const EMPTY_CATALOGUE: Catalogue = { ships: new Map(), cargo: [] };
+export const EMPTY_CATALOGUE: Catalogue = { ships: new Map(), cargo: [], thinning: [] };
 
 /** Longest id a pattern can name: the gateway's own bound on ids (MAX_ID_LENGTH) is at most this. */
 export const MAX_ID = 1024;

@@ -40,7 +40,8 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbPolicy'
   | 'remoteQuestdbBackfill'
   | 'remoteQuestdbBatchReadings'
-  | 'remoteQuestdbCompression';
+  | 'remoteQuestdbCompression'
+  | 'remoteQuestdbMaxBytesPerS';
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
@@ -54,6 +55,8 @@ export interface RemoteQuestDbConfig {
   table: string;
   /** `gzip`: ILP bodies compressed where the remote QuestDB reads them (9.1 and later). */
   compression: SettingValues['remoteQuestdbCompression'];
+  /** Bytes a second on average; 0: no budget. */
+  maxBytesPerS: number;
 }
 
 /** The console password and the `/metrics` token, each resolved from its value, file or credential. */
@@ -115,6 +118,9 @@ export interface UpstreamSinkConfig {
   backfill: boolean;
   batchReadings: number;
   compression: SettingValues['upstreamCompression'];
+  order: SettingValues['upstreamOrder'];
+  /** Bytes a second on average; 0: no budget. */
+  maxBytesPerS: number;
 }
 
 /** The Kafka sink's settings, resolved (the SASL password read from its file or credential). */
@@ -134,6 +140,9 @@ export interface KafkaSinkConfig {
   batchReadings: number;
   /** Each record batch's codec (Kafka's own, which consumers undo): `off` for none. */
   compression: SettingValues['kafkaCompression'];
+  order: SettingValues['kafkaOrder'];
+  /** Bytes a second on average; 0: no budget. */
+  maxBytesPerS: number;
 }
 
 export class ConfigError extends Error {
@@ -310,6 +319,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     kafkaBackfill,
     kafkaBatchReadings,
     kafkaCompression,
+    kafkaOrder,
+    kafkaMaxBytesPerS,
     apiKeyFile: _apiKeyFile,
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
@@ -327,6 +338,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbBackfill: _remoteQuestdbBackfill,
     remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
     remoteQuestdbCompression: _remoteQuestdbCompression,
+    remoteQuestdbMaxBytesPerS: _remoteQuestdbMaxBytesPerS,
     upstreamUrl: _upstreamUrl,
     upstreamApiKey: _upstreamApiKey,
     upstreamApiKeyFile: _upstreamApiKeyFile,
@@ -338,6 +350,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamBackfill: _upstreamBackfill,
     upstreamBatchReadings: _upstreamBatchReadings,
     upstreamCompression: _upstreamCompression,
+    upstreamOrder: _upstreamOrder,
+    upstreamMaxBytesPerS: _upstreamMaxBytesPerS,
     ...restWithMqtt
   } = values as SettingValues;
   const rest = withoutMqttSettings(restWithMqtt);
@@ -401,6 +415,8 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             backfill: kafkaBackfill,
             batchReadings: kafkaBatchReadings,
             compression: kafkaCompression,
+            order: kafkaOrder,
+            maxBytesPerS: kafkaMaxBytesPerS,
           },
   };
 }
@@ -497,6 +513,8 @@ function resolveUpstream(
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
     compression: values.upstreamCompression!,
+    order: values.upstreamOrder!,
+    maxBytesPerS: values.upstreamMaxBytesPerS!,
   };
 }
 
@@ -584,6 +602,7 @@ function remoteQuestDbConfig(
     backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
     compression: partial.remoteQuestdbCompression ?? 'gzip',
+    maxBytesPerS: partial.remoteQuestdbMaxBytesPerS ?? 0,
   };
 }
 

@@ -23,6 +23,8 @@ describe('Kafka sink settings', () => {
       backfill: false,
       batchReadings: 20_000,
       compression: 'gzip',
+      order: 'oldest_first',
+      maxBytesPerS: 0,
     });
   });
 

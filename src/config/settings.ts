@@ -112,6 +112,7 @@ const isTopicFilter = (filter: string): boolean =>
     .every((level, i, levels) => (level.includes('#') ? level === '#' && i === levels.length - 1 : !level.includes('+') || level === '+'));
 
 const sinkPolicy = z.enum(['block', 'drop_oldest']);
+const sinkOrder = z.enum(['oldest_first', 'current_first']);
 
 const define = <T>(setting: Setting<T>): Setting<T> => setting;
 
@@ -523,6 +524,12 @@ export const SETTINGS = {
     doc: "`gzip`: ILP requests to the remote QuestDB go gzip-compressed once its build (`SELECT build()`, asked once) shows a release that reads them, QuestDB 9.1 or later; to an older one, plain. QuestDB's ILP/HTTP takes no other coding. `off`: plain always.",
     schema: z.enum(['gzip', 'off']),
   }),
+  remoteQuestdbMaxBytesPerS: define({
+    env: 'REMOTE_QUESTDB_MAX_BYTES_PER_S',
+    default: '0',
+    doc: "The remote QuestDB sink's bandwidth budget, as `UPSTREAM_MAX_BYTES_PER_S`; `0`: no budget. It sends in queue order (its replay window decides so): no `current_first`.",
+    schema: byteSize(0, 1024 * 1024 * 1024),
+  }),
   upstreamUrl: define({
     env: 'UPSTREAM_URL',
     default: undefined,
@@ -593,6 +600,18 @@ export const SETTINGS = {
     default: 'gzip',
     doc: "`gzip`, `deflate` or `br` (Brotli, quality 5): batches go compressed with it, in the series form where the upstream takes that, once the upstream's answers say it takes them (a Harbor gateway's do; the first batch goes as plain JSON). An upstream that answers 415 to one gets it again as plain JSON, and plain JSON until the gateway restarts. `off`: plain JSON batches always, the API's own form.",
     schema: z.enum(['gzip', 'deflate', 'br', 'off']),
+  }),
+  upstreamOrder: define({
+    env: 'UPSTREAM_ORDER',
+    default: 'oldest_first',
+    doc: '`oldest_first`: the upstream sink sends a backlog in the order it was answered. `current_first`: with more than a batch behind (after an outage), it sends the newest batch first, then what arrives meanwhile, and backfills the rest behind it: the centre is current within one delivery of the link returning; every reading still arrives once (docs/fleet.md). Not while the catalogue thins readings, which is decided in queue order.',
+    schema: sinkOrder,
+  }),
+  upstreamMaxBytesPerS: define({
+    env: 'UPSTREAM_MAX_BYTES_PER_S',
+    default: '0',
+    doc: "The upstream sink's bandwidth budget: at most this many bytes of readings a second on average (their bytes as queued, which every encoding sends; its own framing or compression comes on top), in bursts of one batch; `0`: no budget. `/status` shows it with the backlog's expected catch-up time.",
+    schema: byteSize(0, 1024 * 1024 * 1024),
   }),
   kafkaBrokers: define({
     env: 'KAFKA_BROKERS',
@@ -687,6 +706,18 @@ export const SETTINGS = {
     default: 'gzip',
     doc: "Kafka sink: the codec of each record batch, which every Kafka broker and consumer undoes: `gzip` (Node's zlib), `snappy` or `lz4` (the Kafka client's native modules: less CPU than gzip, more bytes), `off` for none. zstd needs Node 22.15 or later, which the gateway does not require. A topic whose `compression.type` names another codec has the broker compress again with that.",
     schema: z.enum(['gzip', 'snappy', 'lz4', 'off']),
+  }),
+  kafkaOrder: define({
+    env: 'KAFKA_ORDER',
+    default: 'oldest_first',
+    doc: 'Kafka sink: `oldest_first` sends a backlog in queue order; `current_first` sends the newest batch first after an outage and backfills behind it, as `UPSTREAM_ORDER`.',
+    schema: sinkOrder,
+  }),
+  kafkaMaxBytesPerS: define({
+    env: 'KAFKA_MAX_BYTES_PER_S',
+    default: '0',
+    doc: 'Kafka sink: its bandwidth budget, as `UPSTREAM_MAX_BYTES_PER_S`; `0`: no budget.',
+    schema: byteSize(0, 1024 * 1024 * 1024),
   }),
   mqtt: define({
     env: 'MQTT',

@@ -1,4 +1,4 @@
-import type { FlushReport, GatewayParts, GatewayStats, MqttStats } from '../stats.js';
+import type { FlushReport, GatewayParts, GatewayStats, MqttStats, SinkStats } from '../stats.js';
 import type { KeyCounters } from '../keys/key-counters.js';
 import type { KeyStore } from '../keys/key-store.js';
 import type { QueueWriter } from '../queue/queue-writer.js';
@@ -206,6 +206,8 @@ export interface SinkDescription {
   /** The destination, without secrets. */
   destination: string;
   policy: string;
+  /** The sink's bandwidth budget in bytes a second, when it has one. */
+  budgetBytesPerS?: number;
 }
 
 /** One sink as /status shows it and the health rows record it. */
@@ -221,6 +223,15 @@ export interface SinkSnapshot extends SinkDescription {
   dropped: number;
   /** Readings it did not send because its destination would not keep them (older than its retention). */
   expired: number;
+  /** Readings its thinning did not send as themselves (held back by a deadband, gathered into a summary). */
+  thinned: number;
+  /** Bytes of the readings sent since start, as queued (what a budget counts). */
+  sentBytes: number;
+  /**
+   * With a budget: seconds until the backlog is sent at the budget, by the bytes per reading sent
+   * so far (by the queue's average before the first delivery); null without a budget.
+   */
+  catchUpSeconds: number | null;
   last: FlushReport | null;
   lastError: { at: string; message: string } | null;
   /** Seconds its attempts have failed without a success in between; null while they succeed. */
@@ -232,6 +243,12 @@ export interface SinkSnapshot extends SinkDescription {
 }
 
 const secondsSince = (ms: number | undefined, now: number): number | null => (ms === undefined ? null : Math.max(0, (now - ms) / 1000));
+
+function catchUpSeconds(budget: number | undefined, backlog: number, s: SinkStats, queue: QueueWriter): number | null {
+  if (budget === undefined || budget <= 0) return null;
+  const perReading = s.taken > 0 ? s.sentBytes / s.taken : queue.readings > 0 ? queue.bytes / queue.readings : 0;
+  return Math.round((backlog * perReading) / budget);
+}
 
 export function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: QueueWriter, now: number): SinkSnapshot {
   const s = stats.sink(sink.name);
@@ -248,6 +265,9 @@ export function sinkSnapshot(sink: SinkDescription, stats: GatewayStats, queue: 
     deadLettered: s.deadLettered,
     dropped: s.dropped,
     expired: s.expired,
+    thinned: s.thinned,
+    sentBytes: s.sentBytes,
+    catchUpSeconds: catchUpSeconds(sink.budgetBytesPerS, backlog?.readings ?? 0, s, queue),
     last: s.last ?? null,
     lastError: s.lastError ?? null,
     failingSeconds: s.consecutiveFailures > 0 ? secondsSince(s.failingSinceMs, now) : null,

@@ -21,6 +21,8 @@ import {
   writeKeptMark,
   writeSinkMark,
 } from './sink-marks.js';
+import { createSinkAhead, readAhead, writeAhead, type AheadRange } from './sink-ahead.js';
+import { createSinkState, readSinkState, sinkStateWriter, type SinkStateChanges } from './sink-state.js';
 
 /** One request's readings, as stored. */
 export interface QueueRecord {
@@ -106,7 +108,19 @@ export class QueueReader {
   readonly #db: Database.Database;
   /** Undefined without the writer's files (a reader made apart from the gateway): it then makes no checkpoints. */
   readonly #checkpointer: Checkpointer | undefined;
-  readonly #advance: (to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number) => Progress;
+  readonly #advance: (
+    to: Progress,
+    deadLetters: readonly DeadLetterInput[],
+    failedMs: number,
+    state: SinkStateChanges | undefined,
+    ahead: AheadRange | undefined | null,
+  ) => Progress;
+  readonly #deliverAhead: (range: AheadRange, deadLetters: readonly DeadLetterInput[], failedMs: number) => void;
+  /** A current-first sink's records delivered ahead of its mark (sink-ahead.ts). */
+  #ahead: AheadRange | undefined;
+  readonly #writeState: (changes: SinkStateChanges) => void;
+  /** The sink's state (sink-state.ts) as the file held it at open. */
+  readonly state: ReadonlyMap<string, string>;
   #progress: Progress;
   #cursor: Progress;
   /** Undefined for a sink without a replay window. */
@@ -154,16 +168,41 @@ export class QueueReader {
     } else if (kept !== undefined) {
       this.#write(() => db.prepare('DELETE FROM sink_kept WHERE name = ?').run(sink));
     }
+    this.#write(() => {
+      createSinkState(db);
+      createSinkAhead(db);
+    });
+    this.#ahead = readAhead(db, sink);
+    this.state = readSinkState(db, sink);
+    const writeState = sinkStateWriter(db, sink);
+    this.#writeState = writeState;
     const insertDeadLetter = db.prepare<[number, number, string, string, string, string | null, number | null]>(
       'INSERT INTO dead_letters (received_ms, failed_ms, reason, line, sink, site, own_site) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
-    const advance = db.transaction((to: Progress, deadLetters: readonly DeadLetterInput[], failedMs: number): Progress => {
-      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null, d.ownSite ?? null);
-      writeSinkMark(db, sink, to);
-      return advanceCommonMark(db).common;
-    });
+    const advance = db.transaction(
+      (
+        to: Progress,
+        deadLetters: readonly DeadLetterInput[],
+        failedMs: number,
+        state: SinkStateChanges | undefined,
+        ahead: AheadRange | undefined | null,
+      ): Progress => {
+        for (const d of deadLetters)
+          insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null, d.ownSite ?? null);
+        writeSinkMark(db, sink, to);
+        if (state !== undefined) writeState(state);
+        // null: the range is passed and gone.
+        if (ahead !== undefined) writeAhead(db, sink, ahead ?? undefined);
+        return advanceCommonMark(db).common;
+      },
+    );
     // Immediate: two sinks may move their marks at once, and each reads the others' in the transaction.
-    this.#advance = (to, deadLetters, failedMs) => advance.immediate(to, deadLetters, failedMs);
+    this.#advance = (to, deadLetters, failedMs, state, ahead) => advance.immediate(to, deadLetters, failedMs, state, ahead);
+    const deliverAhead = db.transaction((range: AheadRange, deadLetters: readonly DeadLetterInput[], failedMs: number): void => {
+      for (const d of deadLetters) insertDeadLetter.run(d.receivedMs, failedMs, d.reason, d.line, sink, d.site ?? null, d.ownSite ?? null);
+      writeAhead(db, sink, range);
+    });
+    this.#deliverAhead = (range, deadLetters, failedMs) => deliverAhead.immediate(range, deadLetters, failedMs);
   }
 
   /** This sink's mark: everything up to it was delivered, dead-lettered or dropped. */
@@ -182,6 +221,70 @@ export class QueueReader {
    * sink are among them: the sink passes them without delivering them.
    */
   readOldest(maxReadings: number, maxBytes: number, from: Progress = this.#cursor): QueueRecord[] {
+    return this.#readAfter(from, maxReadings, maxBytes, this.#ahead?.from);
+  }
+
+  /** Records delivered ahead of the mark, when a current-first sink has any. */
+  get ahead(): AheadRange | undefined {
+    return this.#ahead;
+  }
+
+  /** A current-first sink's newest records: those after its range delivered ahead, oldest first. */
+  readHead(maxReadings: number, maxBytes: number): QueueRecord[] {
+    return this.#ahead === undefined ? [] : this.#readAfter(this.#ahead.to, maxReadings, maxBytes, undefined);
+  }
+
+  /**
+   * The newest records after the cursor, up to `maxReadings` or `maxBytes` (at least one record),
+   * oldest first: the first batch a current-first sink sends after an outage.
+   */
+  readNewest(maxReadings: number, maxBytes: number): QueueRecord[] {
+    const newest: QueueRecord[] = [];
+    let readings = 0;
+    let bytes = 0;
+    const cursor = this.#cursor;
+    for (const segment of this.#segments().reverse()) {
+      if (segment < cursor.segment) break;
+      const after = segment === cursor.segment ? cursor.lastId : 0;
+      const rows = this.#db
+        .prepare<[number], SegmentRow>(
+          `SELECT id, received_ms, readings, bytes, payload, site, sink, own_site FROM segment_${segment} WHERE id > ? ORDER BY id DESC`,
+        )
+        .raw(true);
+      for (const row of rows.iterate(after)) {
+        const ownSite = row[7];
+        if (ownSite !== null && !this.#ownSites.has(ownSite)) this.#ownSites = ownSiteNames(this.#db);
+        const record = queueRecord(segment, row, this.#ownSites);
+        newest.push(record);
+        readings += record.readings;
+        bytes += record.bytes;
+        if (readings >= maxReadings || bytes >= maxBytes) return newest.reverse();
+      }
+    }
+    return newest.reverse();
+  }
+
+  /**
+   * Records the destination holds, delivered ahead of the mark (current first): the range ahead
+   * grows to their end. Their readings count as taken now; the mark passes them later, uncounted.
+   */
+  completeAhead(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = []): Completion {
+    const first = records[0];
+    const last = records.at(-1);
+    if (first === undefined || last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
+    const range: AheadRange = {
+      from: this.#ahead?.from ?? { segment: first.segment, lastId: first.id - 1 },
+      to: { segment: last.segment, lastId: last.id },
+    };
+    this.#write(() => this.#deliverAhead(range, deadLetters, Date.now()));
+    this.#ahead = range;
+    this.#checkpointer?.afterCommit();
+    let deadLettered = 0;
+    for (const letter of deadLetters) if (letter.again !== true) deadLettered += 1;
+    return { records: records.length, readings: records.reduce((sum, r) => sum + r.readings, 0), deadLettered };
+  }
+
+  #readAfter(from: Progress, maxReadings: number, maxBytes: number, until: Progress | undefined): QueueRecord[] {
     const records: QueueRecord[] = [];
     let readings = 0;
     let bytes = 0;
@@ -189,6 +292,7 @@ export class QueueReader {
       if (segment < from.segment) continue;
       const after = segment === from.segment ? from.lastId : 0;
       for (const row of this.#recordsAfter(segment).iterate(after)) {
+        if (until !== undefined && compareMarks({ segment, lastId: row[0] }, until) > 0) return records;
         const ownSite = row[7];
         if (ownSite !== null && !this.#ownSites.has(ownSite)) this.#ownSites = ownSiteNames(this.#db);
         const record = queueRecord(segment, row, this.#ownSites);
@@ -203,12 +307,17 @@ export class QueueReader {
 
   /**
    * Moves the mark past the given records (the destination holds their readings), keeping the
-   * readings it refused as dead letters, then drops the segments every sink has passed.
+   * readings it refused as dead letters, then drops the segments every sink has passed. `state`:
+   * changes to the sink's state after these records, written with the mark.
    */
-  complete(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = []): Completion {
+  complete(records: readonly QueueRecord[], deadLetters: readonly DeadLetterInput[] = [], state?: SinkStateChanges): Completion {
     const last = records.at(-1);
     if (last === undefined) return { records: 0, readings: 0, deadLettered: 0 };
-    const end = { segment: last.segment, lastId: last.id };
+    let end = { segment: last.segment, lastId: last.id };
+    // The backlog reached what went ahead of it: the mark passes that too (counted when it went).
+    const ahead = this.#ahead;
+    const joins = ahead !== undefined && compareMarks(end, ahead.from) >= 0;
+    if (joins) end = ahead.to;
     // Never backwards: a batch in flight while the sink skipped its oldest readings ends behind the
     // skip, and a replayed batch behind the mark was delivered (and its refusals kept) before.
     if (compareMarks(end, this.#progress) <= 0) {
@@ -216,7 +325,8 @@ export class QueueReader {
       return { records: records.length, readings: 0, deadLettered: 0 };
     }
     // When this throws (an fsync failed, a full disk without reserve), the cursor stays: the batch is sent again.
-    const common = this.#write(() => this.#advance(end, deadLetters, Date.now()));
+    const common = this.#write(() => this.#advance(end, deadLetters, Date.now(), state, joins ? null : undefined));
+    if (joins) this.#ahead = undefined;
     if (compareMarks(end, this.#cursor) > 0) this.#cursor = end;
     this.#progress = end;
     this.#dropPassed(common);
@@ -232,12 +342,23 @@ export class QueueReader {
     return this.#kept;
   }
 
-  /** Lets go of the kept records up to `to` (never past the progress mark); drops passed segments. */
-  keep(to: Progress): void {
+  /**
+   * Lets go of the kept records up to `to` (never past the progress mark); drops passed segments.
+   * `state`: changes to the sink's state after the records up to `to`, written with the kept mark (a
+   * sink that keeps records keeps its state as of its kept mark, where a start sends again from).
+   */
+  keep(to: Progress, state?: SinkStateChanges): void {
     if (this.#kept === undefined) return;
     const mark = compareMarks(to, this.#progress) <= 0 ? to : this.#progress;
     if (compareMarks(mark, this.#kept) <= 0) return;
-    this.#write(() => this.#db.transaction(() => writeKeptMark(this.#db, this.sink, mark)).immediate());
+    this.#write(() =>
+      this.#db
+        .transaction(() => {
+          writeKeptMark(this.#db, this.sink, mark);
+          if (state !== undefined) this.#writeState(state);
+        })
+        .immediate(),
+    );
     this.#kept = mark;
     this.#dropPassed(readProgress(this.#db));
     this.#checkpointer?.afterCommit();
@@ -323,6 +444,8 @@ export class QueueReader {
    * sink that must not drop): the `drop_oldest` policy making room in a full queue.
    */
   skipOldest(maxBytes: number, limit: Progress): Completion {
+    // Never into what a current-first sink delivered ahead: the skip ends where its backlog does.
+    if (this.#ahead !== undefined && compareMarks(this.#ahead.from, limit) < 0) limit = this.#ahead.from;
     const skipped: QueueRecord[] = [];
     let bytes = 0;
     for (const segment of this.#segments()) {

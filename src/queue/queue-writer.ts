@@ -38,6 +38,7 @@ import {
   type Registered,
   type SinkRegistration,
 } from './sink-marks.js';
+import { readAllAhead } from './sink-ahead.js';
 
 export type { Durability } from './queue-file.js';
 
@@ -236,7 +237,13 @@ export class QueueWriter {
     this.#checkpointer = new Checkpointer(db, this.checkpointState, this.checkpointFiles, this.#onSyncLost);
     this.registered = registerSinks(db, options.sinks ?? [{ name: 'questdb', backfill: true }]);
     const end: Progress = { segment: Number.MAX_SAFE_INTEGER, lastId: Number.MAX_SAFE_INTEGER };
-    for (const [name, mark] of readSinkMarks(db)) this.#sinkBacklogAtOpen.set(name, totalsBetween(db, mark, end).readings);
+    const ahead = readAllAhead(db);
+    for (const [name, mark] of readSinkMarks(db)) {
+      const range = ahead.get(name);
+      // Records a current-first sink delivered ahead of its mark are not its backlog.
+      const delivered = range === undefined ? 0 : totalsBetween(db, range.from, range.to).readings;
+      this.#sinkBacklogAtOpen.set(name, totalsBetween(db, mark, end).readings - delivered);
+    }
     this.#readLedger = ledgerReader(db);
     this.#segment = listSegments(db).at(-1)!;
     this.#insert = segmentInsert(db, this.#segment);

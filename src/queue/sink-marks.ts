@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
 import { dropSegment, listSegments, readProgress, type Progress, type Totals } from './queue-file.js';
+import { forgetSinkState } from './sink-state.js';
+import { writeAhead } from './sink-ahead.js';
 
 /**
  * Each sink's own progress mark (`sink_progress`), and the common mark (`progress`) they have all
@@ -134,6 +136,8 @@ export function registerSinks(db: Database.Database, sinks: readonly SinkRegistr
       for (const name of removed) {
         db.prepare('DELETE FROM sink_progress WHERE name = ?').run(name);
         db.prepare('DELETE FROM sink_kept WHERE name = ?').run(name);
+        forgetSinkState(db, name);
+        writeAhead(db, name, undefined);
       }
       const { common, passed } = advanceCommonMark(db);
       return { added, removed, released: passed, common };

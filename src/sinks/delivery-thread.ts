@@ -146,6 +146,8 @@ export class DeliveryThread {
       sink.deliveries += 1;
       sink.delivered += message.delivered;
       sink.expired += message.expired;
+      sink.thinned += message.thinned;
+      sink.sentBytes += message.sentBytes;
       sink.deadLettered += message.deadLettered;
       sink.taken += message.taken;
       sink.consecutiveFailures = 0;

@@ -9,6 +9,12 @@ import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
 import { SinkLoop } from './sink-loop.js';
 import { AppendSignal } from './append-signal.js';
+import { SinkBudget } from './sink-budget.js';
+import { SinkThinning } from './thinning/sink-thinning.js';
+import type { ThinningRule } from './thinning/thinning-rules.js';
+
+/** The local QuestDB's sink: the site's own record, which keeps every reading and is never thinned. */
+const LOCAL_SINK = 'questdb';
 
 export interface DeliveryWorkerData {
   dataDir: string;
@@ -22,6 +28,8 @@ export interface DeliveryWorkerData {
   appended?: SharedArrayBuffer;
   /** The queue writer's checkpoint state and files (checkpoint.ts), set by DeliveryThread. */
   checkpoints?: { state: SharedArrayBuffer; files: CheckpointFiles };
+  /** The catalogue's thinning rules at the start, for every sink but the local QuestDB's. */
+  thinning?: ThinningRule[];
 }
 
 export type ToDelivery =
@@ -31,7 +39,17 @@ export type ToDelivery =
   | { type: 'stop'; deadline: number };
 
 export type FromDelivery =
-  | { type: 'delivered'; sink: string; delivered: number; expired: number; taken: number; deadLettered: number; durationMs: number }
+  | {
+      type: 'delivered';
+      sink: string;
+      delivered: number;
+      expired: number;
+      thinned: number;
+      sentBytes: number;
+      taken: number;
+      deadLettered: number;
+      durationMs: number;
+    }
   | { type: 'failed'; sink: string; message: string; readings: number; durationMs: number }
   | { type: 'dropped'; sink: string; readings: number; records: number }
   /** The sink passed readings re-queued for another sink: off its backlog, not delivered. */
@@ -82,6 +100,14 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
         onLost: (error) => post({ type: 'queue_sync_lost', message: String((error.cause as Error | undefined)?.message ?? error.message) }),
       },
     });
+    const thinning = sinkThinning(spec, reader, data.thinning ?? [], replayWindowMs > 0);
+    const currentFirst = spec.order === 'current_first' && thinning === undefined && replayWindowMs === 0;
+    if (spec.order === 'current_first' && !currentFirst) {
+      logger.warn(
+        { event: 'current_first_off', sink: spec.name },
+        `${spec.name} sends its backlog oldest first: its thinning (or replay window) decides in queue order`,
+      );
+    }
     const loop = new SinkLoop({
       reader,
       target,
@@ -94,9 +120,12 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       },
       replay: { windowMs: replayWindowMs, queue: reader },
       ...(appended === undefined ? {} : { appended }),
+      ...(thinning === undefined ? {} : { thinning }),
+      ...(currentFirst ? { currentFirst: reader } : {}),
+      ...((spec.maxBytesPerS ?? 0) > 0 ? { budget: new SinkBudget(spec.maxBytesPerS!) } : {}),
       events: {
-        delivered: ({ delivered, expired, readings, deadLettered, durationMs }) =>
-          post({ type: 'delivered', sink: spec.name, delivered, expired, taken: readings, deadLettered, durationMs }),
+        delivered: ({ delivered, expired, thinned, sentBytes, readings, deadLettered, durationMs }) =>
+          post({ type: 'delivered', sink: spec.name, delivered, expired, thinned, sentBytes, taken: readings, deadLettered, durationMs }),
         failed: (result) => post({ type: 'failed', sink: spec.name, ...result }),
         passed: (readings) => post({ type: 'passed', sink: spec.name, readings }),
         waiting: (sinceMs) => post({ type: 'waiting', sink: spec.name, sinceMs }),
@@ -135,6 +164,15 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     }
   });
   for (const sink of sinks) sink.loop.start();
+}
+
+/**
+ * A forwarding sink's thinning: with rules, or without any but with state left by earlier rules (whose
+ * open summaries are then sent). None for the local QuestDB, nor for a sink with neither.
+ */
+function sinkThinning(spec: SinkSpec, reader: QueueReader, rules: ThinningRule[], keeps: boolean): SinkThinning | undefined {
+  if (spec.name === LOCAL_SINK || (rules.length === 0 && reader.state.size === 0)) return undefined;
+  return new SinkThinning({ sink: spec.name, rules, stored: reader.state, keeps });
 }
 
 /**

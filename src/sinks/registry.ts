@@ -3,7 +3,7 @@ import type { KafkaSinkConfig } from '../config/config.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
 import { QuestDbTarget } from './questdb/questdb-target.js';
 import { RemoteSiteClaims } from './remote-questdb/remote-site-claims.js';
-import type { SinkPolicy, SinkTarget } from './sink.js';
+import type { SinkOrder, SinkPolicy, SinkTarget } from './sink.js';
 import { UpstreamTarget } from './upstream/upstream-target.js';
 import type { UpstreamCompression } from './upstream/upstream-link.js';
 
@@ -17,6 +17,10 @@ export interface SinkSpecBase {
   policy: SinkPolicy;
   backfill: boolean;
   batchReadings: number;
+  /** `current_first`: with a backlog, the newest readings go first and the backlog behind them (sink-loop.ts). */
+  order?: SinkOrder;
+  /** The sink's bandwidth budget in bytes a second (sink-budget.ts); unset or 0: none. */
+  maxBytesPerS?: number;
   /** This gateway's site (`SITE_ID`): the site of readings queued without one. */
   site: string;
   /**

@@ -2,9 +2,12 @@ import type { Logger } from 'pino';
 import type { Progress } from '../queue/queue-file.js';
 import type { Completion, QueueReader, QueueRecord } from '../queue/queue-reader.js';
 import { ReplayWindow } from '../queue/replay-window.js';
+import { compareMarks } from '../queue/sink-marks.js';
 import type { AppendSignal } from './append-signal.js';
 import { Backoff } from './backoff.js';
-import type { Recovery, SinkTarget } from './sink.js';
+import type { Delivery, Recovery, SinkTarget } from './sink.js';
+import type { SinkBudget } from './sink-budget.js';
+import type { SinkThinning } from './thinning/sink-thinning.js';
 
 export interface SinkLoopOptions {
   intervalMs: number;
@@ -17,9 +20,13 @@ export interface SinkLoopOptions {
 export interface SinkEvents {
   /**
    * `passed`: readings of records re-queued for another sink, which this one passed without
-   * delivering; `expired`: readings the destination would not keep, not sent.
+   * delivering; `expired`: readings the destination would not keep, not sent; `thinned`: readings
+   * the thinning held back or gathered into a summary, not sent as themselves; `sentBytes`: the
+   * bytes of the readings sent, as queued (what a budget counts).
    */
-  delivered(result: Completion & { delivered: number; passed: number; expired: number; durationMs: number }): void;
+  delivered(
+    result: Completion & { delivered: number; passed: number; expired: number; thinned: number; sentBytes: number; durationMs: number },
+  ): void;
   failed(result: { message: string; readings: number; durationMs: number }): void;
   /** Only records of other sinks were read, and passed. */
   passed?(readings: number): void;
@@ -31,6 +38,9 @@ export interface SinkEvents {
 
 /** What a sink loop uses of its sink's side of the queue. */
 export type SinkQueue = Pick<QueueReader, 'readOldest' | 'complete'>;
+
+/** A current-first sink's side of the queue: its newest records, and those it delivered ahead of its mark. */
+export type AheadQueue = Pick<QueueReader, 'readHead' | 'readNewest' | 'completeAhead' | 'ahead'>;
 
 /** A sink that keeps its delivered readings for `windowMs` and sends them again after a recovery. */
 export interface ReplaySettings {
@@ -105,6 +115,13 @@ export class SinkLoop {
   #seenAppended = 0;
   /** Times everything kept was sent again: a read made before a replay is not delivered. */
   #replays = 0;
+  /** What of each batch goes to the destination (thinning/): undefined, all of it. */
+  readonly #thinning: SinkThinning | undefined;
+  /** Current first: with a backlog, the newest records go first and the backlog behind them. */
+  readonly #currentFirst: AheadQueue | undefined;
+  /** The batch in flight was read ahead of the mark (the newest records), not from the backlog. */
+  #sendingAhead = false;
+  readonly #budget: SinkBudget | undefined;
 
   constructor(deps: {
     reader: SinkQueue;
@@ -115,8 +132,16 @@ export class SinkLoop {
     replay?: ReplaySettings;
     /** Ingest's commits: without it the sink reads the queue every interval even when it is empty. */
     appended?: AppendSignal;
+    thinning?: SinkThinning;
+    /** Current first after an outage (sink-ahead.ts); never with a replay window or thinning, which decide in queue order. */
+    currentFirst?: AheadQueue;
+    /** Bytes a second on average (sink-budget.ts). */
+    budget?: SinkBudget;
   }) {
+    this.#budget = deps.budget;
     this.#reader = deps.reader;
+    this.#thinning = deps.thinning;
+    this.#currentFirst = deps.currentFirst;
     this.#appended = deps.appended;
     this.#replay =
       deps.replay === undefined || deps.replay.windowMs <= 0
@@ -173,10 +198,13 @@ export class SinkLoop {
       await this.#sleep(delay);
       if (this.#stopping) break;
       const { outcome, retryAfterMs } = await this.#attempt();
-      this.#backingOff = outcome === 'failed';
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
       else delay = this.#options.intervalMs;
+      // The budget's wait, like a backoff, is never cut short by a wake.
+      const budgetWait = outcome === 'failed' ? 0 : (this.#budget?.waitMs() ?? 0);
+      delay = Math.max(delay, budgetWait);
+      this.#backingOff = outcome === 'failed' || budgetWait > 0;
       // Nothing to deliver: sleep until ingest commits, then gather readings for an interval. With
       // readings kept, no longer than until the next check of the destination is due.
       if (outcome === 'empty' && this.#appended !== undefined) {
@@ -251,7 +279,30 @@ export class SinkLoop {
 
   #read(from?: Progress): QueueRecord[] {
     if (from === undefined && this.#appended !== undefined) this.#seenAppended = this.#appended.count;
-    return this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    const ahead = this.#currentFirst;
+    if (ahead === undefined || from !== undefined)
+      return this.#reader.readOldest(this.#options.batchReadings, this.#options.batchBytes, from);
+    const { batchReadings, batchBytes } = this.#options;
+    // What came after the records sent ahead goes first, so the destination stays current.
+    const head = ahead.readHead(batchReadings, batchBytes);
+    this.#sendingAhead = head.length > 0;
+    if (this.#sendingAhead) return head;
+    const backlog = this.#reader.readOldest(batchReadings, batchBytes);
+    if (ahead.ahead !== undefined || !this.#isFull(backlog)) return backlog;
+    // More than a batch behind: the newest batch first, when it lies beyond the oldest one.
+    const newest = ahead.readNewest(batchReadings, batchBytes);
+    const first = newest[0];
+    const last = backlog.at(-1)!;
+    this.#sendingAhead =
+      first !== undefined && compareMarks({ segment: first.segment, lastId: first.id }, { segment: last.segment, lastId: last.id }) > 0;
+    if (this.#sendingAhead) {
+      this.#log.info(
+        { event: 'current_first', sink: this.name, readings: newest.reduce((sum, r) => sum + r.readings, 0) },
+        `${this.name} is behind: its newest readings go first, the backlog behind them`,
+      );
+      return newest;
+    }
+    return backlog;
   }
 
   #isFull(records: readonly QueueRecord[]): boolean {
@@ -289,6 +340,7 @@ export class SinkLoop {
       this.#readAhead = undefined;
       this.#replays += 1;
       replay.window.replaying();
+      this.#thinning?.replaying();
       const readings = replay.queue.replay();
       if (readings > 0) {
         this.#log.info(
@@ -300,7 +352,8 @@ export class SinkLoop {
     }
     if (expired !== undefined) {
       try {
-        replay.queue.keep(expired);
+        replay.queue.keep(expired, this.#thinning?.keptChanges(expired));
+        this.#thinning?.kept(expired);
         replay.window.released(expired);
         if (this.#shortOfDisk && !this.#windowCut) {
           this.#windowCut = true;
@@ -358,13 +411,17 @@ export class SinkLoop {
     const full = this.#isFull(records);
     const mine = this.#mine(records);
     if (mine.length === 0) return this.#passOthers(records, full);
-    const delivering = this.#target.deliver(mine);
-    // While the destination works on it, read the batch after this one.
-    if (full) {
+    const thinned = this.#thinning?.thin(mine);
+    const sending = thinned?.records ?? mine;
+    // Everything held back by the thinning: nothing to send, the mark moves all the same.
+    const delivering: Promise<Delivery> =
+      sending.length === 0 ? Promise.resolve({ ok: true, requests: 0, deadLetters: [] }) : this.#target.deliver(sending);
+    // While the destination works on it, read the batch after this one (in queue order only).
+    if (full && this.#currentFirst === undefined) {
       const last = records.at(-1)!;
       this.#readAhead = this.#read({ segment: last.segment, lastId: last.id });
     }
-    let delivery: Awaited<typeof delivering>;
+    let delivery: Delivery;
     try {
       delivery = await delivering;
     } catch (error) {
@@ -375,37 +432,53 @@ export class SinkLoop {
     if (!delivery.ok) {
       this.#readAhead = undefined;
       this.#mustRecover = true;
+      this.#thinning?.failed();
       return this.#failed(delivery, readings, started);
     }
     const durationMs = Math.round(performance.now() - started);
     let completion: Completion;
     try {
-      completion = this.#reader.complete(records, delivery.deadLetters);
+      completion = this.#sendingAhead
+        ? this.#currentFirst!.completeAhead(records, delivery.deadLetters)
+        : this.#reader.complete(records, delivery.deadLetters, this.#thinning?.changes());
     } catch (error) {
       // The destination has the batch but the queue file could not record it (an fsync failed, a
       // full disk): it is sent again later, which deduplication stores once.
       this.#readAhead = undefined;
+      this.#thinning?.failed();
       return this.#failed(
         { message: `delivered, but the queue could not record it: ${(error as Error).message}`, level: 'error' },
         readings,
         started,
       );
     }
+    const last = records.at(-1)!;
+    this.#thinning?.delivered({ segment: last.segment, lastId: last.id });
+    const bytes = sending.reduce((sum, r) => sum + r.bytes, 0);
+    // A replayed batch goes over the link again, but was counted when it first went.
+    this.#budget?.spent(bytes);
+    const sentBytes = completion.readings === 0 ? 0 : bytes;
     if (this.#replay !== undefined) this.#replay.window.acknowledged(this.#replay.queue.cursor);
     this.#backoff.reset();
     // A replayed batch was counted when it was first delivered.
     const expired = completion.readings === 0 ? 0 : (delivery.expired ?? 0);
     const passed = completion.readings === 0 ? 0 : completion.readings - readings;
+    const thinnedReadings = completion.readings === 0 ? 0 : (thinned?.thinned ?? 0);
     const delivered =
       completion.readings === 0
         ? 0
-        : completion.readings - passed - expired - delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
-    this.#events.delivered({ ...completion, delivered, passed, expired, durationMs });
+        : completion.readings -
+          passed -
+          expired -
+          thinnedReadings -
+          delivery.deadLetters.reduce((sum, d) => sum + d.line.split('\n').length, 0);
+    this.#events.delivered({ ...completion, delivered, passed, expired, thinned: thinnedReadings, sentBytes, durationMs });
     this.#log.info(
       {
         event: 'delivered',
         sink: this.name,
         readings: delivered,
+        ...(thinned === undefined ? {} : { thinned: thinned.thinned, summaries: thinned.summaries }),
         records: records.length,
         requests: delivery.requests,
         deadLettered: delivery.deadLetters.length,
@@ -425,7 +498,8 @@ export class SinkLoop {
         `${this.name} refused readings; kept as dead letters`,
       );
     }
-    return { outcome: full ? 'full' : 'delivered' };
+    // With records sent ahead, the backlog behind them goes on at once.
+    return { outcome: full || this.#currentFirst?.ahead !== undefined ? 'full' : 'delivered' };
   }
 
   /** The records this sink delivers: all of them, but those re-queued for another sink alone. */
@@ -440,7 +514,7 @@ export class SinkLoop {
   #passOthers(records: QueueRecord[], full: boolean): { outcome: Outcome } {
     let completion: Completion;
     try {
-      completion = this.#reader.complete(records);
+      completion = this.#sendingAhead ? this.#currentFirst!.completeAhead(records) : this.#reader.complete(records);
     } catch (error) {
       // The queue file could not record it (an fsync failed, a full disk): passed again later.
       this.#log.warn({ event: 'pass_failed', sink: this.name, error: (error as Error).message }, 'could not pass records of other sinks');

@@ -68,6 +68,13 @@ export interface SinkTarget {
  */
 export type SinkPolicy = 'block' | 'drop_oldest';
 
+/**
+ * In which order a remote sink sends a backlog: `oldest_first`, queue order; `current_first`, the
+ * newest readings first after an outage, so the destination is current within a batch, then the
+ * backlog behind them. Either way every reading once.
+ */
+export type SinkOrder = 'oldest_first' | 'current_first';
+
 /** Settings every remote sink has beside its own. */
 export interface RemoteSinkSettings {
   policy: SinkPolicy;

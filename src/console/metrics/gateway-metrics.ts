@@ -64,6 +64,30 @@ export function renderMetrics(s: GatewaySnapshot, state: GatewayState, refusals:
   sink('harbor_sink_dead_lettered_total', 'counter', 'Readings a sink made dead letters since start.', (x) => x.deadLettered);
   sink('harbor_sink_dropped_readings_total', 'counter', 'Readings a drop_oldest sink skipped since start.', (x) => x.dropped);
   sink('harbor_sink_expired_readings_total', 'counter', 'Readings not sent because the destination would not keep them.', (x) => x.expired);
+  sink(
+    'harbor_sink_sent_bytes_total',
+    'counter',
+    'Bytes of the readings sent, as queued: what a bandwidth budget counts.',
+    (x) => x.sentBytes,
+  );
+  sink(
+    'harbor_sink_catch_up_seconds',
+    'gauge',
+    "Seconds until the sink's backlog is sent at its bandwidth budget (sinks with a budget only).",
+    (x) => x.catchUpSeconds,
+  );
+  sink(
+    'harbor_sink_budget_bytes_per_second',
+    'gauge',
+    "The sink's bandwidth budget (sinks with one only).",
+    (x) => x.budgetBytesPerS ?? null,
+  );
+  sink(
+    'harbor_sink_thinned_readings_total',
+    'counter',
+    'Readings the thinning held back or gathered into summaries: kept locally, not sent as themselves.',
+    (x) => x.thinned,
+  );
 
   const key = each('key', s.keys);
   key('harbor_key_accepted_requests_total', 'counter', 'Requests accepted with a key since start.', (k) => k.acceptedRequests);

@@ -184,6 +184,12 @@ const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
     <th scope="row">
       {sink.name}
       <span class="hint">{sink.destination}</span>
+      {sink.budgetBytesPerS === undefined ? null : (
+        <span class="hint">
+          budget {sink.budgetBytesPerS} bytes/s
+          {sink.catchUpSeconds === null || sink.backlog === 0 ? '' : `, backlog sent in about ${formatDuration(sink.catchUpSeconds)}`}
+        </span>
+      )}
     </th>
     <CountCell count={sink.backlog} label="Backlog" />
     <td data-label="Oldest undelivered">{age(sink.oldestAgeSeconds)}</td>

@@ -43,6 +43,7 @@ describe('remote QuestDB settings', () => {
       backfill: true,
       batchReadings: 5000,
       compression: 'gzip',
+      maxBytesPerS: 0,
     });
     const credentials = tempDir('cred');
     writeFileSync(join(credentials, 'remote_questdb_token'), TOKEN);

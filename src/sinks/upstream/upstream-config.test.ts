@@ -33,6 +33,8 @@ describe('upstream settings', () => {
       backfill: false,
       batchReadings: 1000,
       compression: 'gzip',
+      order: 'oldest_first',
+      maxBytesPerS: 0,
     });
     expect(Object.keys(loadConfig({})).filter((key) => key.startsWith('upstream'))).toEqual(['upstream']);
   });
