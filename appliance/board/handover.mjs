@@ -16,9 +16,10 @@
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { readBytes, syncDirectory, syncFile, writeAtomic } from './files.mjs';
+import { syncDirectory, syncFile, writeAtomic } from './files.mjs';
 import { slotDevice } from './rauc.mjs';
 import { GATEWAY_STATE, UPDATE_DIR, log, oneLine, readJson, sleep, warn } from './records.mjs';
+import { userVersion } from './sqlite-header.mjs';
 
 export const QUEUE_SNAPSHOT = 'queue-before-trial';
 export const HANDOVER_DIR = `${UPDATE_DIR}/handover`;
@@ -40,10 +41,12 @@ const GATEWAY = ['/usr/bin/node', '/opt/harbor-gateway/dist/gateway.mjs'];
  * @property {string} [problem]
  */
 
-/** The queue file's format: SQLite's user_version, bytes 60-63 of the header; undefined without a file. */
+/**
+ * The queue file's format as the next open reads it: SQLite's user_version, from its log when a
+ * commit there has not reached the file (a trial cut short after upgrading it); undefined without a file.
+ */
 export function queueFormatOf(/** @type {string} */ path) {
-  if (!existsSync(path) || statSync(path).size < 100) return undefined;
-  return readBytes(path, 4, 60).readUInt32BE(0);
+  return userVersion(path);
 }
 
 /** The files of a folder and the folder itself on disk, before anything relies on them. */
