@@ -72,10 +72,11 @@ describe(`upgrade from ${PREVIOUS_RELEASE}`, () => {
     await expectBacklogDeliveredOnce(dataDir, PREVIOUS_QUEUE_FORMAT);
   }, 600_000);
 
-  // The previous release's queue, 0.3.0's (format 4), 0.2.0's (format 2) and the first release's
-  // (format 1): each upgrades in place to this release's format 5.
+  // The previous release's queue, 0.4.0's and 0.3.0's (format 4), 0.2.0's (format 2) and the first
+  // release's (format 1): each upgrades in place to this release's format.
   it.each([
     [basename(PREVIOUS_QUEUE_FIXTURE), PREVIOUS_QUEUE_FORMAT],
+    ['queue-v0.4.0.db', 4],
     ['queue-v0.3.0.db', 4],
     ['queue-v0.2.0.db', 2],
     ['queue-v0.1.0.db', 1],
