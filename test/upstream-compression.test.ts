@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { CountingProxy } from '../scripts/lib/counting-proxy.mjs';
 import { startGatewayProcess } from '../scripts/lib/gateway-process.mjs';
-import { PREVIOUS_RELEASE, previousReleaseBundle } from '../scripts/lib/previous-release.mjs';
+import { previousReleaseBundle } from '../scripts/lib/previous-release.mjs';
+import { releases } from '../scripts/lib/releases.mjs';
 import { createLogger } from '../src/log/logger.js';
 import type { QueueRecord } from '../src/queue/queue-reader.js';
 import { UpstreamTarget } from '../src/sinks/upstream/upstream-target.js';
@@ -10,6 +11,9 @@ import { startTestGateway, TEST_KEY, type TestGateway } from './support/gateway.
 import { tempDir } from './support/temp-dir.js';
 import { sql, uniqueTable, waitForCount, waitForDrained, waitForWalApplied } from './support/questdb-sql.js';
 import { inject } from 'vitest';
+
+/** The last release whose ingest answers a compressed body 415: a centre rolled back to it. */
+const PLAIN_RELEASE = releases().find((release) => release.version === '0.4.0')!;
 
 // The upstream sink's link to a real central gateway: plain JSON until the centre says what else it
 // takes, then compressed batches in the series form; a centre that refuses them (415) gets plain JSON.
@@ -173,9 +177,9 @@ describe('the upstream link to a central gateway', () => {
     expect(Math.abs(perRequest[1]! - perRequest[0]!)).toBeLessThan(perRequest[0]! / 20);
   });
 
-  it(`falls back to plain JSON when the centre answers 415 (rolled back to ${PREVIOUS_RELEASE}), logged once, nothing lost or dead-lettered`, async () => {
-    const release = previousReleaseBundle();
-    if ('unavailable' in release) throw new Error(`${PREVIOUS_RELEASE} cannot be built: ${release.unavailable}`);
+  it(`falls back to plain JSON when the centre answers 415 (rolled back to v${PLAIN_RELEASE.version}), logged once, nothing lost or dead-lettered`, async () => {
+    const release = previousReleaseBundle(PLAIN_RELEASE);
+    if ('unavailable' in release) throw new Error(`v${PLAIN_RELEASE.version} cannot be built: ${release.unavailable}`);
     const centre = await central();
     const proxy = await proxyTo(centre.url);
     const { lines, logger } = logLines();
