@@ -132,7 +132,17 @@ async function measure(sink, compression, batch, n) {
   const table = `bench_link_${sink.replace('-', '_')}_${n}_${Date.now()}`;
   const batchEnv = batch === undefined ? {} : { [/** @type {string} */ (BATCH_SETTING[sink])]: String(batch) };
   const env = { DATA_DIR: dataDir, ...gatewayEnv, LOCAL_QUESTDB: 'off', ...batchEnv };
-  const deliveries = (/** @type {Awaited<ReturnType<typeof forward>>} */ r) => r.deliveries;
+  /**
+   * A sink's result: the proxy's bytes both ways and the forwarding run's CPU and requests.
+   * @param {{ sent: number, received: number } | undefined} counts @param {Awaited<ReturnType<typeof forward>>} r
+   */
+  const result = (counts, r, central = false) => ({
+    sent: counts?.sent ?? 0,
+    received: counts?.received ?? 0,
+    siteCpuPerMillion: r.siteCpuPerMillion,
+    centralCpuPerMillion: central ? r.centralCpuPerMillion : undefined,
+    requests: r.deliveries,
+  });
   try {
     if (sink === 'upstream') {
       const central = await startBenchGateway({
@@ -164,14 +174,7 @@ async function measure(sink, compression, batch, n) {
             UPSTREAM_COMPRESSION: compression,
           },
         });
-        const c = proxy.counts().all ?? { sent: 0, received: 0 };
-        return {
-          sent: c.sent,
-          received: c.received,
-          siteCpuPerMillion: r.siteCpuPerMillion,
-          centralCpuPerMillion: r.centralCpuPerMillion,
-          requests: deliveries(r),
-        };
+        return result(proxy.counts().all, r, true);
       } finally {
         await proxy.close();
         await central.stop('SIGTERM');
@@ -195,14 +198,7 @@ async function measure(sink, compression, batch, n) {
             REMOTE_QUESTDB_COMPRESSION: compression,
           },
         });
-        const c = proxy.counts().all ?? { sent: 0, received: 0 };
-        return {
-          sent: c.sent,
-          received: c.received,
-          siteCpuPerMillion: r.siteCpuPerMillion,
-          centralCpuPerMillion: undefined,
-          requests: deliveries(r),
-        };
+        return result(proxy.counts().all, r);
       } finally {
         await proxy.close();
       }
@@ -229,14 +225,7 @@ async function measure(sink, compression, batch, n) {
         KAFKA_COMPRESSION: compression,
       },
     });
-    const c = proxy.counts().site ?? { sent: 0, received: 0 };
-    return {
-      sent: c.sent,
-      received: c.received,
-      siteCpuPerMillion: r.siteCpuPerMillion,
-      centralCpuPerMillion: undefined,
-      requests: deliveries(r),
-    };
+    return result(proxy.counts().site, r);
   } finally {
     if (sink !== 'kafka') await settleAndDrop(questdb.httpUrl, table);
     rmSync(dataDir, { recursive: true, force: true });
