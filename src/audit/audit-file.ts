@@ -1,4 +1,5 @@
 import { chownSync, existsSync, renameSync, statSync } from 'node:fs';
+import { open as openFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { AuditAction, AuditEntry, AuditOutcome } from './audit-entry.js';
@@ -31,6 +32,16 @@ interface Row {
 
 const FORMAT = 1;
 
+export interface AuditFileOptions {
+  busyTimeoutMs?: number;
+  /**
+   * `full` (commands): each append is synced before it returns. `deferred` (the gateway): an append
+   * returns once written, and `syncLog()` makes it durable off the event loop, so a device's
+   * request never waits behind the trail's disk.
+   */
+  sync?: 'full' | 'deferred';
+}
+
 /**
  * The audit trail on disk: one SQLite file that the gateway and the command line (and through it
  * the appliance's tools) write side by side, each append one transaction under SQLite's locking.
@@ -42,9 +53,11 @@ export class AuditFile {
   readonly #insert: Database.Statement;
   readonly #trim: Database.Statement<[number]>;
   readonly #trimRepeated: Database.Statement<[number]>;
+  readonly #path: string;
 
-  private constructor(db: Database.Database) {
+  private constructor(db: Database.Database, path: string) {
     this.#db = db;
+    this.#path = path;
     this.#insert = db.prepare(
       `INSERT INTO audit (at_ms, first_ms, action, outcome, actor, origin, subject, detail, count, writer)
        VALUES (@atMs, @firstMs, @action, @outcome, @actor, @origin, @subject, @detail, @count, @writer)`,
@@ -60,27 +73,30 @@ export class AuditFile {
    * Opens the trail of a data directory, making it when missing. A file SQLite cannot read is set
    * aside (`audit.db.unreadable-…`) and a new one made: the trail must never keep the gateway from running.
    */
-  static open(dataDir: string, options: { busyTimeoutMs?: number } = {}): AuditFile {
+  static open(dataDir: string, options: AuditFileOptions = {}): AuditFile {
     const path = auditPath(dataDir);
     const fresh = !existsSync(path);
     try {
-      return AuditFile.#openAt(path, fresh, options.busyTimeoutMs ?? 5000);
+      return AuditFile.#openAt(path, fresh, options);
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') throw error;
       renameSync(path, `${path}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-      return AuditFile.#openAt(path, true, options.busyTimeoutMs ?? 5000);
+      return AuditFile.#openAt(path, true, options);
     }
   }
 
-  static #openAt(path: string, fresh: boolean, busyTimeoutMs: number): AuditFile {
-    const db = new Database(path, { timeout: busyTimeoutMs });
+  static #openAt(path: string, fresh: boolean, options: AuditFileOptions): AuditFile {
+    const db = new Database(path, { timeout: options.busyTimeoutMs ?? 5000 });
     try {
-      // Each append is fsynced: an entry a command reported stays reported after a power cut.
-      // Appends are few (the gateway gathers its own for seconds), so the card sees few writes.
+      // A command's append is synced before it returns: an entry it reported stays reported after
+      // a power cut. The gateway's are synced by syncLog(), off the event loop; a checkpoint (the
+      // log at 1,000 pages, or the last connection closing) syncs what it copies in both modes.
       db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
+      db.pragma(options.sync === 'deferred' ? 'synchronous = NORMAL' : 'synchronous = FULL');
       db.pragma('journal_size_limit = 262144');
+      // A few pages suffice: appends touch the last ones, pages read the newest entries.
+      db.pragma('cache_size = -256');
       db.exec(`CREATE TABLE IF NOT EXISTS audit (
         id       INTEGER PRIMARY KEY,
         at_ms    INTEGER NOT NULL,
@@ -105,7 +121,7 @@ export class AuditFile {
       const dir = statSync(dirname(path));
       chownSync(path, dir.uid, dir.gid);
     }
-    return new AuditFile(db);
+    return new AuditFile(db, path);
   }
 
   /** Appends entries in one transaction and trims to the bounds; returns the id of the last. */
@@ -140,6 +156,16 @@ export class AuditFile {
 
   lastId(): number {
     return (this.#db.prepare('SELECT COALESCE(MAX(id), 0) AS id FROM audit').get() as { id: number }).id;
+  }
+
+  /** Makes what was appended durable, in the thread pool: the write-ahead log synced to the card. */
+  async syncLog(): Promise<void> {
+    const log = await openFile(`${this.#path}-wal`, 'r');
+    try {
+      await log.datasync();
+    } finally {
+      await log.close();
+    }
   }
 
   close(): void {

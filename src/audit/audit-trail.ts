@@ -20,6 +20,8 @@ export interface AuditTrailOptions {
   flushMs?: number;
   /** How long refused or throttled logins from one address are gathered into one entry. */
   windowMs?: number;
+  /** How long the file stays open after its last use. */
+  idleCloseMs?: number;
   now?: () => number;
 }
 
@@ -46,9 +48,11 @@ export interface AuditCount {
  * them costs neither a write nor a log line each. Entries other processes wrote (the command line,
  * the appliance's tools) are read from the file at the same pace: logged and counted here too.
  *
- * Idle, it holds no connection to the file: each write or read opens it and closes it again, and a
- * tick with nothing to write looks at the file (a stat of it and its log) and opens it only when
- * another process changed it.
+ * The file stays open while the trail is busy and is closed after `idleCloseMs` without a write or
+ * a read: a flood of refused logins costs one opening, not one a tick. Its appends are synced in
+ * the thread pool (AuditFile `deferred`), never on the event loop the devices' requests share.
+ * Idle, it holds no connection to the file, and a tick with nothing to write looks at the file (a
+ * stat of it and its log) and opens it only when another process changed it.
  */
 export class AuditTrail {
   readonly #options: Required<Omit<AuditTrailOptions, 'logger' | 'dataDir'>> & Pick<AuditTrailOptions, 'logger' | 'dataDir'>;
@@ -66,14 +70,18 @@ export class AuditTrail {
   #unsettled = true;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The file while the trail is busy, and when it was last used. */
+  #file: AuditFile | undefined;
+  #usedMs = 0;
 
   constructor(options: AuditTrailOptions) {
-    this.#options = { flushMs: 5000, windowMs: 60_000, now: Date.now, ...options };
+    this.#options = { flushMs: 5000, windowMs: 60_000, idleCloseMs: 60_000, now: Date.now, ...options };
     this.#windows = new RepeatWindows(this.#options.windowMs);
     // What is in the file already was there before this start: counted from here on.
     this.#visit((file) => {
       this.#seenId = file.lastId();
     });
+    this.#release();
   }
 
   /** Writes and reads every `flushMs` until `close()`; the timer never keeps the process alive. */
@@ -92,8 +100,8 @@ export class AuditTrail {
   /** Closes the windows that are due, writes what waits, reads what others wrote (if anyone wrote). */
   tick(): void {
     for (const entry of this.#windows.close(this.#options.now())) this.#keep(entry);
-    if (this.#pending.length === 0 && !this.#unsettled && this.#fileState().state === this.#seenState) return;
-    this.#flush();
+    if (this.#pending.length > 0 || this.#unsettled || this.#fileState().state !== this.#seenState) this.#flush();
+    else if (this.#file !== undefined && this.#options.now() - this.#usedMs >= this.#options.idleCloseMs) this.#release();
   }
 
   /** The newest entries, newest first: those written, those waiting and the windows still open. */
@@ -113,6 +121,8 @@ export class AuditTrail {
     clearInterval(this.#timer);
     for (const entry of this.#windows.close(Number.POSITIVE_INFINITY)) this.#keep(entry);
     this.#flush();
+    // The last connection's checkpoint syncs what the gateway appended.
+    this.#release();
     this.#closed = true;
   }
 
@@ -129,40 +139,61 @@ export class AuditTrail {
       file.append(this.#pending, this.#writer);
       this.#pending = [];
       this.#fileProblem = undefined;
+      file.syncLog().catch((error: NodeJS.ErrnoException) => {
+        // Gone: the last connection closed and its checkpoint synced the entries into the file.
+        if (error.code !== 'ENOENT') this.#problem(error);
+      });
     });
     if (this.#pending.length > MAX_HELD) this.#pending = this.#pending.slice(-MAX_HELD);
   }
 
   /**
-   * Opens the file, does `use` with it, reads what others wrote since the last read, and closes it
-   * again; undefined when the file cannot be opened or `use` failed (said once by #problem).
+   * Closes the file when open, and notes how it looks after (the close removes its log), unless
+   * another process wrote since the last read: the next tick reads that.
+   */
+  #release(): void {
+    const file = this.#file;
+    if (file === undefined) return;
+    this.#file = undefined;
+    const unchanged = this.#fileState().state === this.#seenState;
+    try {
+      file.close();
+    } catch (error) {
+      this.#problem(error);
+    }
+    if (unchanged) this.#seenState = this.#fileState().state;
+  }
+
+  /**
+   * Does `use` with the file, opened unless it is, and reads what others wrote since the last read;
+   * undefined when the file cannot be opened or `use` failed (said once by #problem, and closed).
    */
   #visit<T>(use: (file: AuditFile) => T): T | undefined {
     if (this.#closed) return undefined;
-    let file: AuditFile;
-    try {
-      file = AuditFile.open(this.#options.dataDir, { busyTimeoutMs: 1000 });
-    } catch (error) {
-      this.#problem(error);
-      return undefined;
+    let file = this.#file;
+    if (file === undefined) {
+      try {
+        file = AuditFile.open(this.#options.dataDir, { busyTimeoutMs: 1000, sync: 'deferred' });
+      } catch (error) {
+        this.#problem(error);
+        return undefined;
+      }
+      this.#file = file;
     }
+    this.#usedMs = this.#options.now();
     let result: T | undefined;
-    let read = false;
     try {
       result = use(file);
       this.#readOthers(file);
-      read = true;
     } catch (error) {
       this.#problem(error);
-    } finally {
-      file.close();
+      this.#release();
+      return undefined;
     }
-    // After the close, which removes the file's log: the file as the next tick will find it.
-    if (read) {
-      const { state, changedMs } = this.#fileState();
-      this.#seenState = state;
-      this.#unsettled = Date.now() - changedMs < UNSETTLED_MS;
-    }
+    // The file as the next tick will find it, unless someone else writes meanwhile.
+    const { state, changedMs } = this.#fileState();
+    this.#seenState = state;
+    this.#unsettled = Date.now() - changedMs < UNSETTLED_MS;
     return result;
   }
 
