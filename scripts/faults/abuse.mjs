@@ -9,7 +9,10 @@
 // namespace), on addresses added to its loopback interface: 198.18.0.0/15 (set aside for such
 // tests) and 2001:db8::/32 (documentation). No packet leaves it.
 //
-//   node scripts/faults/abuse.mjs [--seconds N] [--no-p99-bound]   each phase N seconds (default 15); npm run test:abuse runs 120
+//   node scripts/faults/abuse.mjs [--seconds N] [--no-p99-bound] [--cpu-profile DIR]
+//       each phase N seconds (default 15; npm run test:abuse runs 120); --cpu-profile writes the
+//       gateway's CPU profiles (its event loop and the delivery thread) to DIR when it stops
+
 //   runAbuse(...) from scripts/faults/run.mjs      the short version of `npm run test:faults`
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,7 +21,7 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import mqtt from 'mqtt';
 import { generate } from 'mqtt-packet';
@@ -55,10 +58,10 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
  * Runs the abuse run in a network namespace of its own and reports whether it passed. `p99Bound`
  * false reports the devices' p99 ratio without failing on it: on this machine's two cores, with the
  * attack's clients beside the gateway, a 15 s ratio swings between about 2.4 and 5 from run to run.
- * @param {{ bundlePath: string, seconds: number, log: (line: string) => void, p99Bound?: boolean }} options
+ * @param {{ bundlePath: string, seconds: number, log: (line: string) => void, p99Bound?: boolean, cpuProfile?: string }} options
  * @returns {Promise<boolean>}
  */
-export async function runAbuse({ bundlePath, seconds, log, p99Bound = true }) {
+export async function runAbuse({ bundlePath, seconds, log, p99Bound = true, cpuProfile }) {
   const setup = [
     'set -e',
     'ip link set lo up',
@@ -86,6 +89,7 @@ export async function runAbuse({ bundlePath, seconds, log, p99Bound = true }) {
       '--bundle',
       bundlePath,
       ...(p99Bound ? [] : ['--no-p99-bound']),
+      ...(cpuProfile === undefined ? [] : ['--cpu-profile', resolve(cpuProfile)]),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
@@ -105,7 +109,12 @@ export async function runAbuse({ bundlePath, seconds, log, p99Bound = true }) {
 }
 
 /** Inside the namespace: QuestDB, the gateway, the devices and the attack. */
-async function inside(/** @type {number} */ seconds, /** @type {string} */ bundlePath, p99Bound = true) {
+async function inside(
+  /** @type {number} */ seconds,
+  /** @type {string} */ bundlePath,
+  p99Bound = true,
+  /** @type {string | undefined} */ cpuProfile = undefined,
+) {
   const say = (/** @type {string} */ line) => process.stdout.write(`${line}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'harbor-abuse-'));
   const questdb = await startQuestDb({ dataDir: join(dir, 'questdb') });
@@ -113,6 +122,8 @@ async function inside(/** @type {number} */ seconds, /** @type {string} */ bundl
   const table = `abuse_${process.pid}`;
   const gateway = await startGatewayProcess({
     bundle: bundlePath,
+    // A sample every 0.5 ms: the profile then shows which stretches held the event loop.
+    nodeArgs: cpuProfile === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfile}`, '--cpu-prof-interval=500'],
     env: {
       HOST: '::',
       PORT: String(port),
@@ -175,6 +186,10 @@ async function inside(/** @type {number} */ seconds, /** @type {string} */ bundl
       attackReport.loginPosts >= LOGIN_POSTS &&
       attackReport.loginSources >= 50 &&
       report.all.some((a) => a.phase === 'with');
+    if (failures.length > 0) {
+      const warnings = gateway.logs.filter((l) => typeof l.level === 'number' && l.level >= 40 && l.event !== 'audit');
+      for (const line of warnings.slice(-10)) say(`gateway: ${JSON.stringify(line)}`);
+    }
     say(pass ? 'PASS' : 'FAIL');
   } finally {
     gateway.child.kill('SIGTERM');
@@ -264,13 +279,17 @@ function startDevices(target) {
         await loop(
           'mqtt',
           (r) =>
-            client.publishAsync('harbor/v1/ingest', JSON.stringify(r), { qos: 1 }).then(
-              (ack) => {
-                const code = /** @type {{ reasonCode?: number } | undefined} */ (ack)?.reasonCode ?? 0;
-                return code < 0x80 ? 200 : code;
-              },
-              (/** @type {Error} */ error) => error.message,
-            ),
+            // A PUBACK that never comes (the session closed under it) is a failure, not a hang.
+            Promise.race([
+              client.publishAsync('harbor/v1/ingest', JSON.stringify(r), { qos: 1 }).then(
+                (ack) => {
+                  const code = /** @type {{ reasonCode?: number } | undefined} */ (ack)?.reasonCode ?? 0;
+                  return code < 0x80 ? 200 : code;
+                },
+                (/** @type {Error} */ error) => error.message,
+              ),
+              sleep(30_000).then(() => 'no PUBACK within 30 s'),
+            ]),
           `abuse-mqtt-${i}`,
         );
       })(),
@@ -283,7 +302,7 @@ function startDevices(target) {
     stop: async () => {
       running = false;
       await Promise.all(loops);
-      await Promise.all(clients.map((c) => c.endAsync()));
+      await Promise.all(clients.map((c) => c.endAsync(true)));
       keepAlive.destroy();
       return { all: answered };
     },
@@ -464,6 +483,10 @@ function startAttack(target, ms) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const option = (/** @type {string} */ name) => {
+    const index = process.argv.indexOf(name);
+    return index > 0 ? process.argv[index + 1] : undefined;
+  };
   const secondsArg = process.argv.indexOf('--seconds');
   const seconds = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 15;
   const bundleArg = process.argv.indexOf('--bundle');
@@ -476,9 +499,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stdout.write(`${JSON.stringify(await attack.stop())}\n`);
     process.exit(0);
   } else if (process.argv.includes('--inside')) {
-    await inside(seconds, bundlePath, !process.argv.includes('--no-p99-bound'));
+    await inside(seconds, bundlePath, !process.argv.includes('--no-p99-bound'), option('--cpu-profile'));
   } else {
-    const passed = await runAbuse({ bundlePath, seconds, log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`) });
+    const passed = await runAbuse({
+      bundlePath,
+      seconds,
+      log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
+      p99Bound: !process.argv.includes('--no-p99-bound'),
+      cpuProfile: option('--cpu-profile'),
+    });
     process.exit(passed ? 0 : 1);
   }
 }
