@@ -6,6 +6,7 @@ import type { Config } from './config/config.js';
 import { siteFallbackNotice } from './config/site-name.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
+import { boundSummaries } from './sinks/thinning/thinning-rules.js';
 import type { QuestDbSinkSpec, SinkSpec } from './sinks/registry.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
@@ -145,7 +146,15 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const stats = new GatewayStats();
   // The thinning rules the catalogue has at the start: the sinks keep them for their run.
   await catalogue.whenRead();
-  const delivery = deliveryThread(config, sinks, queue, stats, logger, options, catalogue.catalogue.thinning);
+  const delivery = deliveryThread(
+    config,
+    sinks,
+    queue,
+    stats,
+    logger,
+    options,
+    boundSummaries(catalogue.catalogue.thinning, config.maxIdLength),
+  );
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({

@@ -22,12 +22,32 @@ export interface SummaryRule {
   match: string;
   summaryMs: number;
   latenessMs: number;
+  /**
+   * Longest cargo id summarised, in characters, so that its derived ids (`:count` adds 6) pass the
+   * receiver's MAX_ID_LENGTH: the gateway sets it from its own. A longer id is left to the next
+   * rule that matches, or sent whole.
+   */
+  maxCargoChars?: number;
 }
 
 export const isSummaryRule = (rule: ThinningRule): rule is SummaryRule => 'summaryMs' in rule;
 
 /** The derived cargo ids of a summary, in the order they are sent: `pump_rpm:min`, `pump_rpm:max`, … */
 export const SUMMARY_FIELDS = ['min', 'max', 'mean', 'last', 'count'] as const;
+
+/** What the longest derived id adds to a cargo id (`:count`). */
+export const SUMMARY_SUFFIX_CHARS = 1 + Math.max(...SUMMARY_FIELDS.map((field) => field.length));
+
+/** The rules with each summary bounded to the cargo ids whose derived ids stay within `maxIdLength`. */
+export const boundSummaries = (rules: readonly ThinningRule[], maxIdLength: number): ThinningRule[] =>
+  rules.map((rule) => (isSummaryRule(rule) ? { ...rule, maxCargoChars: maxIdLength - SUMMARY_SUFFIX_CHARS } : rule));
+
+/** Characters as MAX_ID_LENGTH counts them: code points. */
+const charCount = (id: string): number => {
+  let count = 0;
+  for (const _ of id) count += 1;
+  return count;
+};
 
 /** `reefer*_temp` as a test of cargo ids, case-insensitive, as the catalogue's display entries match. */
 export function cargoMatcher(match: string): (cargoId: string) => boolean {
@@ -57,7 +77,11 @@ export class RuleBook {
 
   constructor(rules: readonly ThinningRule[]) {
     this.rules = rules;
-    this.#tests = rules.map((rule) => cargoMatcher(rule.match));
+    this.#tests = rules.map((rule) => {
+      const matches = cargoMatcher(rule.match);
+      const longest = isSummaryRule(rule) ? rule.maxCargoChars : undefined;
+      return longest === undefined ? matches : (id: string) => matches(id) && charCount(id) <= longest;
+    });
   }
 
   ruleFor(cargoId: string): ThinningRule | undefined {
