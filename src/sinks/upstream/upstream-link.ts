@@ -69,14 +69,25 @@ export class UpstreamLink {
   #takesSeries = false;
   /** A 415 to a learnt form: plain JSON for good. */
   #plainOnly = false;
+  /** The upstream answered once: what it takes is known, whether or not it named anything. */
+  #answered = false;
 
   constructor(compression: UpstreamCompression, logger: Logger) {
     this.#wanted = compression === 'off' ? undefined : compression;
     this.#log = logger;
   }
 
+  /**
+   * Compression is wanted but the upstream has not answered yet: the first request of a run is
+   * better small, so that what follows it goes in the form its answer offers.
+   */
+  get asking(): boolean {
+    return this.#wanted !== undefined && !this.#answered && !this.#plainOnly;
+  }
+
   /** Learns from an answer what the upstream takes; told once, when batches start to go compressed. */
   learn(offers: Offers): void {
+    this.#answered = true;
     if (this.#wanted === undefined || this.#plainOnly || this.#coding === this.#wanted) return;
     const before = this.#coding;
     if (listNames(offers.acceptEncoding, this.#wanted)) this.#coding = this.#wanted;

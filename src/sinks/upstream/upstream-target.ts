@@ -37,6 +37,9 @@ const MAX_ANSWER_BYTES = 64 * 1024;
  * for the destination is halved; readings it refuses for their content become dead letters with
  * its status and answer; a wrong key or URL fails every delivery until the operator fixes it.
  */
+/** Readings in the first request of a run while the link does not know what the upstream takes. */
+export const ASKING_READINGS = 10;
+
 export class UpstreamTarget implements SinkTarget {
   readonly name = 'upstream';
   readonly describe: string;
@@ -62,6 +65,10 @@ export class UpstreamTarget implements SinkTarget {
     const deadLetters: DeadLetterInput[] = [];
     const readings = outgoingReadings(records, deadLetters);
     const pending = chunkReadings(readings, this.#maxReadings, this.#options.maxBodyBytes, this.#originOf);
+    // A backlog after a start goes compressed from its second request on, not from the next delivery.
+    const first = pending[0];
+    if (this.#link.asking && first !== undefined && first.length > ASKING_READINGS)
+      pending.splice(0, 1, first.slice(0, ASKING_READINGS), first.slice(ASKING_READINGS));
     let requests = 0;
     for (let chunk = pending.shift(); chunk !== undefined; chunk = pending.shift()) {
       const answer = await this.#post(chunk);
