@@ -558,7 +558,6 @@ function deliveryThread(
       dataDir: config.dataDir,
       durability: config.durability,
       logLevel: config.logLevel,
-      intervalMs: config.flushIntervalMs,
       batchBytes: BATCH_BYTES,
       backoffMaxMs: config.flushBackoffMaxMs,
       sinks,

@@ -7,7 +7,7 @@ import { QueueReader } from '../queue/queue-reader.js';
 import type { CheckpointFiles } from '../queue/checkpoint.js';
 import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
-import { SinkLoop } from './sink-loop.js';
+import { SinkLoop, type SinkLoopOptions } from './sink-loop.js';
 import { AppendSignal } from './append-signal.js';
 import { SinkBudget } from './sink-budget.js';
 import { SinkWakes } from './sink-wakes.js';
@@ -21,7 +21,6 @@ export interface DeliveryWorkerData {
   dataDir: string;
   durability: Durability;
   logLevel: pino.LevelWithSilent;
-  intervalMs: number;
   batchBytes: number;
   backoffMaxMs: number;
   sinks: SinkSpec[];
@@ -118,12 +117,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       reader,
       target,
       logger,
-      options: {
-        intervalMs: data.intervalMs,
-        batchReadings: spec.batchReadings,
-        batchBytes: data.batchBytes,
-        backoffMaxMs: data.backoffMaxMs,
-      },
+      options: sinkLoopOptions(spec, data),
       replay: { windowMs: replayWindowMs, queue: reader },
       ...(appended === undefined ? {} : { appended }),
       ...(wakes === undefined ? {} : { reading: () => wakes.reading(index) }),
@@ -171,6 +165,16 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     }
   });
   for (const sink of sinks) sink.loop.start();
+}
+
+/** A sink's loop goes at its own interval and batch size; bytes and backoff are every sink's. */
+export function sinkLoopOptions(spec: SinkSpec, data: Pick<DeliveryWorkerData, 'batchBytes' | 'backoffMaxMs'>): SinkLoopOptions {
+  return {
+    intervalMs: spec.flushIntervalMs,
+    batchReadings: spec.batchReadings,
+    batchBytes: data.batchBytes,
+    backoffMaxMs: data.backoffMaxMs,
+  };
 }
 
 /**
