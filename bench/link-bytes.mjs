@@ -266,7 +266,9 @@ try {
       }
     }
   }
-  // Side by side: each live site posts in real time, and needs the machine for little else.
+  // Side by side: each live site posts in real time, and needs the machine for little else. Each
+  // of their gateways listens for this process's exit, to end with it.
+  process.setMaxListeners(10 + 2 * liveIntervals.length * liveCodings.length);
   const cases = liveIntervals.flatMap((intervalMs) => liveCodings.map((compression) => ({ intervalMs, compression })));
   const live = await Promise.all(
     cases.map(({ intervalMs, compression }, i) =>
@@ -306,6 +308,7 @@ const plainJson = (/** @type {number | undefined} */ batch) => {
 };
 const load = (/** @type {number[]} */ l) => l.map((v) => v.toFixed(1)).join(' ');
 const perReading = (/** @type {{ sent: number, received: number, readings: number }} */ r) => (r.sent + r.received) / r.readings;
+const waits = (/** @type {import('./lib/live-link.mjs').Waits} */ w) => `${fmt(w.median, 2)} / ${fmt(w.p99, 2)} / ${fmt(w.max, 2)}`;
 const livePlain = (/** @type {number} */ intervalMs) => {
   const r = liveResults.find((x) => x.compression === 'off' && x.intervalMs === intervalMs);
   return r === undefined ? undefined : perReading(r);
@@ -325,14 +328,14 @@ const backlogLines = [
 ];
 const liveLines = [
   `Live sites, side by side: ${ships} ships, ${READINGS_PER_SHIP_AND_TICK} readings a ship every ${tickMs / 1000} s, ${liveTicks} rounds each (${(liveTicks * ships * READINGS_PER_SHIP_AND_TICK).toLocaleString('en-US')} readings) after a first round that brings the link to its coding; the local QuestDB at FLUSH_INTERVAL_MS 1000.`,
-  "Bytes: TCP payload on the upstream link, both ways, per reading. Longest wait: from a request's answer until its readings were delivered (the sink's log). CPU: the site gateway, whole process (ingest, local QuestDB and upstream sinks), per reading.",
+  "Bytes: TCP payload on the upstream link, both ways, per reading. Wait: from a request's answer until its readings were delivered (the sink's log), median / 99th percentile / longest. CPU: the site gateway, whole process (ingest, local QuestDB and upstream sinks), per reading.",
   '',
-  '| Sink | Compression | UPSTREAM_FLUSH_INTERVAL_MS | Readings a request | Bytes a reading | Sent | Received | Plain JSON upstream ÷ this | Local QuestDB: longest wait, s | Centre: longest wait, s | Site CPU µs a reading | Requests |',
+  '| Sink | Compression | UPSTREAM_FLUSH_INTERVAL_MS | Readings a request | Bytes a reading | Sent | Received | Plain JSON upstream ÷ this | Local QuestDB wait, s | Centre wait, s | Site CPU µs a reading | Requests |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ...liveResults.map((r) => {
     const bytes = perReading(r);
     const json = livePlain(r.intervalMs);
-    return `| upstream | ${r.compression} | ${r.intervalMs} | ${fmt(r.readings / r.requests)} | ${fmt(bytes)} | ${fmt(r.sent / r.readings)} | ${fmt(r.received / r.readings)} | ${json === undefined ? '–' : `${fmt(json / bytes)}×`} | ${fmt(r.localBehindMaxS, 2)} | ${fmt(r.centreBehindMaxS, 2)} | ${fmt(r.siteCpuPerMillion)} | ${r.requests} |`;
+    return `| upstream | ${r.compression} | ${r.intervalMs} | ${fmt(r.readings / r.requests)} | ${fmt(bytes)} | ${fmt(r.sent / r.readings)} | ${fmt(r.received / r.readings)} | ${json === undefined ? '–' : `${fmt(json / bytes)}×`} | ${waits(r.localWaits)} | ${waits(r.centreWaits)} | ${fmt(r.siteCpuPerMillion)} | ${r.requests} |`;
   }),
   '',
 ];

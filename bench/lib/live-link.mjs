@@ -2,13 +2,14 @@
 // happens, its local QuestDB sink delivers every FLUSH_INTERVAL_MS (1 s) and its upstream sink
 // every UPSTREAM_FLUSH_INTERVAL_MS, through a counting proxy in front of a central gateway. Measured:
 // the link's bytes per reading once the link is in its steady coding; how long after its request
-// was answered each reading was delivered, at most, to the local QuestDB and to the centre (from
+// was answered each reading was delivered to the local QuestDB and to the centre (from
 // the site's `delivered` log lines, which follow queue order, so the site is asked nothing while it
 // is measured); and the site gateway's CPU.
 import { join } from 'node:path';
 import { CountingProxy } from '../../scripts/lib/counting-proxy.mjs';
 import { cpuSeconds } from '../../scripts/lib/proc.mjs';
 import { settleAndDrop } from '../../scripts/lib/questdb-sql.mjs';
+import { percentile } from '../../scripts/lib/stats.mjs';
 import { tableHolds } from './forward.mjs';
 import { startBenchGateway } from './gateway.mjs';
 import { READINGS_PER_SHIP_AND_TICK, siteRequests } from './site-mix.mjs';
@@ -22,26 +23,32 @@ const pause = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms)
 
 /**
  * @typedef {{ atMs: number, readings: number }} Mark  readings so far (answered, or delivered) at a time
+ * @typedef {{ median: number, p99: number, max: number }} Waits  seconds
  * @typedef {{ intervalMs: number, compression: string, readings: number, sent: number, received: number,
- *   requests: number, localBehindMaxS: number, centreBehindMaxS: number, siteCpuPerMillion: number }} LiveResult
+ *   requests: number, localWaits: Waits, centreWaits: Waits, siteCpuPerMillion: number }} LiveResult
  */
 
 /**
- * The longest a reading waited from its request's answer until its sink's delivery: both in queue
- * order, each delivery covers the requests up to its readings so far.
+ * How long each answered request's readings waited, in seconds, from its answer until its sink's
+ * delivery: both in queue order, each delivery covers the requests up to its readings so far.
  * @param {Mark[]} answered @param {Mark[]} delivered
  */
-export function longestWaitSeconds(answered, delivered) {
-  let longest = 0;
+export function waitsSeconds(answered, delivered) {
   let d = 0;
-  for (const a of answered) {
+  return answered.map((a) => {
     while (d < delivered.length && /** @type {Mark} */ (delivered[d]).readings < a.readings) d += 1;
     const by = delivered[d];
     if (by === undefined) throw new Error(`readings up to ${a.readings} were never delivered`);
-    longest = Math.max(longest, by.atMs - a.atMs);
-  }
-  return longest / 1000;
+    return Math.max(0, by.atMs - a.atMs) / 1000;
+  });
 }
+
+/** Median, 99th percentile and longest of `waits`. @param {number[]} waits */
+const spread = (waits) => ({
+  median: /** @type {number} */ (percentile(waits, 50)),
+  p99: /** @type {number} */ (percentile(waits, 99)),
+  max: Math.max(...waits),
+});
 
 /**
  * One live site with its upstream sink at `intervalMs` and `compression`, for `ticks` rounds after a
@@ -154,8 +161,8 @@ export async function liveLink({ bundle, apiKey, env, work, questdbUrl, n, ships
       sent: after.sent - before.sent,
       received: after.received - before.received,
       requests: deliveries('upstream').length - requestsBefore,
-      localBehindMaxS: longestWaitSeconds(measured, marks('questdb')),
-      centreBehindMaxS: longestWaitSeconds(measured, marks('upstream')),
+      localWaits: spread(waitsSeconds(measured, marks('questdb'))),
+      centreWaits: spread(waitsSeconds(measured, marks('upstream'))),
       siteCpuPerMillion: (cpu / readings) * 1e6,
     };
   } finally {
