@@ -335,6 +335,27 @@ describe('SinkLoop', () => {
     expect(target.sent.map((batch) => batch.length)).toEqual([1, 10]);
   });
 
+  it('keeps a wake that comes while a retry after a failure is under way', async () => {
+    let answer: (delivery: Delivery) => void = () => undefined;
+    const target = new ScriptedTarget([
+      () => ({ ok: false, message: 'unreachable' }),
+      () => new Promise<Delivery>((resolve) => (answer = resolve)),
+      ok,
+    ]);
+    const queue = new ListQueue([requeued(1)]);
+    const patient = startPatient(target, queue);
+    patient.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    // The retry comes after the backoff (250 ms at most), and is on its way.
+    await vi.advanceTimersByTimeAsync(250);
+    expect(target.attempts).toHaveLength(2);
+    queue.records.push(...Array.from({ length: 10 }, (_, i) => requeued(i + 2)));
+    patient.wake();
+    answer(ok());
+    await vi.advanceTimersByTimeAsync(1);
+    expect(target.sent.map((batch) => batch.length)).toEqual([1, 1, 10]);
+  });
+
   it('retries a failed delivery after its backoff, never an interval, and a wake meanwhile does not cut the backoff short', async () => {
     let answer: (delivery: Delivery) => void = () => undefined;
     const target = new ScriptedTarget([

@@ -209,6 +209,8 @@ export class SinkLoop {
     while (!this.#stopping) {
       await this.#sleep(delay);
       if (this.#stopping) break;
+      // No sleep to cut short while an attempt is under way: a wake meanwhile is kept for after it.
+      this.#backingOff = false;
       const { outcome, retryAfterMs } = await this.#attempt();
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
