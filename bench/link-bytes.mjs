@@ -5,7 +5,9 @@
 // through a counting proxy in front of the destination (scripts/lib/counting-proxy.mjs). Reported:
 // the link's TCP payload both ways per reading (requests, bodies, answers, and whatever else the
 // sink says on it: table checks, site claims, Kafka metadata), and the site gateway's CPU per
-// reading. Bytes do not depend on the machine's load; CPU does.
+// reading. With `--live-intervals`, live sites besides (bench/lib/live-link.mjs): their devices post
+// each round as it happens, the local QuestDB sink delivers every second and the upstream sink every
+// UPSTREAM_FLUSH_INTERVAL_MS given, side by side. Bytes do not depend on the machine's load; CPU does.
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +20,7 @@ import { QUESTDB_VERSION, startQuestDb } from '../scripts/lib/questdb.mjs';
 import { settleAndDrop } from '../scripts/lib/questdb-sql.mjs';
 import { forward, tableHolds, topicMessages } from './lib/forward.mjs';
 import { startBenchGateway } from './lib/gateway.mjs';
+import { liveLink } from './lib/live-link.mjs';
 import { MAX_SHIPS, READINGS_PER_SHIP_AND_TICK, siteRequests } from './lib/site-mix.mjs';
 
 const CODECS = /** @type {Record<string, string[]>} */ ({
@@ -40,7 +43,13 @@ const HELP = `Usage: npm run bench:link-bytes [-- options]
   --batch-readings LIST
                      most readings a delivery takes: "default" (each sink's own) or numbers (default
                      "default,84": a backlog after an outage, and one round of 6 ships as a live site
-                     forwarding every 5 s sends it)
+                     forwarding every 5 s sends it); "none": no backlog rows
+  --live-intervals LIST
+                     live sites forwarding upstream with these UPSTREAM_FLUSH_INTERVAL_MS, each with its
+                     local QuestDB at FLUSH_INTERVAL_MS 1000 (default none), e.g. "1000,10000,20000"
+  --live-codings LIST
+                     UPSTREAM_COMPRESSION of the live sites, each interval with each (default "off,gzip")
+  --live-minutes N   of rounds each live site's devices post, measured (default 5)
   --bundle PATH      the gateway build to run (default dist/gateway.mjs)
 `;
 
@@ -51,6 +60,9 @@ const { values: args } = parseArgs({
     'tick-ms': { type: 'string', default: '5000' },
     sinks: { type: 'string', default: Object.keys(CODECS).join(',') },
     'batch-readings': { type: 'string', default: 'default,84' },
+    'live-intervals': { type: 'string', default: '' },
+    'live-codings': { type: 'string', default: 'off,gzip' },
+    'live-minutes': { type: 'string', default: '5' },
     bundle: { type: 'string', default: join(projectRoot, 'dist', 'gateway.mjs') },
     help: { type: 'boolean' },
   },
@@ -63,10 +75,16 @@ const ships = Number(args.ships);
 const tickMs = Number(args['tick-ms']);
 const ticks = Math.round((Number(args.minutes) * 60_000) / tickMs);
 const sinks = args.sinks.split(',').map((s) => s.trim());
-const batchSizes = args['batch-readings'].split(',').map((b) => (b.trim() === 'default' ? undefined : Number(b)));
+const batchSizes =
+  args['batch-readings'] === 'none' ? [] : args['batch-readings'].split(',').map((b) => (b.trim() === 'default' ? undefined : Number(b)));
+const liveIntervals = args['live-intervals'] === '' ? [] : args['live-intervals'].split(',').map(Number);
+const liveCodings = args['live-codings'].split(',').map((c) => c.trim());
+const liveTicks = Math.round((Number(args['live-minutes']) * 60_000) / tickMs);
 if (!(ships >= 1 && ships <= MAX_SHIPS) || !(tickMs >= 100) || !(ticks >= 1)) throw new Error('bad --ships, --tick-ms or --minutes');
 if (sinks.some((s) => !(s in CODECS))) throw new Error(`bad --sinks ${args.sinks} (known: ${Object.keys(CODECS).join(',')})`);
 if (batchSizes.some((b) => b !== undefined && !(b >= 1))) throw new Error(`bad --batch-readings ${args['batch-readings']}`);
+if (liveIntervals.some((i) => !(i >= 10)) || !(liveTicks >= 1)) throw new Error('bad --live-intervals or --live-minutes');
+if (liveCodings.some((c) => !CODECS.upstream?.includes(c))) throw new Error(`bad --live-codings ${args['live-codings']}`);
 
 const bundle = args.bundle;
 const apiKey = 'bench-key-0123456789';
@@ -104,11 +122,11 @@ async function fillQueue(/** @type {string} */ dataDir) {
 const kafkaClassify = (/** @type {string} */ first) => (first.includes('harbor-gateway-') ? 'site' : 'bench');
 
 const queued = join(work, 'queued');
-const total = await fillQueue(queued);
-process.stderr.write(`queued ${total} readings (${ships} ships, ${ticks} rounds ${tickMs} ms apart)\n`);
+const total = batchSizes.length === 0 ? 0 : await fillQueue(queued);
+if (total > 0) process.stderr.write(`queued ${total} readings (${ships} ships, ${ticks} rounds ${tickMs} ms apart)\n`);
 
 const questdb = await startQuestDb({ dataDir: join(work, 'questdb'), heap: '512m' });
-const kafkaProxy = sinks.includes('kafka') ? await CountingProxy.start(1, { classify: kafkaClassify }) : undefined;
+const kafkaProxy = sinks.includes('kafka') && total > 0 ? await CountingProxy.start(1, { classify: kafkaClassify }) : undefined;
 const broker = kafkaProxy === undefined ? undefined : await startKafka({ advertisedPort: kafkaProxy.port });
 if (broker !== undefined) kafkaProxy?.retarget(Number(broker.bootstrap.split(':').at(-1)));
 
@@ -118,6 +136,8 @@ if (broker !== undefined) kafkaProxy?.retarget(Number(broker.bootstrap.split(':'
  */
 /** @type {Result[]} */
 const results = [];
+/** @type {import('./lib/live-link.mjs').LiveResult[]} */
+const liveResults = [];
 
 /**
  * One sink with one compression on a copy of the queue.
@@ -246,6 +266,33 @@ try {
       }
     }
   }
+  // Side by side: each live site posts in real time, and needs the machine for little else. Each
+  // of their gateways listens for this process's exit, to end with it.
+  process.setMaxListeners(10 + 2 * liveIntervals.length * liveCodings.length);
+  const cases = liveIntervals.flatMap((intervalMs) => liveCodings.map((compression) => ({ intervalMs, compression })));
+  const live = await Promise.all(
+    cases.map(({ intervalMs, compression }, i) =>
+      liveLink({
+        bundle,
+        apiKey,
+        env: gatewayEnv,
+        work,
+        questdbUrl: questdb.httpUrl,
+        n: i + 1,
+        ships,
+        ticks: liveTicks,
+        tickMs,
+        intervalMs,
+        compression,
+      }),
+    ),
+  );
+  for (const r of live) {
+    liveResults.push(r);
+    process.stderr.write(
+      `live upstream ${r.compression} ${r.intervalMs} ms: ${((r.sent + r.received) / r.readings).toFixed(2)} bytes a reading\n`,
+    );
+  }
 } finally {
   await broker?.close();
   await kafkaProxy?.close();
@@ -260,19 +307,43 @@ const plainJson = (/** @type {number | undefined} */ batch) => {
   return r === undefined ? undefined : (r.sent + r.received) / total;
 };
 const load = (/** @type {number[]} */ l) => l.map((v) => v.toFixed(1)).join(' ');
+const perReading = (/** @type {{ sent: number, received: number, readings: number }} */ r) => (r.sent + r.received) / r.readings;
+const waits = (/** @type {import('./lib/live-link.mjs').Waits} */ w) => `${fmt(w.median, 2)} / ${fmt(w.p99, 2)} / ${fmt(w.max, 2)}`;
+const livePlain = (/** @type {number} */ intervalMs) => {
+  const r = liveResults.find((x) => x.compression === 'off' && x.intervalMs === intervalMs);
+  return r === undefined ? undefined : perReading(r);
+};
+const backlogLines = [
+  `${total.toLocaleString('en-US')} readings: ${ships} ships, ${READINGS_PER_SHIP_AND_TICK} readings a ship every ${tickMs / 1000} s (${ticks} rounds); QuestDB ${QUESTDB_VERSION}${broker ? `, Kafka ${KAFKA_VERSION} (single node, 3 partitions)` : ''}.`,
+  'Bytes: TCP payload on the link, both ways, per reading. CPU: the site gateway, whole process, per reading (and the central gateway for the upstream).',
+  '',
+  '| Sink | Compression | Readings a delivery | Bytes a reading | Sent | Received | Plain JSON upstream ÷ this | Site CPU µs a reading | Central CPU µs a reading | Deliveries |',
+  '|---|---|---|---|---|---|---|---|---|---|',
+  ...results.map((r) => {
+    const bytes = (r.sent + r.received) / total;
+    const json = plainJson(r.batch);
+    return `| ${r.sink} | ${r.compression} | ${r.batch ?? 'default'} | ${fmt(bytes)} | ${fmt(r.sent / total)} | ${fmt(r.received / total)} | ${json === undefined ? '–' : `${fmt(json / bytes)}×`} | ${fmt(r.siteCpuPerMillion)} | ${fmt(r.centralCpuPerMillion)} | ${r.requests} |`;
+  }),
+  '',
+];
+const liveLines = [
+  `Live sites, side by side: ${ships} ships, ${READINGS_PER_SHIP_AND_TICK} readings a ship every ${tickMs / 1000} s, ${liveTicks} rounds each (${(liveTicks * ships * READINGS_PER_SHIP_AND_TICK).toLocaleString('en-US')} readings) after a first round that brings the link to its coding; the local QuestDB at FLUSH_INTERVAL_MS 1000.`,
+  "Bytes: TCP payload on the upstream link, both ways, per reading. Wait: from a request's answer until its readings were delivered (the sink's log), median / 99th percentile / longest. CPU: the site gateway, whole process (ingest, local QuestDB and upstream sinks), per reading.",
+  '',
+  '| Sink | Compression | UPSTREAM_FLUSH_INTERVAL_MS | Readings a request | Bytes a reading | Sent | Received | Plain JSON upstream ÷ this | Local QuestDB wait, s | Centre wait, s | Site CPU µs a reading | Requests |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ...liveResults.map((r) => {
+    const bytes = perReading(r);
+    const json = livePlain(r.intervalMs);
+    return `| upstream | ${r.compression} | ${r.intervalMs} | ${fmt(r.readings / r.requests)} | ${fmt(bytes)} | ${fmt(r.sent / r.readings)} | ${fmt(r.received / r.readings)} | ${json === undefined ? '–' : `${fmt(json / bytes)}×`} | ${waits(r.localWaits)} | ${waits(r.centreWaits)} | ${fmt(r.siteCpuPerMillion)} | ${r.requests} |`;
+  }),
+  '',
+];
 process.stdout.write(
   [
-    `${total.toLocaleString('en-US')} readings: ${ships} ships, ${READINGS_PER_SHIP_AND_TICK} readings a ship every ${tickMs / 1000} s (${ticks} rounds); QuestDB ${QUESTDB_VERSION}${broker ? `, Kafka ${KAFKA_VERSION} (single node, 3 partitions)` : ''}.`,
     `Machine: ${os.cpus()[0]?.model.trim()}, ${os.cpus().length} cores, Node ${process.version}; load average (1, 5, 15 min) ${load(loadAtStart)} at the start, ${load(os.loadavg())} at the end.`,
-    'Bytes: TCP payload on the link, both ways, per reading. CPU: the site gateway, whole process, per reading (and the central gateway for the upstream).',
     '',
-    '| Sink | Compression | Readings a delivery | Bytes a reading | Sent | Received | Plain JSON upstream ÷ this | Site CPU µs a reading | Central CPU µs a reading | Deliveries |',
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...results.map((r) => {
-      const bytes = (r.sent + r.received) / total;
-      const json = plainJson(r.batch);
-      return `| ${r.sink} | ${r.compression} | ${r.batch ?? 'default'} | ${fmt(bytes)} | ${fmt(r.sent / total)} | ${fmt(r.received / total)} | ${json === undefined ? '–' : `${fmt(json / bytes)}×`} | ${fmt(r.siteCpuPerMillion)} | ${fmt(r.centralCpuPerMillion)} | ${r.requests} |`;
-    }),
-    '',
+    ...(results.length > 0 ? backlogLines : []),
+    ...(liveResults.length > 0 ? liveLines : []),
   ].join('\n'),
 );

@@ -124,6 +124,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     name: s.name,
     destination: s.describe,
     policy: s.policy,
+    flushIntervalMs: s.flushIntervalMs,
     ...((s.maxBytesPerS ?? 0) > 0 ? { budgetBytesPerS: s.maxBytesPerS! } : {}),
   }));
   // Before anything else that can fail, and before the gateway answers anyone: the dashboards and
@@ -558,7 +559,6 @@ function deliveryThread(
       dataDir: config.dataDir,
       durability: config.durability,
       logLevel: config.logLevel,
-      intervalMs: config.flushIntervalMs,
       batchBytes: BATCH_BYTES,
       backoffMaxMs: config.flushBackoffMaxMs,
       sinks,

@@ -53,6 +53,7 @@ function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}, now?: (
       order: 'oldest_first',
       maxBytesPerS: 0,
       batchReadings: 10_000,
+      flushIntervalMs: 1000,
       compression: 'gzip',
       ...overrides,
     },

@@ -40,6 +40,7 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbPolicy'
   | 'remoteQuestdbBackfill'
   | 'remoteQuestdbBatchReadings'
+  | 'remoteQuestdbFlushIntervalMs'
   | 'remoteQuestdbCompression'
   | 'remoteQuestdbMaxBytesPerS';
 
@@ -48,6 +49,8 @@ export interface RemoteQuestDbConfig {
   policy: SettingValues['remoteQuestdbPolicy'];
   backfill: boolean;
   batchReadings: number;
+  /** REMOTE_QUESTDB_FLUSH_INTERVAL_MS, else FLUSH_INTERVAL_MS. */
+  flushIntervalMs: number;
   url: string;
   token: string | undefined;
   /** PEM of REMOTE_QUESTDB_CA_FILE, read and checked at start. */
@@ -117,6 +120,8 @@ export interface UpstreamSinkConfig {
   policy: SettingValues['upstreamPolicy'];
   backfill: boolean;
   batchReadings: number;
+  /** UPSTREAM_FLUSH_INTERVAL_MS, else FLUSH_INTERVAL_MS. */
+  flushIntervalMs: number;
   compression: SettingValues['upstreamCompression'];
   order: SettingValues['upstreamOrder'];
   /** Bytes a second on average; 0: no budget. */
@@ -138,6 +143,8 @@ export interface KafkaSinkConfig {
   policy: 'block' | 'drop_oldest';
   backfill: boolean;
   batchReadings: number;
+  /** KAFKA_FLUSH_INTERVAL_MS, else FLUSH_INTERVAL_MS. */
+  flushIntervalMs: number;
   /** Each record batch's codec (Kafka's own, which consumers undo): `off` for none. */
   compression: SettingValues['kafkaCompression'];
   order: SettingValues['kafkaOrder'];
@@ -318,6 +325,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     kafkaPolicy,
     kafkaBackfill,
     kafkaBatchReadings,
+    kafkaFlushIntervalMs,
     kafkaCompression,
     kafkaOrder,
     kafkaMaxBytesPerS,
@@ -337,6 +345,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbPolicy: _remoteQuestdbPolicy,
     remoteQuestdbBackfill: _remoteQuestdbBackfill,
     remoteQuestdbBatchReadings: _remoteQuestdbBatchReadings,
+    remoteQuestdbFlushIntervalMs: _remoteQuestdbFlushIntervalMs,
     remoteQuestdbCompression: _remoteQuestdbCompression,
     remoteQuestdbMaxBytesPerS: _remoteQuestdbMaxBytesPerS,
     upstreamUrl: _upstreamUrl,
@@ -349,6 +358,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamPolicy: _upstreamPolicy,
     upstreamBackfill: _upstreamBackfill,
     upstreamBatchReadings: _upstreamBatchReadings,
+    upstreamFlushIntervalMs: _upstreamFlushIntervalMs,
     upstreamCompression: _upstreamCompression,
     upstreamOrder: _upstreamOrder,
     upstreamMaxBytesPerS: _upstreamMaxBytesPerS,
@@ -414,6 +424,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             policy: kafkaPolicy,
             backfill: kafkaBackfill,
             batchReadings: kafkaBatchReadings,
+            flushIntervalMs: kafkaFlushIntervalMs ?? rest.flushIntervalMs,
             compression: kafkaCompression,
             order: kafkaOrder,
             maxBytesPerS: kafkaMaxBytesPerS,
@@ -512,6 +523,7 @@ function resolveUpstream(
     policy: values.upstreamPolicy!,
     backfill: values.upstreamBackfill!,
     batchReadings: values.upstreamBatchReadings!,
+    flushIntervalMs: values.upstreamFlushIntervalMs ?? values.flushIntervalMs!,
     compression: values.upstreamCompression!,
     order: values.upstreamOrder!,
     maxBytesPerS: values.upstreamMaxBytesPerS!,
@@ -601,6 +613,7 @@ function remoteQuestDbConfig(
     policy: partial.remoteQuestdbPolicy ?? 'drop_oldest',
     backfill: partial.remoteQuestdbBackfill ?? false,
     batchReadings: partial.remoteQuestdbBatchReadings ?? 20_000,
+    flushIntervalMs: partial.remoteQuestdbFlushIntervalMs ?? partial.flushIntervalMs ?? 1000,
     compression: partial.remoteQuestdbCompression ?? 'gzip',
     maxBytesPerS: partial.remoteQuestdbMaxBytesPerS ?? 0,
   };

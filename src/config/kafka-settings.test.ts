@@ -22,6 +22,7 @@ describe('Kafka sink settings', () => {
       policy: 'drop_oldest',
       backfill: false,
       batchReadings: 20_000,
+      flushIntervalMs: 1000,
       compression: 'gzip',
       order: 'oldest_first',
       maxBytesPerS: 0,

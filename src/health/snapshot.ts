@@ -206,6 +206,8 @@ export interface SinkDescription {
   /** The destination, without secrets. */
   destination: string;
   policy: string;
+  /** How long the sink gathers readings before it delivers them (a full batch goes at once). */
+  flushIntervalMs: number;
   /** The sink's bandwidth budget in bytes a second, when it has one. */
   budgetBytesPerS?: number;
 }

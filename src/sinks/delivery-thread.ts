@@ -4,6 +4,7 @@ import type { QueueWriter } from '../queue/queue-writer.js';
 import type { GatewayStats } from '../stats.js';
 import type { DeliveryWorkerData, FromDelivery, ToDelivery } from './delivery-worker.js';
 import { AppendSignal } from './append-signal.js';
+import { SinkWakes } from './sink-wakes.js';
 
 const RESTART_DELAY_MS = 1000;
 /** A full queue past this share of QUEUE_MAX_BYTES asks the dropping sinks to make room down to the next. */
@@ -18,12 +19,11 @@ const PRESSURE_LOW = 0.8;
 export class DeliveryThread {
   #worker: Worker | undefined;
   #stopping = false;
-  /** The appended-readings count at the last wake: the next one waits for a batch more. */
-  #wokenAt = 0;
   #pressing = false;
   /** Ingest refuses for a full disk: told again to a delivery thread started meanwhile. */
   #diskFull = false;
-  readonly #smallestBatch: number;
+  /** Each sink is woken by a whole batch of its own waiting since its last read. */
+  readonly #wakes: SinkWakes;
   /** Some sink has the drop_oldest policy, so a nearly full queue can be made room in. */
   readonly #drops: boolean;
   #stopped: (() => void) | undefined;
@@ -38,9 +38,14 @@ export class DeliveryThread {
     private readonly stats: GatewayStats,
     private readonly log: Logger,
   ) {
-    this.data = { ...data, appended: this.#appended.buffer, checkpoints: { state: queue.checkpointState, files: queue.checkpointFiles } };
+    this.#wakes = new SinkWakes(data.sinks.map((s) => s.batchReadings));
+    this.data = {
+      ...data,
+      appended: this.#appended.buffer,
+      wakes: this.#wakes.buffer,
+      checkpoints: { state: queue.checkpointState, files: queue.checkpointFiles },
+    };
     for (const spec of data.sinks) stats.sink(spec.name);
-    this.#smallestBatch = Math.min(...data.sinks.map((s) => s.batchReadings));
     this.#drops = data.sinks.some((s) => s.policy === 'drop_oldest');
     queue.onCommitted(() => this.notifyAppended());
     queue.onDiskFull((full) => {
@@ -71,8 +76,9 @@ export class DeliveryThread {
   }
 
   /**
-   * Called after each ingest commit (and a re-queue from the console): every whole batch of new readings wakes the sinks once (a sink
-   * backing off stays asleep); a nearly full queue asks the dropping sinks for room.
+   * Called after each ingest commit (and a re-queue from the console): a sink with a whole batch of
+   * its own appended since its last read is woken once (a sink backing off stays asleep); a nearly
+   * full queue asks the dropping sinks for room.
    */
   notifyAppended(): void {
     const queue = this.queue;
@@ -82,9 +88,8 @@ export class DeliveryThread {
       this.#pressing = true;
       this.#post({ type: 'pressure', bytes: Math.ceil(queue.bytes - queue.maxBytes * PRESSURE_LOW) });
     }
-    if (queue.appendedReadings - this.#wokenAt < this.#smallestBatch) return;
-    this.#wokenAt = queue.appendedReadings;
-    this.#post({ type: 'wake' });
+    const due = this.#wakes.appended(queue.appendedReadings);
+    if (due !== undefined) this.#post({ type: 'wake', sinks: due });
   }
 
   /** Asks every sink to deliver what it can until `deadline`, then waits for the thread to end. */

@@ -7,9 +7,10 @@ import { QueueReader } from '../queue/queue-reader.js';
 import type { CheckpointFiles } from '../queue/checkpoint.js';
 import { compareMarks } from '../queue/sink-marks.js';
 import { createTarget, type SinkSpec } from './registry.js';
-import { SinkLoop } from './sink-loop.js';
+import { SinkLoop, type SinkLoopOptions } from './sink-loop.js';
 import { AppendSignal } from './append-signal.js';
 import { SinkBudget } from './sink-budget.js';
+import { SinkWakes } from './sink-wakes.js';
 import { SinkThinning } from './thinning/sink-thinning.js';
 import type { ThinningRule } from './thinning/thinning-rules.js';
 
@@ -20,12 +21,13 @@ export interface DeliveryWorkerData {
   dataDir: string;
   durability: Durability;
   logLevel: pino.LevelWithSilent;
-  intervalMs: number;
   batchBytes: number;
   backoffMaxMs: number;
   sinks: SinkSpec[];
   /** Ingest's commit count (AppendSignal), set by DeliveryThread: idle sinks sleep until it changes. */
   appended?: SharedArrayBuffer;
+  /** Each sink's count of appended readings at its last read (SinkWakes), set by DeliveryThread. */
+  wakes?: SharedArrayBuffer;
   /** The queue writer's checkpoint state and files (checkpoint.ts), set by DeliveryThread. */
   checkpoints?: { state: SharedArrayBuffer; files: CheckpointFiles };
   /** The catalogue's thinning rules at the start, for every sink but the local QuestDB's. */
@@ -33,7 +35,8 @@ export interface DeliveryWorkerData {
 }
 
 export type ToDelivery =
-  | { type: 'wake' }
+  /** These sinks (their indices in `sinks`) have a whole batch of their own waiting. */
+  | { type: 'wake'; sinks: number[] }
   | { type: 'pressure'; bytes: number }
   | { type: 'disk'; full: boolean }
   | { type: 'stop'; deadline: number };
@@ -84,8 +87,10 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
   // Written straight to stdout's file descriptor: a worker's process.stdout goes through the main thread.
   const logger = createLogger(data.logLevel).child({ thread: 'delivery' });
   const appended = data.appended === undefined ? undefined : new AppendSignal(data.appended);
+  const batches = data.sinks.map((s) => s.batchReadings);
+  const wakes = data.wakes === undefined ? undefined : new SinkWakes(batches, data.wakes);
   const targets = await Promise.all(data.sinks.map(async (spec) => ({ spec, target: await createTarget(spec, logger) })));
-  const sinks: Sink[] = targets.map(({ spec, target }) => {
+  const sinks: Sink[] = targets.map(({ spec, target }, index) => {
     const replayWindowMs = spec.replayWindowMs ?? 0;
     const reader = new QueueReader(data.dataDir, data.durability, spec.name, {
       keeps: replayWindowMs > 0,
@@ -112,14 +117,10 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       reader,
       target,
       logger,
-      options: {
-        intervalMs: data.intervalMs,
-        batchReadings: spec.batchReadings,
-        batchBytes: data.batchBytes,
-        backoffMaxMs: data.backoffMaxMs,
-      },
+      options: sinkLoopOptions(spec, data),
       replay: { windowMs: replayWindowMs, queue: reader },
       ...(appended === undefined ? {} : { appended }),
+      ...(wakes === undefined ? {} : { reading: () => wakes.reading(index) }),
       ...(thinning === undefined ? {} : { thinning }),
       ...(currentFirst ? { currentFirst: reader } : {}),
       ...((spec.maxBytesPerS ?? 0) > 0 ? { budget: new SinkBudget(spec.maxBytesPerS!) } : {}),
@@ -145,7 +146,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
 
   port.on('message', (message: ToDelivery) => {
     if (message.type === 'wake') {
-      for (const sink of sinks) sink.loop.wake();
+      for (const index of message.sinks) sinks[index]?.loop.wake();
     } else if (message.type === 'pressure') {
       try {
         dropOldest(sinks, message.bytes, logger, post);
@@ -164,6 +165,16 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
     }
   });
   for (const sink of sinks) sink.loop.start();
+}
+
+/** A sink's loop goes at its own interval and batch size; bytes and backoff are every sink's. */
+export function sinkLoopOptions(spec: SinkSpec, data: Pick<DeliveryWorkerData, 'batchBytes' | 'backoffMaxMs'>): SinkLoopOptions {
+  return {
+    intervalMs: spec.flushIntervalMs,
+    batchReadings: spec.batchReadings,
+    batchBytes: data.batchBytes,
+    backoffMaxMs: data.backoffMaxMs,
+  };
 }
 
 /**

@@ -17,6 +17,11 @@ export interface SinkSpecBase {
   policy: SinkPolicy;
   backfill: boolean;
   batchReadings: number;
+  /**
+   * How long the sink gathers readings before it delivers them (a full batch goes at once): the
+   * local QuestDB's FLUSH_INTERVAL_MS, a remote sink's own setting or that.
+   */
+  flushIntervalMs: number;
   /** `current_first`: with a backlog, the newest readings go first and the backlog behind them (sink-loop.ts). */
   order?: SinkOrder;
   /** The sink's bandwidth budget in bytes a second (sink-budget.ts); unset or 0: none. */

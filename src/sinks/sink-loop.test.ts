@@ -84,6 +84,23 @@ function startSignalled(target: ScriptedTarget, queue: SinkQueue, appended: Appe
   loop.start();
 }
 
+/** A loop with an interval of an hour and batches of 10 readings: only a wake makes it deliver soon. */
+function startPatient(target: ScriptedTarget, queue: SinkQueue, appended?: AppendSignal): SinkLoop {
+  const patient = new SinkLoop({
+    reader: queue,
+    target,
+    logger: pino({ level: 'silent' }),
+    options: { intervalMs: 3_600_000, batchReadings: 10, batchBytes: 1 << 20, backoffMaxMs: 1000 },
+    events: { delivered: () => undefined, failed: () => undefined },
+    ...(appended === undefined ? {} : { appended }),
+  });
+  loop = patient;
+  patient.start();
+  return patient;
+}
+
+const ok = (): Delivery => ({ ok: true, requests: 1, deadLetters: [] });
+
 /** A destination with a replay window: every check is recorded (its time) and finds the table as needed. */
 class CheckedTarget extends ScriptedTarget {
   readonly checks: number[] = [];
@@ -283,6 +300,91 @@ describe('SinkLoop', () => {
     appended.appended();
     await vi.waitFor(() => expect(target.sent).toHaveLength(2), { timeout: 1000, interval: 10 });
     expect(target.sent[1]!.map((r) => r.id)).toEqual([11]);
+  });
+
+  it('delivers a whole batch at once when the wake comes while it waits for a commit, not an interval later', async () => {
+    vi.useRealTimers();
+    const queue = new ListQueue([]);
+    const target = new ScriptedTarget([ok]);
+    const appended = new AppendSignal();
+    const patient = startPatient(target, queue, appended);
+    patient.wake();
+    // The first read found nothing: the loop waits for a commit.
+    await new Promise((r) => setTimeout(r, 100));
+    queue.records.push(...Array.from({ length: 10 }, (_, i) => requeued(i + 1)));
+    // Ingest's wake may reach the loop before the commit's count does.
+    patient.wake();
+    appended.appended();
+    await vi.waitFor(() => expect(target.sent).toHaveLength(1), { timeout: 2000, interval: 10 });
+    expect(target.sent[0]).toHaveLength(10);
+  });
+
+  it('keeps a wake that comes while a delivery is under way: the whole batch goes right after it', async () => {
+    let answer: (delivery: Delivery) => void = () => undefined;
+    const target = new ScriptedTarget([() => new Promise<Delivery>((resolve) => (answer = resolve)), ok]);
+    const queue = new ListQueue([requeued(1)]);
+    const patient = startPatient(target, queue);
+    patient.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(target.sent).toHaveLength(1);
+    queue.records.push(...Array.from({ length: 10 }, (_, i) => requeued(i + 2)));
+    patient.wake();
+    await vi.advanceTimersByTimeAsync(500);
+    answer(ok());
+    await vi.advanceTimersByTimeAsync(1);
+    expect(target.sent.map((batch) => batch.length)).toEqual([1, 10]);
+  });
+
+  it('keeps a wake that comes while a retry after a failure is under way', async () => {
+    let answer: (delivery: Delivery) => void = () => undefined;
+    const target = new ScriptedTarget([
+      () => ({ ok: false, message: 'unreachable' }),
+      () => new Promise<Delivery>((resolve) => (answer = resolve)),
+      ok,
+    ]);
+    const queue = new ListQueue([requeued(1)]);
+    const patient = startPatient(target, queue);
+    patient.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    // The retry comes after the backoff (250 ms at most), and is on its way.
+    await vi.advanceTimersByTimeAsync(250);
+    expect(target.attempts).toHaveLength(2);
+    queue.records.push(...Array.from({ length: 10 }, (_, i) => requeued(i + 2)));
+    patient.wake();
+    answer(ok());
+    await vi.advanceTimersByTimeAsync(1);
+    expect(target.sent.map((batch) => batch.length)).toEqual([1, 1, 10]);
+  });
+
+  it('retries a failed delivery after its backoff, never an interval, and a wake meanwhile does not cut the backoff short', async () => {
+    let answer: (delivery: Delivery) => void = () => undefined;
+    const target = new ScriptedTarget([
+      () => new Promise<Delivery>((resolve) => (answer = resolve)),
+      () => ({ ok: false, message: 'unreachable' }),
+      ok,
+      ok,
+    ]);
+    const queue = new ListQueue([requeued(1)]);
+    const patient = startPatient(target, queue);
+    patient.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    // A whole batch arrives while the attempt is on its way, and the attempt fails.
+    queue.records.push(...Array.from({ length: 10 }, (_, i) => requeued(i + 2)));
+    patient.wake();
+    answer({ ok: false, message: 'unreachable' });
+    await vi.advanceTimersByTimeAsync(0);
+    // The second attempt fails too, and a wake comes during its backoff.
+    await vi.waitFor(() => expect(target.attempts).toHaveLength(2), { timeout: 1000, interval: 1 });
+    await vi.advanceTimersByTimeAsync(1);
+    patient.wake();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(target.attempts).toHaveLength(4);
+    const [first, second, third] = target.attempts as [number, number, number];
+    // Backoffs from 250 ms, doubling, each between half and all of it.
+    expect(second - first).toBeGreaterThanOrEqual(125);
+    expect(third - second).toBeGreaterThanOrEqual(250);
+    expect(third - first).toBeLessThan(750);
+    expect(queue.mark).toBe(11);
   });
 
   it('sees a commit made between its read of the queue and its sleep', async () => {

@@ -94,6 +94,11 @@ export class SinkLoop {
   #abandoned = false;
   #backingOff = false;
   #wake: (() => void) | undefined;
+  /**
+   * A wake came while the loop was not asleep (a delivery under way) or while it waited for a
+   * commit: the next sleep is skipped, so the batch that woke it does not wait a whole interval.
+   */
+  #woken = false;
   #loop: Promise<void> | undefined;
   /** The next batch, read while the previous one was on its way. */
   #readAhead: QueueRecord[] | undefined;
@@ -111,6 +116,8 @@ export class SinkLoop {
   /** The clock offset last reported, so a change is reported once. */
   #clockAhead: number | undefined;
   readonly #appended: AppendSignal | undefined;
+  /** Called before each read of the queue (sink-wakes.ts: the wake for a whole batch counts from there). */
+  readonly #reading: (() => void) | undefined;
   /** The commit count before the last read of the queue: an idle sink sleeps until it changes. */
   #seenAppended = 0;
   /** Times everything kept was sent again: a read made before a replay is not delivered. */
@@ -132,6 +139,8 @@ export class SinkLoop {
     replay?: ReplaySettings;
     /** Ingest's commits: without it the sink reads the queue every interval even when it is empty. */
     appended?: AppendSignal;
+    /** Told before each read of the queue, so ingest wakes the sink for a whole batch appended after it. */
+    reading?: () => void;
     thinning?: SinkThinning;
     /** Current first after an outage (sink-ahead.ts); never with a replay window or thinning, which decide in queue order. */
     currentFirst?: AheadQueue;
@@ -143,6 +152,7 @@ export class SinkLoop {
     this.#thinning = deps.thinning;
     this.#currentFirst = deps.currentFirst;
     this.#appended = deps.appended;
+    this.#reading = deps.reading;
     this.#replay =
       deps.replay === undefined || deps.replay.windowMs <= 0
         ? undefined
@@ -171,7 +181,9 @@ export class SinkLoop {
 
   /** A large backlog starts a delivery before the interval ends (but never cuts a backoff short). */
   wake(): void {
-    if (!this.#backingOff) this.#wake?.();
+    if (this.#backingOff) return;
+    this.#woken = true;
+    this.#wake?.();
   }
 
   /** Stops the timer and delivers what it can until `deadline` (epoch ms); the rest stays queued. */
@@ -197,6 +209,8 @@ export class SinkLoop {
     while (!this.#stopping) {
       await this.#sleep(delay);
       if (this.#stopping) break;
+      // No sleep to cut short while an attempt is under way: a wake meanwhile is kept for after it.
+      this.#backingOff = false;
       const { outcome, retryAfterMs } = await this.#attempt();
       if (outcome === 'failed') delay = Math.max(this.#backoff.next(), Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
       else if (outcome === 'full') delay = 0;
@@ -205,6 +219,8 @@ export class SinkLoop {
       const budgetWait = outcome === 'failed' ? 0 : (this.#budget?.waitMs() ?? 0);
       delay = Math.max(delay, budgetWait);
       this.#backingOff = outcome === 'failed' || budgetWait > 0;
+      // A wake during a delivery that failed, or that the budget holds back, waits like the rest.
+      if (this.#backingOff) this.#woken = false;
       // Nothing to deliver: sleep until ingest commits, then gather readings for an interval. With
       // readings kept, no longer than until the next check of the destination is due.
       if (outcome === 'empty' && this.#appended !== undefined) {
@@ -223,10 +239,15 @@ export class SinkLoop {
   }
 
   #sleep(ms: number): Promise<void> {
+    if (this.#woken) {
+      this.#woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         this.#wake = undefined;
+        this.#woken = false;
         resolve();
       };
       const timer = setTimeout(done, ms);
@@ -236,7 +257,7 @@ export class SinkLoop {
 
   /** Until ingest commits after the last read, `wake()` or `stop()`, or `ms`. */
   #idle(appended: AppendSignal, ms: number): Promise<void> {
-    if (this.#stopping || ms <= 0) return Promise.resolve();
+    if (this.#stopping || this.#woken || ms <= 0) return Promise.resolve();
     const interrupt = new Promise<void>((resolve) => {
       this.#wake = () => {
         this.#wake = undefined;
@@ -278,6 +299,7 @@ export class SinkLoop {
   }
 
   #read(from?: Progress): QueueRecord[] {
+    this.#reading?.();
     if (from === undefined && this.#appended !== undefined) this.#seenAppended = this.#appended.count;
     const ahead = this.#currentFirst;
     if (ahead === undefined || from !== undefined)

@@ -27,6 +27,8 @@ function localQuestDbSpec(config: Config): SinkSpec | undefined {
     policy: 'block',
     backfill: true,
     batchReadings: config.flushBatchReadings,
+    // The site's own dashboards read it: a remote sink's longer interval never holds it back.
+    flushIntervalMs: config.flushIntervalMs,
     site: config.siteId,
     // On the appliance QuestDB shares the gateway's power: what it acknowledged last can be lost.
     replayWindowMs: config.replayWindowMs,

@@ -3,7 +3,7 @@ import type { SinkSpecBase } from './registry.js';
 /** An optional sink's name, and how it delivers as its own settings say, for this site (and this gateway's instance). */
 export function specBase(
   name: string,
-  settings: Pick<SinkSpecBase, 'policy' | 'backfill' | 'batchReadings' | 'order' | 'maxBytesPerS'>,
+  settings: Pick<SinkSpecBase, 'policy' | 'backfill' | 'batchReadings' | 'flushIntervalMs' | 'order' | 'maxBytesPerS'>,
   site: string,
   instance: string | undefined,
 ): SinkSpecBase {
@@ -12,6 +12,7 @@ export function specBase(
     policy: settings.policy,
     backfill: settings.backfill,
     batchReadings: settings.batchReadings,
+    flushIntervalMs: settings.flushIntervalMs,
     ...(settings.order === undefined ? {} : { order: settings.order }),
     ...(settings.maxBytesPerS === undefined ? {} : { maxBytesPerS: settings.maxBytesPerS }),
     site,

@@ -3,6 +3,7 @@ import type { SinkSnapshot } from '../../src/health/snapshot.js';
 /** A sink as /status shows it, up to date with nothing failing, with `change` applied: for the health tests. */
 export const sinkSnapshotOf = (change: Partial<SinkSnapshot> & Pick<SinkSnapshot, 'name' | 'destination'>): SinkSnapshot => ({
   policy: 'block',
+  flushIntervalMs: 1000,
   backlog: 0,
   oldestAgeSeconds: null,
   delivered: 0,

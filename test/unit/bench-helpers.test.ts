@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLOCK_TICKS, cpuSecondsFromStat } from '../../scripts/lib/proc.mjs';
 import { batchTemplate, fillBatchBody, jsonBytesPerReading, readingTail } from '../../scripts/lib/readings.mjs';
+import { waitsSeconds } from '../../bench/lib/live-link.mjs';
 import { median, pairedRatios, percentile, queueBounded, ratioMark, slope, summarize } from '../../scripts/lib/stats.mjs';
 
 // The benchmark's own arithmetic: wrong medians or a wrong growth test would print wrong figures.
@@ -101,6 +102,24 @@ describe('benchmark readings', () => {
     expect(jsonBytesPerReading(template, 10)).toBe(Buffer.byteLength(fillBatchBody(template, 0, 0)) / 10);
     expect(readingTail(0)).toBe('"ship_id":"ship-000","cargo_id":"temperature","value":0}');
     expect(() => batchTemplate(10_001)).toThrow(RangeError);
+  });
+});
+
+describe('a live link', () => {
+  it('times each answered request to the first delivery that covers its readings, in queue order', () => {
+    const answered = [
+      { atMs: 1000, readings: 10 },
+      { atMs: 1500, readings: 14 },
+      { atMs: 6000, readings: 24 },
+    ];
+    // The first delivery took ten readings (at the same millisecond as their answer), the second the rest.
+    expect(
+      waitsSeconds(answered, [
+        { atMs: 1000, readings: 10 },
+        { atMs: 20_000, readings: 24 },
+      ]),
+    ).toEqual([0, 18.5, 14]);
+    expect(() => waitsSeconds(answered, [{ atMs: 1200, readings: 14 }])).toThrow(/up to 24 were never delivered/);
   });
 });
 

@@ -20,6 +20,8 @@ export interface OverviewModel {
   listenHost: string;
 }
 
+/** A flush interval as it was set: whole seconds, else milliseconds. */
+const interval = (ms: number): string => (ms % 1000 === 0 ? `${formatCount(ms / 1000)} s` : `${formatCount(ms)} ms`);
 const age = (seconds: number | null): string => (seconds === null ? 'none' : `${formatDuration(seconds)} old`);
 
 const CLOCK = { true: 'synchronised', false: 'not synchronised: readings without a time get an untrusted time', null: 'unknown here' };
@@ -184,6 +186,7 @@ const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
     <th scope="row">
       {sink.name}
       <span class="hint">{sink.destination}</span>
+      <span class="hint">sends every {interval(sink.flushIntervalMs)}</span>
       {sink.budgetBytesPerS === undefined ? null : (
         <span class="hint">
           budget {sink.budgetBytesPerS} bytes/s

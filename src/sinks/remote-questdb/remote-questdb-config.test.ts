@@ -42,6 +42,7 @@ describe('remote QuestDB settings', () => {
       policy: 'block',
       backfill: true,
       batchReadings: 5000,
+      flushIntervalMs: 1000,
       compression: 'gzip',
       maxBytesPerS: 0,
     });

@@ -32,6 +32,7 @@ describe('upstream settings', () => {
       policy: 'drop_oldest',
       backfill: false,
       batchReadings: 1000,
+      flushIntervalMs: 1000,
       compression: 'gzip',
       order: 'oldest_first',
       maxBytesPerS: 0,
