@@ -5,8 +5,10 @@
 // alternate rounds; what is left out is Node's HTTP server, the same for both, and the delivery
 // thread. Prints CPU µs a reading of each, the least of the rounds and their median, and the
 // gateway's share of the floor's rate that the CPU times imply. `--other DIR` adds another
-// checkout's gateway (its `src/`), as bench:mqtt-hot-path does; `--only floor|gateway` runs one side.
-import { mkdtempSync, rmSync } from 'node:fs';
+// checkout's gateway (its `src/`), as bench:mqtt-hot-path does, also of a release without the
+// console, time window or idempotency keys (0.4.0's sources in the releases cache: what it lacks is
+// left out of its app); `--only floor|gateway` runs one side.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,23 +33,24 @@ const REQUESTS = Number(args.requests);
 const IN_FLIGHT = 16;
 const KEY = 'bench-key-0123456789abcdef';
 
-/** The gateway's parts from the sources under `root`. @param {string} root @param {string} name */
+/** The gateway's parts from the sources under `root`; of a release, those it has. @param {string} root @param {string} name */
 async function sources(root, name) {
   const src = resolve(root, 'src');
+  const has = (/** @type {string} */ file) => existsSync(join(src, file));
   return importSources(
     name,
     `
       export { createApp } from '${src}/http/app.ts';
       export { QueueWriter } from '${src}/queue/queue-writer.ts';
-      export { ReceiveClock } from '${src}/reading/receive-clock.ts';
+      export { ReceiveClock } from '${src}/reading/${has('reading/receive-clock.ts') ? 'receive-clock' : 'timestamp'}.ts';
       export { readingSchema } from '${src}/reading/reading-schema.ts';
-      export { TimeWindow } from '${src}/reading/time-window.ts';
       export { GatewayStats } from '${src}/stats.ts';
       export { FailureDelay } from '${src}/http/middleware/api-key/failure-delay.ts';
       export { KeyStore } from '${src}/keys/key-store.ts';
-      export { IdempotencyKeys } from '${src}/http/idempotency-keys.ts';
-      export { ShipTable } from '${src}/console/activity/ship-table.ts';
       export { createLogger } from '${src}/log/logger.ts';
+      ${has('reading/time-window.ts') ? `export { TimeWindow } from '${src}/reading/time-window.ts';` : ''}
+      ${has('http/idempotency-keys.ts') ? `export { IdempotencyKeys } from '${src}/http/idempotency-keys.ts';` : ''}
+      ${has('console/activity/ship-table.ts') ? `export { ShipTable } from '${src}/console/activity/ship-table.ts';` : ''}
     `,
   );
 }
@@ -56,8 +59,11 @@ async function sources(root, name) {
 function gatewayApp(m, dir) {
   const logger = m.createLogger('silent');
   const queue = m.QueueWriter.open({ dataDir: dir, durability: args.mode, maxBytes: 8 * 1024 ** 3 });
-  const ships = new m.ShipTable();
-  const limits = { maxIdLength: 100, window: new m.TimeWindow({ maxAheadS: 86_400, maxAgeS: 364 * 86_400 }) };
+  const ships = m.ShipTable === undefined ? undefined : new m.ShipTable();
+  const limits = {
+    maxIdLength: 100,
+    ...(m.TimeWindow === undefined ? {} : { window: new m.TimeWindow({ maxAheadS: 86_400, maxAgeS: 364 * 86_400 }) }),
+  };
   const app = m.createApp({
     queue,
     delivery: { notifyAppended() {} },
@@ -75,15 +81,18 @@ function gatewayApp(m, dir) {
     harborId: undefined,
     siteId: 'bench',
     stopping: new AbortController().signal,
-    idempotency: new m.IdempotencyKeys({ windowMs: 600_000, maxKeys: 20_000 }),
-    console: {
-      mount() {},
-      /** @param {{ name: string }} principal @param {string} record @param {number} readings @param {Float64Array} [values] */
-      accepted(principal, record, readings, values) {
-        ships.record(principal.name, record, readings, Date.now(), values);
-      },
-      refused() {},
-    },
+    idempotency: m.IdempotencyKeys === undefined ? undefined : new m.IdempotencyKeys({ windowMs: 600_000, maxKeys: 20_000 }),
+    console:
+      ships === undefined
+        ? undefined
+        : {
+            mount() {},
+            /** @param {{ name: string }} principal @param {string} record @param {number} readings @param {Float64Array} [values] */
+            accepted(principal, record, readings, values) {
+              ships.record(principal.name, record, readings, Date.now(), values);
+            },
+            refused() {},
+          },
   });
   return { fetch: (/** @type {Request} */ request) => app.fetch(request), close: () => queue.close() };
 }

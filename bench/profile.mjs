@@ -5,6 +5,8 @@
 // map), and of the delivery thread by area. Keeps the .cpuprofile files (open them in Chrome's
 // DevTools or speedscope) and a flame graph of each thread (ingest.svg, delivery.svg) under
 // bench/results/profiles/<time>/.
+// `--bundle PATH` profiles another build, located through the source map beside it: a release's,
+// as the upgrade test builds them into ~/.cache/harbor-gateway/releases/ (0.4.0's among them).
 // `--floor` profiles the HTTP floor instead (bench/lib/floor-server.mjs: the same requests, single or
 // `--batch N`, a handler that only parses the body and answers), so that each area's µs a request
 // can be set against the gateway's.

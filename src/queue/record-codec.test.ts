@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { queuedReading } from '../../test/support/queued-reading.js';
 import { ReceiveClock } from '../reading/receive-clock.js';
-import { RecordCorruptError, decodeRecord, encodeRecord } from './record-codec.js';
+import { RecordCorruptError, decodeRecord, encodeRecord, scanEncodedRecord, textHash } from './record-codec.js';
 
 describe('record codec', () => {
   it('round-trips readings exactly, resolving missing times once', () => {
@@ -29,6 +29,29 @@ describe('record codec', () => {
     fc.assert(
       fc.property(fc.array(reading, { minLength: 1, maxLength: 20 }), (readings) => {
         expect(decodeRecord(encodeRecord(readings, new ReceiveClock()))).toEqual(readings);
+      }),
+    );
+  });
+
+  it("scans a record it made into each line's fields, with each id's textHash", () => {
+    const reading = queuedReading(20);
+    fc.assert(
+      fc.property(fc.array(reading, { minLength: 1, maxLength: 20 }), (readings) => {
+        const seen: unknown[] = [];
+        scanEncodedRecord(encodeRecord(readings, new ReceiveClock()), (record, tab1, tab2, tab3, end, shipHash, cargoHash) => {
+          const shipId = record.slice(tab1 + 1, tab2);
+          const cargoId = record.slice(tab2 + 1, tab3);
+          seen.push({ shipId, cargoId, value: Number(record.slice(tab3 + 1, end)), shipHash, cargoHash });
+        });
+        expect(seen).toEqual(
+          readings.map((r) => ({
+            shipId: r.shipId,
+            cargoId: r.cargoId,
+            value: r.value,
+            shipHash: textHash(r.shipId, 0, r.shipId.length),
+            cargoHash: textHash(r.cargoId, 0, r.cargoId.length),
+          })),
+        );
       }),
     );
   });

@@ -123,8 +123,31 @@ export function scanRecord(payload: string, visit: LineVisitor): void {
   }
 }
 
-/** Receives a line's ship_id (tab1, tab2), cargo_id (tab2, tab3) and value's text (tab3, end) as positions in the record. */
-export type FieldVisitor = (record: string, tab1: number, tab2: number, tab3: number, end: number) => void;
+/**
+ * A hash of the text between `start` and `end`: equal texts hash alike whichever string holds them,
+ * so an id can be looked up where it stands in a record, without a string of its own.
+ */
+export function textHash(text: string, start: number, end: number): number {
+  let hash = 0;
+  for (let i = start; i < end; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
+  return hash;
+}
+
+/**
+ * Receives a line's ship_id (tab1, tab2), cargo_id (tab2, tab3) and value's text (tab3, end) as
+ * positions in the record, and the textHash of each id.
+ */
+export type FieldVisitor = (
+  record: string,
+  tab1: number,
+  tab2: number,
+  tab3: number,
+  end: number,
+  shipHash: number,
+  cargoHash: number,
+) => void;
+
+const TAB = 9;
 
 /**
  * Visits each line of a record encodeRecord has just made, without checking it: for ingest's own
@@ -135,11 +158,17 @@ export function scanEncodedRecord(record: string, visit: FieldVisitor): void {
   let start = 0;
   while (start < length) {
     const tab1 = record.indexOf('\t', start);
-    const tab2 = record.indexOf('\t', tab1 + 1);
-    const tab3 = record.indexOf('\t', tab2 + 1);
+    // The ids are hashed as they are read to find their ends (textHash's steps).
+    let i = tab1 + 1;
+    let shipHash = 0;
+    for (let c = record.charCodeAt(i); c !== TAB && i < length; c = record.charCodeAt(++i)) shipHash = (Math.imul(shipHash, 31) + c) | 0;
+    const tab2 = i++;
+    let cargoHash = 0;
+    for (let c = record.charCodeAt(i); c !== TAB && i < length; c = record.charCodeAt(++i)) cargoHash = (Math.imul(cargoHash, 31) + c) | 0;
+    const tab3 = i;
     let end = record.indexOf('\n', tab3 + 1);
     if (end === -1) end = length;
-    visit(record, tab1, tab2, tab3, end);
+    visit(record, tab1, tab2, tab3, end, shipHash, cargoHash);
     start = end + 1;
   }
 }

@@ -1,9 +1,20 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CounterMinutes, MinuteCounts } from './minute-counts.js';
 import { RefusalTable } from './refusal-table.js';
-import { formatLine, type QueuedReading } from '../../queue/record-codec.js';
+import { formatLine, textHash, type QueuedReading } from '../../queue/record-codec.js';
+import { propertyRuns } from '../../../test/support/property-sizes.js';
 import { recordOf, retainedHeapBytes } from '../../../test/support/retained-heap.js';
-import { FOLD_AFTER_MS, FOLD_AFTER_READINGS, FOLD_AFTER_REQUESTS, MAX_CARGOS, MAX_SHIPS, RECENT_MS, ShipTable } from './ship-table.js';
+import {
+  BURST_MS,
+  FOLD_AFTER_MS,
+  FOLD_AFTER_READINGS,
+  FOLD_AFTER_REQUESTS,
+  MAX_CARGOS,
+  MAX_SHIPS,
+  RECENT_MS,
+  ShipTable,
+} from './ship-table.js';
 
 const T0 = Date.UTC(2026, 10, 26, 10, 0, 0);
 const MIN = 60_000;
@@ -212,6 +223,116 @@ describe('ship table', () => {
       expect(folded.size).toBeGreaterThan(0);
     }
     expect(waiting.list(now + MIN)).toEqual(folded.list(now + MIN));
+  });
+
+  it('tells apart ship ids and cargo ids whose text hashes alike', () => {
+    expect(textHash('Aa', 0, 2)).toBe(textHash('BB', 0, 2));
+    const ships = new ShipTable();
+    note(
+      ships,
+      'k',
+      [reading('Aa', 'Aa', 1), reading('BB', 'BB', 2), reading('Aa', 'BB', 3), reading('BB', 'Aa', 4), reading('Aa', 'Aa', 5)],
+      T0,
+    );
+    expect(ships.get('Aa', T0)).toMatchObject({
+      readingsLastHour: 3,
+      lastValues: [
+        { cargoId: 'Aa', value: 5 },
+        { cargoId: 'BB', value: 3 },
+      ],
+    });
+    expect(ships.get('BB', T0)).toMatchObject({
+      readingsLastHour: 2,
+      lastValues: [
+        { cargoId: 'BB', value: 2 },
+        { cargoId: 'Aa', value: 4 },
+      ],
+    });
+  });
+
+  it('lists a ship it let go to make room anew when it is seen again', () => {
+    const ships = new ShipTable({ now: T0 });
+    for (let i = 1; i < MAX_SHIPS; i++) note(ships, 'k', [reading(`old-${i}`, 'x', i)], T0 + i);
+    // The least recently seen ship, folded last.
+    note(ships, 'k', [reading('old-0', 'x', 0)], T0);
+    expect(ships.size).toBe(MAX_SHIPS);
+    const later = T0 + RECENT_MS + MAX_SHIPS + 1;
+    note(ships, 'k', [reading('new', 'x', 1)], later);
+    expect(ships.get('old-0', later)).toBeUndefined();
+    note(ships, 'k', [reading('old-0', 'y', 2)], later);
+    expect(ships.get('old-0', later)).toMatchObject({ lastSeenMs: later, readingsLastHour: 1, lastValues: [{ cargoId: 'y', value: 2 }] });
+    expect(ships.facts()).toMatchObject({ ships: MAX_SHIPS, forgotten: 2 });
+  });
+
+  it('reads as each line of each request taken in turn, ids whose text hashes alike included', () => {
+    // Ids of pieces that hash alike in any order ('Aa', 'BB'), beside others, astral ones included.
+    const id = fc
+      .array(fc.constantFrom('Aa', 'BB', 'x', 'é', '\u{1F6A2}'), { minLength: 1, maxLength: 3 })
+      .map((pieces) => pieces.join(''));
+    const request = fc.record({
+      key: fc.constantFrom('a', 'b'),
+      afterMs: fc.constantFrom(0, 1, BURST_MS - 1, BURST_MS, 45_000),
+      lines: fc.array(
+        fc.record({
+          ship: id,
+          cargo: id,
+          value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+          repeat: fc.integer({ min: 1, max: 3 }),
+        }),
+        {
+          minLength: 1,
+          maxLength: 40,
+        },
+      ),
+      handed: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(fc.array(request, { minLength: 1, maxLength: 30 }), (requests) => {
+        const table = new ShipTable({ now: T0 });
+        /** Each line taken in turn: a ship's entry, its gap, key and count, its cargo ids' latest values in a Map. */
+        const model = new Map<
+          string,
+          { key: string; lastSeenMs: number; gapMs: number | undefined; count: number; values: Map<string, number> }
+        >();
+        let now = T0;
+        for (const { key, afterMs, lines, handed } of requests) {
+          now += afterMs;
+          const readings = lines.flatMap(({ ship, cargo, value, repeat }) =>
+            Array.from({ length: repeat }, () => reading(ship, cargo, value)),
+          );
+          const record = readings.map(formatLine).join('\n');
+          table.record(key, record, readings.length, now, handed ? Float64Array.from(readings, (r) => r.value) : undefined);
+          for (const r of readings) {
+            let ship = model.get(r.shipId);
+            if (ship === undefined) {
+              ship = { key, lastSeenMs: now, gapMs: undefined, count: 0, values: new Map() };
+              model.set(r.shipId, ship);
+            }
+            const gap = now - ship.lastSeenMs;
+            if (gap >= BURST_MS) ship.gapMs = ship.gapMs === undefined ? gap : ship.gapMs * 0.8 + gap * 0.2;
+            ship.lastSeenMs = now;
+            ship.key = key;
+            ship.count += 1;
+            if (!ship.values.has(r.cargoId) && ship.values.size >= MAX_CARGOS) ship.values.delete(ship.values.keys().next().value!);
+            ship.values.set(r.cargoId, r.value);
+          }
+        }
+        const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
+        expect(table.takeChanges()?.ships.sort(byId)).toEqual(
+          [...model]
+            .map(([shipId, s]) => ({
+              id: shipId,
+              key: s.key,
+              lastSeenMs: s.lastSeenMs,
+              ...(s.gapMs === undefined ? {} : { gapMs: s.gapMs }),
+              values: [...s.values],
+            }))
+            .sort(byId),
+        );
+        for (const [shipId, s] of model) expect(table.get(shipId, now)?.readingsLastHour).toBe(s.count);
+      }),
+      { numRuns: propertyRuns(300) },
+    );
   });
 
   describe('off the request path', () => {

@@ -1,4 +1,5 @@
-import { detached, scanEncodedRecord } from '../../queue/record-codec.js';
+import { detached, scanEncodedRecord, textHash } from '../../queue/record-codec.js';
+import { LatestValues } from './latest-values.js';
 import { MinuteCounts } from './minute-counts.js';
 
 /** Ships remembered. A site has tens to hundreds; past this, only ships nobody misses make room (see ShipTable). */
@@ -16,7 +17,7 @@ export const MAX_CARGOS = 16;
 /** A ship is stale once silent for three of its usual gaps, and never sooner than this. */
 const STALE_AFTER_MIN_MS = 5 * 60_000;
 /** Requests closer together than this are one burst (a GPS pair sent as two readings), not a gap. */
-const BURST_MS = 1000;
+export const BURST_MS = 1000;
 /** Accepted requests wait at most this long before they are folded into the table, when nothing reads it sooner. */
 export const FOLD_AFTER_MS = 1000;
 /**
@@ -26,14 +27,20 @@ export const FOLD_AFTER_MS = 1000;
 export const FOLD_AFTER_READINGS = 4096;
 /** Requests waiting past this are folded at once (single pushes: a few dozen milliseconds' worth at full speed). */
 export const FOLD_AFTER_REQUESTS = 1024;
+/** Slots of the look-up of ships by the hash of their id's text: a power of two, MAX_SHIPS or more. */
+const LOOK_UP_SLOTS = 1024;
+const slotOf = (hash: number): number => hash & (LOOK_UP_SLOTS - 1);
 
 interface ShipEntry {
+  /** The ship id, as the table's map keeps it, and its textHash. */
+  readonly id: string;
+  readonly hash: number;
   key: string;
   lastSeenMs: number;
   /** Smoothed gap between the ship's bursts of readings; undefined until it has sent twice. */
   gapMs: number | undefined;
   readonly minutes: MinuteCounts;
-  readonly values: Map<string, number>;
+  readonly values: LatestValues;
 }
 
 export interface ShipView {
@@ -127,6 +134,12 @@ export class ShipTable {
   #requests = 0;
   #readings = 0;
   #timer: NodeJS.Timeout | undefined;
+  /**
+   * The ship last found in each slot, by its id's textHash: a record's line finds its ship here by
+   * comparing the id in place, with no string made and no map look-up; a miss goes to the map. A
+   * ship let go leaves its slot, so a slot holds only listed ships.
+   */
+  readonly #lookUp = new Array<ShipEntry | undefined>(LOOK_UP_SLOTS).fill(undefined);
 
   constructor(options: ShipTableOptions = {}) {
     const now = options.now ?? Date.now();
@@ -143,11 +156,13 @@ export class ShipTable {
     for (const ship of ships.slice(0, MAX_SHIPS)) {
       if (this.#ships.has(ship.id)) continue;
       this.#ships.set(ship.id, {
+        id: ship.id,
+        hash: textHash(ship.id, 0, ship.id.length),
         key: ship.key,
         lastSeenMs: ship.lastSeenMs,
         gapMs: ship.gapMs,
         minutes: new MinuteCounts(),
-        values: new Map(ship.values.slice(-MAX_CARGOS)),
+        values: LatestValues.of(MAX_CARGOS, new Map(ship.values.slice(-MAX_CARGOS))),
       });
     }
     this.#forgotten += Math.max(0, ships.length - MAX_SHIPS);
@@ -215,7 +230,7 @@ export class ShipTable {
         key: e.key,
         lastSeenMs: e.lastSeenMs,
         ...(e.gapMs === undefined ? {} : { gapMs: e.gapMs }),
-        values: [...e.values],
+        values: e.values.pairs(),
       })),
     };
   }
@@ -238,35 +253,47 @@ export class ShipTable {
     this.#readings = 0;
   }
 
-  /** One request's record: one look-up per run of lines of one ship, one per line for its value. */
+  /**
+   * One request's record: a look-up per run of lines of one ship, by the id's text in place (the
+   * map only when the ship is not in its slot), and one per line for its cargo id, in place too.
+   */
   #add(key: string, record: string, lineValues: Float64Array | undefined, now: number): void {
     // undefined: no run yet; null: the run's ship is left out.
     let entry: ShipEntry | null | undefined;
     let ship = '';
+    let shipHash = 0;
     let run = 0;
     let line = 0;
-    scanEncodedRecord(record, (text, tab1, tab2, tab3, end) => {
-      // The ship id is compared in place: a batch is mostly runs of one ship, so most lines slice nothing.
-      if (entry === undefined || tab2 - tab1 - 1 !== ship.length || !text.startsWith(ship, tab1 + 1)) {
+    scanEncodedRecord(record, (text, tab1, tab2, tab3, end, hash, cargoHash) => {
+      // A batch is mostly runs of one ship: most lines only compare the id with the run's.
+      if (entry === undefined || hash !== shipHash || tab2 - tab1 - 1 !== ship.length || !text.startsWith(ship, tab1 + 1)) {
         if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
-        ship = text.slice(tab1 + 1, tab2);
-        entry = this.#entry(ship, key, now);
+        entry = this.#found(text, tab1 + 1, tab2, hash);
+        if (entry !== undefined) ship = entry.id;
+        else {
+          ship = text.slice(tab1 + 1, tab2);
+          entry = this.#entry(ship, hash, key, now);
+          if (entry !== null) this.#lookUp[slotOf(hash)] = entry;
+        }
+        shipHash = hash;
         run = 0;
       }
       run += 1;
       line += 1;
       if (entry === null) return;
-      const cargoId = text.slice(tab2 + 1, tab3);
       const value = lineValues === undefined ? Number(text.slice(tab3 + 1, end)) : lineValues[line - 1]!;
-      const values = entry.values;
-      // A key already there stays as it was first set, so only a new one needs to be a copy.
-      if (values.has(cargoId)) values.set(cargoId, value);
-      else {
-        if (values.size >= MAX_CARGOS) values.delete(values.keys().next().value!);
-        values.set(detached(cargoId), value);
-      }
+      entry.values.setAt(text, tab2 + 1, tab3, cargoHash, value);
     });
     if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
+  }
+
+  /** The listed ship whose id is written in `text` between `start` and `end`, when it is in its slot of the look-up. */
+  #found(text: string, start: number, end: number, hash: number): ShipEntry | undefined {
+    const entry = this.#lookUp[slotOf(hash)];
+    if (entry === undefined || entry.hash !== hash || entry.id.length !== end - start || !text.startsWith(entry.id, start)) {
+      return undefined;
+    }
+    return entry;
   }
 
   #endRun(entry: ShipEntry | null, ship: string, key: string, readings: number, now: number): void {
@@ -274,13 +301,22 @@ export class ShipTable {
     else this.#leftOut(ship, readings);
   }
 
-  /** The ship's entry, made when there is room; null when the ship is left out. */
-  #entry(shipId: string, key: string, now: number): ShipEntry | null {
+  /** The ship's entry (`hash`: its id's textHash), made when there is room; null when the ship is left out. */
+  #entry(shipId: string, hash: number, key: string, now: number): ShipEntry | null {
     const known = this.#ships.get(shipId);
     if (known !== undefined) return known;
     if (this.#ships.size >= MAX_SHIPS && !this.#makeRoom(shipId, now)) return null;
-    const entry: ShipEntry = { key, lastSeenMs: now, gapMs: undefined, minutes: new MinuteCounts(), values: new Map() };
-    this.#ships.set(detached(shipId), entry);
+    const id = detached(shipId);
+    const entry: ShipEntry = {
+      id,
+      hash,
+      key,
+      lastSeenMs: now,
+      gapMs: undefined,
+      minutes: new MinuteCounts(),
+      values: new LatestValues(MAX_CARGOS),
+    };
+    this.#ships.set(id, entry);
     return entry;
   }
 
@@ -341,6 +377,8 @@ export class ShipTable {
   }
 
   #forget(shipId: string): void {
+    const entry = this.#ships.get(shipId);
+    if (entry !== undefined && this.#lookUp[slotOf(entry.hash)] === entry) this.#lookUp[slotOf(entry.hash)] = undefined;
     this.#ships.delete(shipId);
     this.#forgotten += 1;
   }
@@ -363,7 +401,7 @@ function view(shipId: string, e: ShipEntry, now: number): ShipView {
     lastSeenMs: e.lastSeenMs,
     stale: now - e.lastSeenMs > Math.max(STALE_AFTER_MIN_MS, 3 * (e.gapMs ?? 0)),
     readingsLastHour: e.minutes.total(now),
-    lastValues: [...e.values].map(([cargoId, value]) => ({ cargoId, value })),
+    lastValues: e.values.pairs().map(([cargoId, value]) => ({ cargoId, value })),
   };
 }
 
