@@ -7,6 +7,7 @@ import { siteFallbackNotice } from './config/site-name.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
 import { boundSummaries } from './sinks/thinning/thinning-rules.js';
+import { formatDailyWindows } from './config/daily-windows.js';
 import type { QuestDbSinkSpec, SinkSpec } from './sinks/registry.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
 import { createApp } from './http/app.js';
@@ -126,6 +127,7 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
     policy: s.policy,
     flushIntervalMs: s.flushIntervalMs,
     ...((s.maxBytesPerS ?? 0) > 0 ? { budgetBytesPerS: s.maxBytesPerS! } : {}),
+    ...((s.maxBytesPerS ?? 0) > 0 && s.cheapHours !== undefined ? { budgetCheapHours: formatDailyWindows(s.cheapHours) } : {}),
   }));
   // Before anything else that can fail, and before the gateway answers anyone: the dashboards and
   // alert rules then find empty tables rather than none. A QuestDB that does not answer within the

@@ -52,6 +52,7 @@ function target(topic: string, overrides: Partial<KafkaSinkConfig> = {}, now?: (
       backfill: false,
       order: 'oldest_first',
       maxBytesPerS: 0,
+      cheapHours: [],
       batchReadings: 10_000,
       flushIntervalMs: 1000,
       compression: 'gzip',

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { API_KEY_PATTERN, SETTINGS, type SettingValues } from './settings.js';
+import type { DailyWindow } from './daily-windows.js';
 import { resolveDataDir } from './data-dir.js';
 import { mqttMappingOf, withoutMqttSettings, type MqttBrokerConfig, type MqttSubscribeConfig } from './mqtt-config.js';
 import { forwardingSiteRefusal, siteNameOf, type SiteIdSource } from './site-name.js';
@@ -42,7 +43,8 @@ type RemoteQuestDbSetting =
   | 'remoteQuestdbBatchReadings'
   | 'remoteQuestdbFlushIntervalMs'
   | 'remoteQuestdbCompression'
-  | 'remoteQuestdbMaxBytesPerS';
+  | 'remoteQuestdbMaxBytesPerS'
+  | 'remoteQuestdbCheapHours';
 
 /** The remote QuestDB sink: ILP/HTTP(S) with a bearer token, and the settings every remote sink has. */
 export interface RemoteQuestDbConfig {
@@ -60,6 +62,8 @@ export interface RemoteQuestDbConfig {
   compression: SettingValues['remoteQuestdbCompression'];
   /** Bytes a second on average; 0: no budget. */
   maxBytesPerS: number;
+  /** Times of day without the budget. */
+  cheapHours: DailyWindow[];
 }
 
 /** The console password and the `/metrics` token, each resolved from its value, file or credential. */
@@ -126,6 +130,8 @@ export interface UpstreamSinkConfig {
   order: SettingValues['upstreamOrder'];
   /** Bytes a second on average; 0: no budget. */
   maxBytesPerS: number;
+  /** Times of day without the budget. */
+  cheapHours: DailyWindow[];
 }
 
 /** The Kafka sink's settings, resolved (the SASL password read from its file or credential). */
@@ -150,6 +156,8 @@ export interface KafkaSinkConfig {
   order: SettingValues['kafkaOrder'];
   /** Bytes a second on average; 0: no budget. */
   maxBytesPerS: number;
+  /** Times of day without the budget. */
+  cheapHours: DailyWindow[];
 }
 
 export class ConfigError extends Error {
@@ -329,6 +337,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     kafkaCompression,
     kafkaOrder,
     kafkaMaxBytesPerS,
+    kafkaCheapHours,
     apiKeyFile: _apiKeyFile,
     questdbPasswordFile: _questdbPasswordFile,
     grafanaAdminPassword: _grafanaAdminPassword,
@@ -348,6 +357,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     remoteQuestdbFlushIntervalMs: _remoteQuestdbFlushIntervalMs,
     remoteQuestdbCompression: _remoteQuestdbCompression,
     remoteQuestdbMaxBytesPerS: _remoteQuestdbMaxBytesPerS,
+    remoteQuestdbCheapHours: _remoteQuestdbCheapHours,
     upstreamUrl: _upstreamUrl,
     upstreamApiKey: _upstreamApiKey,
     upstreamApiKeyFile: _upstreamApiKeyFile,
@@ -362,6 +372,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
     upstreamCompression: _upstreamCompression,
     upstreamOrder: _upstreamOrder,
     upstreamMaxBytesPerS: _upstreamMaxBytesPerS,
+    upstreamCheapHours: _upstreamCheapHours,
     ...restWithMqtt
   } = values as SettingValues;
   const rest = withoutMqttSettings(restWithMqtt);
@@ -428,6 +439,7 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
             compression: kafkaCompression,
             order: kafkaOrder,
             maxBytesPerS: kafkaMaxBytesPerS,
+            cheapHours: kafkaCheapHours ?? [],
           },
   };
 }
@@ -527,6 +539,7 @@ function resolveUpstream(
     compression: values.upstreamCompression!,
     order: values.upstreamOrder!,
     maxBytesPerS: values.upstreamMaxBytesPerS!,
+    cheapHours: values.upstreamCheapHours ?? [],
   };
 }
 
@@ -616,6 +629,7 @@ function remoteQuestDbConfig(
     flushIntervalMs: partial.remoteQuestdbFlushIntervalMs ?? partial.flushIntervalMs ?? 1000,
     compression: partial.remoteQuestdbCompression ?? 'gzip',
     maxBytesPerS: partial.remoteQuestdbMaxBytesPerS ?? 0,
+    cheapHours: partial.remoteQuestdbCheapHours ?? [],
   };
 }
 

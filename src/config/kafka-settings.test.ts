@@ -26,6 +26,7 @@ describe('Kafka sink settings', () => {
       compression: 'gzip',
       order: 'oldest_first',
       maxBytesPerS: 0,
+      cheapHours: [],
     });
   });
 

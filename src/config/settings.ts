@@ -1,5 +1,6 @@
 import cron from 'node-cron';
 import * as z from 'zod';
+import { parseDailyWindows } from './daily-windows.js';
 import { parseByteSize } from './size.js';
 
 /**
@@ -38,6 +39,15 @@ const byteSize = (min: number, max: number) =>
     .pipe(z.number().min(min, `must be at least ${min} bytes`).max(max, `must be at most ${max} bytes`));
 
 const text = (max = 4096) => z.string().min(1, 'must not be empty').max(max);
+
+const dailyWindows = z.string().transform((value, ctx) => {
+  const windows = parseDailyWindows(value);
+  if (typeof windows === 'string') {
+    ctx.addIssue({ code: 'custom', message: windows });
+    return z.NEVER;
+  }
+  return windows;
+});
 
 /** The API key travels in an HTTP header, where only visible ASCII survives every client and proxy. */
 export const API_KEY_PATTERN = /^[\x21-\x7e]+$/;
@@ -536,6 +546,12 @@ export const SETTINGS = {
     doc: "The remote QuestDB sink's bandwidth budget, as `UPSTREAM_MAX_BYTES_PER_S`; `0`: no budget. It sends in queue order (its replay window decides so): no `current_first`.",
     schema: byteSize(0, 1024 * 1024 * 1024),
   }),
+  remoteQuestdbCheapHours: define({
+    env: 'REMOTE_QUESTDB_CHEAP_HOURS',
+    default: undefined,
+    doc: "Times of day without the remote QuestDB sink's bandwidth budget, as `UPSTREAM_CHEAP_HOURS`.",
+    schema: dailyWindows,
+  }),
   upstreamUrl: define({
     env: 'UPSTREAM_URL',
     default: undefined,
@@ -624,6 +640,12 @@ export const SETTINGS = {
     default: '0',
     doc: "The upstream sink's bandwidth budget: at most this many bytes of readings a second on average (their bytes as queued, which every encoding sends; its own framing or compression comes on top), in bursts of one batch; `0`: no budget. `/status` shows it with the backlog's expected catch-up time.",
     schema: byteSize(0, 1024 * 1024 * 1024),
+  }),
+  upstreamCheapHours: define({
+    env: 'UPSTREAM_CHEAP_HOURS',
+    default: undefined,
+    doc: "Times of day when the upstream link costs less, on the gateway's clock (its time zone): `22:00-06:00`, or several `00:00-06:00,12:00-13:00`. Within them `UPSTREAM_MAX_BYTES_PER_S` does not apply (a backlog catches up at the link's speed); a wait for the budget ends when they begin, and the budget starts afresh after them. Unset: the budget applies at all hours.",
+    schema: dailyWindows,
   }),
   kafkaBrokers: define({
     env: 'KAFKA_BROKERS',
@@ -736,6 +758,12 @@ export const SETTINGS = {
     default: '0',
     doc: 'Kafka sink: its bandwidth budget, as `UPSTREAM_MAX_BYTES_PER_S`; `0`: no budget.',
     schema: byteSize(0, 1024 * 1024 * 1024),
+  }),
+  kafkaCheapHours: define({
+    env: 'KAFKA_CHEAP_HOURS',
+    default: undefined,
+    doc: 'Kafka sink: times of day without its bandwidth budget, as `UPSTREAM_CHEAP_HOURS`.',
+    schema: dailyWindows,
   }),
   mqtt: define({
     env: 'MQTT',

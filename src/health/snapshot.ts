@@ -210,6 +210,8 @@ export interface SinkDescription {
   flushIntervalMs: number;
   /** The sink's bandwidth budget in bytes a second, when it has one. */
   budgetBytesPerS?: number;
+  /** Times of day without the budget (`22:00-06:00`), when it has any. */
+  budgetCheapHours?: string;
 }
 
 /** One sink as /status shows it and the health rows record it. */

@@ -123,7 +123,7 @@ export async function runDeliveryWorker(data: DeliveryWorkerData): Promise<void>
       ...(wakes === undefined ? {} : { reading: () => wakes.reading(index) }),
       ...(thinning === undefined ? {} : { thinning }),
       ...(currentFirst ? { currentFirst: reader } : {}),
-      ...((spec.maxBytesPerS ?? 0) > 0 ? { budget: new SinkBudget(spec.maxBytesPerS!) } : {}),
+      ...((spec.maxBytesPerS ?? 0) > 0 ? { budget: new SinkBudget(spec.maxBytesPerS!, spec.cheapHours) } : {}),
       events: {
         delivered: ({ delivered, expired, thinned, sentBytes, readings, deadLettered, durationMs }) =>
           post({ type: 'delivered', sink: spec.name, delivered, expired, thinned, sentBytes, taken: readings, deadLettered, durationMs }),

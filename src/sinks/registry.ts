@@ -1,3 +1,4 @@
+import type { DailyWindow } from '../config/daily-windows.js';
 import type { Logger } from 'pino';
 import type { KafkaSinkConfig } from '../config/config.js';
 import { QuestDbHttp, type QuestDbOptions } from '../questdb/questdb-http.js';
@@ -26,6 +27,8 @@ export interface SinkSpecBase {
   order?: SinkOrder;
   /** The sink's bandwidth budget in bytes a second (sink-budget.ts); unset or 0: none. */
   maxBytesPerS?: number;
+  /** Times of day when the budget does not apply. */
+  cheapHours?: DailyWindow[];
   /** This gateway's site (`SITE_ID`): the site of readings queued without one. */
   site: string;
   /**

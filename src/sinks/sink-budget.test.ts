@@ -3,6 +3,7 @@ import pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import type { QueueRecord } from '../queue/queue-reader.js';
 import type { SinkTarget } from './sink.js';
+import { type DailyWindow, parseDailyWindows } from '../config/daily-windows.js';
 import { SinkBudget } from './sink-budget.js';
 import { SinkLoop, type SinkQueue } from './sink-loop.js';
 
@@ -36,6 +37,26 @@ describe('a bandwidth budget', () => {
     expect(budget.waitMs(0)).toBe(500);
     expect(budget.waitMs(600)).toBe(0);
     expect(budget.secondsFor(8000)).toBe(8);
+  });
+
+  it('does not apply in its cheap hours: a wait ends when they begin, nothing sent in them is owed after', () => {
+    const night = parseDailyWindows('22:00-06:00') as DailyWindow[];
+    let wall = new Date(2026, 10, 28, 21, 59, 0);
+    const budget = new SinkBudget(1000, night, () => wall);
+    expect(budget.cheapNow).toBe(false);
+    // 600 s of bytes at the budget, a minute before the cheap hours.
+    budget.spent(600_000, 0);
+    expect(budget.waitMs(0)).toBe(60_000);
+    wall = new Date(2026, 10, 28, 22, 0, 0);
+    expect(budget.cheapNow).toBe(true);
+    expect(budget.waitMs(60_000)).toBe(0);
+    budget.spent(50_000_000, 60_000);
+    expect(budget.waitMs(60_000)).toBe(0);
+    // After them the budget starts afresh: what went in the night is not owed.
+    wall = new Date(2026, 10, 29, 6, 0, 0);
+    expect(budget.waitMs(61_000)).toBe(0);
+    budget.spent(2000, 61_000);
+    expect(budget.waitMs(61_000)).toBe(2000);
   });
 });
 

@@ -190,6 +190,7 @@ const SinkRow: FC<{ sink: SinkSnapshot }> = ({ sink }) => (
       {sink.budgetBytesPerS === undefined ? null : (
         <span class="hint">
           budget {sink.budgetBytesPerS} bytes/s
+          {sink.budgetCheapHours === undefined ? '' : ` (none ${sink.budgetCheapHours})`}
           {sink.catchUpSeconds === null || sink.backlog === 0 ? '' : `, backlog sent in about ${formatDuration(sink.catchUpSeconds)}`}
         </span>
       )}

@@ -45,6 +45,7 @@ describe('remote QuestDB settings', () => {
       flushIntervalMs: 1000,
       compression: 'gzip',
       maxBytesPerS: 0,
+      cheapHours: [],
     });
     const credentials = tempDir('cred');
     writeFileSync(join(credentials, 'remote_questdb_token'), TOKEN);

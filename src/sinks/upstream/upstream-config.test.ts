@@ -36,8 +36,25 @@ describe('upstream settings', () => {
       compression: 'gzip',
       order: 'oldest_first',
       maxBytesPerS: 0,
+      cheapHours: [],
     });
     expect(Object.keys(loadConfig({})).filter((key) => key.startsWith('upstream'))).toEqual(['upstream']);
+  });
+
+  it('take cheap hours for the budget into the sink, and say what is wrong with a stretch of the day', () => {
+    const env = { UPSTREAM_URL: URL, UPSTREAM_API_KEY: 'dev-key', UPSTREAM_MAX_BYTES_PER_S: '4KiB' };
+    const config = loadConfig({ ...env, UPSTREAM_CHEAP_HOURS: '22:00-06:00,12:00-13:00' });
+    expect(config.upstream?.cheapHours).toEqual([
+      { start: 1320, end: 360 },
+      { start: 720, end: 780 },
+    ]);
+    expect(sinkSpecs(config).find((s) => s.name === 'upstream')).toMatchObject({
+      maxBytesPerS: 4096,
+      cheapHours: config.upstream?.cheapHours,
+    });
+    expect(problemsOf({ ...env, UPSTREAM_CHEAP_HOURS: '22:00-30:00' })).toEqual([
+      expect.stringMatching(/^UPSTREAM_CHEAP_HOURS.*"22:00-30:00" is not a stretch of the day as HH:MM-HH:MM/),
+    ]);
   });
 
   it('read the key from the systemd credential upstream_api_key', () => {
