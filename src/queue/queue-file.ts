@@ -215,7 +215,13 @@ export function openQueueFile(
   try {
     // An existing file's WAL was opened by the pragma above, before any write.
     fsyncPath(dataDir);
-    migrateQueueFile(db, path, VERSION);
+    if (migrateQueueFile(db, path, VERSION)) {
+      // An older release's tools read the format from the file's header alone (the appliance board
+      // deciding, after a failed trial, whether the queue is one its gateway can read): the upgrade
+      // is copied from the log into the file, and synced, before anything is answered.
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      fsyncPath(path);
+    }
     completeQueueFile(db);
     if (options.create && listSegments(db).length === 0) createSegment(db, readProgress(db).segment);
     if (options.create) enableIncrementalVacuum(db);

@@ -107,6 +107,17 @@ describe('queue file format', () => {
     expect(readQueueFormat(queuePath(dataDir)).version).toBe(QUEUE_FORMAT);
   });
 
+  it("writes the upgrade into the file's header at once, for tools that read only the header (an older release's board)", () => {
+    const dataDir = tempDir('format');
+    copyFileSync(join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'queue-v0.4.0.db'), queuePath(dataDir));
+    const header = () => readFileSync(queuePath(dataDir)).readUInt32BE(60);
+    expect(header()).toBe(4);
+    // Open, as a trial of the new release is when the power goes: nothing closed, nothing checkpointed by a close.
+    const queue = openQueue(dataDir);
+    expect(header()).toBe(QUEUE_FORMAT);
+    queue.close();
+  });
+
   it('upgrades again a file that release 0.1.0 set back to format 1 after an upgrade', () => {
     const dataDir = tempDir('format');
     openQueue(dataDir).close();

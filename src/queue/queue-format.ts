@@ -217,8 +217,10 @@ export function assertReadableFormat(path: string): void {
 /**
  * Brings an open queue file to QUEUE_FORMAT, one step per transaction, oldest first. Reads the
  * version again inside the write lock, so a newer release upgrading the file meanwhile is refused.
+ * True when it upgraded the file.
  */
-export function migrateQueueFile(db: Database.Database, path: string, gatewayVersion: string, now = Date.now()): void {
+export function migrateQueueFile(db: Database.Database, path: string, gatewayVersion: string, now = Date.now()): boolean {
+  let upgraded = false;
   for (const step of STEPS) {
     db.transaction(() => {
       const version = db.pragma('user_version', { simple: true }) as number;
@@ -226,6 +228,7 @@ export function migrateQueueFile(db: Database.Database, path: string, gatewayVer
       if (version >= step.version) return;
       step.apply(db);
       db.pragma(`user_version = ${step.version}`);
+      upgraded = true;
       // format_history exists from version 2 on.
       if (step.version >= 2) {
         db.prepare('INSERT OR REPLACE INTO format_history (version, applied_ms, gateway_version) VALUES (?, ?, ?)').run(
@@ -236,4 +239,5 @@ export function migrateQueueFile(db: Database.Database, path: string, gatewayVer
       }
     }).immediate();
   }
+  return upgraded;
 }
