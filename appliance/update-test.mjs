@@ -450,8 +450,11 @@ await runTest(
         installation = await installFromBoot('the bundle again');
       }
     } else if (proves('handover')) {
-      // The trial below must not be confirmed: its QuestDB does not start. Written while the board is
-      // off, so the installation is done again from a cold boot.
+      // The trial below must not be confirmed: its QuestDB does not start. The installation above
+      // left a trial of slot B to boot, whose QuestDB would start: power is cut during its boot, as in
+      // trial-cut, so the board is back on slot A; then, while it is off, the bundle is offered again.
+      await follow(installation.machine, 'B', 'the trial after the installation', { trial: true, ready: false });
+      await new Promise((r) => setTimeout(r, 20_000));
       await cutAndWait(installation.machine);
       questdbEnv([QUESTDB_CANNOT_START]);
       writeBootFile(disk, parts.boot, update, bundleName);
