@@ -143,6 +143,10 @@ export async function startKafka(options = {}) {
     'share.coordinator.state.topic.replication.factor=1',
     'share.coordinator.state.topic.min.isr=1',
     'group.initial.rebalance.delay.ms=0',
+    // A broker killed -9 and started again registers anew only once the controller has let its
+    // old session lapse: 9 s by default, every restart of the crash runs.
+    'broker.session.timeout.ms=3000',
+    'broker.heartbeat.interval.ms=500',
     'auto.create.topics.enable=false',
     'num.network.threads=2',
     'num.io.threads=2',
