@@ -2,11 +2,13 @@ import { defineConfig } from 'vitest/config';
 
 // Three projects, so the inner loop needs neither the bundle nor QuestDB:
 // unit (pure modules), integration (the gateway against a real QuestDB), deploy (compose, systemd,
-// Grafana, the appliance's first boot). `npm test` runs all three.
+// Grafana, the appliance's first boot). `npm test` runs all three: unit first, then the other two,
+// one file at a time (vitest keeps a core for itself by default).
 const integrationSetup = {
   globalSetup: ['test/support/global-setup.ts'],
-  setupFiles: ['test/support/property-sizes.ts'],
+  setupFiles: ['test/support/property-sizes.ts', 'test/support/temp-dir-cleanup.ts'],
   hookTimeout: 120_000,
+  sequence: { groupOrder: 1 },
 };
 
 export default defineConfig({
@@ -22,7 +24,13 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'],
-          setupFiles: ['test/support/unit-guard.ts', 'test/support/property-sizes.ts'],
+          setupFiles: ['test/support/unit-guard.ts', 'test/support/property-sizes.ts', 'test/support/temp-dir-cleanup.ts'],
+          // A worker keeps the modules it imported from one file to the next instead of a new
+          // process per file, the larger part of a unit run's time; the files share no state
+          // (setup files run again for each file). On every core: vitest's own process only waits.
+          isolate: false,
+          maxWorkers: '100%',
+          sequence: { groupOrder: 0 },
         },
       },
       { extends: true, test: { name: 'integration', include: ['test/*.test.ts'], ...integrationSetup } },
