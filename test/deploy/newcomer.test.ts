@@ -228,9 +228,23 @@ describe.sequential("the README's first hour in a clean clone", () => {
       }
       // Stored, and within the dashboard's default range of the last 6 hours.
       const recent = "time > dateadd('h', -6, now())";
-      await waitUntil('the examples to reach QuestDB', async () => (await questdbCount(run, `ship_id = 'ship-001' AND ${recent}`)) === 3);
-      expect(await questdbCount(run, `ship_id = 'tug-7' AND ${recent}`)).toBe(4);
-      expect(await questdbCount(run, `ship_id = 'soil-sensor-1' AND ${recent}`)).toBe(9);
+      // Each example's readings may reach QuestDB in a delivery of their own.
+      const stored = async () =>
+        [
+          await questdbCount(run, `ship_id = 'ship-001' AND ${recent}`),
+          await questdbCount(run, `ship_id = 'tug-7' AND ${recent}`),
+          await questdbCount(run, `ship_id = 'soil-sensor-1' AND ${recent}`),
+        ].join(' ');
+      let counts = '';
+      await waitUntil(
+        'the readings of the examples in QuestDB: 3 of ship-001, 4 of tug-7, 9 of soil-sensor-1',
+        async () => {
+          counts = await stored();
+          return counts === '3 4 9';
+        },
+        20_000,
+        () => `stored: ${counts}`,
+      );
     } finally {
       process.kill(run.child.pid!, 'SIGTERM');
     }
