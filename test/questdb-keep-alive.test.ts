@@ -21,7 +21,9 @@ const batch = (from: number, count: number) =>
     value: from + i,
   }));
 
-describe('QuestDB writes on kept-alive connections', () => {
+// Each test has a proxy, a gateway and a table of its own and spends most of its time waiting for
+// the sink's checks, 5 s apart: they run side by side.
+describe.concurrent('QuestDB writes on kept-alive connections', () => {
   it('drains a backlog in many writes over a few connections', async () => {
     const proxy = await FaultProxy.start(inject('questdbUrl'));
     started.push({ stop: () => proxy.close() });

@@ -17,7 +17,9 @@ const values = async (table: string, url: string) =>
   (await sql<[number]>(`SELECT value FROM ${table} ORDER BY time`, url)).dataset.map(([v]) => v);
 const createStatement = async (table: string, url: string) => (await sql<[string]>(`SHOW CREATE TABLE ${table}`, url)).dataset[0]![0];
 
-describe('a table dropped by hand while the gateway runs', () => {
+// Each test has a QuestDB, a gateway and a table of its own and spends most of its time waiting for
+// the sink's table checks, 5 s apart: they run side by side.
+describe.concurrent('a table dropped by hand while the gateway runs', () => {
   it('is created again by the flusher, with deduplication, and nothing is dead-lettered', async () => {
     // As every QuestDB the project starts runs: ILP may not create tables by itself.
     const questdb = await startQuestDb({ dataDir: tempDir('recreate-qdb') });

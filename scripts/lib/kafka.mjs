@@ -3,11 +3,12 @@
 // the fault runs.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Admin, Producer } from '@platformatic/kafka';
 import { aptInstall } from './apt.mjs';
+import { jvmArchive } from './jvm-archive.mjs';
 import { cacheDir } from './paths.mjs';
 import { freePorts } from './ports.mjs';
 import { findJava } from './questdb.mjs';
@@ -143,6 +144,10 @@ export async function startKafka(options = {}) {
     'share.coordinator.state.topic.replication.factor=1',
     'share.coordinator.state.topic.min.isr=1',
     'group.initial.rebalance.delay.ms=0',
+    // A broker killed -9 and started again registers anew only once the controller has let its
+    // old session lapse: 9 s by default, every restart of the crash runs.
+    'broker.session.timeout.ms=3000',
+    'broker.heartbeat.interval.ms=500',
     'auto.create.topics.enable=false',
     'num.network.threads=2',
     'num.io.threads=2',
@@ -178,18 +183,25 @@ export async function startKafka(options = {}) {
   writeFileSync(configFile, `${properties.join('\n')}\n`);
   const log4jFile = join(dataDir, 'log4j2.properties');
   writeFileSync(log4jFile, LOG4J2);
-  const jvm = [
+  const jars = readdirSync(libDir).map((name) => join(libDir, name));
+  /** The JVM options of a run, with the archive of the broker's classes when there is one. */
+  const jvm = (/** @type {string[]} */ archive) => [
     `-Xmx${options.heap ?? '256m'}`,
     '-XX:+UseSerialGC',
     '-XX:TieredStopAtLevel=1',
+    ...archive,
     `-Dlog4j2.configurationFile=${log4jFile}`,
     '-cp',
     join(libDir, '*'),
   ];
 
-  const format = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', configFile, ...users], {
-    encoding: 'utf8',
-  });
+  const format = spawnSync(
+    java,
+    [...jvm(jvmArchive('kafka', java, jars).useOnly), 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', configFile, ...users],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (format.status !== 0) {
     rmSync(dataDir, { recursive: true, force: true });
     throw new Error(
@@ -205,10 +217,16 @@ export async function startKafka(options = {}) {
   const killOnExit = () => child?.kill('SIGKILL');
 
   const start = async () => {
-    const started = spawn(java, [...jvm, 'kafka.Kafka', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const archive = jvmArchive('kafka', java, jars);
+    const started = spawn(java, [...jvm(archive.options), 'kafka.Kafka', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     output = '';
-    exited = new Promise((resolveExit) => started.once('exit', resolveExit));
+    exited = new Promise((resolveExit) =>
+      started.once('exit', (code, signal) => {
+        archive.exited({ code, signal });
+        resolveExit(undefined);
+      }),
+    );
     process.once('exit', killOnExit);
     const keep = (/** @type {Buffer} */ chunk) => {
       output = (output + chunk.toString()).slice(-20_000);

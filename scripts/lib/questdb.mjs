@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
+import { jvmArchive } from './jvm-archive.mjs';
 import { cacheDir } from './paths.mjs';
 import { freePorts } from './ports.mjs';
 
@@ -114,11 +115,13 @@ export async function startQuestDb(options) {
   // Another server on the port would answer the readiness check below in QuestDB's place.
   await assertPortFree(httpPort, 'HTTP');
   await assertPortFree(pgPort, 'PostgreSQL wire');
+  const archive = jvmArchive('questdb', java, [jar]);
   const child = spawn(
     java,
     [
       `-Xmx${options.heap ?? '1g'}`,
       '-XX:+UseParallelGC',
+      ...archive.options,
       '-Dout=stdout',
       '-p',
       jar,
@@ -148,7 +151,12 @@ export async function startQuestDb(options) {
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
-  const exited = new Promise((resolveExit) => child.once('exit', (code, signal) => resolveExit({ code, signal })));
+  const exited = new Promise((resolveExit) =>
+    child.once('exit', (code, signal) => {
+      archive.exited({ code, signal });
+      resolveExit({ code, signal });
+    }),
+  );
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
