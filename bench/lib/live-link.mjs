@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CountingProxy } from '../../scripts/lib/counting-proxy.mjs';
 import { cpuSeconds } from '../../scripts/lib/proc.mjs';
 import { settleAndDrop } from '../../scripts/lib/questdb-sql.mjs';
-import { percentile } from '../../scripts/lib/stats.mjs';
+import { percentile, waitsSeconds } from '../../scripts/lib/stats.mjs';
 import { tableHolds } from './forward.mjs';
 import { startBenchGateway } from './gateway.mjs';
 import { READINGS_PER_SHIP_AND_TICK, siteRequests } from './site-mix.mjs';
@@ -27,21 +27,6 @@ const pause = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms)
  * @typedef {{ intervalMs: number, compression: string, readings: number, sent: number, received: number,
  *   requests: number, localWaits: Waits, centreWaits: Waits, siteCpuPerMillion: number }} LiveResult
  */
-
-/**
- * How long each answered request's readings waited, in seconds, from its answer until its sink's
- * delivery: both in queue order, each delivery covers the requests up to its readings so far.
- * @param {Mark[]} answered @param {Mark[]} delivered
- */
-export function waitsSeconds(answered, delivered) {
-  let d = 0;
-  return answered.map((a) => {
-    while (d < delivered.length && /** @type {Mark} */ (delivered[d]).readings < a.readings) d += 1;
-    const by = delivered[d];
-    if (by === undefined) throw new Error(`readings up to ${a.readings} were never delivered`);
-    return Math.max(0, by.atMs - a.atMs) / 1000;
-  });
-}
 
 /** Median, 99th percentile and longest of `waits`. @param {number[]} waits */
 const spread = (waits) => ({

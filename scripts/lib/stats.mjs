@@ -129,3 +129,18 @@ export function ratioMark(ratio, higherIsBetter) {
   if (higherIsBetter ? ratio.max < 1 : ratio.min > 1) return '↓';
   return '';
 }
+
+/**
+ * How long each answered request's readings waited, in seconds, from its answer until its sink's
+ * delivery: both in queue order, each delivery covers the requests up to its readings so far.
+ * @param {{ atMs: number, readings: number }[]} answered @param {{ atMs: number, readings: number }[]} delivered
+ */
+export function waitsSeconds(answered, delivered) {
+  let d = 0;
+  return answered.map((a) => {
+    while (d < delivered.length && /** @type {{ readings: number }} */ (delivered[d]).readings < a.readings) d += 1;
+    const by = delivered[d];
+    if (by === undefined) throw new Error(`readings up to ${a.readings} were never delivered`);
+    return Math.max(0, by.atMs - a.atMs) / 1000;
+  });
+}

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLOCK_TICKS, cpuSecondsFromStat } from '../../scripts/lib/proc.mjs';
 import { batchTemplate, fillBatchBody, jsonBytesPerReading, readingTail } from '../../scripts/lib/readings.mjs';
-import { waitsSeconds } from '../../bench/lib/live-link.mjs';
-import { median, pairedRatios, percentile, queueBounded, ratioMark, slope, summarize } from '../../scripts/lib/stats.mjs';
+import { median, pairedRatios, percentile, queueBounded, ratioMark, slope, summarize, waitsSeconds } from '../../scripts/lib/stats.mjs';
 
 // The benchmark's own arithmetic: wrong medians or a wrong growth test would print wrong figures.
 describe('benchmark statistics', () => {
