@@ -34,7 +34,6 @@ import { percentile } from '../lib/stats.mjs';
 
 const GATEWAY_V4 = '198.18.0.1';
 const GATEWAY_V6 = '2001:db8:ff::1';
-const DEVICE_ADDRESS = '198.18.0.2';
 /** 40 IPv4 hosts, 15 IPv6 /64s, and 5 more addresses in the first /64: 60 addresses, 55 hosts. */
 const ATTACKERS = [
   ...Array.from({ length: 40 }, (_, i) => `198.18.1.${i + 1}`),
@@ -48,6 +47,8 @@ const MQTT_FLOODERS = 20;
 /** Each device sends a reading this often. */
 const DEVICE_PERIOD_MS = 100;
 const DEVICES_PER_PROTOCOL = 3;
+/** Each HTTP and HTTPS device is a host of its own, as on a site's LAN (MQTT.js cannot choose its source address). */
+const DEVICE_ADDRESSES = Array.from({ length: 2 * DEVICES_PER_PROTOCOL }, (_, i) => `198.18.0.${i + 2}`);
 const MAX_P99_RATIO = 3;
 const KEY = randomBytes(24).toString('hex');
 const RESULT = 'ABUSE_RESULT ';
@@ -66,7 +67,7 @@ export async function runAbuse({ bundlePath, seconds, log, p99Bound = true, cpuP
     'set -e',
     'ip link set lo up',
     `ip addr add ${GATEWAY_V4}/32 dev lo`,
-    `ip addr add ${DEVICE_ADDRESS}/32 dev lo`,
+    ...DEVICE_ADDRESSES.map((a) => `ip addr add ${a}/32 dev lo`),
     `ip -6 addr add ${GATEWAY_V6}/128 dev lo nodad`,
     ...ATTACKERS.map((a) => (a.includes(':') ? `ip -6 addr add ${a}/128 dev lo nodad` : `ip addr add ${a}/32 dev lo`)),
     'exec "$@"',
@@ -223,8 +224,8 @@ function startDevices(target) {
     const value = n++;
     return { ship_id: ship, cargo_id: 'seq', value, time: `2024-01-01T00:00:00.${String(value).padStart(9, '0')}Z` };
   };
-  const keepAlive = new HttpAgent({ keepAlive: true, localAddress: DEVICE_ADDRESS });
-  const post = (/** @type {boolean} */ tls, /** @type {string} */ body) =>
+  const agents = DEVICE_ADDRESSES.map((localAddress) => new HttpAgent({ keepAlive: true, localAddress }));
+  const post = (/** @type {number} */ device, /** @type {boolean} */ tls, /** @type {string} */ body) =>
     new Promise((resolve) => {
       const options = {
         host: GATEWAY_V4,
@@ -232,8 +233,8 @@ function startDevices(target) {
         path: '/api/v2/ingest',
         method: 'POST',
         // HTTPS as the ESP32 SDK: a new connection (and handshake) for every request.
-        agent: tls ? false : keepAlive,
-        localAddress: DEVICE_ADDRESS,
+        agent: tls ? false : agents[device],
+        localAddress: DEVICE_ADDRESSES[device],
         rejectUnauthorized: false,
         headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'content-length': Buffer.byteLength(body) },
         timeout: 30_000,
@@ -265,8 +266,8 @@ function startDevices(target) {
   /** @type {Promise<void>[]} */
   const loops = [];
   for (let i = 0; i < DEVICES_PER_PROTOCOL; i++) {
-    loops.push(loop('http', (r) => post(false, JSON.stringify(r)), `abuse-http-${i}`));
-    loops.push(loop('https', (r) => post(true, JSON.stringify(r)), `abuse-https-${i}`));
+    loops.push(loop('http', (r) => post(2 * i, false, JSON.stringify(r)), `abuse-http-${i}`));
+    loops.push(loop('https', (r) => post(2 * i + 1, true, JSON.stringify(r)), `abuse-https-${i}`));
     loops.push(
       (async () => {
         const client = await mqtt.connectAsync(`mqtt://${GATEWAY_V4}:${target.mqttPort}`, {
@@ -303,7 +304,7 @@ function startDevices(target) {
       running = false;
       await Promise.all(loops);
       await Promise.all(clients.map((c) => c.endAsync(true)));
-      keepAlive.destroy();
+      for (const agent of agents) agent.destroy();
       return { all: answered };
     },
   };

@@ -342,13 +342,13 @@ export const SETTINGS = {
   maxConnections: define({
     env: 'MAX_CONNECTIONS',
     default: '1024',
-    doc: "Most simultaneous connections, HTTP, HTTPS and MQTT together. Of these, `MAX_UNPROVEN_CONNECTIONS` may be connections that have not shown a device key; the rest are kept for devices. A new connection that finds no room closes the unproven connection idle the longest; only when every connection is a device's is it closed at once.",
+    doc: "Most simultaneous connections, HTTP, HTTPS and MQTT together. Of these, `MAX_UNPROVEN_CONNECTIONS` may be connections that have not shown a device key; the rest are kept for devices. A new connection that finds no room closes an unproven connection (see `MAX_UNPROVEN_CONNECTIONS`); only when every connection is a device's is it closed at once.",
     schema: integer(2, 1_000_000),
   }),
   maxUnprovenConnections: define({
     env: 'MAX_UNPROVEN_CONNECTIONS',
     default: '128',
-    doc: "Most connections at once that have not yet shown a device key (an HTTP request with a valid `X-API-Key`, an accepted MQTT CONNECT): console browsers, scrapes, wrong keys, idle sockets, and every device's new connection before its first request. When they are all taken, a new connection closes the one idle the longest (else the oldest whose request is still being answered). Less than `MAX_CONNECTIONS`.",
+    doc: "Most connections at once that have not yet shown a device key (an HTTP request with a valid `X-API-Key`, an accepted MQTT CONNECT): console browsers, scrapes, wrong keys, idle sockets, and every device's new connection before its first request. When they are all taken, a new connection closes one of them: one that never sent a byte, else one idle from the host (an IPv4 address, an IPv6 /64) holding the most, else the oldest whose request is still being answered. Less than `MAX_CONNECTIONS`.",
     schema: integer(1, 1_000_000),
   }),
   unprovenTimeoutMs: define({

@@ -6,6 +6,7 @@ import { ConnectionGate } from './connection-gate.js';
 /** What the gate uses of a socket: `once('close')` and `destroy()`, which closes it a moment later. */
 class FakeSocket extends EventEmitter {
   destroyed = false;
+  remoteAddress: string | undefined;
   pending: Buffer | null = null;
   read(): Buffer | null {
     const chunk = this.pending;
@@ -80,6 +81,38 @@ describe('connection gate', () => {
     // All have spoken: the longest idle goes.
     sniffed(next3!);
     expect([device!.destroyed, next1!.destroyed, next2!.destroyed]).toEqual([true, false, false]);
+  });
+
+  it("closes a connection of the host holding the most unproven ones before a device's handshake, however recently that host reconnected", () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 4, unprovenTimeoutMs: 5000 });
+    const from = (address: string) => {
+      const [socket] = sockets(1);
+      socket!.remoteAddress = address;
+      gate.admit(socket!);
+      gate.sniff(
+        socket!,
+        () => undefined,
+        () => undefined,
+        () => true,
+      );
+      socket!.send('\x16\x03\x01');
+      return socket!;
+    };
+    const other = from('198.51.100.9');
+    const device = from('198.51.100.2');
+    // One host, two addresses in one /64: its connections are all newer than the device's.
+    const attacker = [from('2001:db8:7::1'), from('2001:db8:7::2')];
+    for (let i = 0; i < 5; i++) attacker.push(from(`2001:db8:7::${i + 3}`));
+    expect([other.destroyed, device.destroyed]).toEqual([false, false]);
+    expect(attacker.filter((s) => !s.destroyed)).toHaveLength(2);
+    expect(gate.sizes).toEqual({ open: 4, unproven: 4 });
+    // Hosts holding one each: the longest idle goes.
+    gate.prove(attacker.at(-1)!);
+    gate.prove(attacker.at(-2)!);
+    from('203.0.113.5');
+    from('203.0.113.6');
+    from('203.0.113.7');
+    expect([other.destroyed, device.destroyed]).toEqual([true, false]);
   });
 
   it('closes the oldest unproven connection even mid-request when every one is busy', () => {

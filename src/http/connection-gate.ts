@@ -1,5 +1,6 @@
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { hostOf } from '../address-host.js';
 import { TLS_HANDSHAKE_BYTE } from '../tls/tls-options.js';
 
 export type Dispatch = (socket: Socket) => void;
@@ -24,6 +25,8 @@ interface Admission {
   busy: boolean;
   /** Accepted, or its last request answered. */
   sinceMs: number;
+  /** The client's host (an IPv4 address, an IPv6 /64): one host's unproven connections go first. */
+  host: string;
   /** Ends the busy spell: made once per connection, so a request adds no allocation. */
   ended?: () => void;
 }
@@ -44,9 +47,12 @@ const REPORT_EVERY_MS = 10_000;
  * connections (logins, console pages, scrapes, wrong keys, idle sockets, and every device's new
  * connection before its first request) are at most `maxUnproven`, so the rest of `maxConnections`
  * is the devices' whatever else connects. When a new connection finds no room, an unproven one is
- * closed for it: the longest idle of those that never sent a byte, else of those without a request
- * in progress, else the oldest. A device opens a connection and sends at once (a TLS ClientHello, a
- * request, a CONNECT), so its connection outlasts any number of silent ones. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
+ * closed for it: the longest idle of those that never sent a byte; else, of those without a request
+ * in progress, one from the host holding the most unproven connections (the longest idle of its
+ * kind); else the oldest. A device opens a connection and sends at once (a TLS ClientHello, a
+ * request, a CONNECT), so its connection outlasts any number of silent ones, and it holds one
+ * unproven connection at a time, so a host holding several loses one of them first, however often it
+ * reconnects. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
  * headers, an idle keep-alive) are closed. Only when every connection is a device's is a new one
  * refused.
  */
@@ -54,6 +60,8 @@ export class ConnectionGate {
   private open = 0;
   /** Unproven connections in order of last activity, the longest idle first. */
   readonly #unproven = new Set<Admitted>();
+  /** How many of the unproven connections each host holds. */
+  readonly #unprovenOfHost = new Map<string, number>();
   private readonly undecided = new Set<Socket>();
   #sweep: NodeJS.Timeout | undefined;
   #reportedMs = 0;
@@ -100,15 +108,17 @@ export class ConnectionGate {
       }
     }
     const admitted = socket as Admitted;
-    const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: this.now() };
+    const host = hostOf(socket.remoteAddress ?? '');
+    const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: this.now(), host };
     admitted[ADMISSION] = admission;
     this.open += 1;
     this.#unproven.add(admitted);
+    this.#unprovenOfHost.set(host, (this.#unprovenOfHost.get(host) ?? 0) + 1);
     this.#sweep ??= setInterval(() => this.#expire(), Math.max(25, this.budgets.unprovenTimeoutMs / 4)).unref();
     socket.once('close', () => {
       if (admission.shed) return;
       this.open -= 1;
-      this.#unproven.delete(admitted);
+      this.#leaveUnproven(admitted);
     });
     return true;
   }
@@ -119,7 +129,15 @@ export class ConnectionGate {
     const admission = admitted[ADMISSION];
     if (admission === undefined || admission.proven) return;
     admission.proven = true;
-    this.#unproven.delete(admitted);
+    this.#leaveUnproven(admitted);
+  }
+
+  #leaveUnproven(socket: Admitted): void {
+    if (!this.#unproven.delete(socket)) return;
+    const host = socket[ADMISSION]!.host;
+    const held = (this.#unprovenOfHost.get(host) ?? 1) - 1;
+    if (held === 0) this.#unprovenOfHost.delete(host);
+    else this.#unprovenOfHost.set(host, held);
   }
 
   /** An unproven connection's request is being answered until `ended` fires: it is not idle meanwhile. */
@@ -138,21 +156,27 @@ export class ConnectionGate {
   }
 
   /**
-   * Closes an unproven connection, the longest idle of those that never sent a byte, else of those
-   * without a request in progress, else the oldest; false when there is none.
+   * Closes an unproven connection: the longest idle of those that never sent a byte; else, of those
+   * without a request in progress, the longest idle from the host holding the most; else the oldest.
+   * False when there is none.
    */
   #evictOne(): boolean {
     let silent: Admitted | undefined;
     let idle: Admitted | undefined;
+    let idleHostHolds = 0;
     let oldest: Admitted | undefined;
     for (const socket of this.#unproven) {
       const admission = socket[ADMISSION]!;
       oldest ??= socket;
       if (admission.busy) continue;
-      idle ??= socket;
       if (!admission.spoke) {
         silent = socket;
         break;
+      }
+      const holds = this.#unprovenOfHost.get(admission.host) ?? 0;
+      if (holds > idleHostHolds) {
+        idle = socket;
+        idleHostHolds = holds;
       }
     }
     const victim = silent ?? idle ?? oldest;
@@ -166,7 +190,7 @@ export class ConnectionGate {
   /** Closes an unproven connection and counts it out now: its 'close' comes later, and room is needed at once. */
   #shed(socket: Admitted): void {
     socket[ADMISSION]!.shed = true;
-    this.#unproven.delete(socket);
+    this.#leaveUnproven(socket);
     this.open -= 1;
     socket.destroy();
   }

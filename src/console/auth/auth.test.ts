@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fromSameOrigin, tokensMatch } from './csrf.js';
-import { hostOf, LoginThrottle } from './login-throttle.js';
+import { LoginThrottle } from './login-throttle.js';
 import { RequestRate } from './request-rate.js';
 import { ConsolePassword } from './password.js';
 import { IDLE_MS, LIFETIME_MS, MAX_SESSIONS, SessionStore } from './sessions.js';
@@ -93,9 +93,6 @@ describe('login throttle', () => {
     expect(throttle.take('::ffff:198.51.100.7')).toMatchObject({ allowed: false, reason: 'host' });
     now = 10_000;
     expect(throttle.take('::ffff:198.51.100.7')).toEqual({ allowed: true });
-    expect(hostOf('::ffff:198.51.100.7')).toBe('198.51.100.7');
-    expect(hostOf('2001:db8::1')).toBe('2001:db8:0:0::/64');
-    expect(hostOf('64:ff9b::198.51.100.7')).toBe('64:ff9b:0:0::/64');
   });
 
   it('checks at most perMinute attempts in any minute, from however many hosts, and never counts loopback', () => {
