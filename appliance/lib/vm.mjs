@@ -85,13 +85,16 @@ export function readPartitionFile(/** @type {string} */ disk, /** @type {Partiti
 }
 
 /**
- * Runs debugfs requests writing to an ext4 partition of the disk image, in place.
+ * Runs debugfs requests writing to an ext4 partition of the disk image, in place. The journal is
+ * replayed first: after a power cut it holds transactions the next mount would replay over the
+ * edits, undoing them.
  * @param {string} disk
  * @param {Partition} part
  * @param {string[]} requests
  */
 export function editPartition(disk, part, requests) {
-  for (const request of requests) spawnSync('debugfs', ['-w', '-R', request, `${disk}?offset=${part.start * 512}`], { stdio: 'ignore' });
+  for (const request of ['journal_run', ...requests])
+    spawnSync('debugfs', ['-w', '-R', request, `${disk}?offset=${part.start * 512}`], { stdio: 'ignore' });
 }
 
 /**
