@@ -7,6 +7,31 @@ import { build } from 'esbuild';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
+/**
+ * hono/jsx renders each page inside an AsyncLocalStorage when the runtime has one, for contexts read
+ * after an await in async components (the console has none). On Node 20 its first run enables
+ * promise hooks for good, and every promise of the process, each device request's among them, costs
+ * about three times as much from the first console page on. Without it, hono/jsx renders with its own
+ * synchronous store, which serves components that do not await.
+ * @type {import('esbuild').Plugin}
+ */
+const jsxWithoutAsyncHooks = {
+  name: 'jsx-without-async-hooks',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]hono[\\/]dist[\\/]jsx[\\/]context\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const probe = /global\.process\?\.getBuiltinModule\?\.\("node:async_hooks"\)\?\.AsyncLocalStorage/;
+      if (!probe.test(source)) throw new Error(`${args.path}: hono/jsx no longer probes for AsyncLocalStorage as build.mjs expects`);
+      return {
+        contents: source
+          .replace(probe, 'undefined')
+          .replace(/global\.process\?\.mainModule\?\.require\?\.\("node:async_hooks"\)\?\.AsyncLocalStorage/, 'undefined'),
+        loader: 'js',
+      };
+    });
+  },
+};
+
 /** The bundle's esbuild options (test/unit/bundle-contents.test.ts builds with them in memory). @type {import('esbuild').BuildOptions} */
 export const bundleOptions = {
   absWorkingDir: fileURLToPath(new URL('.', import.meta.url)),
@@ -35,6 +60,7 @@ export const bundleOptions = {
     js: "#!/usr/bin/env node\nimport { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);",
   },
   logLevel: 'warning',
+  plugins: [jsxWithoutAsyncHooks],
 };
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

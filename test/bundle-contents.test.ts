@@ -1,10 +1,11 @@
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type OutputFile } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleOptions } from '../build.mjs';
 
 let metafile: Metafile;
+let outputFiles: OutputFile[];
 beforeAll(async () => {
-  ({ metafile } = await build({ ...bundleOptions, write: false, metafile: true, sourcemap: false, legalComments: 'none' }));
+  ({ metafile, outputFiles } = await build({ ...bundleOptions, write: false, metafile: true, sourcemap: false, legalComments: 'none' }));
 });
 
 /** The source modules that contribute code to `outputs` (zod's locale index contributes an empty initialiser). */
@@ -74,5 +75,17 @@ describe('the bundle', () => {
     const ingestSide =
       /^src\/(console|http|mqtt|cli|config|catalogue|audit)\/|^src\/gateway\.ts$|node_modules\/(hono|@hono|zod|yaml|node-cron)\//;
     expect(delivery.filter((input) => ingestSide.test(input) || optional.kafka.test(input))).toEqual([]);
+  });
+
+  // On Node 20 the first AsyncLocalStorage.run() enables promise hooks for the rest of the process:
+  // every device request's promises would cost about three times as much after one console page.
+  it('never takes AsyncLocalStorage from node:async_hooks, so rendering a console page slows no request', () => {
+    const takes =
+      /"node:async_hooks"\)\?\.AsyncLocalStorage|AsyncLocalStorage[^=;]*\}\s*=\s*__require\("node:async_hooks"\)|import\s*\{[^}]*AsyncLocalStorage[^}]*\}\s*from\s*"node:async_hooks"/;
+    const files = outputFiles.filter((file) => file.path.endsWith('.mjs'));
+    expect(files.length).toBeGreaterThan(1);
+    expect(files.filter((file) => takes.test(file.text)).map((file) => file.path)).toEqual([]);
+    // The console's renderer is in the bundle, its probe for one emptied (build.mjs).
+    expect(files.some((file) => file.text.includes('loadAsyncLocalStorage'))).toBe(true);
   });
 });
