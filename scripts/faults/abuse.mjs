@@ -9,14 +9,16 @@
 // namespace), on addresses added to its loopback interface: 198.18.0.0/15 (set aside for such
 // tests) and 2001:db8::/32 (documentation). No packet leaves it.
 //
-//   node scripts/faults/abuse.mjs [--seconds N] [--no-p99-bound] [--cpu-profile DIR]
+//   node scripts/faults/abuse.mjs [--seconds N] [--no-p99-bound] [--cpu-profile DIR] [--latencies FILE]
 //       each phase N seconds (default 15; npm run test:abuse runs 120); --cpu-profile writes the
-//       gateway's CPU profiles (its event loop and the delivery thread) to DIR when it stops
+//       gateway's CPU profiles (its event loop and the delivery thread) to DIR when it stops;
+//       --latencies writes every device request (protocol, phase, its start in ms since the run's,
+//       its duration, its answer) to FILE as JSON
 
 //   runAbuse(...) from scripts/faults/run.mjs      the short version of `npm run test:faults`
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as tcpConnect } from 'node:net';
@@ -59,10 +61,10 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
  * Runs the abuse run in a network namespace of its own and reports whether it passed. `p99Bound`
  * false reports the devices' p99 ratio without failing on it: on this machine's two cores, with the
  * attack's clients beside the gateway, a 15 s ratio swings between about 2.4 and 5 from run to run.
- * @param {{ bundlePath: string, seconds: number, log: (line: string) => void, p99Bound?: boolean, cpuProfile?: string }} options
+ * @param {{ bundlePath: string, seconds: number, log: (line: string) => void, p99Bound?: boolean, cpuProfile?: string, latencies?: string }} options
  * @returns {Promise<boolean>}
  */
-export async function runAbuse({ bundlePath, seconds, log, p99Bound = true, cpuProfile }) {
+export async function runAbuse({ bundlePath, seconds, log, p99Bound = true, cpuProfile, latencies }) {
   const setup = [
     'set -e',
     'ip link set lo up',
@@ -91,6 +93,7 @@ export async function runAbuse({ bundlePath, seconds, log, p99Bound = true, cpuP
       bundlePath,
       ...(p99Bound ? [] : ['--no-p99-bound']),
       ...(cpuProfile === undefined ? [] : ['--cpu-profile', resolve(cpuProfile)]),
+      ...(latencies === undefined ? [] : ['--latencies', resolve(latencies)]),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
@@ -115,6 +118,7 @@ async function inside(
   /** @type {string} */ bundlePath,
   p99Bound = true,
   /** @type {string | undefined} */ cpuProfile = undefined,
+  /** @type {string | undefined} */ latencies = undefined,
 ) {
   const say = (/** @type {string} */ line) => process.stdout.write(`${line}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'harbor-abuse-'));
@@ -159,6 +163,7 @@ async function inside(
     const failures = report.all.filter((a) => !a.ok);
     await waitForRows(questdb.httpUrl, table, accepted);
     const stored = (await rowCount(questdb.httpUrl, table)) ?? 0;
+    if (latencies !== undefined) writeFileSync(latencies, JSON.stringify(report.all));
     const p99 = (/** @type {'without' | 'with'} */ phase, protocol = '') =>
       percentile(
         report.all.filter((a) => a.phase === phase && a.protocol.startsWith(protocol)).map((a) => a.ms),
@@ -215,8 +220,9 @@ async function waitForRows(/** @type {string} */ url, /** @type {string} */ tabl
  * @param {{ port: number, httpsPort: number, mqttPort: number }} target
  */
 function startDevices(target) {
-  /** @type {{ protocol: string, phase: string, ms: number, ok: boolean, status?: number | string }[]} */
+  /** @type {{ at: number, protocol: string, phase: string, ms: number, ok: boolean, status?: number | string }[]} */
   const answered = [];
+  const begun = performance.now();
   let phase = 'warm-up';
   let running = true;
   let n = 0;
@@ -257,7 +263,14 @@ function startDevices(target) {
       const startedIn = phase;
       const status = await send(reading(ship));
       const ms = performance.now() - started;
-      answered.push({ protocol, phase: startedIn, ms, ok: typeof status === 'number' && status >= 200 && status < 300, status });
+      answered.push({
+        at: Math.round(started - begun),
+        protocol,
+        phase: startedIn,
+        ms,
+        ok: typeof status === 'number' && status >= 200 && status < 300,
+        status,
+      });
       await sleep(Math.max(0, DEVICE_PERIOD_MS - ms));
     }
   };
@@ -500,7 +513,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stdout.write(`${JSON.stringify(await attack.stop())}\n`);
     process.exit(0);
   } else if (process.argv.includes('--inside')) {
-    await inside(seconds, bundlePath, !process.argv.includes('--no-p99-bound'), option('--cpu-profile'));
+    await inside(seconds, bundlePath, !process.argv.includes('--no-p99-bound'), option('--cpu-profile'), option('--latencies'));
   } else {
     const passed = await runAbuse({
       bundlePath,
@@ -508,6 +521,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
       p99Bound: !process.argv.includes('--no-p99-bound'),
       cpuProfile: option('--cpu-profile'),
+      latencies: option('--latencies'),
     });
     process.exit(passed ? 0 : 1);
   }
