@@ -82,6 +82,14 @@ export function refuseHostlessHttp11(req: IncomingMessage, res: ServerResponse):
   return true;
 }
 
+/** Too many requests without a device key are waiting for their turn (keyless-lane.ts): 503 at once. */
+export function refuseLaneFull(res: ServerResponse): void {
+  const body = problemText('Too many requests waiting', [
+    { loc: ['request'], msg: 'The gateway is answering many requests without a device key; try again in a second', type: 'busy' },
+  ]);
+  res.writeHead(503, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Retry-After': '1' }).end(body);
+}
+
 /**
  * What @hono/node-server could not make a request of (an invalid Host header or URL): 400 with its
  * reason. Anything else that reaches here escaped the app's own error handler: 500, no internals.

@@ -4,7 +4,7 @@ import { getRequestListener } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { HTTP_ALPN_PROTOCOLS, TLS_PROTOCOL } from '../tls/tls-options.js';
 import { ConnectionGate } from './connection-gate.js';
-import { KeylessLane } from './keyless-lane.js';
+import { isDeviceRequest, KeylessLane } from './keyless-lane.js';
 import { answerClientError, HOST_OF_HOSTLESS_REQUESTS, refuseHostlessHttp11, requestErrorResponse } from './early-refusals.js';
 
 export interface HttpServerOptions {
@@ -60,12 +60,11 @@ export async function startHttpServer(app: Hono, options: HttpServerOptions): Pr
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     gate.requestStarted(req.socket, res);
     const start = (): void => {
-      if (req.socket.destroyed) return;
       if (!refuseHostlessHttp11(req, res)) void hono(req, res);
     };
-    // A device's request carries its key; the rest take their turn, so a flood of them cannot hold the loop.
-    if (req.headers['x-api-key'] === undefined) lane.enqueue(start);
-    else start();
+    // Devices start at once; the rest take their turn, so a flood of them cannot hold the loop.
+    if (isDeviceRequest(req)) start();
+    else lane.admit(req, res, start);
   };
   const plain = createHttpServer(httpOptions, listener);
   // A handshake that stalls is bounded like headers that stall.
