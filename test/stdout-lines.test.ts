@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_HELD_BYTES, stdoutLines } from '../src/log/stdout-lines.js';
 
-// A reader on the other end of a pipe that takes nothing until it gets SIGUSR2 (or 3 s passed), then copies all.
+// A reader on the other end of a pipe that takes nothing until it gets SIGUSR2 (or its delay, 3 s unless given, passed), then copies all.
 const READER = `
 const start = () => process.stdin.pipe(process.stdout);
-setTimeout(start, 3000);
+setTimeout(start, Number(process.argv[1] ?? 3000));
 process.once('SIGUSR2', start);
 process.stdout.write('ready\\n');
 `;
@@ -15,8 +15,8 @@ afterEach(() => {
   for (const reader of readers.splice(0)) reader.kill('SIGKILL');
 });
 
-async function slowReader() {
-  const reader = spawn(process.execPath, ['-e', READER], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function slowReader(delayMs = 3000) {
+  const reader = spawn(process.execPath, ['-e', READER, String(delayMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
   readers.push(reader);
   let text = '';
   reader.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -63,5 +63,35 @@ describe('log lines on stdout', () => {
     expect(kept.length * line(0).length).toBeLessThanOrEqual(MAX_HELD_BYTES + 256 * 1024);
     expect(parsed[notice]?.dropped).toBe(total - kept.length);
     expect(parsed.slice(notice + 1).map((p) => p.i)).toEqual([total]);
+  });
+
+  it("keep a line whole when another thread's line comes while it was written in part", async () => {
+    // The reader starts 50 ms after it said ready: within the time a line begun is given to end.
+    const reader = await slowReader(50);
+    // Both threads' destinations on one descriptor, as the ingest and delivery threads share stdout.
+    const ingest = stdoutLines(true, reader.fd);
+    const delivery = stdoutLines(true, reader.fd);
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // The held rest of a line is retried on a timer: held still until the other thread has written.
+    vi.useFakeTimers({ toFake: ['setTimeout'] });
+    try {
+      // Larger than the pipe holds: written in part.
+      ingest.write(`${JSON.stringify({ level: 30, time: 0, i: 0, msg: 'y'.repeat(256 * 1024) })}\n`);
+      vi.useRealTimers();
+      await sleep(200);
+      vi.useFakeTimers({ toFake: ['setTimeout'] });
+      // The reader has room by now: this line would land in the middle of the first, were it unfinished.
+      delivery.write(line(1));
+      for (let i = 0; i < 50; i++) {
+        vi.advanceTimersByTime(10);
+        vi.useRealTimers();
+        await sleep(10);
+        vi.useFakeTimers({ toFake: ['setTimeout'] });
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+    await expect.poll(() => reader.lines().length, { timeout: 10_000 }).toBe(2);
+    expect(reader.lines().map((l) => JSON.parse(l).i)).toEqual([0, 1]);
   });
 });

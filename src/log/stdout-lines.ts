@@ -10,6 +10,8 @@ export const MAX_HELD_BYTES = 1024 * 1024;
 const RETRY_MS = 10;
 /** How long the held lines are waited for when the process exits. */
 const EXIT_WAIT_MS = 2000;
+/** How long the rest of a line written in part is waited for before it is held like the others. */
+const LINE_END_WAIT_MS = 100;
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
@@ -34,6 +36,23 @@ export function stdoutLines(json = !isatty(1), fd = 1): DestinationStream {
   let dropped = 0;
   let gone = false;
 
+  /** Writes the rest of the first held line, begun already, waiting a little for the reader. */
+  const endLine = (): void => {
+    const deadline = Date.now() + LINE_END_WAIT_MS;
+    let rest = held[0] as Buffer;
+    while (rest.length > 0 && Date.now() < deadline) {
+      Atomics.wait(pause, 0, 0, 1);
+      try {
+        const written = writeSync(fd, rest);
+        heldBytes -= written;
+        rest = rest.subarray(written);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      }
+    }
+    if (rest.length === 0) held.shift();
+    else held[0] = rest;
+  };
   /** Writes what is held until the reader is full; true when nothing is held any more. */
   const writeHeld = (): boolean => {
     while (held.length > 0 && !gone) {
@@ -42,7 +61,11 @@ export function stdoutLines(json = !isatty(1), fd = 1): DestinationStream {
         const written = writeSync(fd, first);
         heldBytes -= written;
         if (written === first.length) held.shift();
-        else held[0] = first.subarray(written);
+        else {
+          held[0] = first.subarray(written);
+          // Both threads write to fd 1: the other's next line must not land inside this one's.
+          if (written > 0) endLine();
+        }
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
         gone = true;
