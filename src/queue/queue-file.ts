@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { fsyncPath, makeDirectoryDurably } from '../durable-file.js';
 import { VERSION } from '../version.js';
-import { assertReadableFormat, completeQueueFile, migrateQueueFile } from './queue-format.js';
+import { assertReadableFormat, completeQueueFile, headerFormat, migrateQueueFile, QUEUE_FORMAT } from './queue-format.js';
 
 export type Durability = 'power-loss' | 'process-crash';
 
@@ -215,11 +215,19 @@ export function openQueueFile(
   try {
     // An existing file's WAL was opened by the pragma above, before any write.
     fsyncPath(dataDir);
-    if (migrateQueueFile(db, path, VERSION)) {
+    // Or an older format in the header (0 is a file not yet checkpointed): a start that upgraded and
+    // then failed left the new format in the log only.
+    const upgraded = migrateQueueFile(db, path, VERSION);
+    const header = headerFormat(path);
+    if (upgraded || (header !== 0 && header !== QUEUE_FORMAT)) {
       // An older release's tools read the format from the file's header alone (the appliance board
       // deciding, after a failed trial, whether the queue is one its gateway can read): the upgrade
       // is copied from the log into the file, and synced, before anything is answered.
-      db.pragma('wal_checkpoint(TRUNCATE)');
+      // It waits for readers up to busy_timeout; one still reading an older snapshot fails the open
+      // (the next start tries again) rather than leave the header saying the older format.
+      const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as [{ busy: number; log: number; checkpointed: number }];
+      if (result.busy !== 0 || result.log !== result.checkpointed)
+        throw new Error(`the queue's format upgrade could not be copied into ${path}: another process is reading it`);
       fsyncPath(path);
     }
     completeQueueFile(db);

@@ -170,6 +170,22 @@ const HEADER_BYTES = 100;
 const USER_VERSION_OFFSET = 60;
 
 /**
+ * The format version the file's header holds, whatever its WAL says: what an older release's tools
+ * read. 0 for a file shorter than a header (a queue not created yet, which the gateway creates in place).
+ */
+export function headerFormat(path: string): number {
+  const header = Buffer.alloc(HEADER_BYTES);
+  const fd = openSync(path, 'r');
+  let read: number;
+  try {
+    read = readSync(fd, header, 0, HEADER_BYTES, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return read < HEADER_BYTES ? 0 : header.readUInt32BE(USER_VERSION_OFFSET);
+}
+
+/**
  * The file's format version and the release that wrote it, read without writing anything: from the
  * database header when no WAL is beside it (the header is then current), else through a read-only
  * connection, which leaves a WAL for the writer that owns it. That connection makes the WAL and
@@ -178,17 +194,7 @@ const USER_VERSION_OFFSET = 60;
 export function readQueueFormat(path: string): { version: number; writtenBy: string | undefined } {
   if (!existsSync(path)) return { version: 0, writtenBy: undefined };
   if (!existsSync(`${path}-wal`)) {
-    const header = Buffer.alloc(HEADER_BYTES);
-    const fd = openSync(path, 'r');
-    let read: number;
-    try {
-      read = readSync(fd, header, 0, HEADER_BYTES, 0);
-    } finally {
-      closeSync(fd);
-    }
-    // An empty file is a queue not created yet; the gateway creates it in place.
-    if (read < HEADER_BYTES) return { version: 0, writtenBy: undefined };
-    const version = header.readUInt32BE(USER_VERSION_OFFSET);
+    const version = headerFormat(path);
     if (version <= QUEUE_FORMAT) return { version, writtenBy: undefined };
   }
   const made = [`${path}-wal`, `${path}-shm`].filter((file) => !existsSync(file));
