@@ -178,6 +178,27 @@ describe('the audit trail', () => {
     }
   });
 
+  it('syncs its log one sync at a time, and once more for the writes made meanwhile', async () => {
+    const { trail, rows } = setUp();
+    const t = trail();
+    const synced = vi.spyOn(AuditFile.prototype, 'syncLog');
+    try {
+      // Five writes while the first sync runs in the thread pool.
+      for (let i = 0; i < 5; i++) {
+        t.record({ action: 'key_added', outcome: 'ok', actor: 'console', subject: `k${i}` });
+        t.tick();
+      }
+      expect(synced).toHaveBeenCalledTimes(1);
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(2));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(synced).toHaveBeenCalledTimes(2);
+      expect(rows()).toHaveLength(5);
+    } finally {
+      synced.mockRestore();
+      t.close();
+    }
+  });
+
   it('keeps entries in the log and the counters while the file cannot be written, and writes them once it can', () => {
     const { dataDir, lines, trail, rows } = setUp();
     // A directory where the file should be: no user, root included, can open it as a database.

@@ -50,8 +50,9 @@ export interface AuditCount {
  *
  * The file stays open while the trail is busy and is closed after `idleCloseMs` without a write or
  * a read: a flood of refused logins costs one opening, not one a tick. Its appends are synced in
- * the thread pool (AuditFile `deferred`), never on the event loop the devices' requests share.
- * Idle, it holds no connection to the file, and a tick with nothing to write looks at the file (a
+ * the thread pool (AuditFile `deferred`), one sync at a time, not on the event loop the devices'
+ * requests share; only the close after an idle minute (and at stop) syncs there, by SQLite's
+ * checkpoint of the last connection. Idle, it holds no connection to the file, and a tick with nothing to write looks at the file (a
  * stat of it and its log) and opens it only when another process changed it.
  */
 export class AuditTrail {
@@ -73,6 +74,9 @@ export class AuditTrail {
   /** The file while the trail is busy, and when it was last used. */
   #file: AuditFile | undefined;
   #usedMs = 0;
+  /** A sync of the log runs; another was asked for meanwhile. */
+  #syncing = false;
+  #syncAgain = false;
 
   constructor(options: AuditTrailOptions) {
     this.#options = { flushMs: 5000, windowMs: 60_000, idleCloseMs: 60_000, now: Date.now, ...options };
@@ -139,12 +143,31 @@ export class AuditTrail {
       file.append(this.#pending, this.#writer);
       this.#pending = [];
       this.#fileProblem = undefined;
-      file.syncLog().catch((error: NodeJS.ErrnoException) => {
-        // Gone: the last connection closed and its checkpoint synced the entries into the file.
-        if (error.code !== 'ENOENT') this.#problem(error);
-      });
+      this.#syncLog(file);
     });
     if (this.#pending.length > MAX_HELD) this.#pending = this.#pending.slice(-MAX_HELD);
+  }
+
+  /** Syncs the file's log in the thread pool; asked while one runs, once more after it. */
+  #syncLog(file: AuditFile): void {
+    if (this.#syncing) {
+      this.#syncAgain = true;
+      return;
+    }
+    this.#syncing = true;
+    file
+      .syncLog()
+      .catch((error: NodeJS.ErrnoException) => {
+        // Gone: the last connection closed and its checkpoint synced the entries into the file.
+        if (error.code !== 'ENOENT') this.#problem(error);
+      })
+      .finally(() => {
+        this.#syncing = false;
+        if (!this.#syncAgain) return;
+        this.#syncAgain = false;
+        // Closed meanwhile: its checkpoint synced what was appended.
+        if (this.#file !== undefined) this.#syncLog(this.#file);
+      });
   }
 
   /**

@@ -141,6 +141,16 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).not.toContain('xxxx');
   });
 
+  it('refuses cheap hours for a sink without a bandwidth budget, which they would leave doing nothing', () => {
+    const upstream = { UPSTREAM_URL: 'https://central.example/api/v2/ingest/batch', UPSTREAM_API_KEY: 'k'.repeat(20) };
+    expect(problemsOf({ ...upstream, UPSTREAM_CHEAP_HOURS: '22:00-06:00' })).toEqual([
+      'UPSTREAM_CHEAP_HOURS applies only to a bandwidth budget: set UPSTREAM_MAX_BYTES_PER_S too, or leave the hours out',
+    ]);
+    expect(
+      loadConfig({ ...upstream, UPSTREAM_CHEAP_HOURS: '22:00-06:00', UPSTREAM_MAX_BYTES_PER_S: '2000' }).upstream?.cheapHours,
+    ).toHaveLength(1);
+  });
+
   it('keeps part of MAX_CONNECTIONS for devices', () => {
     expect(loadConfig({})).toMatchObject({ maxConnections: 1024, maxUnprovenConnections: 128, unprovenTimeoutMs: 5000 });
     expect(problemsOf({ MAX_CONNECTIONS: '100', MAX_UNPROVEN_CONNECTIONS: '100' })).toEqual([

@@ -289,6 +289,14 @@ export function loadConfig(env: Env = process.env, readSecret: ReadSecret = read
   if (consolePassword !== undefined && consolePassword.secret === (apiKey?.secret ?? DEVELOPMENT_API_KEY)) {
     problems.push('CONSOLE_PASSWORD must differ from API_KEY: device keys never open the console');
   }
+  for (const [sink, hours, budget] of [
+    ['UPSTREAM', partial.upstreamCheapHours, partial.upstreamMaxBytesPerS],
+    ['KAFKA', partial.kafkaCheapHours, partial.kafkaMaxBytesPerS],
+    ['REMOTE_QUESTDB', partial.remoteQuestdbCheapHours, partial.remoteQuestdbMaxBytesPerS],
+  ] as const) {
+    if ((hours?.length ?? 0) > 0 && (budget ?? 0) === 0)
+      problems.push(`${sink}_CHEAP_HOURS applies only to a bandwidth budget: set ${sink}_MAX_BYTES_PER_S too, or leave the hours out`);
+  }
   const forwards = remoteQuestdb !== undefined || partial.upstreamUrl !== undefined || partial.kafkaBrokers !== undefined;
   if (partial.localQuestdb === false && !forwards) {
     problems.push('LOCAL_QUESTDB=off leaves the gateway without a sink: configure one to forward to');

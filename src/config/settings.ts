@@ -644,7 +644,7 @@ export const SETTINGS = {
   upstreamCheapHours: define({
     env: 'UPSTREAM_CHEAP_HOURS',
     default: undefined,
-    doc: "Times of day when the upstream link costs less, on the gateway's clock (its time zone): `22:00-06:00`, or several `00:00-06:00,12:00-13:00`. Within them `UPSTREAM_MAX_BYTES_PER_S` does not apply (a backlog catches up at the link's speed); a wait for the budget ends when they begin, and the budget starts afresh after them. Unset: the budget applies at all hours.",
+    doc: "Times of day when the upstream link costs less, on the gateway's clock (its time zone): `22:00-06:00`, or several `00:00-06:00,12:00-13:00`. Within them `UPSTREAM_MAX_BYTES_PER_S` does not apply (a backlog catches up at the link's speed); a wait for the budget ends when they begin, and the budget starts afresh after them. Unset: the budget applies at all hours. Refused without `UPSTREAM_MAX_BYTES_PER_S`.",
     schema: dailyWindows,
   }),
   kafkaBrokers: define({

@@ -93,6 +93,10 @@ export function stdoutLines(json = !isatty(1), fd = 1): DestinationStream {
   };
   const atExit = (): void => {
     const deadline = Date.now() + EXIT_WAIT_MS;
+    if (dropped > 0) {
+      hold(format(droppedLine(dropped)));
+      dropped = 0;
+    }
     while (!writeHeld() && Date.now() < deadline) Atomics.wait(pause, 0, 0, RETRY_MS);
   };
   return {

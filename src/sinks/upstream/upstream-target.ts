@@ -31,14 +31,15 @@ export interface UpstreamTargetOptions {
 /** An answer body is read up to this much: enough for any refusal's details, bounded against a hostile peer. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
+/** Readings in the first request of a run while the link does not know what the upstream takes. */
+export const ASKING_READINGS = 10;
+
 /**
  * Forwards batches to another ingest API (the hosted service, a self-hosted stack, another gateway)
  * as the API's batch JSON, in queue order, each reading with its stored time. A request too large
  * for the destination is halved; readings it refuses for their content become dead letters with
  * its status and answer; a wrong key or URL fails every delivery until the operator fixes it.
  */
-/** Readings in the first request of a run while the link does not know what the upstream takes. */
-export const ASKING_READINGS = 10;
 
 export class UpstreamTarget implements SinkTarget {
   readonly name = 'upstream';
