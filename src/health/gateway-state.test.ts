@@ -76,6 +76,24 @@ describe('the gateway state in words', () => {
     });
   });
 
+  it("does not call a sink's own flush interval catching up: only a backlog older than that and a minute", () => {
+    const sinks = (upstreamAge: number) => [
+      sinkSnapshotOf({ name: 'questdb', destination: 'http://localhost:9000', oldestAgeSeconds: 1, backlog: 10 }),
+      sinkSnapshotOf({
+        name: 'upstream',
+        destination: 'https://central.example',
+        flushIntervalMs: 600_000,
+        oldestAgeSeconds: upstreamAge,
+        backlog: 3000,
+      }),
+    ];
+    expect(describeGatewayState(snapshot({ oldest: 590, sinks: sinks(590) }), undefined, now).code).toBe('delivering');
+    expect(describeGatewayState(snapshot({ oldest: 700, sinks: sinks(700) }), undefined, now)).toMatchObject({
+      code: 'catching_up',
+      text: 'catching up — oldest queued reading 11 min old',
+    });
+  });
+
   it('adds dead letters and an unsynchronised clock, and stays silent about a clock it cannot know', () => {
     expect(describeGatewayState(snapshot({ deadLetters: 1, clock: false }), undefined, now).text).toBe(
       'delivering, 1 dead letter, clock not synchronised',

@@ -75,6 +75,13 @@ export function formatDuration(seconds: number): string {
  * flushes (the local QuestDB's) began (epoch ms), known to the caller that watches successive
  * snapshots; every other sink says how long it has failed itself.
  */
+/**
+ * Every sink's oldest waiting reading is within its own flush interval (and the minute any backlog
+ * is given): a sink that sends every ten minutes holds readings that long by design.
+ */
+const withinIntervals = (sinks: readonly SinkSnapshot[]): boolean =>
+  sinks.length > 0 && sinks.every((s) => (s.oldestAgeSeconds ?? 0) <= CATCHING_UP_AFTER_SECONDS + s.flushIntervalMs / 1000);
+
 export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: number | undefined, now: number): GatewayState {
   const outageSeconds =
     snapshot.flush.consecutiveFailures > 0 && outageSince !== undefined ? Math.max(0, (now - outageSince) / 1000) : null;
@@ -115,7 +122,7 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
   } else if (troubles.size > 0) {
     code = 'buffering';
     headline = `buffering — ${[...troubles.values()].join('; ')}`;
-  } else if (oldest !== null && oldest > CATCHING_UP_AFTER_SECONDS) {
+  } else if (oldest !== null && oldest > CATCHING_UP_AFTER_SECONDS && !withinIntervals(snapshot.sinks)) {
     code = 'catching_up';
     headline = `catching up — oldest queued reading ${formatDuration(oldest)} old`;
   } else {
