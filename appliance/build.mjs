@@ -146,7 +146,7 @@ try {
     filter: (path) => withGrafana || !path.startsWith(grafanaDropIns),
   });
   const sysroot = unpackSysroot(join(work, 'sysroot'), { refresh: args.includes('--refresh') });
-  stageGateway({
+  await stageGateway({
     sysroot,
     destination: join(overlay, GATEWAY_HOME),
     tree: releaseVersion === undefined ? undefined : source.dir,

@@ -70,7 +70,7 @@ try {
   step(`arm64 root from Debian ${node.version} packages unpacked`);
 
   const release = currentVersion().version;
-  stageGateway({ sysroot: root, destination: join(root, GATEWAY_HOME), version: release });
+  await stageGateway({ sysroot: root, destination: join(root, GATEWAY_HOME), version: release });
   cpSync(join(repoRoot, 'appliance/board'), join(root, 'usr/lib/harbor-appliance'), { recursive: true });
   copyFileSync('/usr/bin/qemu-aarch64-static', join(root, 'usr/bin/qemu-aarch64-static'));
   step(`gateway bundle and arm64 better-sqlite3 staged in /${GATEWAY_HOME}`);

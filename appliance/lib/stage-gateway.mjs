@@ -6,7 +6,7 @@
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { readBytes } from '../board/files.mjs';
-import { buildSync } from 'esbuild';
+import { build } from 'esbuild';
 import { bundleOptions } from '../../build.mjs';
 import { digest } from './debian.mjs';
 import { applianceCache, output, repoRoot, run } from './host.mjs';
@@ -85,13 +85,13 @@ export function crossBuildBetterSqlite3(sysroot, tree = repoRoot) {
  * The installs of the README's Debian-board steps (npm ci on the board) hold the same runtime files and more.
  * @param {{ sysroot: string, destination: string, tree?: string, version: string }} options
  */
-export function stageGateway({ sysroot, destination, tree, version }) {
+export async function stageGateway({ sysroot, destination, tree, version }) {
   const from = tree ?? repoRoot;
   const module = crossBuildBetterSqlite3(sysroot, from);
   rmSync(destination, { recursive: true, force: true });
   mkdirSync(join(destination, 'dist'), { recursive: true });
   if (tree === undefined)
-    buildSync({
+    await build({
       ...bundleOptions,
       // The entry and its chunks (build.mjs); the maps stay with the build tree, the card carries the bundle and its licences.
       outdir: join(destination, 'dist'),
