@@ -115,6 +115,34 @@ describe('connection gate', () => {
     expect([other.destroyed, device.destroyed]).toEqual([true, false]);
   });
 
+  it("closes a connection older than a second before a device's new one, whatever their hosts hold", () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 3, unprovenTimeoutMs: 5000 });
+    const from = (address: string) => {
+      const [socket] = sockets(1);
+      socket!.remoteAddress = address;
+      gate.admit(socket!);
+      gate.sniff(
+        socket!,
+        () => undefined,
+        () => undefined,
+        () => true,
+      );
+      socket!.send('\x16\x03\x01');
+      return socket!;
+    };
+    const login = from('198.51.100.7');
+    vi.advanceTimersByTime(1500);
+    const device = from('198.51.100.2');
+    const slow = from('198.51.100.8');
+    // A kept-alive login answered after the device connected: the device's handshake is now the
+    // longest idle, but the login's connection is over a second old.
+    const answer = response();
+    gate.requestStarted(login, answer);
+    answer.emit('close');
+    from('198.51.100.9');
+    expect([login.destroyed, device.destroyed, slow.destroyed]).toEqual([true, false, false]);
+  });
+
   it('closes the oldest unproven connection even mid-request when every one is busy', () => {
     const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 2, unprovenTimeoutMs: 5000 });
     const [a, b, c] = sockets(3);

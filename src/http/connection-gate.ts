@@ -25,6 +25,8 @@ interface Admission {
   busy: boolean;
   /** Accepted, or its last request answered. */
   sinceMs: number;
+  /** Accepted. */
+  acceptedMs: number;
   /** The client's host (an IPv4 address, an IPv6 /64): one host's unproven connections go first. */
   host: string;
   /** Ends the busy spell: made once per connection, so a request adds no allocation. */
@@ -36,6 +38,12 @@ type Admitted = Socket & { [ADMISSION]?: Admission };
 
 /** A TLS socket wraps the accepted one (`_parent`), which is what the gate admitted. */
 const admittedOf = (socket: Socket): Admitted => (socket as { _parent?: Socket })._parent ?? socket;
+
+/**
+ * A connection younger than this is closed only when no older one can be: a device's new connection
+ * proves itself within it (handshake and headers), whereas a flood's connections live longer.
+ */
+const YOUNG_MS = 1000;
 
 /** How often the gate says, at most, that it had to close connections. */
 const REPORT_EVERY_MS = 10_000;
@@ -109,7 +117,8 @@ export class ConnectionGate {
     }
     const admitted = socket as Admitted;
     const host = hostOf(socket.remoteAddress ?? '');
-    const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: this.now(), host };
+    const now = this.now();
+    const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: now, acceptedMs: now, host };
     admitted[ADMISSION] = admission;
     this.open += 1;
     this.#unproven.add(admitted);
@@ -157,14 +166,15 @@ export class ConnectionGate {
 
   /**
    * Closes an unproven connection: the longest idle of those that never sent a byte; else, of those
-   * without a request in progress, the longest idle from the host holding the most; else the oldest.
-   * False when there is none.
+   * without a request in progress, the longest idle from the host holding the most, a connection
+   * older than YOUNG_MS before a younger one; else the oldest. False when there is none.
    */
   #evictOne(): boolean {
     let silent: Admitted | undefined;
-    let idle: Admitted | undefined;
-    let idleHostHolds = 0;
+    const idle: [Admitted | undefined, Admitted | undefined] = [undefined, undefined];
+    const idleHostHolds = [0, 0];
     let oldest: Admitted | undefined;
+    const youngSince = this.now() - YOUNG_MS;
     for (const socket of this.#unproven) {
       const admission = socket[ADMISSION]!;
       oldest ??= socket;
@@ -173,13 +183,14 @@ export class ConnectionGate {
         silent = socket;
         break;
       }
+      const young = admission.acceptedMs > youngSince ? 1 : 0;
       const holds = this.#unprovenOfHost.get(admission.host) ?? 0;
-      if (holds > idleHostHolds) {
-        idle = socket;
-        idleHostHolds = holds;
+      if (holds > idleHostHolds[young]!) {
+        idle[young] = socket;
+        idleHostHolds[young] = holds;
       }
     }
-    const victim = silent ?? idle ?? oldest;
+    const victim = silent ?? idle[0] ?? idle[1] ?? oldest;
     if (victim === undefined) return false;
     this.counts.evicted += 1;
     this.#shed(victim);
