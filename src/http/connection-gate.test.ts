@@ -31,6 +31,21 @@ class FakeSocket extends EventEmitter {
 }
 
 const sockets = (n: number) => Array.from({ length: n }, () => new FakeSocket() as unknown as Socket & FakeSocket);
+/** A connection from `address` admitted by `gate`, which has sent the start of a TLS handshake. */
+function handshakeFrom(gate: ConnectionGate, address: string): Socket & FakeSocket {
+  const [socket] = sockets(1);
+  socket!.remoteAddress = address;
+  gate.admit(socket!);
+  gate.sniff(
+    socket!,
+    () => undefined,
+    () => undefined,
+    () => true,
+  );
+  socket!.send('\x16\x03\x01');
+  return socket!;
+}
+
 /** A response in flight: the gate waits for its 'close'. */
 const response = () => new EventEmitter();
 
@@ -85,19 +100,7 @@ describe('connection gate', () => {
 
   it("closes a connection of the host holding the most unproven ones before a device's handshake, however recently that host reconnected", () => {
     const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 4, unprovenTimeoutMs: 5000 });
-    const from = (address: string) => {
-      const [socket] = sockets(1);
-      socket!.remoteAddress = address;
-      gate.admit(socket!);
-      gate.sniff(
-        socket!,
-        () => undefined,
-        () => undefined,
-        () => true,
-      );
-      socket!.send('\x16\x03\x01');
-      return socket!;
-    };
+    const from = (address: string) => handshakeFrom(gate, address);
     const other = from('198.51.100.9');
     const device = from('198.51.100.2');
     // One host, two addresses in one /64: its connections are all newer than the device's.
@@ -117,19 +120,7 @@ describe('connection gate', () => {
 
   it("closes a connection older than a second before a device's new one, whatever their hosts hold", () => {
     const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 3, unprovenTimeoutMs: 5000 });
-    const from = (address: string) => {
-      const [socket] = sockets(1);
-      socket!.remoteAddress = address;
-      gate.admit(socket!);
-      gate.sniff(
-        socket!,
-        () => undefined,
-        () => undefined,
-        () => true,
-      );
-      socket!.send('\x16\x03\x01');
-      return socket!;
-    };
+    const from = (address: string) => handshakeFrom(gate, address);
     const login = from('198.51.100.7');
     vi.advanceTimersByTime(1500);
     const device = from('198.51.100.2');
