@@ -56,11 +56,12 @@ const REPORT_EVERY_MS = 10_000;
  * connection before its first request) are at most `maxUnproven`, so the rest of `maxConnections`
  * is the devices' whatever else connects. When a new connection finds no room, an unproven one is
  * closed for it: the longest idle of those that never sent a byte; else, of those without a request
- * in progress, one from the host holding the most unproven connections (the longest idle of its
- * kind); else the oldest. A device opens a connection and sends at once (a TLS ClientHello, a
- * request, a CONNECT), so its connection outlasts any number of silent ones, and it holds one
- * unproven connection at a time, so a host holding several loses one of them first, however often it
- * reconnects. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
+ * in progress, one over YOUNG_MS old before a younger one, and of those one from the host holding
+ * the most unproven connections (the longest idle of its kind); else the oldest. A device opens a
+ * connection and sends at once (a TLS ClientHello, a request, a CONNECT) and proves itself within
+ * milliseconds, so its connection outlasts any number of silent ones and of a flood's older ones;
+ * and it holds one unproven connection at a time, so a host holding several loses one of them
+ * first, however often it reconnects. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
  * headers, an idle keep-alive) are closed. Only when every connection is a device's is a new one
  * refused.
  */
