@@ -1,7 +1,8 @@
 #!/usr/bin/node
 // Which root slot boots: the two files on the boot partition that the boot script
 // (appliance/boot/boot.cmd) reads, and RAUC's custom boot loader backend that writes them
-// (system.conf: bootloader=custom, bootloader-custom-backend=this file):
+// (system.conf: bootloader=custom, bootloader-custom-backend=boot-state.sh, which answers the
+// reads itself and hands the writes to this file):
 //   boot-state.mjs get-primary | set-primary SLOT | get-state SLOT | set-state SLOT good|bad | get-current
 // harbor-slot.env names the committed slot and changes only when a trial is confirmed; harbor-try.env
 // names a slot on trial and the attempts it has left. Each is written whole (temporary file, fsync,
@@ -125,7 +126,11 @@ export function backend(args, where = {}) {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
-    const out = backend(process.argv.slice(2), { boot: process.env['HARBOR_BOOT_DIR'] ?? BOOT_DIR });
+    const cmdlineFile = process.env['HARBOR_CMDLINE_FILE'];
+    const out = backend(process.argv.slice(2), {
+      boot: process.env['HARBOR_BOOT_DIR'] ?? BOOT_DIR,
+      ...(cmdlineFile === undefined ? {} : { cmdline: readIfThere(cmdlineFile) }),
+    });
     if (out !== '') process.stdout.write(`${out}\n`);
   } catch (error) {
     process.stderr.write(`boot-state: ${/** @type {Error} */ (error).message}\n`);

@@ -30,7 +30,7 @@ export function raucConfig(cmdline = readFileSync('/proc/cmdline', 'utf8')) {
     'data-directory=/var/lib/rauc',
     '',
     '[handlers]',
-    'bootloader-custom-backend=/usr/lib/harbor-appliance/boot-state.mjs',
+    'bootloader-custom-backend=/usr/lib/harbor-appliance/boot-state.sh',
     '',
     '[keyring]',
     `path=${KEYRING}`,
