@@ -164,8 +164,8 @@ try {
   log(`fleet run, 3 sites: ${fleet.status === 0 ? 'PASS' : `FAIL (exit ${fleet.status ?? fleet.signal})`}`);
   if (fleet.status !== 0) failed = true;
   // Devices over HTTP, HTTPS and MQTT while clients without a key attack; the long run is npm run test:abuse.
-  // The devices' p99 ratio is reported here and bounded in `npm run test:abuse` (see runAbuse).
-  const abuse = await runAbuse({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), seconds: 15, log, p99Bound: false });
+  // The devices' p99 within 3× in one of two runs (a timing: see runAbuse); a loss fails at once.
+  const abuse = await runAbuse({ bundlePath: join(projectRoot, 'dist', 'gateway.mjs'), seconds: 15, log, attempts: 2 });
   log(`abuse, 15 s without and 15 s with the attack: ${abuse ? 'PASS' : 'FAIL'}`);
   if (!abuse) failed = true;
 } finally {

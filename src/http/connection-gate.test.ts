@@ -118,6 +118,22 @@ describe('connection gate', () => {
     expect([other.destroyed, device.destroyed]).toEqual([true, false]);
   });
 
+  it("keeps a device's connection accepted in a flood's burst, before its first bytes are read", () => {
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 4, unprovenTimeoutMs: 5000 });
+    const accepted = (address: string) => {
+      const [socket] = sockets(1);
+      socket!.remoteAddress = address;
+      gate.admit(socket!);
+      return socket!;
+    };
+    // One turn of the event loop accepts them all; none has been read yet.
+    const device = accepted('198.51.100.2');
+    const flood = Array.from({ length: 40 }, (_, i) => accepted(`203.0.113.${1 + (i % 3)}`));
+    expect(device.destroyed).toBe(false);
+    expect(flood.filter((s) => !s.destroyed)).toHaveLength(3);
+    expect(gate.sizes).toEqual({ open: 4, unproven: 4 });
+  });
+
   it("closes a connection older than a second before a device's new one, whatever their hosts hold", () => {
     const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 3, unprovenTimeoutMs: 5000 });
     const from = (address: string) => handshakeFrom(gate, address);

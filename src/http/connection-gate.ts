@@ -54,12 +54,12 @@ const REPORT_EVERY_MS = 10_000;
  * with a valid `X-API-Key`, an accepted MQTT CONNECT: `prove`); then it is the devices'. Unproven
  * connections (logins, console pages, scrapes, wrong keys, idle sockets, and every device's new
  * connection before its first request) are at most `maxUnproven`, so the rest of `maxConnections`
- * is the devices' whatever else connects. When a new connection finds no room, an unproven one is
- * closed for it: the longest idle of those that never sent a byte; else, of those without a request
- * in progress, one over YOUNG_MS old before a younger one, and of those one from the host holding
- * the most unproven connections (the longest idle of its kind); else the oldest. A device opens a
- * connection and sends at once (a TLS ClientHello, a request, a CONNECT) and proves itself within
- * milliseconds, so its connection outlasts any number of silent ones and of a flood's older ones;
+ * is the devices' whatever else connects. When a new connection finds no room, an unproven one
+ * without a request in progress is closed for it (`#evictOne`): one over YOUNG_MS old before a
+ * younger one; of the old, one that never sent a byte first, then one from the host holding the
+ * most unproven connections; of the young, one from the host holding the most, silent before not.
+ * Else the oldest. A device opens a connection and sends at once (a TLS ClientHello, a request, a
+ * CONNECT) and proves itself within milliseconds, so its connection outlasts a flood's older ones;
  * and it holds one unproven connection at a time, so a host holding several loses one of them
  * first, however often it reconnects. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
  * headers, an idle keep-alive) are closed. Only when every connection is a device's is a new one
@@ -108,8 +108,9 @@ export class ConnectionGate {
   /** Counts a new connection in, making room among the unproven; false when it was refused (and destroyed). */
   admit(socket: Socket): boolean {
     const { maxConnections, maxUnproven } = this.budgets;
+    const host = hostOf(socket.remoteAddress ?? '');
     if (this.open >= maxConnections || this.#unproven.size >= maxUnproven) {
-      if (!this.#evictOne()) {
+      if (!this.#evictOne(host)) {
         this.counts.refused += 1;
         this.#report();
         socket.destroy();
@@ -117,7 +118,6 @@ export class ConnectionGate {
       }
     }
     const admitted = socket as Admitted;
-    const host = hostOf(socket.remoteAddress ?? '');
     const now = this.now();
     const admission: Admission = { proven: false, shed: false, spoke: false, busy: false, sinceMs: now, acceptedMs: now, host };
     admitted[ADMISSION] = admission;
@@ -166,32 +166,45 @@ export class ConnectionGate {
   }
 
   /**
-   * Closes an unproven connection: the longest idle of those that never sent a byte; else, of those
-   * without a request in progress, the longest idle from the host holding the most, a connection
-   * older than YOUNG_MS before a younger one; else the oldest. False when there is none.
+   * Closes an unproven connection without a request in progress: one over YOUNG_MS old that never
+   * sent a byte (the longest idle); else one over YOUNG_MS old from the host holding the most;
+   * else a younger one from the host holding the most, one that never sent a byte before one that
+   * did; else, all busy, the oldest. The new connection counts for its host (`newHost`). False
+   * when there is none.
    */
-  #evictOne(): boolean {
-    let silent: Admitted | undefined;
-    const idle: [Admitted | undefined, Admitted | undefined] = [undefined, undefined];
-    const idleHostHolds = [0, 0];
+  #evictOne(newHost: string): boolean {
+    let oldSilent: Admitted | undefined;
+    let oldSpoke: Admitted | undefined;
+    let oldSpokeHolds = 0;
+    let young: Admitted | undefined;
+    let youngRank = 0;
     let oldest: Admitted | undefined;
     const youngSince = this.now() - YOUNG_MS;
     for (const socket of this.#unproven) {
       const admission = socket[ADMISSION]!;
       oldest ??= socket;
       if (admission.busy) continue;
-      if (!admission.spoke) {
-        silent = socket;
-        break;
+      const holds = (this.#unprovenOfHost.get(admission.host) ?? 0) + (admission.host === newHost ? 1 : 0);
+      if (admission.acceptedMs <= youngSince) {
+        if (!admission.spoke) {
+          oldSilent = socket;
+          break;
+        }
+        if (holds > oldSpokeHolds) {
+          oldSpoke = socket;
+          oldSpokeHolds = holds;
+        }
+        continue;
       }
-      const young = admission.acceptedMs > youngSince ? 1 : 0;
-      const holds = this.#unprovenOfHost.get(admission.host) ?? 0;
-      if (holds > idleHostHolds[young]!) {
-        idle[young] = socket;
-        idleHostHolds[young] = holds;
+      // Young and silent may be a device's connection accepted in the same burst as a flood's,
+      // its first bytes not read yet: the host decides first.
+      const rank = 2 * holds + (admission.spoke ? 0 : 1);
+      if (rank > youngRank) {
+        young = socket;
+        youngRank = rank;
       }
     }
-    const victim = silent ?? idle[0] ?? idle[1] ?? oldest;
+    const victim = oldSilent ?? oldSpoke ?? young ?? oldest;
     if (victim === undefined) return false;
     this.counts.evicted += 1;
     this.#shed(victim);
