@@ -715,6 +715,10 @@ describe('first boot on a root tree', () => {
         `REMOTE_QUESTDB_TOKEN=${token}`,
         'REMOTE_QUESTDB_TABLE=sites',
         'REMOTE_QUESTDB_POLICY=block',
+        // A metered link's settings.
+        'REMOTE_QUESTDB_FLUSH_INTERVAL_MS=10000',
+        'REMOTE_QUESTDB_MAX_BYTES_PER_S=4000',
+        'REMOTE_QUESTDB_CHEAP_HOURS=22:00-06:00',
         'LOCAL_QUESTDB=on',
       ].join('\r\n'),
     );
@@ -727,6 +731,9 @@ describe('first boot on a root tree', () => {
       REMOTE_QUESTDB_URL: 'https://questdb.example.com:9000',
       REMOTE_QUESTDB_TABLE: 'sites',
       REMOTE_QUESTDB_POLICY: 'block',
+      REMOTE_QUESTDB_FLUSH_INTERVAL_MS: '10000',
+      REMOTE_QUESTDB_MAX_BYTES_PER_S: '4000',
+      REMOTE_QUESTDB_CHEAP_HOURS: '22:00-06:00',
       LOCAL_QUESTDB: 'on',
     });
     expect(board.read(GATEWAY_ENV)).not.toContain(token);
