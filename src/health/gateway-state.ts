@@ -1,4 +1,5 @@
 import { LOCAL_SINK } from '../stats.js';
+import { BEHIND_AFTER_SECONDS, withinInterval } from './sink-health.js';
 import { queueHolder, type GatewaySnapshot, type SinkSnapshot } from './snapshot.js';
 
 /** The gateway's condition as one word for alerts and filters, and as a sentence for the dashboard. */
@@ -15,8 +16,6 @@ export interface GatewayState {
 const QUEUE_FILL_WORTH_SAYING = 0.5;
 /** A refusing queue this full refused for size (a request larger than the room left); otherwise it is stopping or its disk failed. */
 const QUEUE_FULL = 0.9;
-/** A backlog whose oldest reading is older than this is named "catching up" rather than "delivering". */
-const CATCHING_UP_AFTER_SECONDS = 60;
 /** A failure of the table check: QuestDB answers, its table needs an operator (see QuestDbTarget). */
 const TABLE_AT_FAULT = /^table \S+ is not the table the gateway set up|^table setup failed: table /;
 /** A clock this far off a destination's is worth saying: beyond two clocks' drift and a round trip. */
@@ -75,13 +74,6 @@ export function formatDuration(seconds: number): string {
  * flushes (the local QuestDB's) began (epoch ms), known to the caller that watches successive
  * snapshots; every other sink says how long it has failed itself.
  */
-/**
- * Every sink's oldest waiting reading is within its own flush interval (and the minute any backlog
- * is given): a sink that sends every ten minutes holds readings that long by design.
- */
-const withinIntervals = (sinks: readonly SinkSnapshot[]): boolean =>
-  sinks.length > 0 && sinks.every((s) => (s.oldestAgeSeconds ?? 0) <= CATCHING_UP_AFTER_SECONDS + s.flushIntervalMs / 1000);
-
 export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: number | undefined, now: number): GatewayState {
   const outageSeconds =
     snapshot.flush.consecutiveFailures > 0 && outageSince !== undefined ? Math.max(0, (now - outageSince) / 1000) : null;
@@ -122,7 +114,12 @@ export function describeGatewayState(snapshot: GatewaySnapshot, outageSince: num
   } else if (troubles.size > 0) {
     code = 'buffering';
     headline = `buffering — ${[...troubles.values()].join('; ')}`;
-  } else if (oldest !== null && oldest > CATCHING_UP_AFTER_SECONDS && !withinIntervals(snapshot.sinks)) {
+  } else if (
+    // A backlog older than a minute, beyond what the sinks' own intervals hold by design.
+    oldest !== null &&
+    oldest > BEHIND_AFTER_SECONDS &&
+    !(snapshot.sinks.length > 0 && snapshot.sinks.every(withinInterval))
+  ) {
     code = 'catching_up';
     headline = `catching up — oldest queued reading ${formatDuration(oldest)} old`;
   } else {

@@ -14,9 +14,13 @@ const snapshot = (overrides: Partial<SinkSnapshot>): SinkSnapshot =>
   });
 
 describe('sink health rows', () => {
-  it('names the state: failing while attempts fail, waiting while one has no answer, behind while readings wait, else up to date', () => {
+  it('names the state: failing while attempts fail, waiting while one has no answer, behind while readings wait past the interval, else up to date', () => {
     expect(sinkHealthRow(snapshot({})).state).toBe('up to date');
-    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3 })).state).toBe('behind');
+    // Readings that came since the last send, or held by a long interval by design.
+    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3 })).state).toBe('up to date');
+    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 590, flushIntervalMs: 600_000 })).state).toBe('up to date');
+    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 62 })).state).toBe('behind');
+    expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 661, flushIntervalMs: 600_000 })).state).toBe('behind');
     expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3, waitingSeconds: 4 })).state).toBe('waiting');
     expect(sinkHealthRow(snapshot({ backlog: 5, oldestAgeSeconds: 3, consecutiveFailures: 1, failures: 4 })).state).toBe('failing');
   });

@@ -17,15 +17,32 @@ export interface SinkHealthRow {
   droppedReadings: number;
   /**
    * `failing` while its latest attempts failed, `waiting` while the attempt under way has had no
-   * answer for seconds, `behind` while it has readings waiting, else `up to date`.
+   * answer for seconds, `behind` while its oldest waiting reading is older than its flush interval
+   * and a minute, else `up to date`.
    */
   state: string;
 }
 
+/** A backlog whose oldest reading is older than this beyond the sink's own flush interval is behind. */
+export const BEHIND_AFTER_SECONDS = 60;
+
+/**
+ * The sink's oldest waiting reading is within its own flush interval and a minute: readings that
+ * arrived since its last send, or a sink that sends every ten minutes holding them that long by design.
+ */
+export const withinInterval = (sink: SinkSnapshot): boolean =>
+  (sink.oldestAgeSeconds ?? 0) <= BEHIND_AFTER_SECONDS + sink.flushIntervalMs / 1000;
+
 /** A sink of the /status snapshot as its health row. */
 export function sinkHealthRow(sink: SinkSnapshot): SinkHealthRow {
   const state =
-    sink.consecutiveFailures > 0 ? 'failing' : sink.waitingSeconds !== null ? 'waiting' : sink.backlog > 0 ? 'behind' : 'up to date';
+    sink.consecutiveFailures > 0
+      ? 'failing'
+      : sink.waitingSeconds !== null
+        ? 'waiting'
+        : sink.backlog > 0 && !withinInterval(sink)
+          ? 'behind'
+          : 'up to date';
   return {
     sink: sink.name,
     backlogReadings: sink.backlog,
