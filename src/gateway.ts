@@ -6,7 +6,7 @@ import type { Config } from './config/config.js';
 import { siteFallbackNotice } from './config/site-name.js';
 import { DeliveryThread } from './sinks/delivery-thread.js';
 import { sinkSpecs } from './sinks/sink-specs.js';
-import { boundSummaries } from './sinks/thinning/thinning-rules.js';
+import { boundSummaries, isSummaryRule, SUMMARY_SUFFIX_CHARS } from './sinks/thinning/thinning-rules.js';
 import { formatDailyWindows } from './config/daily-windows.js';
 import type { QuestDbSinkSpec, SinkSpec } from './sinks/registry.js';
 import { QuestDbHttp } from './questdb/questdb-http.js';
@@ -149,15 +149,14 @@ async function startOwned(config: Config, logger: Logger, options: GatewayOption
   const stats = new GatewayStats();
   // The thinning rules the catalogue has at the start: the sinks keep them for their run.
   await catalogue.whenRead();
-  const delivery = deliveryThread(
-    config,
-    sinks,
-    queue,
-    stats,
-    logger,
-    options,
-    boundSummaries(catalogue.catalogue.thinning, config.maxIdLength),
-  );
+  const thinning = boundSummaries(catalogue.catalogue.thinning, config.maxIdLength);
+  if (config.maxIdLength <= SUMMARY_SUFFIX_CHARS && thinning.some(isSummaryRule)) {
+    logger.warn(
+      { event: 'summary_rules_unused', maxIdLength: config.maxIdLength },
+      `MAX_ID_LENGTH ${config.maxIdLength} leaves no cargo id room for a summary's ":count": every summary rule is passed over`,
+    );
+  }
+  const delivery = deliveryThread(config, sinks, queue, stats, logger, options, thinning);
   const stopping = stopControl();
   const failureDelay = new FailureDelay(config.authFailureDelayMaxMs, config.authFailureWindowS * 1000);
   const keys = new KeyStore({

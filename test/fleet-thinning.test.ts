@@ -133,4 +133,18 @@ describe('thinning for the centre', () => {
     expect(await waitForCount(`SELECT count() FROM '${siteEnv.QUESTDB_TABLE}'`, 15)).toBe(15);
     expect((await upstream(site)).thinned).toBe(5);
   }, 120_000);
+
+  it('says at its start that MAX_ID_LENGTH leaves a summary no room for its ids', async () => {
+    const dir = tempDir('thin-short-ids');
+    const catalogue = join(dir, 'catalogue.yaml');
+    writeFileSync(catalogue, CATALOGUE);
+    const site = await spawn(
+      gatewayEnv('thin-short-ids', { PORT: String(await freePort()), CATALOGUE_FILE: catalogue, MAX_ID_LENGTH: '6' }),
+    );
+    await waitUntil(
+      'the warning',
+      async () => site.logs.some((l) => l['event'] === 'summary_rules_unused' && l['maxIdLength'] === 6),
+      10_000,
+    );
+  });
 });
