@@ -64,7 +64,14 @@ export async function freshGateway(bench, mode, label, env = {}) {
     bundle: bench.bundle,
     apiKey: bench.apiKey,
     cpus: bench.options.pinning?.gateway,
-    env: { DATA_DIR: dataDir, DURABILITY: mode, QUESTDB_URL: bench.questdb.httpUrl, QUESTDB_TABLE: table, ...env },
+    env: {
+      DATA_DIR: dataDir,
+      DURABILITY: mode,
+      QUESTDB_URL: bench.questdb.httpUrl,
+      QUESTDB_TABLE: table,
+      ...bench.options.gatewayEnv,
+      ...env,
+    },
   });
   return {
     gateway,

@@ -20,6 +20,8 @@ Scenarios (default all): idle, single, batch, e2e, drain (footprint figures come
   --modes LIST            durability modes (default process-crash,power-loss)
   --scenarios LIST        subset of idle,single,batch,e2e,drain
   --connections LIST      single-push connection counts (default 1,16,64)
+  --batches LIST          readings a request of the batch scenario (default 100,1000)
+  --gateway-env LIST      settings given to every gateway run, KEY=VALUE,… (for example CONSOLE=off)
   --batch-connections N   connections of the batch scenario (default 16)
   --wrk-threads N         wrk threads (default 2)
   --gateway-cpus LIST     CPUs of the gateway (default 0)
@@ -59,6 +61,20 @@ export const list = (value) =>
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+
+/**
+ * `--gateway-env` as settings: KEY=VALUE pairs separated by commas.
+ * @param {string} value
+ * @returns {Record<string, string>}
+ */
+const gatewayEnvOf = (value) =>
+  Object.fromEntries(
+    list(value).map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0 || !/^[A-Z][A-Z0-9_]*$/.test(pair.slice(0, at))) throw new Error(`--gateway-env takes KEY=VALUE pairs, got ${pair}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
 
 /**
  * `--compare` takes an optional value: bare, or followed by another option, it means the previous
@@ -115,6 +131,8 @@ export function parseBenchArgs(argv) {
       modes: { type: 'string' },
       scenarios: { type: 'string' },
       connections: { type: 'string' },
+      batches: { type: 'string' },
+      'gateway-env': { type: 'string' },
       'batch-connections': { type: 'string' },
       'wrk-threads': { type: 'string' },
       'gateway-cpus': { type: 'string' },
@@ -154,7 +172,8 @@ export function parseBenchArgs(argv) {
     modes: list(args.modes ?? 'process-crash,power-loss'),
     scenarios: list(args.scenarios ?? (compare === undefined ? ALL_SCENARIOS : COMPARE_SCENARIOS).join(',')),
     connections: list(args.connections ?? '1,16,64').map(Number),
-    batches: [100, 1000],
+    batches: list(args.batches ?? '100,1000').map((size) => num(size, 0, 'batches')),
+    gatewayEnv: gatewayEnvOf(args['gateway-env'] ?? ''),
     batchConnections: num(args['batch-connections'], 16, 'batch-connections'),
     wrkThreads: num(args['wrk-threads'], 2, 'wrk-threads'),
     pinning:

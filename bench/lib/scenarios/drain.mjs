@@ -33,7 +33,7 @@ export async function drainRun(bench, mode, run) {
   const { options, bundle, apiKey, questdb } = bench;
   const dataDir = mkdtempSync(join(bench.workDir, 'gateway-'));
   const table = bench.newTable('drain');
-  const env = { DATA_DIR: dataDir, DURABILITY: mode, QUESTDB_TABLE: table };
+  const env = { DATA_DIR: dataDir, DURABILITY: mode, QUESTDB_TABLE: table, ...options.gatewayEnv };
   const total = options.drainReadings;
   // QuestDB "down": nothing listens on this port, so every flush fails and the readings queue up.
   const down = await startBenchGateway({
