@@ -59,18 +59,33 @@ export async function postReadings({ url, apiKey, from, count, answered, stopOnE
   return next;
 }
 
+/** How long the board's QuestDB may take to listen after a boot: its JVM starts slowly under emulation. */
+const QUESTDB_START_MS = 10 * 60_000;
+
 /**
- * Rows of a ship in the board's QuestDB, and which of the given values are missing.
+ * Rows of a ship in the board's QuestDB, and which of the given values are missing. A QuestDB not
+ * listening yet (the gateway is ready before it after a boot) is asked again until QUESTDB_START_MS.
  * @param {{ port: number, password: string, values: Set<number>, ship?: string }} options
  */
 export async function questdbCount({ port, password, values, ship = 'vm-test' }) {
+  const deadline = Date.now() + QUESTDB_START_MS;
   const query = async (/** @type {string} */ sql) => {
-    const response = await fetch(`http://127.0.0.1:${port}/exec?query=${encodeURIComponent(sql)}`, {
-      headers: { Authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` },
-      signal: AbortSignal.timeout(60_000),
-    });
-    if (!response.ok) throw new Error(`QuestDB answered ${response.status}: ${await response.text()}`);
-    return /** @type {{ dataset: unknown[][] }} */ (await response.json()).dataset;
+    for (;;) {
+      /** @type {Response} */
+      let response;
+      try {
+        response = await fetch(`http://127.0.0.1:${port}/exec?query=${encodeURIComponent(sql)}`, {
+          headers: { Authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` },
+          signal: AbortSignal.timeout(60_000),
+        });
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+        continue;
+      }
+      if (!response.ok) throw new Error(`QuestDB answered ${response.status}: ${await response.text()}`);
+      return /** @type {{ dataset: unknown[][] }} */ (await response.json()).dataset;
+    }
   };
   // QuestDB's count_distinct takes no DOUBLE: the distinct values are counted here.
   const present = (await query(`select value from cargo_data where ship_id = '${ship}'`)).map(([value]) => Number(value));
