@@ -4,7 +4,8 @@
 # get-current) are answered here from the two files boot-state.mjs describes, because starting
 # Node for each of them took seconds on a busy board and pushed RAUC's D-Bus calls past their 25 s.
 # The writes (set-primary, set-state) and anything else go to boot-state.mjs.
-# test/boot-state-backend.test.ts proves both answer alike.
+# test/boot-state-backend.test.ts proves both answer alike, with HARBOR_BOOT_DIR and
+# HARBOR_CMDLINE_FILE (read by both) pointing at its own files instead of the board's.
 set -u
 set -f
 export LC_ALL=C

@@ -31,19 +31,24 @@ class FakeSocket extends EventEmitter {
 }
 
 const sockets = (n: number) => Array.from({ length: n }, () => new FakeSocket() as unknown as Socket & FakeSocket);
-/** A connection from `address` admitted by `gate`, which has sent the start of a TLS handshake. */
-function handshakeFrom(gate: ConnectionGate, address: string): Socket & FakeSocket {
+/** A connection from `address` admitted by `gate`, nothing read from it yet. */
+function acceptedFrom(gate: ConnectionGate, address: string): Socket & FakeSocket {
   const [socket] = sockets(1);
   socket!.remoteAddress = address;
   gate.admit(socket!);
+  return socket!;
+}
+/** A connection from `address` admitted by `gate`, which has sent the start of a TLS handshake. */
+function handshakeFrom(gate: ConnectionGate, address: string): Socket & FakeSocket {
+  const socket = acceptedFrom(gate, address);
   gate.sniff(
-    socket!,
+    socket,
     () => undefined,
     () => undefined,
     () => true,
   );
-  socket!.send('\x16\x03\x01');
-  return socket!;
+  socket.send('\x16\x03\x01');
+  return socket;
 }
 
 /** A response in flight: the gate waits for its 'close'. */
@@ -120,12 +125,7 @@ describe('connection gate', () => {
 
   it("keeps a device's connection accepted in a flood's burst, before its first bytes are read", () => {
     const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 4, unprovenTimeoutMs: 5000 });
-    const accepted = (address: string) => {
-      const [socket] = sockets(1);
-      socket!.remoteAddress = address;
-      gate.admit(socket!);
-      return socket!;
-    };
+    const accepted = (address: string) => acceptedFrom(gate, address);
     // One turn of the event loop accepts them all; none has been read yet.
     const device = accepted('198.51.100.2');
     const flood = Array.from({ length: 40 }, (_, i) => accepted(`203.0.113.${1 + (i % 3)}`));
