@@ -176,6 +176,22 @@ describe('ship table', () => {
     expect(ships.facts()).toMatchObject({ forgotten: 10, leftOutReadings: 0 });
   });
 
+  it('takes a ship it let go as new when it comes again after the ship it came after before', () => {
+    const ships = new ShipTable({ now: T0 });
+    note(ships, 'k', [reading('first', 'x', 1), reading('second', 'x', 2)], T0);
+    const later = T0 + RECENT_MS + 1;
+    for (let i = 0; i < MAX_SHIPS - 2; i++) note(ships, 'k', [reading(`live-${i}`, 'x', i)], later);
+    note(ships, 'k', [reading('first', 'x', 3)], later);
+    // The table is full: 'second', silent for over an hour, makes room for 'new'.
+    note(ships, 'k', [reading('new', 'x', 4)], later);
+    expect(ships.get('second', later)).toBeUndefined();
+    // No live ship may make room now: 'second' is left out, not counted under the entry it had.
+    note(ships, 'k', [reading('first', 'x', 5), reading('second', 'x', 6)], later + 1);
+    expect(ships.get('second', later + 1)).toBeUndefined();
+    expect(ships.facts()).toMatchObject({ forgotten: 1, leftOutReadings: 1, leftOutShips: ['second'] });
+    expect(ships.get('first', later + 1)).toMatchObject({ readingsLastHour: 2, lastValues: [{ cargoId: 'x', value: 5 }] });
+  });
+
   it('lets a ship the catalogue names take the place of a live one it does not name', () => {
     const ships = new ShipTable({ known: (id) => id === 'reefer-ship', now: T0 });
     for (let i = 0; i < MAX_SHIPS; i++) note(ships, 'k', [reading(`live-${i}`, 'x', i)], T0 + i);

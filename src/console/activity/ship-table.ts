@@ -1,4 +1,4 @@
-import { detached, scanEncodedRecord, textHash } from '../../queue/record-codec.js';
+import { detached, idEndAt, textHash } from '../../queue/record-codec.js';
 import { LatestValues } from './latest-values.js';
 import { MinuteCounts } from './minute-counts.js';
 
@@ -41,6 +41,14 @@ interface ShipEntry {
   gapMs: number | undefined;
   readonly minutes: MinuteCounts;
   readonly values: LatestValues;
+  /**
+   * The ship whose line came after this one's the last time another followed it in a request. It
+   * may keep a ship let go from the garbage collector until this one is followed again: at most
+   * one such ship per listed ship.
+   */
+  after: ShipEntry | undefined;
+  /** False once let go: an `after` may still point to it. */
+  listed: boolean;
 }
 
 export interface ShipView {
@@ -163,6 +171,8 @@ export class ShipTable {
         gapMs: ship.gapMs,
         minutes: new MinuteCounts(),
         values: LatestValues.of(MAX_CARGOS, new Map(ship.values.slice(-MAX_CARGOS))),
+        after: undefined,
+        listed: true,
       });
     }
     this.#forgotten += Math.max(0, ships.length - MAX_SHIPS);
@@ -256,44 +266,65 @@ export class ShipTable {
   /**
    * One request's record: a look-up per run of lines of one ship, by the id's text in place (the
    * map only when the ship is not in its slot), and one per line for its cargo id, in place too.
+   * The lines are walked here, not through a visitor: each id is compared with the one expected
+   * as its field is read, which finds the field's end too.
    */
   #add(key: string, record: string, lineValues: Float64Array | undefined, now: number): void {
     // undefined: no run yet; null: the run's ship is left out.
     let entry: ShipEntry | null | undefined;
     let ship = '';
-    let shipHash = 0;
     let run = 0;
     let line = 0;
-    scanEncodedRecord(record, (text, tab1, tab2, tab3, end, hash, cargoHash) => {
-      // A batch is mostly runs of one ship: most lines only compare the id with the run's.
-      if (entry === undefined || hash !== shipHash || tab2 - tab1 - 1 !== ship.length || !text.startsWith(ship, tab1 + 1)) {
-        if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
-        entry = this.#found(text, tab1 + 1, tab2, hash);
-        if (entry !== undefined) ship = entry.id;
+    const length = record.length;
+    let start = 0;
+    while (start < length) {
+      const shipStart = record.indexOf('\t', start) + 1;
+      // A batch is mostly runs of one ship, or its ships in the same order each time: a line's
+      // id is compared with the run's, then with the ship that came after the run's last time.
+      let tab2 = entry === undefined ? -1 : idEndAt(ship, record, shipStart);
+      if (tab2 === -1 || entry === undefined) {
+        const previous = entry;
+        if (previous !== undefined) this.#endRun(previous, ship, key, run, now);
+        const after = previous?.after;
+        tab2 = after?.listed === true ? idEndAt(after.id, record, shipStart) : -1;
+        if (after !== undefined && tab2 !== -1) entry = after;
         else {
-          ship = text.slice(tab1 + 1, tab2);
-          entry = this.#entry(ship, hash, key, now);
-          if (entry !== null) this.#lookUp[slotOf(hash)] = entry;
+          tab2 = record.indexOf('\t', shipStart);
+          entry = this.#lookedUp(record, shipStart, tab2, key, now);
+          if (previous !== undefined && previous !== null) previous.after = entry ?? undefined;
         }
-        shipHash = hash;
+        if (entry !== null) ship = entry.id;
+        else ship = record.slice(shipStart, tab2);
         run = 0;
       }
       run += 1;
+      let tab3: number;
+      if (entry === null) tab3 = record.indexOf('\t', tab2 + 1);
+      else if (lineValues !== undefined) tab3 = entry.values.setAt(record, tab2 + 1, lineValues[line]!);
+      else {
+        tab3 = record.indexOf('\t', tab2 + 1);
+        entry.values.setAt(record, tab2 + 1, Number(record.slice(tab3 + 1, lineEnd(record, tab3))));
+      }
       line += 1;
-      if (entry === null) return;
-      const value = lineValues === undefined ? Number(text.slice(tab3 + 1, end)) : lineValues[line - 1]!;
-      entry.values.setAt(text, tab2 + 1, tab3, cargoHash, value);
-    });
+      start = lineEnd(record, tab3) + 1;
+    }
     if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
+  }
+
+  /** The ship whose id is written in `text` between `start` and `end`, listed now if there is room; null when it is left out. */
+  #lookedUp(text: string, start: number, end: number, key: string, now: number): ShipEntry | null {
+    const hash = textHash(text, start, end);
+    const found = this.#found(text, start, end, hash);
+    if (found !== undefined) return found;
+    const entry = this.#entry(text.slice(start, end), hash, key, now);
+    if (entry !== null) this.#lookUp[slotOf(hash)] = entry;
+    return entry;
   }
 
   /** The listed ship whose id is written in `text` between `start` and `end`, when it is in its slot of the look-up. */
   #found(text: string, start: number, end: number, hash: number): ShipEntry | undefined {
     const entry = this.#lookUp[slotOf(hash)];
-    if (entry === undefined || entry.hash !== hash || entry.id.length !== end - start || !text.startsWith(entry.id, start)) {
-      return undefined;
-    }
-    return entry;
+    return entry !== undefined && entry.hash === hash && idEndAt(entry.id, text, start) === end ? entry : undefined;
   }
 
   #endRun(entry: ShipEntry | null, ship: string, key: string, readings: number, now: number): void {
@@ -315,6 +346,8 @@ export class ShipTable {
       gapMs: undefined,
       minutes: new MinuteCounts(),
       values: new LatestValues(MAX_CARGOS),
+      after: undefined,
+      listed: true,
     };
     this.#ships.set(id, entry);
     return entry;
@@ -378,7 +411,10 @@ export class ShipTable {
 
   #forget(shipId: string): void {
     const entry = this.#ships.get(shipId);
-    if (entry !== undefined && this.#lookUp[slotOf(entry.hash)] === entry) this.#lookUp[slotOf(entry.hash)] = undefined;
+    if (entry === undefined) return;
+    if (this.#lookUp[slotOf(entry.hash)] === entry) this.#lookUp[slotOf(entry.hash)] = undefined;
+    entry.listed = false;
+    entry.after = undefined;
     this.#ships.delete(shipId);
     this.#forgotten += 1;
   }
@@ -411,4 +447,10 @@ function touch(entry: ShipEntry, key: string, readings: number, now: number): vo
   entry.lastSeenMs = now;
   entry.key = key;
   entry.minutes.add(readings, now);
+}
+
+/** Where the line whose value starts after `tab3` ends: its newline, or the record's end. */
+function lineEnd(record: string, tab3: number): number {
+  const end = record.indexOf('\n', tab3 + 1);
+  return end === -1 ? record.length : end;
 }
