@@ -298,15 +298,14 @@ export class ShipTable {
         run = 0;
       }
       run += 1;
+      // Values handed beside the record are taken as they are; otherwise each is read from it.
       let tab3: number;
-      if (entry === null) tab3 = record.indexOf('\t', tab2 + 1);
-      else if (lineValues !== undefined) tab3 = entry.values.setAt(record, tab2 + 1, lineValues[line]!);
-      else {
-        tab3 = record.indexOf('\t', tab2 + 1);
-        entry.values.setAt(record, tab2 + 1, Number(record.slice(tab3 + 1, lineEnd(record, tab3))));
-      }
+      if (entry !== null && lineValues !== undefined) tab3 = entry.values.setAt(record, tab2 + 1, lineValues[line]!);
+      else tab3 = record.indexOf('\t', tab2 + 1);
+      const end = lineEnd(record, tab3);
+      if (entry !== null && lineValues === undefined) entry.values.setAt(record, tab2 + 1, Number(record.slice(tab3 + 1, end)));
       line += 1;
-      start = lineEnd(record, tab3) + 1;
+      start = end + 1;
     }
     if (entry !== undefined) this.#endRun(entry, ship, key, run, now);
   }
