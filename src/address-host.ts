@@ -33,3 +33,8 @@ function expandIpv6(address: string): string[] | undefined {
   if (!groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return undefined;
   return groups.map((g) => g.replace(/^0+(?=.)/, ''));
 }
+
+/** Whether a host (as `hostOf` names it) is this machine's loopback: 127.0.0.0/8, or the /64 of ::1. */
+export function isLoopbackHost(host: string): boolean {
+  return host.startsWith('127.') || host === '0:0:0:0::/64';
+}

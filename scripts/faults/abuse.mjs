@@ -1,7 +1,8 @@
 // The abuse run: devices push readings at a steady rate over HTTP, HTTPS (a new TLS connection per
 // request, as the ESP32 SDK sends them) and MQTT, first alone, then while clients without a device
 // key attack together: a login flood from many source addresses (IPv4 and IPv6, some sharing a /64),
-// idle sockets, slow-header clients on the console and a flood of MQTT CONNECTs with wrong keys.
+// idle sockets, slow-header clients on the console, a flood of MQTT CONNECTs with wrong keys and
+// one of TLS handshakes, each on a new connection that never sends a request.
 // Every device request must be answered 2xx and stored in QuestDB, and the devices' p99 with the
 // attack must stay within 3 times their p99 without it. Both p99s are printed.
 //
@@ -18,10 +19,11 @@
 //   runAbuse(...) from scripts/faults/run.mjs      the short version of `npm run test:faults`
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as tcpConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +48,9 @@ const LOGIN_POSTS = 2000;
 const IDLE_SOCKETS = 1100;
 const SLOW_HEADER_CLIENTS = 20;
 const MQTT_FLOODERS = 20;
+/** Loops opening TLS connections as fast as they are let through, three on each of 10 hosts of their own. */
+const HANDSHAKE_FLOODERS = 30;
+const HANDSHAKE_ATTACKERS = Array.from({ length: 10 }, (_, i) => `198.18.2.${i + 1}`);
 /** Each device sends a reading this often. */
 const DEVICE_PERIOD_MS = 100;
 const DEVICES_PER_PROTOCOL = 3;
@@ -62,7 +67,7 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
  * false reports the devices' p99 ratio without failing on it. A ratio is a timing on a machine
  * shared with the attack's clients: with `attempts` above 1, a run whose only failure is the ratio
  * runs again, and the bound must hold in one of them (losses fail at once). On this machine's two
- * cores, quiet, six 15 s runs gave ratios of 0.74 to 2.84.
+ * cores, quiet, four 15 s runs gave ratios of 1.41 to 2.47 (docs/benchmarks.md).
  * @param {{ bundlePath: string, seconds: number, log: (line: string) => void, p99Bound?: boolean, attempts?: number, cpuProfile?: string, latencies?: string }} options
  * @returns {Promise<boolean>}
  */
@@ -87,6 +92,7 @@ async function runOnce({ bundlePath, seconds, log, p99Bound, cpuProfile, latenci
     ...DEVICE_ADDRESSES.map((a) => `ip addr add ${a}/32 dev lo`),
     `ip -6 addr add ${GATEWAY_V6}/128 dev lo nodad`,
     ...ATTACKERS.map((a) => (a.includes(':') ? `ip -6 addr add ${a}/128 dev lo nodad` : `ip addr add ${a}/32 dev lo`)),
+    ...HANDSHAKE_ATTACKERS.map((a) => `ip addr add ${a}/32 dev lo`),
     'exec "$@"',
   ].join('\n');
   const self = fileURLToPath(import.meta.url);
@@ -170,11 +176,14 @@ async function inside(
     const devices = startDevices(target);
     await sleep(2000);
     devices.mark('without');
+    const cpuBefore = cpuMs(gateway.child.pid);
     await sleep(seconds * 1000);
     devices.mark('with');
+    const cpuWithout = cpuMs(gateway.child.pid) - cpuBefore;
     const attack = attackProcess(target, seconds * 1000);
     await sleep(seconds * 1000);
     devices.mark('after');
+    const cpuWith = cpuMs(gateway.child.pid) - cpuBefore - cpuWithout;
     const attackReport = await attack.stop();
     const report = await devices.stop();
     const accepted = report.all.filter((a) => a.ok).length;
@@ -191,6 +200,10 @@ async function inside(
     const withAttack = p99('with');
     const ratio = withAttack / without;
     say(`attack: ${JSON.stringify(attackReport)}`);
+    const share = (/** @type {number} */ ms) => `${((100 * ms) / (seconds * 1000)).toFixed(0)} % of a core`;
+    say(`gateway CPU, every thread: without the attack ${share(cpuWithout)}, with it ${share(cpuWith)}`);
+    const held = gateway.logs.reduce((n, l) => n + (l.event === 'connections_shed' ? Number(l.handshakesHeld ?? 0) : 0), 0);
+    say(`gateway: ${held} TLS connections held back for their host's handshake budget`);
     for (const protocol of ['http', 'https', 'mqtt']) {
       const count = (/** @type {string} */ phase) => report.all.filter((a) => a.protocol === protocol && a.phase === phase).length;
       say(
@@ -225,6 +238,12 @@ async function inside(
   }
   process.stdout.write(`${RESULT}${JSON.stringify({ pass, ratioMissedOnly })}\n`);
   process.exit(pass ? 0 : 1);
+}
+
+/** CPU time of a process, every thread, in ms (Linux: utime and stime of /proc/PID/stat, in 10 ms ticks). */
+function cpuMs(/** @type {number | undefined} */ pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 async function waitForRows(/** @type {string} */ url, /** @type {string} */ table, /** @type {number} */ expected) {
@@ -382,6 +401,8 @@ function startAttack(target, ms) {
     idleClosedByGateway: 0,
     slowHeaderConnections: 0,
     mqttConnects: 0,
+    tlsHandshakes: 0,
+    tlsHandshakesPerSecond: 0,
   };
   const live = () => running && Date.now() < until;
   const gatewayOf = (/** @type {string} */ source) => (source.includes(':') ? GATEWAY_V6 : GATEWAY_V4);
@@ -504,12 +525,36 @@ function startAttack(target, ms) {
     }
   });
 
+  // Full TLS handshakes, each on a new connection closed once it is up: what costs the gateway the
+  // most CPU for a client without a key.
+  const handshakeFlood = Array.from({ length: HANDSHAKE_FLOODERS }, async (_, i) => {
+    const source = /** @type {string} */ (HANDSHAKE_ATTACKERS[i % HANDSHAKE_ATTACKERS.length]);
+    while (live()) {
+      await new Promise((resolve) => {
+        const tcp = tcpConnect({ host: gatewayOf(source), port: target.httpsPort, localAddress: source });
+        const socket = tlsConnect({ socket: tcp, rejectUnauthorized: false });
+        tcp.on('error', () => undefined);
+        const timer = setTimeout(() => socket.destroy(), 5000);
+        socket.once('secureConnect', () => {
+          report.tlsHandshakes += 1;
+          socket.destroy();
+        });
+        socket.on('error', () => undefined);
+        socket.once('close', () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        });
+      });
+    }
+  });
+
   return {
     stop: async () => {
       await Promise.all(login);
       running = false;
       for (const socket of idle) socket.destroy();
-      await Promise.all([...slow, ...mqttFlood]);
+      await Promise.all([...slow, ...mqttFlood, ...handshakeFlood]);
+      report.tlsHandshakesPerSecond = Math.round((report.tlsHandshakes * 1000) / ms);
       report.loginSources = sources.size;
       return report;
     },

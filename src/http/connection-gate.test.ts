@@ -191,6 +191,42 @@ describe('connection gate', () => {
     expect(gate.sizes).toEqual({ open: 4, unproven: 1 });
   });
 
+  it("holds a TLS connection over its host's handshake budget until its next token, lets clear text through at once, and lets the host through once it shows a key", () => {
+    const handshakes = { hostBurst: 2, hostPerSecond: 1, allBurst: 100, allPerSecond: 100, maxHosts: 10, knownForMs: 60_000 };
+    const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 50, unprovenTimeoutMs: 60_000, handshakes });
+    const started: string[] = [];
+    const connect = (address: string, first: string, name: string) => {
+      const socket = acceptedFrom(gate, address);
+      gate.sniff(
+        socket,
+        () => started.push(`tls ${name}`),
+        () => started.push(`plain ${name}`),
+        (byte) => byte === 0x16,
+      );
+      socket.send(first);
+      return socket;
+    };
+    connect('198.51.100.7', '\x16', 'a');
+    connect('198.51.100.7', '\x16', 'b');
+    connect('198.51.100.7', '\x16', 'c');
+    const plain = connect('198.51.100.7', 'G', 'd');
+    expect(started).toEqual(['tls a', 'tls b', 'plain d']);
+    expect(gate.handshakesHeld).toBe(1);
+    vi.advanceTimersByTime(1000);
+    expect(started.at(-1)).toBe('tls c');
+    connect('198.51.100.7', '\x16', 'e');
+    expect(started.at(-1)).toBe('tls c');
+    // A device key on any of the host's connections: what it had waiting goes on at once.
+    gate.prove(plain);
+    expect(started.at(-1)).toBe('tls e');
+    connect('198.51.100.7', '\x16', 'f');
+    expect(started.at(-1)).toBe('tls f');
+    // Stopping closes what still waits: it carries no request to finish.
+    const waiting = ['g', 'h', 'i'].map((name) => connect('203.0.113.9', '\x16', name));
+    gate.closeUndecided();
+    expect(waiting.map((s) => s.destroyed)).toEqual([false, false, true]);
+  });
+
   it('proves a TLS connection through the socket it wraps', () => {
     const gate = new ConnectionGate({ maxConnections: 10, maxUnproven: 5, unprovenTimeoutMs: 5000 });
     const [raw] = sockets(1);

@@ -2,6 +2,7 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { hostOf } from '../address-host.js';
 import { TLS_HANDSHAKE_BYTE } from '../tls/tls-options.js';
+import { HANDSHAKE_LIMITS, HandshakeBudget, type HandshakeLimits } from './handshake-budget.js';
 
 export type Dispatch = (socket: Socket) => void;
 
@@ -12,6 +13,8 @@ export interface ConnectionBudgets {
   maxUnproven: number;
   /** How long an unproven connection may sit without a request in progress (`UNPROVEN_TIMEOUT_MS`). */
   unprovenTimeoutMs: number;
+  /** How fast hosts that have not shown a device key may make it do TLS handshakes. */
+  handshakes?: HandshakeLimits;
 }
 
 /** What the gate keeps on each connection it admitted: the one allocation a connection costs it. */
@@ -76,13 +79,21 @@ export class ConnectionGate {
   #reportedMs = 0;
   /** Since start: unproven connections closed to make room, closed when idle too long, and connections refused. */
   readonly counts = { evicted: 0, expired: 0, refused: 0 };
-  #reported = { evicted: 0, expired: 0, refused: 0 };
+  #reported = { evicted: 0, expired: 0, refused: 0, held: 0 };
+  readonly #handshakes: HandshakeBudget;
 
   constructor(
     private readonly budgets: ConnectionBudgets,
     private readonly logger?: Logger,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.#handshakes = new HandshakeBudget(budgets.handshakes ?? HANDSHAKE_LIMITS, now);
+  }
+
+  /** Since start: connections that waited for their host's TLS handshake budget. */
+  get handshakesHeld(): number {
+    return this.#handshakes.held;
+  }
 
   /** Connections open now, and how many of them are unproven. */
   get sizes(): { open: number; unproven: number } {
@@ -140,6 +151,7 @@ export class ConnectionGate {
     if (admission === undefined || admission.proven) return;
     admission.proven = true;
     this.#leaveUnproven(admitted);
+    this.#handshakes.known(admission.host);
   }
 
   #leaveUnproven(socket: Admitted): void {
@@ -241,25 +253,27 @@ export class ConnectionGate {
     const now = this.now();
     if (this.logger === undefined || now - this.#reportedMs < REPORT_EVERY_MS) return;
     const { evicted, refused } = this.counts;
-    if (evicted === this.#reported.evicted && refused === this.#reported.refused) return;
+    const held = this.#handshakes.held;
+    if (evicted === this.#reported.evicted && refused === this.#reported.refused && held === this.#reported.held) return;
     this.#reportedMs = now;
     this.logger.warn(
       {
         event: 'connections_shed',
         evicted: evicted - this.#reported.evicted,
         refused: refused - this.#reported.refused,
+        handshakesHeld: held - this.#reported.held,
         open: this.open,
         unproven: this.#unproven.size,
       },
-      'connections without a device key were closed to keep room for devices',
+      'connections without a device key were closed or held back to keep room and time for devices',
     );
-    this.#reported = { ...this.counts };
+    this.#reported = { ...this.counts, held };
   }
 
   /**
    * Waits for the connection's first byte and hands it on to `tls` when it starts a TLS handshake,
-   * else to `plain`. The byte is put back, so the chosen server reads the whole stream. A client
-   * that sends nothing is closed as an idle unproven connection.
+   * once its host's handshake budget allows, else to `plain`. The byte is put back, so the chosen
+   * server reads the whole stream. A client that sends nothing is closed as an idle unproven connection.
    */
   sniff(socket: Socket, tls: Dispatch, plain: Dispatch, isTls: (firstByte: number) => boolean): void {
     this.undecided.add(socket);
@@ -267,21 +281,29 @@ export class ConnectionGate {
     const onClose = (): void => void this.undecided.delete(socket);
     socket.on('error', onError);
     socket.once('close', onClose);
+    const dispatch = (to: Dispatch): void => {
+      socket.off('error', onError);
+      socket.off('close', onClose);
+      this.undecided.delete(socket);
+      to(socket);
+    };
     // 'readable' and read(), not 'data': the stream must stay paused, as the TLS socket that
     // wraps it reads what was put back itself and a flowing stream would hand those bytes elsewhere.
     socket.once('readable', () => {
       const chunk = socket.read() as Buffer | null;
       const admission = (socket as Admitted)[ADMISSION];
       if (admission !== undefined) admission.spoke = true;
-      socket.off('error', onError);
-      socket.off('close', onClose);
-      this.undecided.delete(socket);
       if (chunk === null) {
         socket.destroy();
         return;
       }
       socket.unshift(chunk);
-      (isTls(chunk[0] ?? 0) ? tls : plain)(socket);
+      if (!isTls(chunk[0] ?? 0)) dispatch(plain);
+      // Until its handshake may start, the connection stays undecided: a stop closes it.
+      else {
+        this.#handshakes.admit(admission?.host ?? hostOf(socket.remoteAddress ?? ''), socket, () => dispatch(tls));
+        this.#report();
+      }
     });
   }
 
