@@ -66,7 +66,8 @@ const REPORT_EVERY_MS = 10_000;
  * and it holds one unproven connection at a time, so a host holding several loses one of them
  * first, however often it reconnects. Unproven connections idle for `unprovenTimeoutMs` (no first byte, no handshake, no
  * headers, an idle keep-alive) are closed. Only when every connection is a device's is a new one
- * refused.
+ * refused. A TLS handshake, the dearest thing an unproven connection asks for, starts when the
+ * host's handshake budget allows (`HandshakeBudget`); until then the connection waits unread.
  */
 export class ConnectionGate {
   private open = 0;
