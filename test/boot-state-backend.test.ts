@@ -33,7 +33,7 @@ function node(boot: string, cmdline: string, args: string[]): Answer {
   }
 }
 
-const slotValues = ['A', 'B', 'C', 'a', '', ' B ', 'B\t', '=B', '\u00ff'];
+const slotValues = ['A', 'B', 'C', 'a', '', ' B ', 'B\t', '=B', '\u00ff', 'B\u00a0', '\vB\f'];
 const countValues = ['0', '1', '2', 'ff', '-1', '-0', '+1', ' 1', '0x1', '0x', '0X0', '0x0x1', '1z', 'z1', '00', ''];
 const keys = ['HARBOR_SLOT', 'HARBOR_TRY', 'HARBOR_TRY_LEFT', ' HARBOR_TRY ', 'HARBOR_TRY_LEFTX', 'OTHER', ''];
 /** A line of the file: mostly its own keys with values of their kind, sometimes anything. */

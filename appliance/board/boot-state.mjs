@@ -25,13 +25,16 @@ export const SLOTS = /** @type {const} */ (['A', 'B']);
 
 const isSlot = (/** @type {unknown} */ value) => value === 'A' || value === 'B';
 
+/** ASCII white space only, as boot-state.sh's [[:space:]] in the C locale: not String.trim()'s no-break space. */
+const trimAscii = (/** @type {string} */ text) => text.replace(/^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g, '');
+
 /** KEY=value lines as U-Boot's `env export -t` writes them (NUL padding ignored). */
 export function parseEnvFile(/** @type {string} */ text) {
   /** @type {Record<string, string>} */
   const values = {};
   for (const line of text.replace(/\0/g, '').split(/\r?\n/)) {
     const at = line.indexOf('=');
-    if (at > 0) values[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+    if (at > 0) values[trimAscii(line.slice(0, at))] = trimAscii(line.slice(at + 1));
   }
   return values;
 }

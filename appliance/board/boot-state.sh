@@ -17,10 +17,12 @@ fail() {
   exit 1
 }
 
-# The last KEY=value line's value in FILE, trimmed, NUL padding dropped (parseEnvFile).
+# The last KEY=value line's value in FILE, trimmed, NUL padding dropped (parseEnvFile). The echo
+# ends a last line cut short: sed prints such a line without a newline, and an empty value so
+# printed would vanish before tail, which would then name the line before it.
 value() {
   [ -f "$2" ] || return 0
-  tr -d '\000' <"$2" | sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" | tail -n 1 | sed 's/[[:space:]]*$//'
+  { tr -d '\000' <"$2" && echo; } | sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*//p" | tail -n 1 | sed 's/[[:space:]]*$//'
 }
 
 is_slot() {
