@@ -191,7 +191,7 @@ describe('connection gate', () => {
     expect(gate.sizes).toEqual({ open: 4, unproven: 1 });
   });
 
-  it("holds a TLS connection over its host's handshake budget until its next token, lets clear text through at once, and lets the host through once it shows a key", () => {
+  it("holds a TLS connection over its host's handshake budget until its next token, lets clear text through at once, and lets the host through once it shows a key", async () => {
     const handshakes = { hostBurst: 2, hostPerSecond: 1, allBurst: 100, allPerSecond: 100, maxHosts: 10, knownForMs: 60_000 };
     const gate = new ConnectionGate({ maxConnections: 100, maxUnproven: 50, unprovenTimeoutMs: 60_000, handshakes });
     const started: string[] = [];
@@ -211,7 +211,7 @@ describe('connection gate', () => {
     connect('198.51.100.7', '\x16', 'c');
     const plain = connect('198.51.100.7', 'G', 'd');
     expect(started).toEqual(['tls a', 'tls b', 'plain d']);
-    expect(gate.handshakesHeld).toBe(1);
+    expect(gate.handshakes).toEqual({ held: 1, waiting: 1 });
     vi.advanceTimersByTime(1000);
     expect(started.at(-1)).toBe('tls c');
     connect('198.51.100.7', '\x16', 'e');
@@ -223,8 +223,11 @@ describe('connection gate', () => {
     expect(started.at(-1)).toBe('tls f');
     // Stopping closes what still waits: it carries no request to finish.
     const waiting = ['g', 'h', 'i'].map((name) => connect('203.0.113.9', '\x16', name));
+    expect(gate.handshakes.waiting).toBe(1);
     gate.closeUndecided();
     expect(waiting.map((s) => s.destroyed)).toEqual([false, false, true]);
+    await Promise.resolve();
+    expect(gate.handshakes).toEqual({ held: 3, waiting: 0 });
   });
 
   it('proves a TLS connection through the socket it wraps', () => {

@@ -91,9 +91,9 @@ export class ConnectionGate {
     this.#handshakes = new HandshakeBudget(budgets.handshakes ?? HANDSHAKE_LIMITS, now);
   }
 
-  /** Since start: connections that waited for their host's TLS handshake budget. */
-  get handshakesHeld(): number {
-    return this.#handshakes.held;
+  /** TLS connections waiting for their turn to start a handshake: since start, and now. */
+  get handshakes(): { held: number; waiting: number } {
+    return { held: this.#handshakes.held, waiting: this.#handshakes.waiting };
   }
 
   /** Connections open now, and how many of them are unproven. */
@@ -263,6 +263,7 @@ export class ConnectionGate {
         evicted: evicted - this.#reported.evicted,
         refused: refused - this.#reported.refused,
         handshakesHeld: held - this.#reported.held,
+        handshakesWaiting: this.#handshakes.waiting,
         open: this.open,
         unproven: this.#unproven.size,
       },

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HandshakeBudget, type HandshakeLimits } from './handshake-budget.js';
@@ -5,8 +6,18 @@ import { HandshakeBudget, type HandshakeLimits } from './handshake-budget.js';
 /** Hosts' own budgets the tighter: every test but the one of everyone's budget sees only theirs. */
 const LIMITS: HandshakeLimits = { hostBurst: 3, hostPerSecond: 2, allBurst: 1000, allPerSecond: 1000, maxHosts: 4, knownForMs: 60_000 };
 
-/** What the budget reads of a socket: whether it was closed while it waited. */
-const socket = () => ({ destroyed: false }) as Socket & { destroyed: boolean };
+/** What the budget uses of a socket: `destroyed`, and its 'close', which comes a moment after. */
+class FakeSocket extends EventEmitter {
+  destroyed = false;
+  destroy(): void {
+    this.destroyed = true;
+  }
+  close(): void {
+    this.destroyed = true;
+    this.emit('close');
+  }
+}
+const socket = () => new FakeSocket() as unknown as Socket & FakeSocket;
 
 describe('TLS handshake budget', () => {
   beforeEach(() => void vi.useFakeTimers());
@@ -70,6 +81,7 @@ describe('TLS handshake budget', () => {
     expect(started).toHaveLength(3);
     budget.known('198.51.100.7');
     expect(started).toHaveLength(5);
+    expect(budget.waiting).toBe(0);
     admitMany(budget, '198.51.100.7', 20, started, 'again');
     expect(started).toHaveLength(25);
     vi.advanceTimersByTime(60_001);
@@ -77,13 +89,30 @@ describe('TLS handshake budget', () => {
     expect(started.filter((s) => s.startsWith('later'))).toHaveLength(3);
   });
 
-  it('spends no token on a connection closed while it waited', () => {
+  it('spends no turn on a connection closed while it waited, its close come or not', () => {
     const budget = new HandshakeBudget(LIMITS, Date.now);
     const started: string[] = [];
-    const sockets = admitMany(budget, '198.51.100.7', 5, started);
-    sockets[3]!.destroyed = true;
+    const sockets = admitMany(budget, '198.51.100.7', 6, started);
+    sockets[3]!.destroy();
+    sockets[4]!.close();
+    expect(budget.waiting).toBe(2);
     vi.advanceTimersByTime(500);
-    expect(started.at(-1)).toBe('198.51.100.7#4');
+    expect(started.at(-1)).toBe('198.51.100.7#5');
+    expect(budget.waiting).toBe(0);
+    sockets[3]!.close();
+    expect(budget.waiting).toBe(0);
+  });
+
+  it("keeps no closed connection in a host's line, however many a flood opens and the gate closes", () => {
+    const budget = new HandshakeBudget(LIMITS, Date.now);
+    const started: string[] = [];
+    const sockets = admitMany(budget, '198.51.100.7', 10_000, started);
+    expect(budget.waiting).toBe(10_000 - 3);
+    for (const s of sockets.slice(3, -1)) s.close();
+    expect(budget.waiting).toBe(1);
+    vi.advanceTimersByTime(500);
+    expect(started.at(-1)).toBe('198.51.100.7#9999');
+    expect(budget.waiting).toBe(0);
   });
 
   it('never holds a client on the loopback', () => {

@@ -33,6 +33,8 @@ export const HANDSHAKE_LIMITS: HandshakeLimits = {
 interface Held {
   socket: Socket;
   go: () => void;
+  /** Takes the connection out of the line when it closes while waiting. */
+  closed: () => void;
 }
 
 /** A token bucket: `tokens` at `atMs`, filling at a rate up to a burst. */
@@ -72,6 +74,8 @@ export class HandshakeBudget {
   #forgotAtMs = Number.NEGATIVE_INFINITY;
   /** Since start: connections that waited for their turn. */
   held = 0;
+  /** Connections waiting now. */
+  waiting = 0;
 
   constructor(
     private readonly limits: HandshakeLimits = HANDSHAKE_LIMITS,
@@ -94,9 +98,26 @@ export class HandshakeBudget {
       return;
     }
     this.held += 1;
-    entry.held.push({ socket, go });
+    this.waiting += 1;
+    const held: Held = { socket, go, closed: () => this.#leave(entry, held) };
+    // Out of the line at once: a flood's connections closed by the gate must not pile up in it.
+    socket.once('close', held.closed);
+    entry.held.push(held);
     this.#waiting.add(entry);
     this.#schedule(entry);
+  }
+
+  #leave(entry: Host, held: Held): void {
+    const at = entry.held.indexOf(held);
+    if (at < 0) return;
+    entry.held.splice(at, 1);
+    this.waiting -= 1;
+    if (entry.held.length === 0) this.#waiting.delete(entry);
+  }
+
+  #start(held: Held): void {
+    held.socket.off('close', held.closed);
+    held.go();
   }
 
   /** A connection of `host` showed a device key. */
@@ -108,7 +129,10 @@ export class HandshakeBudget {
     if (entry === undefined) return;
     this.#hosts.delete(host);
     this.#waiting.delete(entry);
-    for (const { socket, go } of entry.held) if (!socket.destroyed) go();
+    const line = entry.held;
+    entry.held = [];
+    this.waiting -= line.length;
+    for (const held of line) if (!held.socket.destroyed) this.#start(held);
   }
 
   #isKnown(host: string): boolean {
@@ -138,8 +162,11 @@ export class HandshakeBudget {
       served = false;
       // A copy: a host served goes to the end of the line, for the next round.
       for (const entry of [...this.#waiting]) {
-        // A connection closed while it waited (by the gate, or its client) takes no turn.
-        while (entry.held.length > 0 && entry.held[0]!.socket.destroyed) entry.held.shift();
+        // A connection destroyed while it waited, its 'close' still to come, takes no turn.
+        while (entry.held.length > 0 && entry.held[0]!.socket.destroyed) {
+          entry.held.shift();
+          this.waiting -= 1;
+        }
         if (entry.held.length === 0) {
           this.#waiting.delete(entry);
           continue;
@@ -149,7 +176,8 @@ export class HandshakeBudget {
           continue;
         }
         this.#waiting.delete(entry);
-        entry.held.shift()!.go();
+        this.waiting -= 1;
+        this.#start(entry.held.shift()!);
         served = true;
         if (entry.held.length > 0) this.#waiting.add(entry);
       }
