@@ -19,7 +19,7 @@
 //   runAbuse(...) from scripts/faults/run.mjs      the short version of `npm run test:faults`
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as tcpConnect } from 'node:net';
@@ -31,6 +31,7 @@ import mqtt from 'mqtt';
 import { generate } from 'mqtt-packet';
 import { startGatewayProcess } from '../lib/gateway-process.mjs';
 import { projectRoot } from '../lib/paths.mjs';
+import { cpuSeconds } from '../lib/proc.mjs';
 import { freePorts } from '../lib/ports.mjs';
 import { rowCount } from '../lib/questdb-sql.mjs';
 import { startQuestDb } from '../lib/questdb.mjs';
@@ -240,11 +241,8 @@ async function inside(
   process.exit(pass ? 0 : 1);
 }
 
-/** CPU time of a process, every thread, in ms (Linux: utime and stime of /proc/PID/stat, in 10 ms ticks). */
-function cpuMs(/** @type {number | undefined} */ pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+/** CPU time of the gateway's process, every thread, in ms. */
+const cpuMs = (/** @type {number | undefined} */ pid) => 1000 * (cpuSeconds(/** @type {number} */ (pid)) ?? Number.NaN);
 
 async function waitForRows(/** @type {string} */ url, /** @type {string} */ table, /** @type {number} */ expected) {
   const deadline = Date.now() + 60_000;
